@@ -16,7 +16,7 @@ export ZERODROP_CACHE
 
 ECHO_IMAGE   ?= zerodrop/echo-server:dev
 
-.PHONY: all test vet fmt-check unit build image e2e help
+.PHONY: all test vet fmt-check unit build image e2e help host-setup
 
 all: build
 
@@ -45,3 +45,6 @@ image: ## echo server image, built offline (FROM scratch, no pull)
 
 e2e: ## the main job: every scenario on a real cluster (PROVIDER=kind)
 	@echo "e2e: not yet: the cluster substrate and the scenarios have not landed (PROVIDER=$(PROVIDER))" >&2; exit 2
+
+host-setup: ## make Docker usable here: install docker.io etc., start dockerd, fix --privileged caps
+	ZERODROP_CACHE=$(ZERODROP_CACHE) GO=$(GO) ./clusters/host-setup.sh
