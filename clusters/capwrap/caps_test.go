@@ -54,7 +54,7 @@ func TestAllowed(t *testing.T) {
 			t.Errorf("allowed(%q) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if capSet(1<<24).allowed("CAP_CHOWN") {
+	if capSet(1 << 24).allowed("CAP_CHOWN") {
 		t.Error("CAP_CHOWN allowed by a set holding only SYS_RESOURCE")
 	}
 }
@@ -74,7 +74,9 @@ func TestFilterDoc(t *testing.T) {
 		{
 			name: "bundle config",
 			doc:  map[string]any{"ociVersion": "1.0.2", "process": map[string]any{"user": map[string]any{"uid": 4294967294}, "capabilities": caps()}},
-			get:  func(m map[string]any) map[string]any { return m["process"].(map[string]any)["capabilities"].(map[string]any) },
+			get: func(m map[string]any) map[string]any {
+				return m["process"].(map[string]any)["capabilities"].(map[string]any)
+			},
 		},
 		{
 			name:      "exec process file",
