@@ -1,0 +1,215 @@
+package echo
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Defaults of the contract (issue 2). Fixtures rely on them.
+const (
+	DefaultListen       = ":8080"
+	DefaultAdminListen  = ":8081"
+	DefaultDrainTimeout = 10 * time.Second
+)
+
+// Identity is who the server says it is in every answer. In a pod it comes
+// from the downward API.
+type Identity struct {
+	Pod       string
+	Node      string
+	Namespace string
+	PodIP     string
+}
+
+// Config is the contract's knobs. The zero value is not useful: start from
+// DefaultConfig or ParseConfig.
+type Config struct {
+	// Listen is the traffic address (the Service's target port).
+	Listen string
+	// AdminListen is the admin address (never behind a Service).
+	AdminListen string
+	// Ready is the initial readiness.
+	Ready bool
+	// KeepAlive is the initial keep-alive switch.
+	KeepAlive bool
+	// ShutdownDelay is how long serving goes on unchanged after the first
+	// termination signal, to outlast endpoint propagation.
+	ShutdownDelay time.Duration
+	// UnreadyOnTerm fails readiness the moment the termination signal
+	// arrives instead of after the delay.
+	UnreadyOnTerm bool
+	// DrainTimeout is the graceful budget for in-flight requests once the
+	// server stops accepting; 0 closes them at once (the naive app).
+	DrainTimeout time.Duration
+	// LogRequests logs one debug line per request. Off by default: the
+	// load generator records requests, the server logs state changes.
+	LogRequests bool
+	// Identity is filled from POD_NAME, NODE_NAME, POD_NAMESPACE and POD_IP.
+	Identity Identity
+}
+
+// DefaultConfig is the contract's defaults with an empty identity.
+func DefaultConfig() Config {
+	return Config{
+		Listen:       DefaultListen,
+		AdminListen:  DefaultAdminListen,
+		Ready:        true,
+		KeepAlive:    true,
+		DrainTimeout: DefaultDrainTimeout,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Listen == "":
+		return errors.New("traffic listen address (--listen, ECHO_LISTEN) is empty")
+	case c.AdminListen == "":
+		return errors.New("admin listen address (--admin-listen, ECHO_ADMIN_LISTEN) is empty")
+	case c.ShutdownDelay < 0:
+		return fmt.Errorf("shutdown delay (--shutdown-delay, ECHO_SHUTDOWN_DELAY) is negative: %s", c.ShutdownDelay)
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("drain timeout (--drain-timeout, ECHO_DRAIN_TIMEOUT) is negative: %s", c.DrainTimeout)
+	}
+	return nil
+}
+
+// LookupEnv is os.LookupEnv's shape, so tests pass a map instead of
+// mutating the process environment.
+type LookupEnv func(key string) (string, bool)
+
+// flagEnv pairs each flag with the environment variable that can set it.
+var flagEnv = [...]struct{ flag, env string }{
+	{"listen", "ECHO_LISTEN"},
+	{"admin-listen", "ECHO_ADMIN_LISTEN"},
+	{"ready", "ECHO_READY"},
+	{"keepalive", "ECHO_KEEPALIVE"},
+	{"shutdown-delay", "ECHO_SHUTDOWN_DELAY"},
+	{"unready-on-term", "ECHO_UNREADY_ON_TERM"},
+	{"drain-timeout", "ECHO_DRAIN_TIMEOUT"},
+	{"log-requests", "ECHO_LOG_REQUESTS"},
+}
+
+// ParseConfig reads flags, then the environment for every flag not given on
+// the command line, then the pod identity. A flag beats its variable, which
+// beats the default. hostname supplies pod and node names outside a pod;
+// pass os.Hostname. Usage and errors go to output; -h returns flag.ErrHelp.
+func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), output io.Writer) (Config, error) {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "traffic address [ECHO_LISTEN]")
+	fs.StringVar(&cfg.AdminListen, "admin-listen", cfg.AdminListen, "admin address [ECHO_ADMIN_LISTEN]")
+	fs.BoolVar(&cfg.Ready, "ready", cfg.Ready, "initial readiness [ECHO_READY]")
+	fs.BoolVar(&cfg.KeepAlive, "keepalive", cfg.KeepAlive, "HTTP keep-alive on the traffic port [ECHO_KEEPALIVE]")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "after SIGTERM keep serving this long [ECHO_SHUTDOWN_DELAY]")
+	fs.BoolVar(&cfg.UnreadyOnTerm, "unready-on-term", cfg.UnreadyOnTerm, "fail readiness as soon as SIGTERM arrives [ECHO_UNREADY_ON_TERM]")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "after the delay, budget for in-flight requests; 0 closes them at once [ECHO_DRAIN_TIMEOUT]")
+	fs.BoolVar(&cfg.LogRequests, "log-requests", cfg.LogRequests, "log one debug line per request [ECHO_LOG_REQUESTS]")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: echo-server [flags]\n\n"+
+			"zerodrop echo server. Pod identity comes from POD_NAME, POD_NAMESPACE, NODE_NAME, POD_IP.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments %q: echo-server takes flags only (see -h)", fs.Args())
+	}
+
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, fe := range flagEnv {
+		if given[fe.flag] {
+			continue
+		}
+		v, ok := env(fe.env)
+		if !ok {
+			continue
+		}
+		if err := fs.Set(fe.flag, v); err != nil {
+			return Config{}, fmt.Errorf("environment %s=%q (for --%s): %w", fe.env, v, fe.flag, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+
+	id, err := identityFromEnv(env, hostname)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Identity = id
+	return cfg, nil
+}
+
+// identityFromEnv reads the downward API variables. Outside a pod the
+// hostname stands in for both pod and node, and the first non-loopback
+// interface address for the pod IP.
+func identityFromEnv(env LookupEnv, hostname func() (string, error)) (Identity, error) {
+	get := func(k string) string { v, _ := env(k); return v }
+	id := Identity{
+		Pod:       get("POD_NAME"),
+		Node:      get("NODE_NAME"),
+		Namespace: get("POD_NAMESPACE"),
+		PodIP:     get("POD_IP"),
+	}
+	if id.Pod == "" || id.Node == "" {
+		h, err := hostname()
+		if err != nil {
+			return Identity{}, fmt.Errorf("POD_NAME or NODE_NAME unset and the hostname is unreadable (%w): set POD_NAME and NODE_NAME", err)
+		}
+		if id.Pod == "" {
+			id.Pod = h
+		}
+		if id.Node == "" {
+			id.Node = h
+		}
+	}
+	if id.PodIP == "" {
+		id.PodIP = firstInterfaceIP()
+	}
+	if id.PodIP != "" && net.ParseIP(id.PodIP) == nil {
+		return Identity{}, fmt.Errorf("POD_IP=%q is not an IP address: set it from status.podIP", id.PodIP)
+	}
+	return id, nil
+}
+
+// firstInterfaceIP is the best guess at "my address" outside a pod; an
+// empty answer is fine (the field is informative only).
+func firstInterfaceIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		return ipn.IP.String()
+	}
+	return ""
+}
+
+// OSEnv is LookupEnv for the real process environment.
+func OSEnv(key string) (string, bool) { return os.LookupEnv(key) }
+
+// parseSwitch accepts exactly "true" or "false": an admin call is a
+// deliberate act, so "1" or "yes" is more likely a typo than intent.
+func parseSwitch(v string) (bool, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("value=%s: want value=true or value=false", strconv.Quote(v))
+}

@@ -1,0 +1,258 @@
+package echo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrAborted is returned by Run when a second signal cut the graceful
+// shutdown short.
+var ErrAborted = errors.New("shutdown aborted")
+
+// adminShutdownBudget is how long admin calls (a final stats scrape) get
+// to finish once the traffic port is done.
+const adminShutdownBudget = time.Second
+
+type options struct {
+	log             *slog.Logger
+	traffic, admin  net.Listener
+	listenersCalled bool
+}
+
+// Option configures Run.
+type Option func(*options)
+
+// WithLogger sets the structured logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+// WithListeners serves on listeners the caller opened (tests pick free
+// ports this way) instead of Config.Listen and Config.AdminListen. Run
+// closes them.
+func WithListeners(traffic, admin net.Listener) Option {
+	return func(o *options) { o.traffic, o.admin, o.listenersCalled = traffic, admin, true }
+}
+
+// Run serves until the first value on signals, then runs the termination
+// sequence:
+//
+//  1. readiness fails at once if cfg.UnreadyOnTerm;
+//  2. serving goes on unchanged for cfg.ShutdownDelay;
+//  3. the traffic port stops accepting, answers in flight get
+//     "Connection: close", idle connections are closed;
+//  4. in-flight requests get up to cfg.DrainTimeout, then are cut;
+//  5. the admin port closes and Run returns nil.
+//
+// A second value on signals during 2-4 closes everything at once and
+// returns an error wrapping ErrAborted. Cancelling ctx closes everything at
+// once and returns nil: the caller asked for it. Main passes SIGTERM and
+// SIGINT on signals; tests pass a channel of their own.
+func Run(ctx context.Context, cfg Config, signals <-chan os.Signal, opts ...Option) error {
+	o := options{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Validate(); err != nil {
+		closeAll(o.traffic, o.admin)
+		return fmt.Errorf("echo server configuration: %w", err)
+	}
+	if o.listenersCalled && (o.traffic == nil || o.admin == nil) {
+		closeAll(o.traffic, o.admin)
+		return errors.New("echo server: WithListeners needs both a traffic and an admin listener")
+	}
+	s, err := newServer(cfg, o.log)
+	if err != nil {
+		closeAll(o.traffic, o.admin)
+		return fmt.Errorf("echo server: %w", err)
+	}
+	tl, al := o.traffic, o.admin
+	if tl == nil {
+		if tl, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return fmt.Errorf("echo server: listening on the traffic address %q (--listen, ECHO_LISTEN): %w; choose a free address", cfg.Listen, err)
+		}
+		if al, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			tl.Close()
+			return fmt.Errorf("echo server: listening on the admin address %q (--admin-listen, ECHO_ADMIN_LISTEN): %w; choose a free address", cfg.AdminListen, err)
+		}
+	}
+	return s.serve(ctx, tl, al, signals)
+}
+
+func closeAll(ls ...net.Listener) {
+	for _, l := range ls {
+		if l != nil {
+			l.Close()
+		}
+	}
+}
+
+func (s *server) serve(ctx context.Context, tl, al net.Listener, signals <-chan os.Signal) error {
+	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	traffic := &http.Server{
+		Handler:           s,
+		ConnContext:       s.connContext,
+		ConnState:         s.connState,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          errLog,
+	}
+	admin := &http.Server{
+		Handler:           s.adminHandler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          errLog,
+	}
+
+	serveErr := make(chan error, 2)
+	var wg sync.WaitGroup
+	for _, p := range []struct {
+		name string
+		srv  *http.Server
+		l    net.Listener
+	}{{"traffic", traffic, tl}, {"admin", admin, al}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.srv.Serve(p.l); !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- fmt.Errorf("echo server: %s port %s stopped serving: %w", p.name, p.l.Addr(), err)
+			}
+		}()
+	}
+	// Serve goroutines end soon after Close/Shutdown; waiting keeps Run from
+	// leaking them into the caller.
+	defer wg.Wait()
+
+	cfg := s.cfg
+	s.log.Info("serving",
+		"traffic_addr", tl.Addr().String(), "admin_addr", al.Addr().String(),
+		"pod", cfg.Identity.Pod, "node", cfg.Identity.Node, "namespace", cfg.Identity.Namespace, "pod_ip", cfg.Identity.PodIP,
+		"ready", cfg.Ready, "keepalive", cfg.KeepAlive,
+		"shutdown_delay", cfg.ShutdownDelay.String(), "unready_on_term", cfg.UnreadyOnTerm, "drain_timeout", cfg.DrainTimeout.String())
+
+	var sig os.Signal
+	select {
+	case <-ctx.Done():
+		s.closeNow(traffic, admin, "context cancelled")
+		return nil
+	case err := <-serveErr:
+		s.closeNow(traffic, admin, "a listener failed")
+		return err
+	case sig = <-signals:
+	}
+	return s.terminate(ctx, sig, signals, serveErr, traffic, admin)
+}
+
+// terminate is the sequence Run documents, from the first signal on.
+func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os.Signal, serveErr <-chan error, traffic, admin *http.Server) error {
+	cfg := s.cfg
+	start := time.Now()
+	s.terminating.Store(true)
+	s.log.Info("termination signal received", "signal", sigName(sig),
+		"shutdown_delay", cfg.ShutdownDelay.String(), "unready_on_term", cfg.UnreadyOnTerm, "drain_timeout", cfg.DrainTimeout.String())
+	if cfg.UnreadyOnTerm {
+		s.setReady(false, "unready-on-term")
+	}
+
+	abort := func(sig os.Signal, phase string) error {
+		open := s.openConns.Load()
+		s.closeNow(traffic, admin, "second signal "+sigName(sig))
+		return fmt.Errorf("echo server: %w by a second signal (%s) during the %s after %s: closed %d open traffic connections at once",
+			ErrAborted, sigName(sig), phase, time.Since(start).Round(time.Millisecond), open)
+	}
+
+	if cfg.ShutdownDelay > 0 {
+		t := time.NewTimer(cfg.ShutdownDelay)
+		select {
+		case <-t.C:
+		case sig2 := <-signals:
+			t.Stop()
+			return abort(sig2, "shutdown delay")
+		case <-ctx.Done():
+			t.Stop()
+			s.closeNow(traffic, admin, "context cancelled")
+			return nil
+		case err := <-serveErr:
+			t.Stop()
+			s.closeNow(traffic, admin, "a listener failed")
+			return err
+		}
+	}
+
+	// Draining before Shutdown: answers written from here on carry
+	// Connection: close even if they race Shutdown's own switch.
+	s.draining.Store(true)
+	s.log.Info("draining: stopped accepting, asking keep-alive clients to close",
+		"after", time.Since(start).Round(time.Millisecond).String(),
+		"open_connections", s.openConns.Load(), "drain_timeout", cfg.DrainTimeout.String())
+
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- traffic.Shutdown(dctx) }()
+	select {
+	case err := <-drained:
+		if err != nil {
+			open := s.openConns.Load()
+			traffic.Close()
+			s.log.Warn("drain timeout: closed connections with requests still in flight",
+				"drain_timeout", cfg.DrainTimeout.String(), "closed_connections", open)
+		} else {
+			s.log.Info("drained: every traffic connection closed",
+				"since_signal", time.Since(start).Round(time.Millisecond).String())
+		}
+	case sig2 := <-signals:
+		cancel()
+		<-drained
+		return abort(sig2, "drain")
+	case <-ctx.Done():
+		cancel()
+		<-drained
+		s.closeNow(traffic, admin, "context cancelled")
+		return nil
+	}
+
+	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), adminShutdownBudget)
+	defer acancel()
+	if err := admin.Shutdown(actx); err != nil {
+		admin.Close()
+	}
+	st := s.stats()
+	s.log.Info("stopped",
+		"since_signal", time.Since(start).Round(time.Millisecond).String(),
+		"served_total", st.ServedTotal, "served_while_unready", st.ServedWhileUnready,
+		"served_while_draining", st.ServedWhileDraining, "served_while_terminating", st.ServedWhileTerminating,
+		"connections_total", st.ConnectionsTotal)
+	return nil
+}
+
+// closeNow drops both ports and every connection at once.
+func (s *server) closeNow(traffic, admin *http.Server, why string) {
+	s.draining.Store(true)
+	open := s.openConns.Load()
+	traffic.Close()
+	admin.Close()
+	s.log.Warn("stopped at once", "why", why, "closed_connections", open)
+}
+
+// sigName is the conventional name ("SIGTERM"), which is what operators
+// grep for, rather than Go's description ("terminated").
+func sigName(sig os.Signal) string {
+	switch sig {
+	case nil:
+		return "<nil>"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
+}

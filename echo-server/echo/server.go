@@ -1,0 +1,314 @@
+package echo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const (
+	// keepAliveHeader is what the contract advertises on every traffic
+	// answer while keep-alive is on.
+	keepAliveHeader = "timeout=30"
+	// idleTimeout is how long the server keeps an idle connection. It is
+	// deliberately far above the advertised 30s and above GCLB's 600s
+	// backend keep-alive: the server must never be the side that closes an
+	// idle connection a client or LB is about to reuse, or the suite would
+	// count the race as a drop the cluster did not cause.
+	idleTimeout = 11 * time.Minute
+	// readHeaderTimeout bounds slow or stuck clients.
+	readHeaderTimeout = 10 * time.Second
+	// maxDelay caps ?delay= so a typo cannot pin a connection for hours.
+	maxDelay = 10 * time.Minute
+)
+
+// server is one echo server's state: switches, counters and the pieces of
+// the answer that never change. Everything is reachable from Run's stack
+// frame; nothing is global.
+type server struct {
+	cfg Config
+	log *slog.Logger
+
+	readySwitch atomic.Bool // the admin/flag switch; see ready()
+	keepAlive   atomic.Bool
+	terminating atomic.Bool // a termination signal arrived
+	draining    atomic.Bool // stopped accepting; graceful shutdown running
+
+	served            atomic.Uint64
+	servedUnready     atomic.Uint64
+	servedDraining    atomic.Uint64
+	servedTerminating atomic.Uint64
+	openConns         atomic.Int64
+	connsTotal        atomic.Uint64
+
+	// connPrefix makes conn_id unique across restarts of a pod with the
+	// same name, so the harness never merges two connections.
+	connPrefix string
+
+	identityJSON []byte // `{"pod":...,"pod_ip":"..."`
+	hdrJSON      []string
+	hdrPod       []string
+	hdrKeepAlive []string
+	hdrClose     []string
+
+	bufs sync.Pool
+
+	registry *prometheus.Registry
+}
+
+type connKey struct{}
+
+// connInfo is per TCP connection, created in ConnContext. The JSON
+// fragments are encoded once per connection instead of once per request.
+type connInfo struct {
+	requests atomic.Uint64
+	peerJSON []byte // `,"client_ip":"...","client_port":N`
+	idJSON   []byte // `,"conn_id":"..."`
+}
+
+func newServer(cfg Config, log *slog.Logger) (*server, error) {
+	var nonce [4]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("reading a random conn_id prefix: %w", err)
+	}
+	s := &server{
+		cfg:          cfg,
+		log:          log,
+		connPrefix:   hex.EncodeToString(nonce[:]),
+		hdrJSON:      []string{"application/json"},
+		hdrPod:       []string{cfg.Identity.Pod},
+		hdrKeepAlive: []string{keepAliveHeader},
+		hdrClose:     []string{"close"},
+	}
+	s.readySwitch.Store(cfg.Ready)
+	s.keepAlive.Store(cfg.KeepAlive)
+	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
+
+	b := append([]byte(nil), `{"pod":`...)
+	b = appendJSONString(b, cfg.Identity.Pod)
+	b = append(b, `,"node":`...)
+	b = appendJSONString(b, cfg.Identity.Node)
+	b = append(b, `,"namespace":`...)
+	b = appendJSONString(b, cfg.Identity.Namespace)
+	b = append(b, `,"pod_ip":`...)
+	b = appendJSONString(b, cfg.Identity.PodIP)
+	s.identityJSON = b
+
+	reg, err := s.newRegistry()
+	if err != nil {
+		return nil, err
+	}
+	s.registry = reg
+	return s, nil
+}
+
+// ready is what /readyz answers: the switch is on and the server is not
+// draining. The echo answer's "ready" is the same value, so a request
+// counted in served_while_unready is one a readiness probe at the same
+// instant would have failed.
+func (s *server) ready() bool {
+	return s.readySwitch.Load() && !s.draining.Load()
+}
+
+// connContext gives every accepted connection its identity.
+func (s *server) connContext(ctx context.Context, c net.Conn) context.Context {
+	n := s.connsTotal.Add(1)
+	ci := &connInfo{}
+	ci.idJSON = append(ci.idJSON, `,"conn_id":"`...)
+	ci.idJSON = append(ci.idJSON, s.connPrefix...)
+	ci.idJSON = append(ci.idJSON, '-')
+	ci.idJSON = strconv.AppendUint(ci.idJSON, n, 10)
+	ci.idJSON = append(ci.idJSON, '"')
+	ci.peerJSON = appendPeer(nil, c.RemoteAddr().String())
+	return context.WithValue(ctx, connKey{}, ci)
+}
+
+// connState keeps open_connections; hijacked connections leave our
+// accounting because net/http no longer reports on them.
+func (s *server) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		s.openConns.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		s.openConns.Add(-1)
+	}
+}
+
+// appendPeer encodes the client address fields from a "host:port" string.
+func appendPeer(b []byte, remote string) []byte {
+	ip, port := remote, 0
+	if ap, err := netip.ParseAddrPort(remote); err == nil {
+		ip, port = ap.Addr().Unmap().WithZone("").String(), int(ap.Port())
+	} else if h, p, err := net.SplitHostPort(remote); err == nil {
+		ip = h
+		port, _ = strconv.Atoi(p)
+	}
+	b = append(b, `,"client_ip":`...)
+	b = appendJSONString(b, ip)
+	b = append(b, `,"client_port":`...)
+	return strconv.AppendInt(b, int64(port), 10)
+}
+
+// ServeHTTP is the traffic port. A switch instead of a ServeMux: this is
+// the hot path and there are three routes.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ci, _ := r.Context().Value(connKey{}).(*connInfo)
+	var nreq uint64
+	if ci != nil {
+		nreq = ci.requests.Add(1)
+	}
+	h := w.Header()
+	// Decided per answer, not per server, so the admin switch takes effect
+	// on the next answer of every open connection; net/http honours a
+	// handler's "Connection: close" by closing after the answer.
+	if !s.keepAlive.Load() || s.draining.Load() {
+		h["Connection"] = s.hdrClose
+	} else {
+		h["Keep-Alive"] = s.hdrKeepAlive
+	}
+	h["X-Echo-Pod"] = s.hdrPod
+
+	switch p := r.URL.Path; {
+	case p == "/healthz":
+		plain(w, http.StatusOK, "ok\n")
+	case p == "/readyz":
+		switch {
+		case s.draining.Load():
+			plain(w, http.StatusServiceUnavailable, "not ready: draining\n")
+		case !s.readySwitch.Load():
+			plain(w, http.StatusServiceUnavailable, "not ready: readiness is switched off\n")
+		default:
+			plain(w, http.StatusOK, "ready\n")
+		}
+	case p == "/metrics" || p == "/admin" || strings.HasPrefix(p, "/admin/"):
+		plain(w, http.StatusNotFound, "404 not found: admin endpoints and metrics are on the admin port only\n")
+	default:
+		s.echo(w, r, ci, nreq)
+	}
+	if s.cfg.LogRequests {
+		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "conn_request", nreq)
+	}
+}
+
+func plain(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(msg)))
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
+}
+
+// echo writes the JSON answer. It samples the state after any requested
+// delay, so "ready" and "draining" describe the moment of answering.
+func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq uint64) {
+	if r.URL.RawQuery != "" {
+		if d := r.URL.Query().Get("delay"); d != "" {
+			delay, err := time.ParseDuration(d)
+			if err != nil || delay < 0 || delay > maxDelay {
+				plain(w, http.StatusBadRequest, fmt.Sprintf("400 bad request: delay=%q: want a Go duration between 0 and %s, e.g. delay=250ms\n", d, maxDelay))
+				return
+			}
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return // the client or a forced close ended it; nothing to answer
+			}
+		}
+	}
+
+	ready := s.ready()
+	draining := s.draining.Load()
+	terminating := s.terminating.Load()
+	keepAlive := s.keepAlive.Load()
+	seq := s.served.Add(1)
+	if !ready {
+		s.servedUnready.Add(1)
+	}
+	if draining {
+		s.servedDraining.Add(1)
+	}
+	if terminating {
+		s.servedTerminating.Add(1)
+	}
+	now := time.Now().UTC()
+
+	bp := s.bufs.Get().(*[]byte)
+	b := append((*bp)[:0], s.identityJSON...)
+	if ci != nil {
+		b = append(b, ci.peerJSON...)
+	} else {
+		b = appendPeer(b, r.RemoteAddr)
+	}
+	b = append(b, `,"x_forwarded_for":`...)
+	b = appendJSONString(b, headerJoined(r.Header, "X-Forwarded-For"))
+	b = append(b, `,"ready":`...)
+	b = appendJSONBool(b, ready)
+	b = append(b, `,"draining":`...)
+	b = appendJSONBool(b, draining)
+	b = append(b, `,"terminating":`...)
+	b = appendJSONBool(b, terminating)
+	b = append(b, `,"keepalive":`...)
+	b = appendJSONBool(b, keepAlive)
+	if ci != nil {
+		b = append(b, ci.idJSON...)
+	} else {
+		b = append(b, `,"conn_id":""`...)
+	}
+	b = append(b, `,"conn_request":`...)
+	b = strconv.AppendUint(b, nreq, 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"time":"`...)
+	b = now.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","request_id":`...)
+	rid := r.Header["X-Request-Id"]
+	if len(rid) > 0 {
+		b = appendJSONString(b, rid[0])
+	} else {
+		b = append(b, `""`...)
+	}
+	b = append(b, "}\n"...)
+
+	h := w.Header()
+	h["Content-Type"] = s.hdrJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if len(rid) > 0 {
+		// Capped slice of the request's own: no copy, and an append by
+		// anyone downstream cannot write into the request header.
+		h["X-Request-Id"] = rid[:1:1]
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+
+	if cap(b) <= 64<<10 { // do not keep a buffer a huge header grew
+		*bp = b
+		s.bufs.Put(bp)
+	}
+}
+
+// headerJoined is the header's values as one list, the way proxies that
+// send X-Forwarded-For on several lines mean it.
+func headerJoined(h http.Header, key string) string {
+	v := h[key]
+	switch len(v) {
+	case 0:
+		return ""
+	case 1:
+		return v[0]
+	}
+	return strings.Join(v, ", ")
+}

@@ -1,0 +1,46 @@
+// Command echo-server is zerodrop's in-cluster echo server: every answer
+// says which pod and node served it, what client address it saw, whether it
+// was ready and whether the connection was reused. See package
+// zerodrop/echo-server/echo for the contract.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"zerodrop/echo-server/echo"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cfg, err := echo.ParseConfig(os.Args[1:], echo.OSEnv, os.Hostname, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "echo-server: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+
+	// Buffered so a second signal is never lost while the first is being
+	// handled: the second one is what makes the server exit at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	if err := echo.Run(context.Background(), cfg, sigs, echo.WithLogger(log)); err != nil {
+		log.Error("echo-server exiting with an error", "err", err.Error())
+		return 1
+	}
+	return 0
+}
