@@ -1,0 +1,67 @@
+package runfile
+
+import "time"
+
+// Event is something the harness, Kubernetes or the LB did or saw, on the same
+// wall clock as the load results.
+type Event struct {
+	Time    time.Time         `json:"time"`
+	Source  string            `json:"source"`           // "harness", "kubernetes", "lb", "load"
+	Type    string            `json:"type"`             // see the constants below
+	Object  string            `json:"object,omitempty"` // "node/kind-worker", "pod/ns/name", "service/ns/name"
+	Message string            `json:"message,omitempty"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// Event sources.
+const (
+	SourceHarness    = "harness"
+	SourceKubernetes = "kubernetes"
+	SourceLB         = "lb"
+	SourceLoad       = "load"
+)
+
+// Event types.
+const (
+	Cordon              = "cordon"
+	Uncordon            = "uncordon"
+	DrainStart          = "drain-start"
+	DrainEnd            = "drain-end"
+	PodTerminating      = "pod-terminating"
+	PodDeleted          = "pod-deleted"
+	PodReady            = "pod-ready"
+	PodUnready          = "pod-unready"
+	EndpointRemoved     = "endpoint-removed"
+	EndpointAdded       = "endpoint-added"
+	EndpointTerminating = "endpoint-terminating"
+	NodeAdded           = "node-added"
+	NodeRemoved         = "node-removed"
+	RolloutStart        = "rollout-start"
+	RolloutEnd          = "rollout-end"
+	PoolAdded           = "pool-added"
+	PoolRemoved         = "pool-removed"
+	LBBackendAdded      = "lb-backend-added"
+	LBBackendRemoved    = "lb-backend-removed"
+	LBNodeHealthy       = "lb-node-healthy"
+	LBNodeUnhealthy     = "lb-node-unhealthy"
+	// Action is a free-form harness step ("scale deployment to 3").
+	Action = "action"
+	// Note is anything worth recording that is not a step.
+	Note = "note"
+)
+
+// EventSink receives events. Everything that produces events takes one, never
+// a concrete writer, so producers work without a run file (tests, logs).
+// Implementations must be safe for concurrent use.
+type EventSink interface {
+	Event(Event) error
+}
+
+// EventFunc adapts a function to EventSink.
+type EventFunc func(Event) error
+
+// Event calls f(e).
+func (f EventFunc) Event(e Event) error { return f(e) }
+
+// Discard is an EventSink that drops every event.
+var Discard EventSink = EventFunc(func(Event) error { return nil })

@@ -1,0 +1,157 @@
+package runfile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Record is one decoded line. Exactly one of Meta, Result, Event, End is set
+// for the known kinds; lines of unknown kinds have only Kind and Line.
+type Record struct {
+	Kind   string
+	Line   int // 1-based line number
+	Meta   *Meta
+	Result *Result
+	Event  *Event
+	End    *End
+}
+
+// Reader decodes a run file line by line, holding only the current line in
+// memory.
+type Reader struct {
+	br        *bufio.Reader
+	name      string
+	line      int
+	truncated bool
+	done      bool
+}
+
+// NewReader reads a run file from r; name is used in errors.
+func NewReader(r io.Reader, name string) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name}
+}
+
+// Truncated reports whether the last line was cut off (the writer was killed
+// mid-line). Valid once Next has returned io.EOF.
+func (r *Reader) Truncated() bool { return r.truncated }
+
+var (
+	prefixResult = []byte(`{"kind":"result",`)
+	prefixEvent  = []byte(`{"kind":"event",`)
+)
+
+// Next returns the next record, or io.EOF after the last one. A last line
+// without a newline that does not decode is taken as cut off by a killed
+// writer: Next returns io.EOF and Truncated reports true. A bad line anywhere
+// else is an error naming the line.
+func (r *Reader) Next() (Record, error) {
+	for {
+		if r.done {
+			return Record{}, io.EOF
+		}
+		data, err := r.br.ReadBytes('\n')
+		complete := err == nil
+		if err != nil && !errors.Is(err, io.EOF) {
+			return Record{}, fmt.Errorf("read %s after line %d: %w", r.name, r.line, err)
+		}
+		if !complete {
+			r.done = true
+		}
+		data = bytes.TrimSpace(data)
+		if len(data) == 0 {
+			if complete {
+				r.line++
+				continue
+			}
+			return Record{}, io.EOF
+		}
+		r.line++
+		rec, derr := decodeLine(data)
+		if derr != nil {
+			if !complete {
+				r.truncated = true
+				return Record{}, io.EOF
+			}
+			return Record{}, fmt.Errorf("%s line %d: %w", r.name, r.line, derr)
+		}
+		rec.Line = r.line
+		return rec, nil
+	}
+}
+
+func decodeLine(data []byte) (Record, error) {
+	// Fast path: the writer always puts "kind" first, so the two frequent
+	// kinds decode in one pass.
+	switch {
+	case bytes.HasPrefix(data, prefixResult):
+		var res Result
+		if err := json.Unmarshal(data, &res); err != nil {
+			return Record{}, fmt.Errorf("decode result line: %w", err)
+		}
+		return Record{Kind: KindResult, Result: &res}, nil
+	case bytes.HasPrefix(data, prefixEvent):
+		var ev Event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return Record{}, fmt.Errorf("decode event line: %w", err)
+		}
+		return Record{Kind: KindEvent, Event: &ev}, nil
+	}
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(data, &k); err != nil {
+		return Record{}, fmt.Errorf("decode line: %w", err)
+	}
+	rec := Record{Kind: k.Kind}
+	var target any
+	switch k.Kind {
+	case KindMeta:
+		rec.Meta = &Meta{}
+		target = rec.Meta
+	case KindResult:
+		rec.Result = &Result{}
+		target = rec.Result
+	case KindEvent:
+		rec.Event = &Event{}
+		target = rec.Event
+	case KindEnd:
+		rec.End = &End{}
+		target = rec.End
+	case "":
+		return Record{}, errors.New(`line has no "kind"`)
+	default:
+		return rec, nil // a newer kind: skipped by callers
+	}
+	if err := json.Unmarshal(data, target); err != nil {
+		return Record{}, fmt.Errorf("decode %s line: %w", k.Kind, err)
+	}
+	return rec, nil
+}
+
+// ReadFile streams every record of the run file at path to fn, stopping at
+// the first error fn returns. It reports whether the last line was cut off.
+func ReadFile(path string, fn func(Record) error) (truncated bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("open run file: %w", err)
+	}
+	defer f.Close()
+	r := NewReader(f, path)
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return r.Truncated(), nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if err := fn(rec); err != nil {
+			return false, err
+		}
+	}
+}

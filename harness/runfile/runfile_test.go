@@ -1,0 +1,296 @@
+package runfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"zerodrop/reports"
+)
+
+func readAll(t *testing.T, r io.Reader) ([]Record, bool) {
+	t.Helper()
+	rd := NewReader(r, "test")
+	var recs []Record
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return recs, rd.Truncated()
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		recs = append(recs, rec)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	ready := false
+	w, err := NewWriter(&buf, Meta{
+		RunID:    "r1",
+		Scenario: reports.ScenarioSpec{Name: "s", Role: reports.RoleAssertion, Criteria: reports.Criteria{MaxDropped: reports.Int64(0)}},
+		Load:     &reports.LoadSettings{Targets: []string{"http://127.0.0.1:1/"}, Rate: 5},
+	}, WithClock(func() time.Time { return t0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Result{Seq: 7, ID: "r1-7", Time: t0, Latency: 1500 * time.Microsecond, Status: 200, Pod: "p", Node: "n",
+		ClientIP: "127.0.0.1", Ready: &ready, ConnID: "c", ConnRequest: 3, Reused: true}
+	if err := w.Result(want); err != nil {
+		t.Fatal(err)
+	}
+	ev := Event{Time: t0, Source: SourceHarness, Type: Cordon, Object: "node/a", Fields: map[string]string{"k": "v"}}
+	if err := w.Event(ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, trunc := readAll(t, &buf)
+	if trunc {
+		t.Fatal("clean file reported truncated")
+	}
+	if len(recs) != 4 {
+		t.Fatalf("got %d records, want 4:\n%s", len(recs), buf.String())
+	}
+	if m := recs[0].Meta; m == nil || m.Schema != Schema || m.RunID != "r1" || m.Scenario.Name != "s" ||
+		m.Load.Rate != 5 || *m.Scenario.Criteria.MaxDropped != 0 || !m.Created.Equal(t0) {
+		t.Errorf("meta = %+v", recs[0].Meta)
+	}
+	got := recs[1].Result
+	if got == nil || got.ID != want.ID || got.Latency != want.Latency || !got.Time.Equal(t0) || got.Ready == nil || *got.Ready ||
+		got.Draining != nil || got.ConnRequest != 3 || !got.Reused || got.ClientIP != "127.0.0.1" {
+		t.Errorf("result = %+v, want %+v", got, want)
+	}
+	if e := recs[2].Event; e == nil || e.Type != Cordon || e.Object != "node/a" || e.Fields["k"] != "v" {
+		t.Errorf("event = %+v", recs[2].Event)
+	}
+	if e := recs[3].End; e == nil || e.Results != 1 || e.Events != 1 || e.Error != "" {
+		t.Errorf("end = %+v", recs[3].End)
+	}
+}
+
+func TestReaderTolerance(t *testing.T) {
+	meta := `{"kind":"meta","schema":"zerodrop.dev/runfile/v1","run_id":"x","created":"2025-01-01T00:00:00Z","scenario":{"name":"s","role":"assertion","criteria":{}}}`
+	res := `{"kind":"result","seq":0,"id":"x-0","time":"2025-01-01T00:00:00Z","latency_ns":5,"status":200}`
+	tests := []struct {
+		name      string
+		in        string
+		wantKinds string
+		truncated bool
+		wantErr   string
+	}{
+		{name: "clean", in: meta + "\n" + res + "\n", wantKinds: "meta,result"},
+		{name: "cut mid-line", in: meta + "\n" + res + "\n" + res[:30], wantKinds: "meta,result", truncated: true},
+		{name: "complete last line without newline", in: meta + "\n" + res, wantKinds: "meta,result"},
+		{name: "blank lines", in: meta + "\n\n" + res + "\n\n", wantKinds: "meta,result"},
+		{name: "unknown kind skipped by callers", in: meta + "\n" + `{"kind":"future","x":1}` + "\n", wantKinds: "meta,future"},
+		{name: "kind not first", in: `{"seq":1,"kind":"result","id":"a","time":"2025-01-01T00:00:00Z","status":503}` + "\n", wantKinds: "result"},
+		{name: "corrupt middle line", in: meta + "\n" + res[:30] + "\n" + res + "\n", wantErr: "test line 2"},
+		{name: "no kind", in: `{"a":1}` + "\n", wantErr: `no "kind"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := NewReader(strings.NewReader(tc.in), "test")
+			var kinds []string
+			var err error
+			for {
+				var rec Record
+				rec, err = rd.Next()
+				if err != nil {
+					break
+				}
+				kinds = append(kinds, rec.Kind)
+			}
+			if tc.wantErr != "" {
+				if err == nil || errors.Is(err, io.EOF) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("err = %v", err)
+			}
+			if got := strings.Join(kinds, ","); got != tc.wantKinds {
+				t.Errorf("kinds = %s, want %s", got, tc.wantKinds)
+			}
+			if rd.Truncated() != tc.truncated {
+				t.Errorf("truncated = %v, want %v", rd.Truncated(), tc.truncated)
+			}
+		})
+	}
+}
+
+func TestConcurrentWriters(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Meta{}, WithFlushInterval(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const producers, each = 8, 500
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				var err error
+				if p%2 == 0 {
+					err = w.Result(Result{Seq: uint64(p*each + i), ID: fmt.Sprint(p, "-", i), Time: time.Now(), Status: 200})
+				} else {
+					err = w.Event(Event{Source: SourceHarness, Type: Note, Message: fmt.Sprint(p, "-", i)})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readAll(t, &buf)
+	var results, events int
+	for _, r := range recs {
+		switch r.Kind {
+		case KindResult:
+			results++
+		case KindEvent:
+			events++
+			if r.Event.Time.IsZero() {
+				t.Fatal("event time was not defaulted")
+			}
+		}
+	}
+	if results != producers/2*each || events != producers/2*each {
+		t.Errorf("results=%d events=%d, want %d each", results, events, producers/2*each)
+	}
+	if end := recs[len(recs)-1].End; end == nil || end.Results != int64(results) || end.Events != int64(events) {
+		t.Errorf("end line = %+v", recs[len(recs)-1])
+	}
+}
+
+// A killed run keeps what was flushed: lines reach the file within the flush
+// interval without Close.
+func TestPeriodicFlushWithoutClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	w, err := Create(path, Meta{}, WithFlushInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Result(Result{ID: "a", Time: time.Now(), Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var n int
+		trunc, err := ReadFile(path, func(r Record) error {
+			if r.Kind == KindResult {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 && !trunc {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("result line not on disk 5s after writing with a 20ms flush interval (results=%d truncated=%v)", n, trunc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestWriterErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.jsonl")
+	w, err := Create(path, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(path, Meta{}); err == nil || !errors.Is(err, os.ErrExist) {
+		t.Errorf("second Create = %v, want ErrExist", err)
+	}
+	if err := w.Event(Event{Source: SourceHarness}); err == nil {
+		t.Error("event without type accepted")
+	}
+	if err := w.CloseWithError(errors.New("load broke")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close = %v, want ErrClosed", err)
+	}
+	if err := w.Result(Result{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Result after Close = %v, want ErrClosed", err)
+	}
+	var end *End
+	if _, err := ReadFile(path, func(r Record) error {
+		if r.End != nil {
+			end = r.End
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if end == nil || end.Error != "load broke" {
+		t.Errorf("end = %+v, want error recorded", end)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n--; f.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+func TestWriteErrorIsSticky(t *testing.T) {
+	w, err := NewWriter(&failWriter{n: 1}, Meta{}, WithFlushInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Result(Result{ID: "a"}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Result = %v, want disk full", err)
+	}
+	if err := w.Event(Event{Source: "harness", Type: Note}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Event after failure = %v, want the sticky disk full error", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after write failure returned nil")
+	}
+}
+
+func TestFailureKind(t *testing.T) {
+	tests := []struct {
+		r    Result
+		want string
+	}{
+		{Result{Status: 200}, ""},
+		{Result{Status: 204}, ""},
+		{Result{Status: 503}, "http-503"},
+		{Result{Status: 301}, "http-301"},
+		{Result{Class: ClassRefused}, ClassRefused},
+		{Result{}, ClassOther},
+	}
+	for _, tc := range tests {
+		if got := tc.r.FailureKind(); got != tc.want {
+			t.Errorf("FailureKind(%+v) = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,426 @@
+// Package reports holds the versioned report.json types: what one zerodrop run
+// measured and concluded, per scenario, with the evidence behind each verdict.
+//
+// The package imports nothing from the rest of the project so that renderers,
+// outside tools and the harness can all depend on it. The schema is documented
+// in reports/README.md; any change to a field's meaning needs a new
+// SchemaVersion.
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// SchemaVersion identifies the layout of Report. Readers should refuse a
+// version they do not know rather than guess.
+const SchemaVersion = "zerodrop.dev/report/v1"
+
+// Status is a verdict outcome.
+type Status string
+
+const (
+	// Pass means every criterion of the scenario held.
+	Pass Status = "PASS"
+	// Fail means the run completed and at least one criterion did not hold.
+	Fail Status = "FAIL"
+	// Error means the run itself broke (no results, truncated run file, load
+	// failure) so the numbers cannot support a PASS or a FAIL.
+	Error Status = "ERROR"
+)
+
+// worse orders statuses so that combining verdicts keeps the most severe.
+func (s Status) rank() int {
+	switch s {
+	case Pass:
+		return 0
+	case Fail:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// Worst returns the more severe of s and o (ERROR > FAIL > PASS).
+func Worst(s, o Status) Status {
+	if o.rank() > s.rank() {
+		return o
+	}
+	return s
+}
+
+// Role says whether a scenario's verdict counts toward the suite's outcome.
+type Role string
+
+const (
+	// RoleAssertion scenarios fail the suite when their verdict is not PASS.
+	RoleAssertion Role = "assertion"
+	// RoleDocumentation scenarios (for example the naive profiles that are
+	// expected to drop traffic) are measured and reported but never fail the
+	// suite; their verdict documents what happens.
+	RoleDocumentation Role = "documentation"
+)
+
+// Report is the top level of report.json.
+type Report struct {
+	SchemaVersion string     `json:"schemaVersion"`
+	Run           RunMeta    `json:"run"`
+	Summary       Summary    `json:"summary"`
+	Scenarios     []Scenario `json:"scenarios"`
+}
+
+// RunMeta describes the environment of the whole run.
+type RunMeta struct {
+	ToolVersion       string    `json:"toolVersion"`
+	Provider          string    `json:"provider"`                    // "kind", "existing", "none" (plain URL load)
+	KubernetesVersion string    `json:"kubernetesVersion,omitempty"` // server version, e.g. "v1.34.0"
+	LBImplementation  string    `json:"lbImplementation,omitempty"`  // "metallb", "zerodrop-cloudlb", ...
+	Start             time.Time `json:"start"`
+	End               time.Time `json:"end"`
+	// Host describes the machine that generated load, free-form
+	// ("2 cores, load average 1.2"), because timing figures depend on it.
+	Host string `json:"host,omitempty"`
+}
+
+// Summary aggregates the scenario verdicts. Status counts assertion scenarios
+// only; documentation scenarios are tallied separately.
+type Summary struct {
+	Status        Status `json:"status"`
+	Scenarios     int    `json:"scenarios"`
+	Passed        int    `json:"passed"`
+	Failed        int    `json:"failed"`
+	Errored       int    `json:"errored"`
+	Documentation int    `json:"documentation"`
+}
+
+// ScenarioSpec is what a scenario is and what it asserts, known before it
+// runs. It is embedded (flattened in JSON) in Scenario and recorded in the run
+// file's header so that a run can be re-analysed on its own.
+type ScenarioSpec struct {
+	Name        string `json:"name"`
+	Role        Role   `json:"role"`
+	Description string `json:"description,omitempty"`
+	// Seeds are the incident write-ups the scenario traces back to, by file
+	// name under shared/seeds (e.g. "000_45582324abe9cf8f.txt").
+	Seeds  []string          `json:"seeds,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Config is the scenario's knobs as strings
+	// ("externalTrafficPolicy": "Local", "preStopSleep": "5s").
+	Config   map[string]string `json:"config,omitempty"`
+	Criteria Criteria          `json:"criteria"`
+}
+
+// Criteria are the pass criteria of a scenario. A nil pointer or an empty
+// value means "not checked"; every check that is set appears in the verdict's
+// reasons, passing or not.
+type Criteria struct {
+	// MaxDropped is the largest number of dropped requests (errors plus
+	// non-2xx) that still passes. Zero-drop scenarios set it to 0.
+	MaxDropped *int64 `json:"maxDropped,omitempty"`
+	// MaxDroppedRatio is the same as a fraction of all requests (0..1).
+	MaxDroppedRatio *float64 `json:"maxDroppedRatio,omitempty"`
+	// ExpectedClientIP, when set, must be the client_ip the echo server saw on
+	// every attributed request (source-IP preservation).
+	ExpectedClientIP string `json:"expectedClientIP,omitempty"`
+	// ForbiddenClientIP, when set, must never be the client_ip seen; used to
+	// assert that an address is hidden (e.g. Cluster policy SNAT).
+	ForbiddenClientIP string `json:"forbiddenClientIP,omitempty"`
+	// ExpectedPods lists pods that exist during the run. They are reported
+	// with zero traffic if no result names them, since a pod that got nothing
+	// never appears in the results.
+	ExpectedPods []string `json:"expectedPods,omitempty"`
+	// RequireAllPodsServed fails the scenario when any expected pod got no
+	// traffic.
+	RequireAllPodsServed bool `json:"requireAllPodsServed,omitempty"`
+	// MinPodShare fails the scenario when an expected (or seen) pod got less
+	// than this fraction of the attributed requests.
+	MinPodShare *float64 `json:"minPodShare,omitempty"`
+	// MaxServedUnready and MaxServedDraining bound the requests answered by a
+	// pod that reported itself unready or draining.
+	MaxServedUnready  *int64 `json:"maxServedUnready,omitempty"`
+	MaxServedDraining *int64 `json:"maxServedDraining,omitempty"`
+	// MaxP99Ms bounds the 99th percentile latency of all requests.
+	MaxP99Ms *float64 `json:"maxP99Ms,omitempty"`
+	// MinRequests is the fewest results a run must have to be judged at all;
+	// fewer means the load broke and the verdict is ERROR. Zero means 1.
+	MinRequests int64 `json:"minRequests,omitempty"`
+	// WindowGapMs merges failures closer than this into one failure window.
+	// Zero means the default (1000 ms).
+	WindowGapMs float64 `json:"windowGapMs,omitempty"`
+}
+
+// Int64 returns a pointer to v, for the optional Criteria fields.
+func Int64(v int64) *int64 { return &v }
+
+// Float64 returns a pointer to v, for the optional Criteria fields.
+func Float64(v float64) *float64 { return &v }
+
+// LoadSettings are the parameters the load generator ran with.
+type LoadSettings struct {
+	Targets     []string `json:"targets"`
+	Host        string   `json:"host,omitempty"`
+	Rate        int      `json:"rate"`       // requests per second
+	DurationMs  float64  `json:"durationMs"` // 0: open-ended, stopped by the harness
+	Connections int      `json:"connections"`
+	// MaxConnections caps connections per target host; 0 means no cap.
+	MaxConnections int     `json:"maxConnections,omitempty"`
+	KeepAlive      bool    `json:"keepAlive"`
+	TimeoutMs      float64 `json:"timeoutMs"`
+}
+
+// Scenario is one scenario's measured outcome.
+type Scenario struct {
+	ScenarioSpec
+	Load LoadSettings `json:"load"`
+	// RunFile is the path of the run file the numbers were computed from,
+	// relative to the report when possible.
+	RunFile        string          `json:"runFile,omitempty"`
+	RunID          string          `json:"runId,omitempty"`
+	Start          time.Time       `json:"start"`
+	End            time.Time       `json:"end"`
+	Results        Results         `json:"results"`
+	FailureWindows []FailureWindow `json:"failureWindows"`
+	// Events are the run's events in time order, at most MaxEvents of them;
+	// EventsOmitted counts the rest.
+	Events        []Event `json:"events"`
+	EventsOmitted int64   `json:"eventsOmitted,omitempty"`
+	Verdict       Verdict `json:"verdict"`
+}
+
+// Results are the totals over every result line of a run.
+type Results struct {
+	Total int64 `json:"total"`
+	// OK counts 2xx responses.
+	OK int64 `json:"ok"`
+	// Dropped = Errors + Non2xx.
+	Dropped int64 `json:"dropped"`
+	// Errors are requests without any HTTP response.
+	Errors int64 `json:"errors"`
+	// Non2xx are HTTP responses with a status outside 200-299.
+	Non2xx int64 `json:"non2xx"`
+	// ErrorClasses counts Errors by class: refused, reset, timeout, dns, other.
+	ErrorClasses map[string]int64 `json:"errorClasses,omitempty"`
+	// StatusCodes counts responses by status code ("200", "503").
+	StatusCodes  map[string]int64 `json:"statusCodes,omitempty"`
+	FirstSend    time.Time        `json:"firstSend"`
+	LastSend     time.Time        `json:"lastSend"`
+	AchievedRate float64          `json:"achievedRate"` // results per second between first and last send
+	// Latency covers every result (failures included, so timeouts show up);
+	// LatencyOK covers 2xx responses only.
+	Latency   Latency `json:"latency"`
+	LatencyOK Latency `json:"latencyOK"`
+	// Unattributed counts 2xx responses whose body carried no echo-server
+	// identity (no pod), so per-pod figures exclude them.
+	Unattributed int64      `json:"unattributed"`
+	Pods         []PodCount `json:"pods"`
+	Nodes        []Count    `json:"nodes"`
+	// ZeroTrafficPods are expected pods that no result named.
+	ZeroTrafficPods []string `json:"zeroTrafficPods"`
+	// ServedUnready counts 2xx answers from a pod reporting ready=false;
+	// ServedUnreadyReused those of them that came over a reused connection
+	// (conn_request > 1), the keep-alive failure mode. Same for Draining.
+	ServedUnready        int64 `json:"servedUnready"`
+	ServedUnreadyReused  int64 `json:"servedUnreadyReused"`
+	ServedDraining       int64 `json:"servedDraining"`
+	ServedDrainingReused int64 `json:"servedDrainingReused"`
+	// ClientIPs counts the client_ip values the echo server reported.
+	ClientIPs        []Count `json:"clientIPs"`
+	ExpectedClientIP string  `json:"expectedClientIP,omitempty"`
+	// ClientIPMismatches counts attributed responses whose client_ip differs
+	// from ExpectedClientIP (only when one is expected).
+	ClientIPMismatches int64 `json:"clientIPMismatches"`
+}
+
+// Latency is a latency summary in milliseconds. Percentiles come from a
+// fixed-size log-linear histogram and are the upper bound of their bucket:
+// never below the true value and at most 0.8% above it. Max is exact.
+type Latency struct {
+	Count int64   `json:"count"`
+	P50Ms float64 `json:"p50Ms"`
+	P90Ms float64 `json:"p90Ms"`
+	P99Ms float64 `json:"p99Ms"`
+	MaxMs float64 `json:"maxMs"`
+	// MeanMs is exact (sum / count).
+	MeanMs float64 `json:"meanMs"`
+}
+
+// PodCount is one pod's share of the attributed 2xx responses.
+type PodCount struct {
+	Pod                  string  `json:"pod"`
+	Node                 string  `json:"node,omitempty"`
+	Count                int64   `json:"count"`
+	Share                float64 `json:"share"`
+	ServedUnready        int64   `json:"servedUnready"`
+	ServedUnreadyReused  int64   `json:"servedUnreadyReused"`
+	ServedDraining       int64   `json:"servedDraining"`
+	ServedDrainingReused int64   `json:"servedDrainingReused"`
+}
+
+// Count is a named tally with its share of the attributed 2xx responses.
+type Count struct {
+	Name  string  `json:"name"`
+	Count int64   `json:"count"`
+	Share float64 `json:"share"`
+}
+
+// FailureWindow is a stretch of time during which requests failed, by send
+// time. Failures closer together than the window gap belong to one window.
+type FailureWindow struct {
+	Index int       `json:"index"`
+	Start time.Time `json:"start"` // send time of the first failed request
+	End   time.Time `json:"end"`   // send time of the last failed request
+	// DurationMs is End - Start.
+	DurationMs float64 `json:"durationMs"`
+	// Failed counts failed requests in the window; OK counts requests sent in
+	// [Start, End] that succeeded (a partial outage has both).
+	Failed int64 `json:"failed"`
+	OK     int64 `json:"ok"`
+	// Classes counts failures by kind: the error classes (refused, reset,
+	// timeout, dns, other) and "http-NNN" for non-2xx statuses.
+	Classes map[string]int64 `json:"classes"`
+	// NearestEvents are the events closest to the window: a few before it,
+	// those during it and a few after, each with its offset from Start.
+	NearestEvents []WindowEvent `json:"nearestEvents"`
+}
+
+// Event mirrors the run-file event (harness/runfile.Event) so this package
+// needs no project import.
+type Event struct {
+	Time    time.Time         `json:"time"`
+	Source  string            `json:"source"`
+	Type    string            `json:"type"`
+	Object  string            `json:"object,omitempty"`
+	Message string            `json:"message,omitempty"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// WindowEvent is an event placed relative to a failure window.
+type WindowEvent struct {
+	Event
+	// OffsetMs is the event time minus the window start; negative before it.
+	OffsetMs float64 `json:"offsetMs"`
+}
+
+// Verdict is a scenario's outcome with the reasons behind it.
+type Verdict struct {
+	Status  Status   `json:"status"`
+	Reasons []Reason `json:"reasons"`
+}
+
+// Reason is one checked criterion (or a run problem) with the numbers it
+// was decided on.
+type Reason struct {
+	// Check names the criterion: "run", "dropped", "dropped-ratio",
+	// "client-ip", "forbidden-client-ip", "pods-served", "pod-share",
+	// "served-unready", "served-draining", "p99".
+	Check   string `json:"check"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+	// Observed and Limit are the figures compared, when the check is numeric.
+	Observed *float64 `json:"observed,omitempty"`
+	Limit    *float64 `json:"limit,omitempty"`
+	// Windows are the indexes of the failure windows behind this reason;
+	// their NearestEvents are the events tied to it.
+	Windows []int `json:"windows,omitempty"`
+}
+
+// New returns an empty report with the schema version set.
+func New(run RunMeta) *Report {
+	return &Report{SchemaVersion: SchemaVersion, Run: run, Scenarios: []Scenario{}}
+}
+
+// Summarize recomputes Summary from the scenarios: FAIL or ERROR in an
+// assertion scenario decides the suite; documentation scenarios are counted
+// but do not.
+func (r *Report) Summarize() {
+	s := Summary{Status: Pass, Scenarios: len(r.Scenarios)}
+	for _, sc := range r.Scenarios {
+		if sc.Role == RoleDocumentation {
+			s.Documentation++
+			continue
+		}
+		switch sc.Verdict.Status {
+		case Pass:
+			s.Passed++
+		case Fail:
+			s.Failed++
+		default:
+			s.Errored++
+		}
+		s.Status = Worst(s.Status, sc.Verdict.Status)
+	}
+	if s.Scenarios == 0 {
+		// A report with nothing in it proves nothing.
+		s.Status = Error
+	}
+	r.Summary = s
+}
+
+// Validate checks what a reader relies on: the schema version and that every
+// scenario has a name, a known role and a known verdict status.
+func (r *Report) Validate() error {
+	if r.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("report schemaVersion %q is not %q: produced by a different zerodrop version", r.SchemaVersion, SchemaVersion)
+	}
+	var errs []error
+	for i, sc := range r.Scenarios {
+		if sc.Name == "" {
+			errs = append(errs, fmt.Errorf("scenario %d has no name", i))
+		}
+		if sc.Role != RoleAssertion && sc.Role != RoleDocumentation {
+			errs = append(errs, fmt.Errorf("scenario %q has role %q, want %q or %q", sc.Name, sc.Role, RoleAssertion, RoleDocumentation))
+		}
+		switch sc.Verdict.Status {
+		case Pass, Fail, Error:
+		default:
+			errs = append(errs, fmt.Errorf("scenario %q has verdict status %q, want PASS, FAIL or ERROR", sc.Name, sc.Verdict.Status))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WriteFile writes the report as indented JSON. It writes a temporary file
+// next to path and renames it, so a reader never sees half a report and a
+// failed write leaves the previous report (or nothing) behind.
+func (r *Report) WriteFile(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report for %s: %w", path, err)
+	}
+	data = append(data, '\n')
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.json")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadFile reads and validates a report.json.
+func ReadFile(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decode report %s: %w", path, err)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("report %s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,95 @@
+package reports
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSummarize(t *testing.T) {
+	sc := func(role Role, st Status) Scenario {
+		return Scenario{ScenarioSpec: ScenarioSpec{Name: "x", Role: role}, Verdict: Verdict{Status: st}}
+	}
+	tests := []struct {
+		name string
+		in   []Scenario
+		want Summary
+	}{
+		{"empty proves nothing", nil, Summary{Status: Error}},
+		{"all pass", []Scenario{sc(RoleAssertion, Pass), sc(RoleAssertion, Pass)}, Summary{Status: Pass, Scenarios: 2, Passed: 2}},
+		{"fail wins over pass", []Scenario{sc(RoleAssertion, Pass), sc(RoleAssertion, Fail)}, Summary{Status: Fail, Scenarios: 2, Passed: 1, Failed: 1}},
+		{"error wins over fail", []Scenario{sc(RoleAssertion, Error), sc(RoleAssertion, Fail)}, Summary{Status: Error, Scenarios: 2, Failed: 1, Errored: 1}},
+		{"documentation never fails the suite", []Scenario{sc(RoleAssertion, Pass), sc(RoleDocumentation, Fail)}, Summary{Status: Pass, Scenarios: 2, Passed: 1, Documentation: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New(RunMeta{})
+			r.Scenarios = tc.in
+			r.Summarize()
+			if r.Summary != tc.want {
+				t.Errorf("Summary = %+v, want %+v", r.Summary, tc.want)
+			}
+		})
+	}
+}
+
+func TestWriteReadValidate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.json")
+	r := New(RunMeta{ToolVersion: "dev", Provider: "none", Start: time.Unix(1, 0).UTC(), End: time.Unix(2, 0).UTC()})
+	r.Scenarios = append(r.Scenarios, Scenario{
+		ScenarioSpec: ScenarioSpec{Name: "load", Role: RoleAssertion, Criteria: Criteria{MaxDropped: Int64(0)}},
+		Verdict:      Verdict{Status: Pass, Reasons: []Reason{{Check: "dropped", Status: Pass, Observed: Float64(0), Limit: Float64(0)}}},
+	})
+	r.Summarize()
+	if err := r.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	for _, want := range []string{`"schemaVersion": "zerodrop.dev/report/v1"`, `"name": "load"`, `"role": "assertion"`, `"maxDropped": 0`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("report.json lacks %s:\n%s", want, data)
+		}
+	}
+	got, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Summary.Status != Pass || got.Scenarios[0].Name != "load" || *got.Scenarios[0].Criteria.MaxDropped != 0 {
+		t.Errorf("read back %+v", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("WriteFile left %d files behind, want only report.json", len(entries))
+	}
+
+	bad := []struct {
+		name   string
+		mutate func(*Report)
+		want   string
+	}{
+		{"version", func(r *Report) { r.SchemaVersion = "v0" }, "schemaVersion"},
+		{"role", func(r *Report) { r.Scenarios[0].Role = "x" }, "role"},
+		{"status", func(r *Report) { r.Scenarios[0].Verdict.Status = "" }, "verdict status"},
+		{"name", func(r *Report) { r.Scenarios[0].Name = "" }, "no name"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			c := *got
+			c.Scenarios = append([]Scenario(nil), got.Scenarios...)
+			tc.mutate(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate = %v, want error about %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestWriteFileBadDir(t *testing.T) {
+	r := New(RunMeta{})
+	if err := r.WriteFile(filepath.Join(t.TempDir(), "missing", "report.json")); err == nil {
+		t.Fatal("WriteFile into a missing directory succeeded")
+	}
+}
