@@ -12,6 +12,8 @@
 //	{"kind":"event","time":"…","source":"harness","type":"cordon","object":"node/kind-worker"}
 //	{"kind":"end","time":"…","results":30000,"events":12}
 //
+// The kinds:
+//
 //   - meta: the first line, exactly once. "scenario" is a
 //     reports.ScenarioSpec (name, role, seeds, labels, config, criteria) and
 //     "load" a reports.LoadSettings, so a run can be re-analysed from the file
