@@ -1,0 +1,505 @@
+// Package verdict turns a run file into a report scenario: totals, failure
+// windows, latency, per-pod and per-node attribution, the readiness and
+// client-IP checks, and a PASS/FAIL/ERROR verdict whose reasons cite those
+// numbers and the events nearest each failure window.
+//
+// Analysis streams the run file; memory depends on the number of pods,
+// nodes, client IPs, events and failure-window slots (at most run duration
+// divided by the window gap), never on the number of requests. Percentiles
+// come from a fixed-size histogram (see reports.Latency for the accuracy).
+package verdict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"zerodrop/harness/runfile"
+	"zerodrop/reports"
+)
+
+// Defaults.
+const (
+	DefaultWindowGap = time.Second
+	// DefaultMaxEvents bounds the events listed in the report.
+	DefaultMaxEvents = 2000
+	// maxRetainedEvents bounds the events held for nearest-event lookups.
+	maxRetainedEvents = 200_000
+	// nearestAround is how many events before and after a window are cited;
+	// nearestDuring caps the events cited from inside it.
+	nearestAround = 3
+	nearestDuring = 20
+)
+
+type options struct {
+	criteria  *reports.Criteria
+	maxEvents int
+	runFile   string
+}
+
+// Option configures AnalyzeFile.
+type Option func(*options)
+
+// WithCriteria judges the run by c instead of the criteria in its header.
+func WithCriteria(c reports.Criteria) Option { return func(o *options) { o.criteria = &c } }
+
+// WithMaxEvents caps the events listed in the scenario (default 2000).
+func WithMaxEvents(n int) Option { return func(o *options) { o.maxEvents = n } }
+
+// WithRunFileName sets how the scenario refers to its run file (default:
+// the path's base name).
+func WithRunFileName(name string) Option { return func(o *options) { o.runFile = name } }
+
+// slot gathers the failures whose send time falls in one window-gap-wide
+// interval. All failures in a slot are closer than the gap, so they belong
+// to one window; windows are exact while memory is bounded by
+// duration/gap.
+type slot struct {
+	min, max int64 // send time, unix ns
+	count    int64
+	classes  map[string]int64
+}
+
+type podAgg struct {
+	node                                           string
+	count                                          int64
+	unready, unreadyReused, draining, drainReused int64
+}
+
+type analysis struct {
+	meta      *runfile.Meta
+	end       *runfile.End
+	truncated bool
+	readErr   error
+
+	res       reports.Results
+	hist      histogram
+	histOK    histogram
+	first     int64
+	last      int64
+	gap       int64
+	slots     map[int64]*slot
+	pods      map[string]*podAgg
+	nodes     map[string]int64
+	ips       map[string]int64
+	forbidden int64
+
+	events        []runfile.Event
+	eventsDropped int64
+	lastLine      int
+}
+
+// AnalyzeFile reads the run file at path and returns the scenario with its
+// verdict. An error means the file could not be opened at all; anything
+// wrong inside it (no header, a bad line, a cut-off end, a run that
+// reported an error) yields a scenario with an ERROR verdict that says so.
+func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scenario, error) {
+	o := options{maxEvents: DefaultMaxEvents, runFile: filepath.Base(path)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a := &analysis{
+		slots: map[int64]*slot{},
+		pods:  map[string]*podAgg{},
+		nodes: map[string]int64{},
+		ips:   map[string]int64{},
+		res: reports.Results{
+			ErrorClasses: map[string]int64{},
+			StatusCodes:  map[string]int64{},
+		},
+	}
+	// The criteria (and so the window gap) may only be known from the
+	// header, which is the first line; the gap is fixed before any result.
+	crit := reports.Criteria{}
+	if o.criteria != nil {
+		crit = *o.criteria
+	}
+	// Only a file that cannot be opened is an error; everything else is
+	// evidence for the verdict.
+	if f, err := os.Open(path); err != nil {
+		return reports.Scenario{}, fmt.Errorf("analyze run file: %w", err)
+	} else {
+		_ = f.Close()
+	}
+	n := 0
+	truncated, err := runfile.ReadFile(path, func(rec runfile.Record) error {
+		if n++; n%8192 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("analysis of %s cancelled: %w", path, err)
+			}
+		}
+		a.lastLine = rec.Line
+		switch rec.Kind {
+		case runfile.KindMeta:
+			if a.meta == nil {
+				a.meta = rec.Meta
+				if o.criteria == nil {
+					crit = rec.Meta.Scenario.Criteria
+				}
+			}
+		case runfile.KindResult:
+			if a.gap == 0 {
+				a.gap = gapOf(crit).Nanoseconds()
+			}
+			a.addResult(rec.Result, crit)
+		case runfile.KindEvent:
+			a.addEvent(*rec.Event)
+		case runfile.KindEnd:
+			a.end = rec.End
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return reports.Scenario{}, err
+		}
+		a.readErr = err
+	}
+	a.truncated = truncated
+	if a.gap == 0 {
+		a.gap = gapOf(crit).Nanoseconds()
+	}
+
+	windows := a.windows()
+	if len(windows) > 0 && a.readErr == nil {
+		if err := a.countOKInWindows(ctx, path, windows); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return reports.Scenario{}, err
+			}
+			a.readErr = err
+		}
+	}
+	slices.SortStableFunc(a.events, func(x, y runfile.Event) int { return x.Time.Compare(y.Time) })
+	for i := range windows {
+		windows[i].NearestEvents = a.nearest(windows[i])
+	}
+
+	sc := reports.Scenario{
+		RunFile:        o.runFile,
+		Results:        a.results(crit),
+		FailureWindows: windows,
+		Events:         []reports.Event{},
+	}
+	if a.meta != nil {
+		sc.ScenarioSpec = a.meta.Scenario
+		sc.RunID = a.meta.RunID
+		sc.Start = a.meta.Created
+		if a.meta.Load != nil {
+			sc.Load = *a.meta.Load
+		}
+	}
+	if sc.Name == "" {
+		sc.Name = o.runFile
+	}
+	if sc.Role == "" {
+		sc.Role = reports.RoleAssertion
+	}
+	sc.Criteria = crit
+	if sc.Start.IsZero() && a.first != 0 {
+		sc.Start = time.Unix(0, a.first).UTC()
+	}
+	switch {
+	case a.end != nil:
+		sc.End = a.end.Time
+	case a.last != 0:
+		sc.End = time.Unix(0, a.last).UTC()
+	}
+	for i, e := range a.events {
+		if i >= o.maxEvents {
+			break
+		}
+		sc.Events = append(sc.Events, reportEvent(e))
+	}
+	sc.EventsOmitted = int64(len(a.events)) - int64(len(sc.Events)) + a.eventsDropped
+	sc.Verdict = evaluate(crit, a.problems(crit), sc.Results, windows)
+	return sc, nil
+}
+
+func gapOf(c reports.Criteria) time.Duration {
+	if c.WindowGapMs > 0 {
+		return time.Duration(c.WindowGapMs * float64(time.Millisecond))
+	}
+	return DefaultWindowGap
+}
+
+func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
+	a.res.Total++
+	t := r.Time.UnixNano()
+	if a.first == 0 || t < a.first {
+		a.first = t
+	}
+	if t > a.last {
+		a.last = t
+	}
+	a.hist.add(r.Latency)
+	if r.Status != 0 {
+		a.res.StatusCodes[strconv.Itoa(r.Status)]++
+	}
+	if kind := r.FailureKind(); kind != "" {
+		if r.Status == 0 {
+			a.res.Errors++
+			a.res.ErrorClasses[kind]++
+		} else {
+			a.res.Non2xx++
+		}
+		key := t / a.gap
+		s := a.slots[key]
+		if s == nil {
+			s = &slot{min: t, max: t, classes: map[string]int64{}}
+			a.slots[key] = s
+		}
+		s.min, s.max = min(s.min, t), max(s.max, t)
+		s.count++
+		s.classes[kind]++
+		return
+	}
+	a.res.OK++
+	a.histOK.add(r.Latency)
+	if r.Pod == "" {
+		a.res.Unattributed++
+	} else {
+		p := a.pods[r.Pod]
+		if p == nil {
+			p = &podAgg{}
+			a.pods[r.Pod] = p
+		}
+		p.count++
+		if r.Node != "" {
+			p.node = r.Node
+		}
+		reused := r.ConnRequest > 1
+		if r.Ready != nil && !*r.Ready {
+			p.unready++
+			if reused {
+				p.unreadyReused++
+			}
+		}
+		if r.Draining != nil && *r.Draining {
+			p.draining++
+			if reused {
+				p.drainReused++
+			}
+		}
+	}
+	if r.Node != "" {
+		a.nodes[r.Node]++
+	}
+	if r.ClientIP != "" {
+		a.ips[r.ClientIP]++
+		if crit.ExpectedClientIP != "" && r.ClientIP != crit.ExpectedClientIP {
+			a.res.ClientIPMismatches++
+		}
+		if crit.ForbiddenClientIP != "" && r.ClientIP == crit.ForbiddenClientIP {
+			a.forbidden++
+		}
+	}
+}
+
+func (a *analysis) addEvent(e runfile.Event) {
+	if len(a.events) >= maxRetainedEvents {
+		a.eventsDropped++
+		return
+	}
+	a.events = append(a.events, e)
+}
+
+func (a *analysis) windows() []reports.FailureWindow {
+	keys := make([]int64, 0, len(a.slots))
+	for k := range a.slots {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []reports.FailureWindow
+	var cur *slot
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		out = append(out, reports.FailureWindow{
+			Index:      len(out),
+			Start:      time.Unix(0, cur.min).UTC(),
+			End:        time.Unix(0, cur.max).UTC(),
+			DurationMs: ms(cur.max - cur.min),
+			Failed:     cur.count,
+			Classes:    cur.classes,
+		})
+	}
+	for _, k := range keys {
+		s := a.slots[k]
+		if cur != nil && s.min-cur.max < a.gap {
+			cur.max = max(cur.max, s.max)
+			cur.count += s.count
+			for c, n := range s.classes {
+				cur.classes[c] += n
+			}
+			continue
+		}
+		flush()
+		cur = &slot{min: s.min, max: s.max, count: s.count, classes: maps(s.classes)}
+	}
+	flush()
+	if out == nil {
+		out = []reports.FailureWindow{}
+	}
+	return out
+}
+
+func maps(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// countOKInWindows is a second streaming pass: requests sent inside a
+// window that succeeded, which tells a partial outage from a total one.
+func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []reports.FailureWindow) error {
+	n := 0
+	_, err := runfile.ReadFile(path, func(rec runfile.Record) error {
+		if n++; n%8192 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("analysis of %s cancelled: %w", path, err)
+			}
+		}
+		if rec.Result == nil || !rec.Result.OK() {
+			return nil
+		}
+		t := rec.Result.Time
+		i := sort.Search(len(ws), func(i int) bool { return !ws[i].End.Before(t) })
+		if i < len(ws) && !t.Before(ws[i].Start) {
+			ws[i].OK++
+		}
+		return nil
+	})
+	return err
+}
+
+// nearest returns the events closest to w: up to three before its start,
+// those during it (up to twenty), up to three after its end.
+func (a *analysis) nearest(w reports.FailureWindow) []reports.WindowEvent {
+	ev := a.events
+	lo := sort.Search(len(ev), func(i int) bool { return !ev[i].Time.Before(w.Start) })
+	hi := sort.Search(len(ev), func(i int) bool { return ev[i].Time.After(w.End) })
+	out := []reports.WindowEvent{}
+	add := func(e runfile.Event) {
+		out = append(out, reports.WindowEvent{Event: reportEvent(e), OffsetMs: ms(e.Time.Sub(w.Start).Nanoseconds())})
+	}
+	for _, e := range ev[max(0, lo-nearestAround):lo] {
+		add(e)
+	}
+	for _, e := range ev[lo:min(hi, lo+nearestDuring)] {
+		add(e)
+	}
+	for _, e := range ev[hi:min(len(ev), hi+nearestAround)] {
+		add(e)
+	}
+	return out
+}
+
+func reportEvent(e runfile.Event) reports.Event {
+	return reports.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}
+}
+
+func (a *analysis) results(crit reports.Criteria) reports.Results {
+	r := a.res
+	r.Dropped = r.Errors + r.Non2xx
+	r.Latency = a.hist.summary()
+	r.LatencyOK = a.histOK.summary()
+	if a.first != 0 {
+		r.FirstSend = time.Unix(0, a.first).UTC()
+		r.LastSend = time.Unix(0, a.last).UTC()
+		if d := a.last - a.first; d > 0 && r.Total > 1 {
+			// Total-1 intervals between Total sends.
+			r.AchievedRate = float64(r.Total-1) / (float64(d) / 1e9)
+		}
+	}
+	attributed := r.OK - r.Unattributed
+	share := func(n int64) float64 {
+		if attributed <= 0 {
+			return 0
+		}
+		return float64(n) / float64(attributed)
+	}
+	r.Pods = []reports.PodCount{}
+	for name, p := range a.pods {
+		r.Pods = append(r.Pods, reports.PodCount{
+			Pod: name, Node: p.node, Count: p.count, Share: share(p.count),
+			ServedUnready: p.unready, ServedUnreadyReused: p.unreadyReused,
+			ServedDraining: p.draining, ServedDrainingReused: p.drainReused,
+		})
+		r.ServedUnready += p.unready
+		r.ServedUnreadyReused += p.unreadyReused
+		r.ServedDraining += p.draining
+		r.ServedDrainingReused += p.drainReused
+	}
+	seen := map[string]bool{}
+	for _, p := range r.Pods {
+		seen[p.Pod] = true
+	}
+	r.ZeroTrafficPods = []string{}
+	for _, name := range crit.ExpectedPods {
+		if !seen[name] {
+			seen[name] = true
+			r.ZeroTrafficPods = append(r.ZeroTrafficPods, name)
+			r.Pods = append(r.Pods, reports.PodCount{Pod: name})
+		}
+	}
+	slices.SortFunc(r.Pods, func(x, y reports.PodCount) int { return cmpString(x.Pod, y.Pod) })
+	slices.Sort(r.ZeroTrafficPods)
+	r.Nodes = counts(a.nodes, share)
+	r.ClientIPs = counts(a.ips, share)
+	r.ExpectedClientIP = crit.ExpectedClientIP
+	return r
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func counts(m map[string]int64, share func(int64) float64) []reports.Count {
+	out := make([]reports.Count, 0, len(m))
+	for k, v := range m {
+		out = append(out, reports.Count{Name: k, Count: v, Share: share(v)})
+	}
+	slices.SortFunc(out, func(x, y reports.Count) int { return cmpString(x.Name, y.Name) })
+	return out
+}
+
+// problems lists what makes the run itself unfit to judge.
+func (a *analysis) problems(crit reports.Criteria) []string {
+	var p []string
+	if a.readErr != nil {
+		p = append(p, fmt.Sprintf("run file unreadable after line %d: %v", a.lastLine, a.readErr))
+	}
+	if a.meta == nil {
+		p = append(p, "run file has no meta line: not a zerodrop run file, or it was cut off before anything was written")
+	} else if a.meta.Schema != runfile.Schema {
+		p = append(p, fmt.Sprintf("run file schema %q is not %q", a.meta.Schema, runfile.Schema))
+	}
+	if a.truncated {
+		p = append(p, fmt.Sprintf("run file's last line (%d) is cut off: the run was killed while writing", a.lastLine+1))
+	}
+	if a.end == nil {
+		p = append(p, fmt.Sprintf("run file has no end line: the run was cut short after %d results", a.res.Total))
+	} else if a.end.Error != "" {
+		p = append(p, "the run reported an error: "+a.end.Error)
+	}
+	minReq := max(crit.MinRequests, 1)
+	if a.res.Total < minReq {
+		p = append(p, fmt.Sprintf("only %d results, need at least %d to judge the run", a.res.Total, minReq))
+	}
+	return p
+}

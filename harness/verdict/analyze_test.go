@@ -1,0 +1,339 @@
+package verdict
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"zerodrop/harness/runfile"
+	"zerodrop/reports"
+)
+
+var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func ok(ms int, pod, node string) runfile.Result {
+	return runfile.Result{Time: at(ms), Latency: time.Millisecond, Status: 200, Pod: pod, Node: node, ClientIP: "127.0.0.1", ConnRequest: 1}
+}
+
+func fail(ms int, class string) runfile.Result {
+	return runfile.Result{Time: at(ms), Latency: 300 * time.Millisecond, Class: class, Error: class}
+}
+
+func status(ms, code int) runfile.Result {
+	return runfile.Result{Time: at(ms), Latency: time.Millisecond, Status: code}
+}
+
+type runSpec struct {
+	crit    reports.Criteria
+	results []runfile.Result
+	events  []runfile.Event
+	noEnd   bool
+	endErr  error
+	garbage string // appended after writing
+}
+
+func writeRun(t *testing.T, s runSpec) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	w, err := runfile.Create(path, runfile.Meta{
+		Scenario: reports.ScenarioSpec{Name: "unit", Role: reports.RoleAssertion, Criteria: s.crit},
+		Load:     &reports.LoadSettings{Targets: []string{"http://127.0.0.1:1/"}, Rate: 100},
+	}, runfile.WithClock(func() time.Time { return t0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range s.results {
+		r.Seq = uint64(i)
+		if err := w.Result(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range s.events {
+		if err := w.Event(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.noEnd {
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := w.CloseWithError(s.endErr); err != nil {
+		t.Fatal(err)
+	}
+	if s.garbage != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString(s.garbage)
+		_ = f.Close()
+	}
+	return path
+}
+
+func analyze(t *testing.T, s runSpec, opts ...Option) reports.Scenario {
+	t.Helper()
+	sc, err := AnalyzeFile(context.Background(), writeRun(t, s), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func reason(sc reports.Scenario, check string) *reports.Reason {
+	for i := range sc.Verdict.Reasons {
+		if sc.Verdict.Reasons[i].Check == check {
+			return &sc.Verdict.Reasons[i]
+		}
+	}
+	return nil
+}
+
+func TestFailureWindows(t *testing.T) {
+	// Completion order differs from send order: the timeouts complete
+	// last. Windows are by send time.
+	var rs []runfile.Result
+	for ms := 0; ms < 3000; ms += 10 {
+		switch {
+		case ms >= 1000 && ms < 1200:
+			rs = append(rs, ok(ms, "a", "n1")) // placeholder, replaced below
+			rs[len(rs)-1] = fail(ms, runfile.ClassTimeout)
+		case ms >= 1500 && ms < 1600:
+			rs = append(rs, status(ms, 503))
+		case ms == 1250:
+			rs = append(rs, ok(ms, "a", "n1"))
+		default:
+			rs = append(rs, ok(ms, "a", "n1"))
+		}
+	}
+	// Move the timeouts to the end, as they would complete late.
+	var early, late []runfile.Result
+	for _, r := range rs {
+		if r.Class == runfile.ClassTimeout {
+			late = append(late, r)
+		} else {
+			early = append(early, r)
+		}
+	}
+	rs = append(early, late...)
+	events := []runfile.Event{
+		{Time: at(900), Source: runfile.SourceHarness, Type: runfile.Cordon, Object: "node/n1"},
+		{Time: at(1100), Source: runfile.SourceKubernetes, Type: runfile.EndpointRemoved, Object: "pod/ns/a"},
+		{Time: at(2500), Source: runfile.SourceHarness, Type: runfile.Uncordon, Object: "node/n1"},
+	}
+
+	tests := []struct {
+		name    string
+		gapMs   float64
+		windows [][2]int // start, end ms
+		failed  []int64
+		okIn    []int64
+	}{
+		{name: "default gap merges both outages", gapMs: 0, windows: [][2]int{{1000, 1590}}, failed: []int64{30}, okIn: []int64{30}},
+		{name: "small gap separates them", gapMs: 200, windows: [][2]int{{1000, 1190}, {1500, 1590}}, failed: []int64{20, 10}, okIn: []int64{0, 0}},
+		{name: "gap just above spacing keeps each whole", gapMs: 11, windows: [][2]int{{1000, 1190}, {1500, 1590}}, failed: []int64{20, 10}, okIn: []int64{0, 0}},
+		{name: "gap below spacing splits every failure", gapMs: 10, windows: nil, failed: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			crit := reports.Criteria{MaxDropped: reports.Int64(0), WindowGapMs: tc.gapMs}
+			sc := analyze(t, runSpec{crit: crit, results: rs, events: events})
+			if sc.Results.Total != 300 || sc.Results.Dropped != 30 || sc.Results.Errors != 20 || sc.Results.Non2xx != 10 {
+				t.Fatalf("totals = %+v", sc.Results)
+			}
+			if sc.Results.ErrorClasses[runfile.ClassTimeout] != 20 || sc.Results.StatusCodes["503"] != 10 {
+				t.Errorf("classes %v codes %v", sc.Results.ErrorClasses, sc.Results.StatusCodes)
+			}
+			if tc.windows == nil {
+				if len(sc.FailureWindows) != 30 {
+					t.Errorf("got %d windows, want one per failure (30)", len(sc.FailureWindows))
+				}
+				return
+			}
+			if len(sc.FailureWindows) != len(tc.windows) {
+				t.Fatalf("got %d windows %+v, want %d", len(sc.FailureWindows), sc.FailureWindows, len(tc.windows))
+			}
+			for i, w := range sc.FailureWindows {
+				if !w.Start.Equal(at(tc.windows[i][0])) || !w.End.Equal(at(tc.windows[i][1])) {
+					t.Errorf("window %d = %s..%s, want %dms..%dms", i, w.Start, w.End, tc.windows[i][0], tc.windows[i][1])
+				}
+				if w.Failed != tc.failed[i] || w.OK != tc.okIn[i] {
+					t.Errorf("window %d failed=%d ok=%d, want %d/%d", i, w.Failed, w.OK, tc.failed[i], tc.okIn[i])
+				}
+			}
+			w0 := sc.FailureWindows[0]
+			if w0.Classes[runfile.ClassTimeout] != 20 {
+				t.Errorf("window 0 classes %v", w0.Classes)
+			}
+			if len(w0.NearestEvents) == 0 || w0.NearestEvents[0].Type != runfile.Cordon || w0.NearestEvents[0].OffsetMs != -100 {
+				t.Errorf("window 0 nearest events %+v, want the cordon at -100ms first", w0.NearestEvents)
+			}
+			if sc.Verdict.Status != reports.Fail {
+				t.Errorf("verdict %s, want FAIL", sc.Verdict.Status)
+			}
+			r := reason(sc, "dropped")
+			if r == nil || r.Status != reports.Fail || *r.Observed != 30 || len(r.Windows) != len(tc.windows) ||
+				!strings.Contains(r.Message, "100 ms after harness cordon node/n1") {
+				t.Errorf("dropped reason %+v", r)
+			}
+		})
+	}
+}
+
+func TestAttributionAndCriteria(t *testing.T) {
+	f, tr := false, true
+	unready := func(ms, connReq int) runfile.Result {
+		r := ok(ms, "b", "n2")
+		r.Ready, r.ConnRequest = &f, connReq
+		return r
+	}
+	draining := func(ms, connReq int) runfile.Result {
+		r := ok(ms, "b", "n2")
+		r.Draining, r.ConnRequest = &tr, connReq
+		return r
+	}
+	other := ok(50, "a", "n1")
+	other.ClientIP = "10.244.0.1"
+	noPod := status(60, 200)
+	rs := []runfile.Result{
+		ok(0, "a", "n1"), ok(10, "a", "n1"), ok(20, "a", "n1"), ok(30, "b", "n2"),
+		unready(40, 1), unready(41, 2), unready(42, 3), draining(43, 7),
+		other, noPod,
+	}
+	tests := []struct {
+		name   string
+		crit   reports.Criteria
+		want   reports.Status
+		checks map[string]reports.Status
+	}{
+		{
+			name: "everything checked",
+			crit: reports.Criteria{
+				MaxDropped: reports.Int64(0), ExpectedClientIP: "127.0.0.1",
+				ExpectedPods: []string{"a", "b", "c"}, RequireAllPodsServed: true,
+				MinPodShare: reports.Float64(0.3), MaxServedUnready: reports.Int64(0), MaxServedDraining: reports.Int64(1),
+				MaxP99Ms: reports.Float64(5),
+			},
+			want: reports.Fail,
+			checks: map[string]reports.Status{
+				"run": reports.Pass, "dropped": reports.Pass, "client-ip": reports.Fail, "pods-served": reports.Fail,
+				"pod-share": reports.Fail, "served-unready": reports.Fail, "served-draining": reports.Pass, "p99": reports.Pass,
+			},
+		},
+		{
+			name:   "lenient criteria pass",
+			crit:   reports.Criteria{MaxDropped: reports.Int64(0), ExpectedPods: []string{"a", "b"}, RequireAllPodsServed: true, MaxServedUnready: reports.Int64(3), ForbiddenClientIP: "192.0.2.1"},
+			want:   reports.Pass,
+			checks: map[string]reports.Status{"pods-served": reports.Pass, "served-unready": reports.Pass, "forbidden-client-ip": reports.Pass},
+		},
+		{
+			name:   "forbidden IP seen",
+			crit:   reports.Criteria{ForbiddenClientIP: "10.244.0.1"},
+			want:   reports.Fail,
+			checks: map[string]reports.Status{"forbidden-client-ip": reports.Fail},
+		},
+		{
+			name:   "all pods served without expected pods is a setup error",
+			crit:   reports.Criteria{RequireAllPodsServed: true},
+			want:   reports.Error,
+			checks: map[string]reports.Status{"pods-served": reports.Error},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := analyze(t, runSpec{crit: tc.crit, results: rs})
+			res := sc.Results
+			if res.OK != 10 || res.Unattributed != 1 || res.ServedUnready != 3 || res.ServedUnreadyReused != 2 ||
+				res.ServedDraining != 1 || res.ServedDrainingReused != 1 {
+				t.Errorf("results = %+v", res)
+			}
+			if len(res.Nodes) != 2 || res.Nodes[0].Name != "n1" || res.Nodes[0].Count != 4 || res.Nodes[1].Count != 5 {
+				t.Errorf("nodes = %+v", res.Nodes)
+			}
+			pods := map[string]reports.PodCount{}
+			for _, p := range res.Pods {
+				pods[p.Pod] = p
+			}
+			if pods["a"].Count != 4 || pods["b"].Count != 5 || pods["b"].ServedUnready != 3 || pods["a"].Node != "n1" ||
+				pods["a"].Share < 0.44 || pods["a"].Share > 0.45 {
+				t.Errorf("pods = %+v", res.Pods)
+			}
+			if len(tc.crit.ExpectedPods) == 3 && (len(res.ZeroTrafficPods) != 1 || res.ZeroTrafficPods[0] != "c") {
+				t.Errorf("zero-traffic pods = %v, want [c]", res.ZeroTrafficPods)
+			}
+			if tc.crit.ExpectedClientIP != "" && res.ClientIPMismatches != 1 {
+				t.Errorf("client IP mismatches = %d, want 1", res.ClientIPMismatches)
+			}
+			if sc.Verdict.Status != tc.want {
+				t.Errorf("verdict %s, want %s: %+v", sc.Verdict.Status, tc.want, sc.Verdict.Reasons)
+			}
+			for check, want := range tc.checks {
+				r := reason(sc, check)
+				if r == nil || r.Status != want {
+					t.Errorf("reason %s = %+v, want status %s", check, r, want)
+				}
+			}
+		})
+	}
+}
+
+func TestBrokenRuns(t *testing.T) {
+	good := []runfile.Result{ok(0, "a", "n"), ok(10, "a", "n")}
+	tests := []struct {
+		name string
+		spec runSpec
+		want string
+	}{
+		{"killed: no end line", runSpec{results: good, noEnd: true}, "no end line"},
+		{"killed mid-line", runSpec{results: good, noEnd: true, garbage: `{"kind":"result","seq":9,"ti`}, "cut off"},
+		{"load reported an error", runSpec{results: good, endErr: errors.New("sink full")}, "sink full"},
+		{"no results", runSpec{}, "only 0 results"},
+		{"too few results", runSpec{results: good, crit: reports.Criteria{MinRequests: 10}}, "only 2 results"},
+		{"corrupt line", runSpec{results: good, garbage: "not json\n"}, "unreadable"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := analyze(t, tc.spec)
+			if sc.Verdict.Status != reports.Error {
+				t.Fatalf("verdict %s, want ERROR: %+v", sc.Verdict.Status, sc.Verdict.Reasons)
+			}
+			r := reason(sc, "run")
+			if r == nil || r.Status != reports.Error || !strings.Contains(r.Message, tc.want) {
+				t.Errorf("run reason %+v, want ERROR mentioning %q", r, tc.want)
+			}
+		})
+	}
+	// Numbers survive a killed run.
+	sc := analyze(t, runSpec{results: good, noEnd: true, garbage: `{"kind":"res`})
+	if sc.Results.Total != 2 || sc.Name != "unit" {
+		t.Errorf("killed run kept %d results, name %q", sc.Results.Total, sc.Name)
+	}
+	if _, err := AnalyzeFile(context.Background(), filepath.Join(t.TempDir(), "missing.jsonl")); err == nil {
+		t.Error("missing run file gave no error")
+	}
+}
+
+func TestCriteriaOverrideAndEvents(t *testing.T) {
+	rs := []runfile.Result{ok(0, "a", "n"), status(10, 500)}
+	var evs []runfile.Event
+	for i := range 5 {
+		evs = append(evs, runfile.Event{Time: at(i), Source: runfile.SourceHarness, Type: runfile.Note})
+	}
+	sc := analyze(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: rs, events: evs},
+		WithCriteria(reports.Criteria{MaxDropped: reports.Int64(1)}), WithMaxEvents(3))
+	if sc.Verdict.Status != reports.Pass || *sc.Criteria.MaxDropped != 1 {
+		t.Errorf("override not applied: %s %+v", sc.Verdict.Status, sc.Criteria)
+	}
+	if len(sc.Events) != 3 || sc.EventsOmitted != 2 {
+		t.Errorf("events %d omitted %d, want 3 and 2", len(sc.Events), sc.EventsOmitted)
+	}
+	if sc.Results.LatencyOK.Count != 1 || sc.Results.Latency.Count != 2 || sc.Results.Latency.MaxMs != 1 {
+		t.Errorf("latency = %+v / %+v", sc.Results.Latency, sc.Results.LatencyOK)
+	}
+}

@@ -1,0 +1,243 @@
+package verdict
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"zerodrop/reports"
+)
+
+// evaluate applies the criteria to the numbers. Every set criterion yields a
+// reason, passing or not, so a PASS shows what it was checked against. Run
+// problems yield ERROR reasons; the verdict is the worst reason.
+func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []reports.FailureWindow) reports.Verdict {
+	var reasons []reports.Reason
+	for _, p := range problems {
+		reasons = append(reasons, reports.Reason{Check: "run", Status: reports.Error, Message: p})
+	}
+	if len(problems) == 0 {
+		reasons = append(reasons, reports.Reason{Check: "run", Status: reports.Pass, Message: fmt.Sprintf(
+			"run complete: %d results sent %s to %s (%.1f/s)",
+			r.Total, clock(r.FirstSend), clock(r.LastSend), r.AchievedRate)})
+	}
+	allWindows := make([]int, len(ws))
+	for i := range ws {
+		allWindows[i] = i
+	}
+
+	if c.MaxDropped != nil {
+		reasons = append(reasons, limitReason("dropped", float64(r.Dropped), float64(*c.MaxDropped),
+			droppedText(r, ws)+fmt.Sprintf("; at most %d allowed", *c.MaxDropped), allWindows))
+	}
+	if c.MaxDroppedRatio != nil {
+		ratio := 0.0
+		if r.Total > 0 {
+			ratio = float64(r.Dropped) / float64(r.Total)
+		}
+		reasons = append(reasons, limitReason("dropped-ratio", ratio, *c.MaxDroppedRatio,
+			fmt.Sprintf("dropped %.4f%% of requests (%d of %d); at most %.4f%% allowed",
+				100*ratio, r.Dropped, r.Total, 100**c.MaxDroppedRatio), allWindows))
+	}
+	attributed := r.OK - r.Unattributed
+	if c.ExpectedClientIP != "" {
+		rs := reports.Reason{Check: "client-ip", Observed: f64(float64(r.ClientIPMismatches)), Limit: f64(0)}
+		switch {
+		case attributed == 0 || len(r.ClientIPs) == 0:
+			rs.Status = reports.Fail
+			rs.Message = fmt.Sprintf("expected client IP %s, but no response reported a client IP", c.ExpectedClientIP)
+		case r.ClientIPMismatches > 0:
+			rs.Status = reports.Fail
+			rs.Message = fmt.Sprintf("expected client IP %s; %d responses saw another: %s",
+				c.ExpectedClientIP, r.ClientIPMismatches, countsText(r.ClientIPs))
+		default:
+			rs.Status = reports.Pass
+			rs.Message = fmt.Sprintf("every attributed response (%d) saw client IP %s", attributed, c.ExpectedClientIP)
+		}
+		reasons = append(reasons, rs)
+	}
+	if c.ForbiddenClientIP != "" {
+		var n int64
+		for _, ip := range r.ClientIPs {
+			if ip.Name == c.ForbiddenClientIP {
+				n = ip.Count
+			}
+		}
+		msg := fmt.Sprintf("client IP %s seen by %d responses (must be hidden); seen: %s", c.ForbiddenClientIP, n, countsText(r.ClientIPs))
+		reasons = append(reasons, limitReason("forbidden-client-ip", float64(n), 0, msg, nil))
+	}
+	if c.RequireAllPodsServed {
+		rs := reports.Reason{Check: "pods-served", Observed: f64(float64(len(r.ZeroTrafficPods))), Limit: f64(0)}
+		switch {
+		case len(c.ExpectedPods) == 0:
+			rs.Status = reports.Error
+			rs.Message = "requireAllPodsServed is set but no expected pods were given, so pods that got nothing cannot be found"
+			rs.Observed, rs.Limit = nil, nil
+		case len(r.ZeroTrafficPods) > 0:
+			rs.Status = reports.Fail
+			rs.Message = fmt.Sprintf("%d of %d expected pods got no traffic: %s; served: %s",
+				len(r.ZeroTrafficPods), len(c.ExpectedPods), strings.Join(r.ZeroTrafficPods, ", "), podsText(r.Pods))
+		default:
+			rs.Status = reports.Pass
+			rs.Message = fmt.Sprintf("all %d expected pods served traffic: %s", len(c.ExpectedPods), podsText(r.Pods))
+		}
+		reasons = append(reasons, rs)
+	}
+	if c.MinPodShare != nil {
+		var low []string
+		lowest := 1.0
+		for _, p := range r.Pods {
+			lowest = min(lowest, p.Share)
+			if p.Share < *c.MinPodShare {
+				low = append(low, fmt.Sprintf("%s %.1f%%", p.Pod, 100*p.Share))
+			}
+		}
+		rs := reports.Reason{Check: "pod-share", Observed: f64(lowest), Limit: f64(*c.MinPodShare)}
+		switch {
+		case len(r.Pods) == 0:
+			rs.Status = reports.Fail
+			rs.Message = "no pod served any attributed request"
+			rs.Observed = nil
+		case len(low) > 0:
+			rs.Status = reports.Fail
+			rs.Message = fmt.Sprintf("pods below the %.1f%% minimum share: %s; all: %s", 100**c.MinPodShare, strings.Join(low, ", "), podsText(r.Pods))
+		default:
+			rs.Status = reports.Pass
+			rs.Message = fmt.Sprintf("every pod got at least %.1f%%: %s", 100**c.MinPodShare, podsText(r.Pods))
+		}
+		reasons = append(reasons, rs)
+	}
+	if c.MaxServedUnready != nil {
+		reasons = append(reasons, limitReason("served-unready", float64(r.ServedUnready), float64(*c.MaxServedUnready),
+			fmt.Sprintf("%d requests answered by pods reporting ready=false, %d of them over reused connections; at most %d allowed",
+				r.ServedUnready, r.ServedUnreadyReused, *c.MaxServedUnready), nil))
+	}
+	if c.MaxServedDraining != nil {
+		reasons = append(reasons, limitReason("served-draining", float64(r.ServedDraining), float64(*c.MaxServedDraining),
+			fmt.Sprintf("%d requests answered by pods reporting draining=true, %d of them over reused connections; at most %d allowed",
+				r.ServedDraining, r.ServedDrainingReused, *c.MaxServedDraining), nil))
+	}
+	if c.MaxP99Ms != nil {
+		reasons = append(reasons, limitReason("p99", r.Latency.P99Ms, *c.MaxP99Ms,
+			fmt.Sprintf("p99 latency %.1f ms over %d requests (p50 %.1f, max %.1f); at most %.1f ms allowed",
+				r.Latency.P99Ms, r.Latency.Count, r.Latency.P50Ms, r.Latency.MaxMs, *c.MaxP99Ms), allWindows))
+	}
+	v := reports.Verdict{Status: reports.Pass, Reasons: reasons}
+	for _, rs := range reasons {
+		v.Status = reports.Worst(v.Status, rs.Status)
+	}
+	return v
+}
+
+func f64(v float64) *float64 { return &v }
+
+func limitReason(check string, observed, limit float64, msg string, windows []int) reports.Reason {
+	rs := reports.Reason{Check: check, Status: reports.Pass, Message: msg, Observed: f64(observed), Limit: f64(limit)}
+	if observed > limit {
+		rs.Status = reports.Fail
+		rs.Windows = windows
+	}
+	return rs
+}
+
+func droppedText(r reports.Results, ws []reports.FailureWindow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dropped %d of %d requests", r.Dropped, r.Total)
+	if r.Dropped == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, " (errors %d%s, non-2xx %d%s) in %d failure window(s)",
+		r.Errors, mapText(r.ErrorClasses), r.Non2xx, non2xxText(r.StatusCodes), len(ws))
+	for i, w := range ws {
+		if i == 5 {
+			fmt.Fprintf(&b, "; %d more windows", len(ws)-i)
+			break
+		}
+		b.WriteString("; ")
+		b.WriteString(WindowText(w))
+	}
+	return b.String()
+}
+
+// WindowText describes a failure window and the event closest before it,
+// the usual suspect.
+func WindowText(w reports.FailureWindow) string {
+	s := fmt.Sprintf("window %d %s-%s (%.0f ms): %d failed%s, %d ok",
+		w.Index, clock(w.Start), clock(w.End), w.DurationMs, w.Failed, mapText(w.Classes), w.OK)
+	var before, during *reports.WindowEvent
+	for i := range w.NearestEvents {
+		e := &w.NearestEvents[i]
+		if e.OffsetMs < 0 {
+			before = e
+		} else if during == nil && e.Time.Compare(w.End) <= 0 {
+			during = e
+		}
+	}
+	if before != nil {
+		s += fmt.Sprintf(", %.0f ms after %s", -before.OffsetMs, eventText(before.Event))
+	}
+	if during != nil {
+		s += fmt.Sprintf(", %s at +%.0f ms", eventText(during.Event), during.OffsetMs)
+	}
+	return s
+}
+
+func eventText(e reports.Event) string {
+	s := e.Source + " " + e.Type
+	if e.Object != "" {
+		s += " " + e.Object
+	}
+	return s
+}
+
+func mapText(m map[string]int64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return " [" + strings.Join(parts, ", ") + "]"
+}
+
+func non2xxText(codes map[string]int64) string {
+	m := map[string]int64{}
+	for k, v := range codes {
+		if len(k) != 3 || k[0] != '2' {
+			m["http-"+k] = v
+		}
+	}
+	return mapText(m)
+}
+
+func countsText(cs []reports.Count) string {
+	if len(cs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s %d", c.Name, c.Count)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func podsText(ps []reports.PodCount) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s %d (%.1f%%)", p.Pod, p.Count, 100*p.Share)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clock(t interface{ Format(string) string }) string {
+	return t.Format("15:04:05.000")
+}
