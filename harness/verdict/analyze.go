@@ -67,8 +67,8 @@ type slot struct {
 }
 
 type podAgg struct {
-	node                                           string
-	count                                          int64
+	node                                          string
+	count                                         int64
 	unready, unreadyReused, draining, drainReused int64
 }
 
