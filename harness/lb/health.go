@@ -1,0 +1,271 @@
+package lb
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// CheckResult is the outcome of one health check.
+type CheckResult struct {
+	Time    time.Time     `json:"time"`
+	URL     string        `json:"url"`
+	OK      bool          `json:"ok"`
+	Status  int           `json:"status,omitempty"` // HTTP status, 0 when no answer
+	Error   string        `json:"error,omitempty"`
+	Latency time.Duration `json:"latency"`
+}
+
+// String is the short form used in events: "GET http://... -> 503 in 1.2ms".
+func (r CheckResult) String() string {
+	if r.Error != "" {
+		return fmt.Sprintf("GET %s -> %s after %v", r.URL, r.Error, r.Latency.Round(time.Microsecond))
+	}
+	return fmt.Sprintf("GET %s -> %d in %v", r.URL, r.Status, r.Latency.Round(time.Microsecond))
+}
+
+// HealthState is the verdict of one (service, node) health check: it turns
+// healthy after HealthyThreshold consecutive successes and unhealthy after
+// UnhealthyThreshold consecutive failures, and starts unhealthy (a new backend
+// takes traffic only once it has passed, as on GCP, AWS and Azure).
+type HealthState struct {
+	healthyThreshold   int
+	unhealthyThreshold int
+	healthy            bool
+	successes          int
+	failures           int
+	checks             int
+}
+
+// NewHealthState returns an unhealthy state using hc's thresholds.
+func NewHealthState(hc HealthCheck) *HealthState {
+	return &HealthState{healthyThreshold: hc.HealthyThreshold, unhealthyThreshold: hc.UnhealthyThreshold}
+}
+
+// Observe records one result and reports whether the verdict flipped.
+func (s *HealthState) Observe(r CheckResult) (flipped bool) {
+	s.checks++
+	if r.OK {
+		s.successes++
+		s.failures = 0
+		if !s.healthy && s.successes >= s.healthyThreshold {
+			s.healthy = true
+			return true
+		}
+		return false
+	}
+	s.failures++
+	s.successes = 0
+	if s.healthy && s.failures >= s.unhealthyThreshold {
+		s.healthy = false
+		return true
+	}
+	return false
+}
+
+// Healthy is the current verdict.
+func (s *HealthState) Healthy() bool { return s.healthy }
+
+// Checker performs one health check of url within ctx's deadline.
+type Checker func(ctx context.Context, url string) CheckResult
+
+// HTTPChecker returns a Checker that GETs the URL with a fresh connection each
+// time (cloud health checkers close theirs) and passes only on 200.
+// dial may be nil (net.Dialer); tests pass one that dials from a network namespace.
+func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network, addr string) (net.Conn, error)) Checker {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	client := &http.Client{
+		Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true, Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return func(ctx context.Context, url string) CheckResult {
+		start := clk.Now()
+		res := CheckResult{Time: start, URL: url}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		req.Header.Set("User-Agent", "zerodrop-lb-healthcheck")
+		resp, err := client.Do(req)
+		res.Latency = clk.Since(start)
+		if err != nil {
+			if ctx.Err() == context.DeadlineExceeded {
+				res.Error = "timeout"
+			} else {
+				res.Error = err.Error()
+			}
+			return res
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		res.Status = resp.StatusCode
+		res.OK = resp.StatusCode == http.StatusOK
+		return res
+	}
+}
+
+// ProbeKey names one health-checked unit: a node of a service.
+type ProbeKey struct {
+	Service string // namespace/name
+	Node    string
+}
+
+// Probe is what a Monitor checks for one unit.
+type Probe struct {
+	Key         ProbeKey
+	URL         string
+	HealthCheck HealthCheck
+}
+
+// Transition is a health verdict flip and the check that caused it.
+type Transition struct {
+	Key     ProbeKey
+	Healthy bool
+	Result  CheckResult
+	// Recent holds the results that led to the flip (the threshold's worth), oldest first.
+	Recent []CheckResult
+}
+
+// Monitor runs one health-check loop per Probe: a check at start, then every
+// interval, each bounded by the timeout. Changes to the probe set take effect
+// without disturbing the loops that stay.
+type Monitor struct {
+	clk    clock.WithTicker
+	check  Checker
+	notify func(Transition)
+
+	mu    sync.Mutex
+	loops map[ProbeKey]*probeLoop
+	wg    sync.WaitGroup
+}
+
+type probeLoop struct {
+	probe  Probe
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	state  *HealthState
+	recent []CheckResult
+	last   CheckResult
+}
+
+// NewMonitor returns a Monitor; notify is called (from the loop's goroutine) on every flip.
+func NewMonitor(clk clock.WithTicker, check Checker, notify func(Transition)) *Monitor {
+	return &Monitor{clk: clk, check: check, notify: notify, loops: map[ProbeKey]*probeLoop{}}
+}
+
+// Set makes the running probes equal to probes: new ones start unhealthy, gone
+// ones stop, and a probe whose URL or timing changed restarts unhealthy.
+func (m *Monitor) Set(ctx context.Context, probes []Probe) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := map[ProbeKey]Probe{}
+	for _, p := range probes {
+		want[p.Key] = p
+	}
+	for k, l := range m.loops {
+		if p, ok := want[k]; !ok || p != l.probe {
+			l.cancel()
+			delete(m.loops, k)
+		}
+	}
+	for k, p := range want {
+		if _, ok := m.loops[k]; ok {
+			continue
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		l := &probeLoop{probe: p, cancel: cancel, state: NewHealthState(p.HealthCheck)}
+		m.loops[k] = l
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.run(lctx, l)
+		}()
+	}
+}
+
+// Healthy reports the verdict of a unit (false when unknown).
+func (m *Monitor) Healthy(k ProbeKey) bool {
+	m.mu.Lock()
+	l, ok := m.loops[k]
+	m.mu.Unlock()
+	if !ok {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state.Healthy()
+}
+
+// Last returns the latest check result of a unit.
+func (m *Monitor) Last(k ProbeKey) (CheckResult, bool) {
+	m.mu.Lock()
+	l, ok := m.loops[k]
+	m.mu.Unlock()
+	if !ok {
+		return CheckResult{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last, l.last.URL != ""
+}
+
+// Stop ends every loop and waits for them.
+func (m *Monitor) Stop() {
+	m.mu.Lock()
+	for k, l := range m.loops {
+		l.cancel()
+		delete(m.loops, k)
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+func (m *Monitor) run(ctx context.Context, l *probeLoop) {
+	hc := l.probe.HealthCheck
+	t := m.clk.NewTicker(hc.Interval.D())
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, hc.Timeout.D())
+		res := m.check(cctx, l.probe.URL)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		l.mu.Lock()
+		l.last = res
+		l.recent = append(l.recent, res)
+		if n := max(hc.HealthyThreshold, hc.UnhealthyThreshold); len(l.recent) > n {
+			l.recent = l.recent[len(l.recent)-n:]
+		}
+		flipped := l.state.Observe(res)
+		var tr Transition
+		if flipped {
+			need := hc.UnhealthyThreshold
+			if l.state.Healthy() {
+				need = hc.HealthyThreshold
+			}
+			tr = Transition{Key: l.probe.Key, Healthy: l.state.Healthy(), Result: res,
+				Recent: append([]CheckResult(nil), l.recent[max(0, len(l.recent)-need):]...)}
+		}
+		l.mu.Unlock()
+		if flipped && m.notify != nil {
+			m.notify(tr)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
