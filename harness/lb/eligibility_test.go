@@ -20,7 +20,7 @@ func controlPlane(n *corev1.Node) { n.Labels[labelControlPlane] = "" }
 func testNode(name string, opts ...nodeOpt) *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
 	for _, o := range opts {
 		o(n)
