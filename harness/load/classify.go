@@ -1,0 +1,65 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	"zerodrop/harness/runfile"
+)
+
+// errRequestTimeout is the cancel cause of a request's own deadline, so a
+// timeout is told apart from any other cancellation by identity, not text.
+var errRequestTimeout = errors.New("zerodrop: per-request timeout exceeded")
+
+// classifyAttempt classifies err from a request whose context is ctx: if the
+// request's own deadline fired, whatever error the transport surfaced is a
+// timeout.
+func classifyAttempt(ctx context.Context, err error) string {
+	if err == nil {
+		return ""
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errRequestTimeout) {
+		return runfile.ClassTimeout
+	}
+	return Classify(err)
+}
+
+// Classify maps a request error to a run-file error class by walking the
+// error chain (errors.Is/As on syscall and net errors).
+func Classify(err error) string {
+	if err == nil {
+		return ""
+	}
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, errRequestTimeout):
+		return runfile.ClassTimeout
+	case errors.As(err, &dnsErr):
+		return runfile.ClassDNS
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return runfile.ClassRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
+		return runfile.ClassReset
+	// The peer closed the connection before a complete response: for a
+	// client that is the same failure as a reset.
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return runfile.ClassReset
+	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return runfile.ClassTimeout
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return runfile.ClassTimeout
+	// net/http returns an unexported, unwrapped error when the server
+	// closes a connection the client was about to reuse and the retry is
+	// not possible; its text is the only handle on it.
+	case strings.Contains(err.Error(), "server closed idle connection"):
+		return runfile.ClassReset
+	default:
+		return runfile.ClassOther
+	}
+}

@@ -1,0 +1,71 @@
+package load_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"zerodrop/echo-server/echo"
+	"zerodrop/harness/runfile"
+)
+
+// startEcho runs the real echo server on loopback until the test ends and
+// returns its traffic address.
+func startEcho(t testing.TB, pod, node string) string {
+	t.Helper()
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("echo traffic listener: %v", err)
+	}
+	al, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("echo admin listener: %v", err)
+	}
+	cfg := echo.DefaultConfig()
+	cfg.Identity = echo.Identity{Pod: pod, Node: node, Namespace: "test", PodIP: "127.0.0.1"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- echo.Run(ctx, cfg, make(chan os.Signal), echo.WithListeners(tl, al)) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("echo server: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("echo server did not stop within 10s of cancel")
+		}
+	})
+	return tl.Addr().String()
+}
+
+// memSink keeps results in memory (tests only).
+type memSink struct {
+	mu      sync.Mutex
+	results []runfile.Result
+	events  []runfile.Event
+}
+
+func (m *memSink) Result(r runfile.Result) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.results = append(m.results, r)
+	return nil
+}
+
+func (m *memSink) Event(e runfile.Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, e)
+	return nil
+}
+
+func (m *memSink) snapshot() ([]runfile.Result, []runfile.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]runfile.Result(nil), m.results...), append([]runfile.Event(nil), m.events...)
+}

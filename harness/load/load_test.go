@@ -1,0 +1,208 @@
+package load_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"zerodrop/harness/load"
+	"zerodrop/harness/runfile"
+)
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []load.Option
+		want string
+	}{
+		{"no target", []load.Option{load.WithRate(1)}, "no target"},
+		{"bad scheme", []load.Option{load.WithTargets("ftp://127.0.0.1/"), load.WithRate(1)}, "scheme"},
+		{"no host", []load.Option{load.WithTargets("http:///x"), load.WithRate(1)}, "no host"},
+		{"zero rate", []load.Option{load.WithTargets("http://127.0.0.1:1/")}, "rate 0"},
+		{"negative duration", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithDuration(-time.Second)}, "duration"},
+		{"zero connections", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithConnections(0)}, "connections 0"},
+		{"zero timeout", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithTimeout(0)}, "timeout"},
+		{"workers", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithWorkers(5, 2)}, "workers"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load.New(tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+	l, err := load.New(load.WithTargets("http://127.0.0.1:1/", "http://[::1]:2/x"), load.WithRate(50),
+		load.WithDuration(2*time.Second), load.WithHost("svc.example"), load.WithKeepAlive(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Settings()
+	if len(s.Targets) != 2 || s.Rate != 50 || s.DurationMs != 2000 || s.KeepAlive || s.Host != "svc.example" ||
+		s.Connections != load.DefaultConnections || s.TimeoutMs != 5000 {
+		t.Errorf("Settings = %+v", s)
+	}
+}
+
+func TestFixedDurationAttributes(t *testing.T) {
+	for _, keepAlive := range []bool{true, false} {
+		name := "keepalive"
+		if !keepAlive {
+			name = "no-keepalive"
+		}
+		t.Run(name, func(t *testing.T) {
+			addr := startEcho(t, "echo-a", "node-1")
+			sink := &memSink{}
+			l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(100), load.WithDuration(time.Second),
+				load.WithKeepAlive(keepAlive), load.WithTimeout(2*time.Second), load.WithEvents(sink), load.WithHost("echo.test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := l.Run(context.Background(), sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, events := sink.snapshot()
+			if n := len(results); n < 95 || n > 102 || int64(n) != sum.Results {
+				t.Fatalf("got %d results (summary %d), want about 100", n, sum.Results)
+			}
+			ids := map[string]bool{}
+			var reused int
+			for _, r := range results {
+				if !r.OK() {
+					t.Fatalf("failed result on a clean loopback run: %+v", r)
+				}
+				if ids[r.ID] {
+					t.Fatalf("duplicate request id %s", r.ID)
+				}
+				ids[r.ID] = true
+				if !strings.HasPrefix(r.ID, l.RunID()+"-") {
+					t.Errorf("id %s lacks run id prefix %s", r.ID, l.RunID())
+				}
+				if r.Pod != "echo-a" || r.Node != "node-1" || r.ClientIP != "127.0.0.1" || r.ConnID == "" || r.ConnRequest < 1 ||
+					r.Ready == nil || !*r.Ready || r.Draining == nil || *r.Draining || r.Time.IsZero() || r.Latency <= 0 {
+					t.Fatalf("badly attributed result %+v", r)
+				}
+				if r.ConnRequest > 1 {
+					reused++
+					if !r.Reused {
+						t.Errorf("echo saw conn_request %d but the client did not mark the connection reused: %+v", r.ConnRequest, r)
+					}
+				}
+			}
+			if keepAlive && reused == 0 {
+				t.Error("keep-alive run never reused a connection")
+			}
+			if !keepAlive && reused != 0 {
+				t.Errorf("keep-alive off, yet %d requests came over reused connections", reused)
+			}
+			if len(events) != 2 || events[0].Message != "load started" || events[1].Message != "load stopped" ||
+				events[0].Fields["host"] != "echo.test" {
+				t.Errorf("events = %+v", events)
+			}
+			if sum.OK != sum.Results || sum.Dropped != 0 || sum.Rate() < 80 {
+				t.Errorf("summary = %+v rate %.1f", sum, sum.Rate())
+			}
+		})
+	}
+}
+
+func TestOpenEndedStop(t *testing.T) {
+	addr := startEcho(t, "echo-a", "node-1")
+	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("context cancel is the normal end", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		sink := &memSink{}
+		r, err := l.Start(ctx, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+		select {
+		case <-r.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("load did not stop within 10s of its context being cancelled")
+		}
+		sum, err := r.Wait()
+		if err != nil {
+			t.Fatalf("open-ended load stopped by cancel returned %v", err)
+		}
+		results, _ := sink.snapshot()
+		if sum.Results < 20 || int64(len(results)) != sum.Results {
+			t.Errorf("results %d (summary %d), want ~60", len(results), sum.Results)
+		}
+	})
+	t.Run("Stop", func(t *testing.T) {
+		r, err := l.Start(context.Background(), &memSink{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if snap := r.Snapshot(); snap.Results == 0 {
+			t.Error("Snapshot shows no results after 200ms at 200/s")
+		}
+		sum, err := r.Stop()
+		if err != nil || sum.Results == 0 {
+			t.Errorf("Stop = %+v, %v", sum, err)
+		}
+	})
+}
+
+func TestFixedDurationInterrupted(t *testing.T) {
+	addr := startEcho(t, "echo-a", "node-1")
+	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(100), load.WithDuration(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	sum, err := l.Run(ctx, &memSink{})
+	if !errors.Is(err, load.ErrInterrupted) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run = %v, want ErrInterrupted wrapping the context error", err)
+	}
+	if sum.Results == 0 {
+		t.Error("interrupted run kept no results")
+	}
+	if _, err := l.Start(ctx, &memSink{}); err == nil {
+		t.Error("Start with a done context succeeded")
+	}
+}
+
+func TestSinkFailureStopsLoad(t *testing.T) {
+	addr := startEcho(t, "echo-a", "node-1")
+	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(200), load.WithDuration(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	done := make(chan struct{})
+	var sum load.Summary
+	go func() {
+		defer close(done)
+		sum, err = l.Run(context.Background(), load.ResultFunc(func(runfile.Result) error {
+			if n++; n > 10 {
+				return errors.New("disk full")
+			}
+			return nil
+		}))
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("load kept running 20s after its sink failed")
+	}
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Run = %v, want the sink's error", err)
+	}
+	if n != 11 {
+		t.Errorf("sink called %d times after failing, want exactly 11 calls", n)
+	}
+	_ = sum
+}
