@@ -1,0 +1,156 @@
+package lb
+
+import (
+	"sort"
+	"time"
+)
+
+// BackendState is where a node stands in one Service's backend set.
+type BackendState string
+
+const (
+	// Active nodes receive new flows.
+	Active BackendState = "active"
+	// Draining nodes keep their established flows until a deadline (or forever
+	// for FlowKeep) but receive no new ones.
+	Draining BackendState = "draining"
+	// Closed nodes receive nothing; packets of their flows meet the profile's closeAction.
+	Closed BackendState = "closed"
+)
+
+// Backend is a node's standing in a Service's backend set.
+type Backend struct {
+	Node     string
+	State    BackendState
+	Since    time.Time
+	Deadline time.Time // when a Draining backend closes; zero = never (FlowKeep)
+	Reason   string    // why it is not Active
+}
+
+// BackendChange is one state change of a backend, for events.
+type BackendChange struct {
+	Node     string
+	From, To BackendState
+	Reason   string
+}
+
+// BackendSet tracks one Service's backends over time: which nodes take new
+// flows, which keep their old flows for a while, which are closed. It is pure:
+// the caller passes the time and the facts (eligible nodes, health verdicts).
+type BackendSet struct {
+	flows    Flows
+	backends map[string]*Backend
+}
+
+// NewBackendSet returns an empty set governed by the profile's flow rules.
+func NewBackendSet(f Flows) *BackendSet {
+	return &BackendSet{flows: f, backends: map[string]*Backend{}}
+}
+
+// SetFlows changes the flow rules (the Service switched profiles).
+func (b *BackendSet) SetFlows(f Flows) { b.flows = f }
+
+// Update moves every backend to the state the facts call for at now and returns
+// the changes. active is the set of nodes that should take new flows (eligible
+// and healthy, or every eligible node when failing open); eligible is every
+// eligible node (a node that is eligible but not active is unhealthy).
+func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, reasons map[string]string) []BackendChange {
+	var changes []BackendChange
+	set := func(be *Backend, to BackendState, deadline time.Time, reason string) {
+		if be.State == to && be.Deadline.Equal(deadline) {
+			return
+		}
+		if be.State != to {
+			changes = append(changes, BackendChange{Node: be.Node, From: be.State, To: to, Reason: reason})
+			be.Since = now
+		}
+		be.State, be.Deadline, be.Reason = to, deadline, reason
+	}
+	for n := range active {
+		be, ok := b.backends[n]
+		if !ok {
+			be = &Backend{Node: n, State: "", Since: now}
+			b.backends[n] = be
+		}
+		set(be, Active, time.Time{}, "")
+	}
+	for n, be := range b.backends {
+		if active[n] {
+			continue
+		}
+		reason := reasons[n]
+		action := b.flows.OnRemoved
+		if eligible[n] {
+			action = b.flows.OnUnhealthy
+			if reason == "" {
+				reason = "failed health check"
+			}
+		} else if reason == "" {
+			reason = "not eligible"
+		}
+		switch be.State {
+		case Active:
+			switch action {
+			case FlowKeep:
+				set(be, Draining, time.Time{}, reason)
+			case FlowDrain:
+				set(be, Draining, now.Add(b.flows.DrainTimeout.D()), reason)
+			default:
+				set(be, Closed, time.Time{}, reason)
+			}
+		case Draining:
+			// A keep-forever drain of an unhealthy node becomes a timed drain or a
+			// close when the node also leaves the eligible set.
+			if be.Deadline.IsZero() && !eligible[n] {
+				if action == FlowDrain {
+					set(be, Draining, now.Add(b.flows.DrainTimeout.D()), reason)
+				} else {
+					set(be, Closed, time.Time{}, reason)
+				}
+			}
+			if !be.Deadline.IsZero() && !now.Before(be.Deadline) {
+				set(be, Closed, time.Time{}, reason+"; drain period over")
+			}
+		}
+		// Closed backends are forgotten: their flows meet the closeAction either way.
+		if be.State == Closed || be.State == "" {
+			delete(b.backends, n)
+		}
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Node < changes[j].Node })
+	return changes
+}
+
+// NextDeadline is the earliest drain deadline after which Update must run again
+// (zero when none).
+func (b *BackendSet) NextDeadline() time.Time {
+	var next time.Time
+	for _, be := range b.backends {
+		if be.State == Draining && !be.Deadline.IsZero() && (next.IsZero() || be.Deadline.Before(next)) {
+			next = be.Deadline
+		}
+	}
+	return next
+}
+
+// Nodes returns the nodes in state s, sorted.
+func (b *BackendSet) Nodes(s BackendState) []string {
+	var out []string
+	for n, be := range b.backends {
+		if be.State == s {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Backends returns a copy of every tracked backend, sorted by node.
+func (b *BackendSet) Backends() []Backend {
+	out := make([]Backend, 0, len(b.backends))
+	for _, be := range b.backends {
+		out = append(out, *be)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}

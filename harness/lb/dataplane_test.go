@@ -1,0 +1,140 @@
+package lb
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder is a Runner that records commands and answers `ip -j rule show`.
+type recorder struct {
+	mu    sync.Mutex
+	cmds  []string
+	stdin []string
+}
+
+func (r *recorder) run(_ context.Context, stdin, name string, args ...string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	line := name + " " + strings.Join(args, " ")
+	r.cmds = append(r.cmds, line)
+	if stdin != "" {
+		r.stdin = append(r.stdin, stdin)
+	}
+	if line == "ip -j rule show" {
+		return []byte(`[{"priority":0,"src":"all","table":"local"},{"priority":32766,"src":"all","table":"main"}]`), nil
+	}
+	return nil, nil
+}
+
+func testConfig(active, draining []string, closeAction CloseAction) DPConfig {
+	return DPConfig{
+		Nodes: map[string]netip.Addr{
+			"n1": netip.MustParseAddr("10.0.0.11"),
+			"n2": netip.MustParseAddr("10.0.0.12"),
+		},
+		Services: []DPService{{
+			Key: "default/web", VIP: netip.MustParseAddr("10.0.0.200"), Ports: []uint16{80},
+			Active: active, Draining: draining, CloseAction: closeAction, NoBackends: closeAction,
+			IdleTimeout: 10 * time.Minute,
+		}},
+		VIPs: []netip.Addr{netip.MustParseAddr("10.0.0.200")},
+	}
+}
+
+func TestDataplaneRender(t *testing.T) {
+	rec := &recorder{}
+	d := NewDataplane(rec.run, "eth0")
+	ctx := context.Background()
+	if err := d.Apply(ctx, DPConfig{}); err == nil {
+		t.Fatal("Apply before Prepare must fail")
+	}
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prep := strings.Join(rec.cmds, "\n")
+	for _, want := range []string{
+		"sysctl -q -w net.ipv4.ip_forward=1",
+		"sysctl -q -w net.ipv4.conf.eth0.send_redirects=0",
+		"sysctl -q -w net.ipv4.conf.all.rp_filter=0",
+		"ip rule add pref 200 lookup local",
+		"ip rule del pref 0 lookup local",
+	} {
+		if !strings.Contains(prep, want) {
+			t.Errorf("Prepare did not run %q:\n%s", want, prep)
+		}
+	}
+	rec.cmds = nil
+	if err := d.Apply(ctx, testConfig([]string{"n1", "n2"}, nil, CloseReset)); err != nil {
+		t.Fatal(err)
+	}
+	cmds := strings.Join(rec.cmds, "\n")
+	for _, want := range []string{
+		"ip route replace default via 10.0.0.11 dev eth0 onlink table 1001",
+		"ip rule add pref 100 fwmark 0x1/0xffff lookup 1001",
+		"ip route replace default via 10.0.0.12 dev eth0 onlink table 1002",
+		"ip addr replace 10.0.0.200/32 dev lo",
+	} {
+		if !strings.Contains(cmds, want) {
+			t.Errorf("Apply did not run %q:\n%s", want, cmds)
+		}
+	}
+	script := rec.stdin[len(rec.stdin)-1]
+	for _, want := range []string{
+		"add element ip zerodrop_lb vips { 10.0.0.200 . tcp . 80 : jump svc_1 }",
+		"mod 2 seed 0x5a17d20b map { 0 : 0x00010001, 1 : 0x00010002 }",
+		"add element ip zerodrop_lb live { 0x00010001 : jump svc_1_keep }",
+		"add rule ip zerodrop_lb raw ip daddr @vipaddrs notrack",
+		"add rule ip zerodrop_lb svc_1 meta mark set 0x0 accept",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if strings.Contains(script, "flush map ip zerodrop_lb flows") {
+		t.Error("the flows map must never be flushed: established flows would move")
+	}
+
+	// n2 drains, closed flows are dropped: n2 is live but not chosen.
+	rec.cmds, rec.stdin = nil, nil
+	if err := d.Apply(ctx, testConfig([]string{"n1"}, []string{"n2"}, CloseDrop)); err != nil {
+		t.Fatal(err)
+	}
+	script = rec.stdin[0]
+	for _, want := range []string{
+		"mod 1 seed 0x5a17d20b map { 0 : 0x00010001 }",
+		"live { 0x00010002 : jump svc_1_keep }",
+		"add rule ip zerodrop_lb svc_1 drop",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if strings.Contains(strings.Join(rec.cmds, "\n"), "ip rule add") {
+		t.Error("routes and rules must not be re-added when nodes did not change")
+	}
+
+	// No active node: new connections meet NoBackends; the service removed: its chains go.
+	rec.cmds, rec.stdin = nil, nil
+	if err := d.Apply(ctx, DPConfig{Nodes: testConfig(nil, nil, CloseDrop).Nodes}); err != nil {
+		t.Fatal(err)
+	}
+	script = rec.stdin[0]
+	for _, want := range []string{"delete chain ip zerodrop_lb svc_1\n", "delete chain ip zerodrop_lb svc_1_new\n"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if !strings.Contains(strings.Join(rec.cmds, "\n"), "ip addr del 10.0.0.200/32 dev lo") {
+		t.Error("VIP of the removed service stays")
+	}
+}
+
+func TestMarkLayout(t *testing.T) {
+	if got := Mark(3, 2); got != 0x30002 {
+		t.Fatalf("Mark(3,2) = %#x", got)
+	}
+}
