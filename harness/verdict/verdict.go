@@ -187,6 +187,9 @@ func eventText(e reports.Event) string {
 	if e.Object != "" {
 		s += " " + e.Object
 	}
+	if e.Message != "" {
+		s += fmt.Sprintf(" (%q)", e.Message)
+	}
 	return s
 }
 
