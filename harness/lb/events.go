@@ -1,0 +1,208 @@
+package lb
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"zerodrop/harness/runfile"
+)
+
+// EventHub is the LB's runfile.EventSink: it logs every event, keeps the
+// latest ones for late subscribers and streams them to HTTP subscribers as
+// JSON lines (GET /events).
+type EventHub struct {
+	log  *slog.Logger
+	keep int
+
+	mu   sync.Mutex
+	ring []runfile.Event
+	subs map[chan runfile.Event]struct{}
+}
+
+// NewEventHub keeps the last keep events for replay.
+func NewEventHub(log *slog.Logger, keep int) *EventHub {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &EventHub{log: log, keep: keep, subs: map[chan runfile.Event]struct{}{}}
+}
+
+// Event implements runfile.EventSink. A subscriber too slow to take an event
+// is cut off (its stream ends) rather than slowing the LB down; it reconnects
+// with ?since= and replays what it missed.
+func (h *EventHub) Event(e runfile.Event) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	attrs := []any{"type", e.Type, "object", e.Object}
+	for k, v := range e.Fields {
+		attrs = append(attrs, k, v)
+	}
+	h.log.Info(e.Message, attrs...)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring = append(h.ring, e)
+	if len(h.ring) > h.keep {
+		h.ring = h.ring[len(h.ring)-h.keep:]
+	}
+	for ch := range h.subs {
+		select {
+		case ch <- e:
+		default:
+			close(ch)
+			delete(h.subs, ch)
+		}
+	}
+	return nil
+}
+
+// subscribe returns the kept events after since and a channel of later ones.
+func (h *EventHub) subscribe(since time.Time) ([]runfile.Event, chan runfile.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var past []runfile.Event
+	for _, e := range h.ring {
+		if e.Time.After(since) {
+			past = append(past, e)
+		}
+	}
+	ch := make(chan runfile.Event, 1024)
+	h.subs[ch] = struct{}{}
+	return past, ch
+}
+
+func (h *EventHub) unsubscribe(ch chan runfile.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[ch]; ok {
+		delete(h.subs, ch)
+		close(ch)
+	}
+}
+
+// ServeHTTP streams events as JSON lines: first the kept ones newer than
+// ?since= (RFC 3339, default: all kept), then live ones until the client goes.
+func (h *EventHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var since time.Time
+	if s := r.URL.Query().Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("since=%q is not an RFC 3339 time: %v", s, err), http.StatusBadRequest)
+			return
+		}
+		since = t
+	}
+	past, ch := h.subscribe(since)
+	defer h.unsubscribe(ch)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	write := func(e runfile.Event) bool {
+		if err := enc.Encode(e); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	for _, e := range past {
+		if !write(e) {
+			return
+		}
+	}
+	if fl != nil {
+		fl.Flush()
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e, ok := <-ch:
+			if !ok || !write(e) {
+				return
+			}
+		}
+	}
+}
+
+// SubscribeEvents follows the LB's event stream at baseURL (e.g.
+// "http://172.18.0.5:9100") and hands every event to sink, reconnecting with
+// ?since= after a broken stream, until ctx ends. It returns ctx's error, or
+// the sink's error when the sink refuses an event.
+func SubscribeEvents(ctx context.Context, baseURL string, sink runfile.EventSink, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var since time.Time
+	backoff := 200 * time.Millisecond
+	for {
+		err := streamOnce(ctx, baseURL, since, func(e runfile.Event) error {
+			since = e.Time
+			return sink.Event(e)
+		})
+		var se sinkError
+		if errors.As(err, &se) {
+			return se.err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.Warn("LB event stream broke; reconnecting", "url", baseURL, "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+type sinkError struct{ err error }
+
+func (s sinkError) Error() string { return "event sink: " + s.err.Error() }
+
+func streamOnce(ctx context.Context, baseURL string, since time.Time, f func(runfile.Event) error) error {
+	u := baseURL + "/events"
+	if !since.IsZero() {
+		u += "?since=" + url.QueryEscape(since.Format(time.RFC3339Nano))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("LB events %s: %w", u, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("LB events %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("LB events %s: HTTP %d: %s", u, resp.StatusCode, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e runfile.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return fmt.Errorf("LB events %s: bad line %q: %w", u, sc.Bytes(), err)
+		}
+		if err := f(e); err != nil {
+			return sinkError{err}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("LB events %s: %w", u, err)
+	}
+	return io.ErrUnexpectedEOF
+}

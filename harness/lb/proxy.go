@@ -1,0 +1,197 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// L7Service is one port of an L7 (gclb) Service: the proxy listens on
+// VIP:Port and sends requests to nodeIP:NodePort of the backends.
+type L7Service struct {
+	Key      string
+	VIP      netip.Addr
+	Port     uint16
+	NodePort uint16
+	Backends []netip.Addr // nodes taking requests, in order
+	L7       L7
+}
+
+func (s L7Service) listenAddr() netip.AddrPort { return netip.AddrPortFrom(s.VIP, s.Port) }
+
+// L7Proxy is the HTTP front end of L7 profiles. Like Google's front ends in
+// seed 004 it keeps connections to nodeIP:nodePort open and reuses them, so a
+// request on a reused connection reaches whatever pod kube-proxy NATed that
+// connection to when it opened, ready or not.
+type L7Proxy struct {
+	log    *slog.Logger
+	listen func(network, addr string) (net.Listener, error)
+
+	mu        sync.Mutex
+	listeners map[netip.AddrPort]*l7Listener
+}
+
+// NewL7Proxy returns a proxy; listen may be nil (net.Listen).
+func NewL7Proxy(log *slog.Logger, listen func(network, addr string) (net.Listener, error)) *L7Proxy {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if listen == nil {
+		listen = net.Listen
+	}
+	return &L7Proxy{log: log, listen: listen, listeners: map[netip.AddrPort]*l7Listener{}}
+}
+
+type l7Backends struct {
+	svc   L7Service
+	addrs []string // host:port
+}
+
+type l7Listener struct {
+	srv     *http.Server
+	ln      net.Listener
+	state   atomic.Pointer[l7Backends]
+	next    atomic.Uint64
+	tmu     sync.Mutex
+	perNode map[string]*http.Transport
+}
+
+// Apply makes the proxy serve exactly svcs. Listeners that stay keep their
+// client and backend connections; a backend that leaves has its idle
+// connections closed (requests in flight finish).
+func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := map[netip.AddrPort]L7Service{}
+	for _, s := range svcs {
+		want[s.listenAddr()] = s
+	}
+	var errs []error
+	for a, l := range p.listeners {
+		if _, ok := want[a]; !ok {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_ = l.srv.Shutdown(sctx)
+			cancel()
+			l.closeTransports(nil)
+			delete(p.listeners, a)
+		}
+	}
+	for a, s := range want {
+		l, ok := p.listeners[a]
+		if !ok {
+			ln, err := p.listen("tcp", a.String())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("L7 proxy: listen on %s for %s: %w", a, s.Key, err))
+				continue
+			}
+			l = &l7Listener{ln: ln, perNode: map[string]*http.Transport{}}
+			l.srv = &http.Server{Handler: l.handler(p.log), ReadHeaderTimeout: 30 * time.Second}
+			p.listeners[a] = l
+			go func() {
+				if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					p.log.Error("L7 proxy stopped serving", "addr", a.String(), "err", err)
+				}
+			}()
+		}
+		b := &l7Backends{svc: s}
+		for _, ip := range s.Backends {
+			b.addrs = append(b.addrs, netip.AddrPortFrom(ip, s.NodePort).String())
+		}
+		l.state.Store(b)
+		keep := map[string]bool{}
+		for _, a := range b.addrs {
+			keep[a] = true
+		}
+		l.closeTransports(keep)
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops every listener.
+func (p *L7Proxy) Close() error { return p.Apply(context.Background(), nil) }
+
+func (l *l7Listener) transport(addr string, cfg L7) *http.Transport {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	t, ok := l.perNode[addr]
+	if !ok {
+		t = &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			DisableKeepAlives:   !cfg.KeepAlive,
+			MaxIdleConnsPerHost: max(cfg.MaxIdleConnsPerNode, 1),
+			IdleConnTimeout:     cfg.IdleConnTimeout.D(),
+		}
+		l.perNode[addr] = t
+	}
+	return t
+}
+
+// closeTransports drops the connection pools of backends not in keep (nil: all).
+func (l *l7Listener) closeTransports(keep map[string]bool) {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	for a, t := range l.perNode {
+		if keep == nil || !keep[a] {
+			t.CloseIdleConnections()
+			delete(l.perNode, a)
+		}
+	}
+}
+
+type backendKey struct{}
+
+func (l *l7Listener) handler(log *slog.Logger) http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			addr := pr.In.Context().Value(backendKey{}).(string)
+			pr.SetURL(&url.URL{Scheme: "http", Host: addr})
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+		},
+		Transport: roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			st := l.state.Load()
+			return l.transport(r.URL.Host, st.svc.L7).RoundTrip(r)
+		}),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			log.Warn("L7 proxy: backend failed", "backend", r.URL.Host, "err", err)
+			http.Error(w, "zerodrop-lb: backend "+r.URL.Host+": "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := l.state.Load()
+		if st == nil || len(st.addrs) == 0 {
+			http.Error(w, "zerodrop-lb: no healthy backend", http.StatusServiceUnavailable)
+			return
+		}
+		// Round robin over nodes per request, as GFE spreads requests.
+		addr := st.addrs[int(l.next.Add(1)-1)%len(st.addrs)]
+		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), backendKey{}, addr)))
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Serving lists the addresses the proxy listens on, sorted.
+func (p *L7Proxy) Serving() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, l := range p.listeners {
+		out = append(out, l.ln.Addr().String())
+	}
+	sort.Strings(out)
+	return out
+}
