@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"zerodrop/harness/verdict"
+	"zerodrop/reports"
+)
+
+const reportFileName = "report.json"
+
+func analyzeCommand() command {
+	return command{name: "analyze", summary: "recompute DIR/report.json from the run files in DIR", run: runAnalyze}
+}
+
+const analyzeDescription = `
+Reads every run file (*.jsonl) in DIR and writes DIR/report.json with one
+scenario per run file. The run metadata of an existing report.json (provider,
+Kubernetes version, LB) is kept. Criteria come from each run file's header
+unless overridden with the flags below.
+
+Exit status: 0 every assertion passed, 1 a criterion failed (e.g. something
+was dropped), 2 bad input or a run broke (truncated or failed run file).`
+
+func runAnalyze(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "analyze", "[flags] DIR", analyzeDescription)
+	maxDropped := fs.Int64("max-dropped", 0, "override: dropped requests still allowed")
+	expectIP := fs.String("expect-client-ip", "", "override: client IP the echo server must see")
+	gap := fs.Duration("window-gap", 0, "override: merge failures closer than this into one window")
+	if code, ok := parseFlags(c, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return badInput(c, "analyze", "want exactly one DIR argument, got %d", fs.NArg())
+	}
+	dir := fs.Arg(0)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return badInput(c, "analyze", "%s is not a directory holding a run (%v)", dir, err)
+	}
+	runFiles, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(runFiles) == 0 {
+		return badInput(c, "analyze", "no run file (*.jsonl) in %s", dir)
+	}
+	slices.Sort(runFiles)
+
+	overrides := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { overrides[f.Name] = true })
+	var override func(reports.Criteria) reports.Criteria
+	if len(overrides) > 0 {
+		override = func(cr reports.Criteria) reports.Criteria {
+			if overrides["max-dropped"] {
+				cr.MaxDropped = reports.Int64(*maxDropped)
+			}
+			if overrides["expect-client-ip"] {
+				cr.ExpectedClientIP = *expectIP
+			}
+			if overrides["window-gap"] {
+				cr.WindowGapMs = float64(*gap) / float64(time.Millisecond)
+			}
+			return cr
+		}
+	}
+	run := reports.RunMeta{ToolVersion: c.version, Provider: "none"}
+	if old, err := reports.ReadFile(filepath.Join(dir, reportFileName)); err == nil {
+		run = old.Run
+	}
+	_, code := analyzeDir(ctx, c, dir, runFiles, run, override)
+	return code
+}
+
+// analyzeDir analyzes runFiles into dir/report.json, prints a summary and
+// returns the report and the exit code its verdict means.
+func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run reports.RunMeta,
+	override func(reports.Criteria) reports.Criteria) (*reports.Report, int) {
+	rep := reports.New(run)
+	for _, path := range runFiles {
+		var opts []verdict.Option
+		if override != nil {
+			// Read the header criteria first so an override changes only
+			// what was asked.
+			sc, err := verdict.AnalyzeFile(ctx, path)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
+				return nil, exitBroken
+			}
+			opts = append(opts, verdict.WithCriteria(override(sc.Criteria)))
+		}
+		sc, err := verdict.AnalyzeFile(ctx, path, opts...)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
+			return nil, exitBroken
+		}
+		rep.Scenarios = append(rep.Scenarios, sc)
+		if rep.Run.Start.IsZero() || (!sc.Start.IsZero() && sc.Start.Before(rep.Run.Start)) {
+			rep.Run.Start = sc.Start
+		}
+		if sc.End.After(rep.Run.End) {
+			rep.Run.End = sc.End
+		}
+	}
+	rep.Summarize()
+	out := filepath.Join(dir, reportFileName)
+	if err := rep.WriteFile(out); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
+		return nil, exitBroken
+	}
+	for _, sc := range rep.Scenarios {
+		printScenario(c, sc)
+	}
+	fmt.Fprintf(c.stdout, "%s -> %s\n", rep.Summary.Status, out)
+	return rep, exitCode(rep.Summary.Status)
+}
+
+func printScenario(c *cli, sc reports.Scenario) {
+	r := sc.Results
+	fmt.Fprintf(c.stdout, "%s %s: %d requests at %.1f/s, %d ok, %d dropped (errors %d, non-2xx %d), p50 %.2fms p99 %.2fms max %.2fms, %d failure window(s)\n",
+		sc.Verdict.Status, sc.Name, r.Total, r.AchievedRate, r.OK, r.Dropped, r.Errors, r.Non2xx,
+		r.Latency.P50Ms, r.Latency.P99Ms, r.Latency.MaxMs, len(sc.FailureWindows))
+	for _, rs := range sc.Verdict.Reasons {
+		if rs.Status != reports.Pass {
+			fmt.Fprintf(c.stdout, "  %s %s: %s\n", rs.Status, rs.Check, rs.Message)
+		}
+	}
+	if len(r.Pods) > 0 {
+		parts := make([]string, 0, len(r.Pods))
+		for _, p := range r.Pods {
+			parts = append(parts, fmt.Sprintf("%s %d (%.1f%%)", p.Pod, p.Count, 100*p.Share))
+		}
+		fmt.Fprintf(c.stdout, "  pods: %s\n", strings.Join(parts, ", "))
+	}
+}
+
+func exitCode(s reports.Status) int {
+	switch s {
+	case reports.Pass:
+		return exitOK
+	case reports.Fail:
+		return exitFailed
+	default:
+		return exitBroken
+	}
+}
+
+func numCPU() int { return runtime.NumCPU() }
