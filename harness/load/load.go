@@ -117,7 +117,8 @@ func WithWorkers(initial, max uint64) Option {
 // WithRunID sets the request-id prefix (default: a random id).
 func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
 
-// WithEvents records the load's start and stop as events.
+// WithEvents records the load's start and stop as events. Without it, a
+// result sink that is also an EventSink (a *runfile.Writer) gets them.
 func WithEvents(sink runfile.EventSink) Option { return func(c *config) { c.events = sink } }
 
 // Load is a validated load configuration. Run or Start it.
@@ -236,6 +237,8 @@ type Running struct {
 	stopped  chan struct{}
 	done     chan struct{}
 
+	events runfile.EventSink
+
 	mu      sync.Mutex
 	sum     Summary
 	sinkErr error
@@ -275,8 +278,13 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 		}
 		index[u] = i
 	}
+	events := c.events
+	if events == nil {
+		events, _ = sink.(runfile.EventSink)
+	}
 	r := &Running{
 		load:     l,
+		events:   events,
 		attacker: attacker,
 		tr:       tr,
 		stopped:  make(chan struct{}),
@@ -287,7 +295,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 			StatusCodes:  map[int]int64{},
 		},
 	}
-	l.event(runfile.Event{Time: r.sum.Started, Source: runfile.SourceLoad, Type: runfile.Action,
+	r.event(runfile.Event{Time: r.sum.Started, Source: runfile.SourceLoad, Type: runfile.Action,
 		Message: "load started", Fields: l.fields()})
 
 	pacer := vegeta.ConstantPacer{Freq: c.rate, Per: time.Second}
@@ -324,11 +332,11 @@ func (l *Load) fields() map[string]string {
 	return f
 }
 
-func (l *Load) event(e runfile.Event) {
-	if l.cfg.events != nil {
+func (r *Running) event(e runfile.Event) {
+	if r.events != nil {
 		// Losing a bookkeeping event must not stop the measurement; the
 		// run file's own write error surfaces through the result sink.
-		_ = l.cfg.events.Event(e)
+		_ = r.events.Event(e)
 	}
 }
 
@@ -434,7 +442,7 @@ func (r *Running) consume(results <-chan *vegeta.Result, att *attempts, index ma
 	r.sum.Ended = time.Now()
 	sum := r.sum
 	r.mu.Unlock()
-	r.load.event(runfile.Event{Time: sum.Ended, Source: runfile.SourceLoad, Type: runfile.Action,
+	r.event(runfile.Event{Time: sum.Ended, Source: runfile.SourceLoad, Type: runfile.Action,
 		Message: "load stopped", Fields: map[string]string{
 			"results": strconv.FormatInt(sum.Results, 10),
 			"dropped": strconv.FormatInt(sum.Dropped, 10),

@@ -55,8 +55,13 @@ func TestFixedDurationAttributes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			addr := startEcho(t, "echo-a", "node-1")
 			sink := &memSink{}
-			l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(100), load.WithDuration(time.Second),
-				load.WithKeepAlive(keepAlive), load.WithTimeout(2*time.Second), load.WithEvents(sink), load.WithHost("echo.test"))
+			opts := []load.Option{load.WithTargets("http://" + addr + "/"), load.WithRate(100), load.WithDuration(time.Second),
+				load.WithKeepAlive(keepAlive), load.WithTimeout(2 * time.Second), load.WithHost("echo.test")}
+			if keepAlive {
+				// Without the option, a sink that is an EventSink gets them.
+				opts = append(opts, load.WithEvents(sink))
+			}
+			l, err := load.New(opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -155,3 +155,23 @@ func ReadFile(path string, fn func(Record) error) (truncated bool, err error) {
 		}
 	}
 }
+
+// ReadMeta returns the meta line of the run file at path, which must be its
+// first record.
+func ReadMeta(path string) (Meta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Meta{}, fmt.Errorf("open run file: %w", err)
+	}
+	defer f.Close()
+	rec, err := NewReader(f, path).Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return Meta{}, fmt.Errorf("run file %s is empty: no meta line", path)
+	case err != nil:
+		return Meta{}, err
+	case rec.Meta == nil:
+		return Meta{}, fmt.Errorf("run file %s starts with a %q line, not meta", path, rec.Kind)
+	}
+	return *rec.Meta, nil
+}

@@ -294,3 +294,26 @@ func TestFailureKind(t *testing.T) {
 		}
 	}
 }
+
+func TestReadMeta(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.jsonl")
+	w, err := Create(path, Meta{RunID: "m1", Scenario: reports.ScenarioSpec{Name: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMeta(path)
+	if err != nil || m.RunID != "m1" || m.Scenario.Name != "x" {
+		t.Errorf("ReadMeta = %+v, %v", m, err)
+	}
+	_ = w.Close()
+	empty := filepath.Join(dir, "empty.jsonl")
+	_ = os.WriteFile(empty, nil, 0o644)
+	noMeta := filepath.Join(dir, "nometa.jsonl")
+	_ = os.WriteFile(noMeta, []byte(`{"kind":"event","time":"2025-01-01T00:00:00Z","source":"harness","type":"note"}`+"\n"), 0o644)
+	for _, p := range []string{empty, noMeta, filepath.Join(dir, "missing.jsonl")} {
+		if _, err := ReadMeta(p); err == nil {
+			t.Errorf("ReadMeta(%s) succeeded", filepath.Base(p))
+		}
+	}
+}

@@ -503,3 +503,25 @@ func (a *analysis) problems(crit reports.Criteria) []string {
 	}
 	return p
 }
+
+// BuildReport analyzes each run file into one scenario of a report with the
+// given run metadata; Start and End are widened to cover every scenario.
+// opts apply to every file. An error means a run file could not be opened.
+func BuildReport(ctx context.Context, run reports.RunMeta, runFiles []string, opts ...Option) (*reports.Report, error) {
+	rep := reports.New(run)
+	for _, path := range runFiles {
+		sc, err := AnalyzeFile(ctx, path, opts...)
+		if err != nil {
+			return nil, err
+		}
+		rep.Scenarios = append(rep.Scenarios, sc)
+		if rep.Run.Start.IsZero() || (!sc.Start.IsZero() && sc.Start.Before(rep.Run.Start)) {
+			rep.Run.Start = sc.Start
+		}
+		if sc.End.After(rep.Run.End) {
+			rep.Run.End = sc.End
+		}
+	}
+	rep.Summarize()
+	return rep, nil
+}

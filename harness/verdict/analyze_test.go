@@ -337,3 +337,21 @@ func TestCriteriaOverrideAndEvents(t *testing.T) {
 		t.Errorf("latency = %+v / %+v", sc.Results.Latency, sc.Results.LatencyOK)
 	}
 }
+
+func TestBuildReport(t *testing.T) {
+	pass := writeRun(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: []runfile.Result{ok(0, "a", "n"), ok(5000, "a", "n")}})
+	failing := writeRun(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: []runfile.Result{ok(0, "a", "n"), status(10, 503)}})
+	rep, err := BuildReport(context.Background(), reports.RunMeta{Provider: "none"}, []string{pass, failing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 2 || rep.Summary.Status != reports.Fail || rep.Summary.Passed != 1 || rep.Summary.Failed != 1 {
+		t.Errorf("summary = %+v", rep.Summary)
+	}
+	if !rep.Run.Start.Equal(t0) || rep.Run.End.Before(rep.Run.Start) || rep.Validate() != nil {
+		t.Errorf("run = %+v, validate %v", rep.Run, rep.Validate())
+	}
+	if _, err := BuildReport(context.Background(), reports.RunMeta{}, []string{filepath.Join(t.TempDir(), "nope.jsonl")}); err == nil {
+		t.Error("missing run file gave no error")
+	}
+}

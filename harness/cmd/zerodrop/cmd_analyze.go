@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
 	"zerodrop/reports"
 )
@@ -84,26 +85,23 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run 
 	for _, path := range runFiles {
 		var opts []verdict.Option
 		if override != nil {
-			// Read the header criteria first so an override changes only
-			// what was asked.
-			sc, err := verdict.AnalyzeFile(ctx, path)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
-				return nil, exitBroken
-			}
-			opts = append(opts, verdict.WithCriteria(override(sc.Criteria)))
+			// Start from the header's criteria so an override changes only
+			// what was asked; an unreadable header is reported by the
+			// analysis itself.
+			meta, _ := runfile.ReadMeta(path)
+			opts = append(opts, verdict.WithCriteria(override(meta.Scenario.Criteria)))
 		}
-		sc, err := verdict.AnalyzeFile(ctx, path, opts...)
+		one, err := verdict.BuildReport(ctx, run, []string{path}, opts...)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
 			return nil, exitBroken
 		}
-		rep.Scenarios = append(rep.Scenarios, sc)
-		if rep.Run.Start.IsZero() || (!sc.Start.IsZero() && sc.Start.Before(rep.Run.Start)) {
-			rep.Run.Start = sc.Start
+		rep.Scenarios = append(rep.Scenarios, one.Scenarios...)
+		if rep.Run.Start.IsZero() || one.Run.Start.Before(rep.Run.Start) {
+			rep.Run.Start = one.Run.Start
 		}
-		if sc.End.After(rep.Run.End) {
-			rep.Run.End = sc.End
+		if one.Run.End.After(rep.Run.End) {
+			rep.Run.End = one.Run.End
 		}
 	}
 	rep.Summarize()
