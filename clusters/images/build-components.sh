@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the non-Kubernetes cluster binaries from Go modules into
+# $CACHE/bin/<name>-<version>-<key>/: etcd, CoreDNS, MetalLB controller and
+# speaker, flanneld, and our pause. Usage: build-components.sh [name...]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+
+ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.12.1}"
+METALLB_VERSION="${METALLB_VERSION:-v0.15.2}"
+FLANNEL_VERSION="${FLANNEL_VERSION:-v0.27.4}"
+gover="$("$GO" env GOVERSION)"
+recipe() { sed -n "/^# recipe $1 start/,/^# recipe $1 end/p" "$0"; }
+
+# component NAME VERSION FN: runs FN OUTDIR unless the keyed output exists;
+# records the output dir in $CACHE/bin/NAME-VERSION.path.
+component() {
+  local name="$1" ver="$2" fn="$3" k out
+  k=$(key "$name" "$ver" "$gover" "$(recipe "$name")" "$(extra_key "$name")")
+  out="$CACHE/bin/$name-$ver-$k"
+  if done_ok "$out" "$k"; then
+    log "$name $ver: cached"
+  else
+    rm -rf "$out"; mkdir -p "$out"
+    "$fn" "$out" "$ver"
+    mark_done "$out" "$k"
+    log "$name $ver: built into $out"
+  fi
+  echo "$out" >"$CACHE/bin/$name-$ver.path"
+}
+extra_key() { if [ "$1" = pause ]; then cat "$repo/clusters/images/pause/main.go"; fi; }
+
+# recipe etcd start
+build_etcd() {
+  local out="$1" ver="$2" mod="$CACHE/build/etcd-$2"
+  mkdir -p "$mod"
+  # go install refuses etcd (replaces in its go.mod); as a dependency it needs none.
+  printf 'module zerodrop.local/etcdbuild\n\ngo 1.24.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ver" >"$mod/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$mod/tools.go"
+  (cd "$mod" && step etcd-mod-tidy "$GO" mod tidy)
+  (cd "$mod" && step etcd env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+}
+# recipe etcd end
+
+# recipe coredns start
+build_coredns() {
+  step coredns env CGO_ENABLED=0 GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2"
+}
+# recipe coredns end
+
+# recipe metallb start
+build_metallb() {
+  step metallb env CGO_ENABLED=0 GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" \
+    "go.universe.tf/metallb/controller@$2" "go.universe.tf/metallb/speaker@$2"
+  # The upstream manifest (CRDs, RBAC, webhook, deployments) ships in the module.
+  cp "$(mod_dir "go.universe.tf/metallb@$2")/config/manifests/metallb-native.yaml" "$1/metallb-native.yaml"
+  chmod 644 "$1/metallb-native.yaml"
+}
+# recipe metallb end
+
+# recipe flannel start
+build_flannel() {
+  # No checksum-database entry exists for flannel (or its tencentcloud SDK
+  # dependency); flannel's own go.sum still pins every other module. Its UDP
+  # backend is C, so cgo with a static link.
+  step flannel env GONOSUMDB=github.com/flannel-io/flannel,github.com/tencentcloud \
+    CGO_ENABLED=1 GOBIN="$1" "$GO" install -trimpath -tags netgo,osusergo \
+    -ldflags "-s -w -extldflags -static -X github.com/flannel-io/flannel/pkg/version.Version=$2" \
+    "github.com/flannel-io/flannel@$2"
+}
+# recipe flannel end
+
+# recipe pause start
+build_pause() {
+  (cd "$repo" && step pause env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$1/pause" ./clusters/images/pause)
+}
+# recipe pause end
+
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=(pause etcd metallb flannel coredns)
+for w in "${want[@]}"; do
+  case "$w" in
+    etcd) component etcd "$ETCD_VERSION" build_etcd ;;
+    coredns) component coredns "$COREDNS_VERSION" build_coredns ;;
+    metallb) component metallb "$METALLB_VERSION" build_metallb ;;
+    flannel) component flannel "$FLANNEL_VERSION" build_flannel ;;
+    pause) component pause 3.10.1 build_pause ;;
+    *) die "unknown component $w (known: etcd coredns metallb flannel pause)" ;;
+  esac
+done

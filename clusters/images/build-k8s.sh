@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes binaries (kube-apiserver, kube-controller-manager,
+# kube-scheduler, kube-proxy, kubelet, kubeadm, kubectl) from the
+# k8s.io/kubernetes Go module into $CACHE/bin/kubernetes-$VERSION-$KEY/.
+#
+# k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces 31 staging
+# modules with ./staging paths), so it is built as a dependency of a scratch
+# module that maps each staging module to its published version.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+K8S_VERSION="${K8S_VERSION:-v1.34.2}"
+CMDS=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
+staging_ver="v0.${K8S_VERSION#v1.}"  # v1.34.2 -> v0.34.2
+
+k=$(key k8s "$K8S_VERSION" "$("$GO" env GOVERSION)" "${CMDS[*]}" "$(sed -n '/^# recipe-start/,/^# recipe-end/p' "$0")")
+out="$CACHE/bin/kubernetes-$K8S_VERSION-$k"
+if done_ok "$out" "$k"; then log "kubernetes $K8S_VERSION: cached ($out)"; echo "$out" >"$CACHE/bin/kubernetes-$K8S_VERSION.path"; exit 0; fi
+
+# recipe-start
+mod="$CACHE/build/kubernetes-$K8S_VERSION"
+mkdir -p "$mod" "$out"
+kdir="$(mod_dir "k8s.io/kubernetes@$K8S_VERSION")"
+[ -n "$kdir" ] || die "go mod download k8s.io/kubernetes@$K8S_VERSION failed"
+btime="$(mod_time "k8s.io/kubernetes@$K8S_VERSION")"
+{
+  echo "module zerodrop.local/k8sbuild"
+  echo
+  echo "go 1.24.0"
+  echo
+  echo "godebug default=go1.24"
+  echo
+  echo "require k8s.io/kubernetes $K8S_VERSION"
+  echo
+  grep -E '^[[:space:]]*k8s\.io/[a-z0-9-]+ => \./staging/' "$kdir/go.mod" \
+    | awk -v v="$staging_ver" '{print "replace " $1 " => " $1 " " v}'
+} >"$mod/go.mod"
+n=$(grep -c '^replace' "$mod/go.mod")
+[ "$n" -ge 30 ] || die "found only $n staging replaces in $kdir/go.mod"
+{
+  echo "//go:build tools"
+  echo
+  echo "package tools"
+  echo
+  echo "import ("
+  for c in "${CMDS[*]}"; do :; done
+  for c in "${CMDS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
+  echo ")"
+} >"$mod/tools.go"
+
+cd "$mod"
+step k8s-mod-tidy "$GO" mod tidy
+major="${K8S_VERSION#v}"; major="${major%%.*}"
+minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
+commit="$(printf '%s' "k8s.io/kubernetes@$K8S_VERSION" | sha1sum | cut -c1-40)"  # no VCS in a module zip
+ld="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$btime -X $pkg.gitCommit=$commit"
+done
+for c in "${CMDS[@]}"; do
+  step "k8s-$c" env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "$ld" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
+done
+# recipe-end
+"$out/kubeadm" version -o short | grep -qx "$K8S_VERSION" || die "kubeadm reports $("$out/kubeadm" version -o short), want $K8S_VERSION"
+mark_done "$out" "$k"
+echo "$out" >"$CACHE/bin/kubernetes-$K8S_VERSION.path"
+log "kubernetes $K8S_VERSION: built into $out"

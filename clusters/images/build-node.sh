@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Builds every image a zerodrop kind cluster needs, offline, and the kind node
+# image with all of them preloaded into its containerd:
+#
+#   registry.k8s.io/kube-{apiserver,controller-manager,scheduler}:$K8S  FROM scratch
+#   registry.k8s.io/kube-proxy:$K8S          Debian rootfs (iptables, conntrack)
+#   registry.k8s.io/etcd:3.6.5-0, coredns/coredns:v1.12.1, pause:3.10.1 + 3.10
+#   ghcr.io/flannel-io/flannel:v0.27.4       Debian rootfs (flannel calls iptables)
+#   quay.io/metallb/{controller,speaker}:v0.15.2
+#   zerodrop/kind-node:$K8S                  Debian rootfs + kind's base-image files
+#
+# Upstream names are kept so that the same manifests work with pulled images.
+# Every output is keyed by its inputs; a warm run only checks keys.
+# Prints the node image reference on its last line.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+export ZERODROP_START_SECONDS="${ZERODROP_START_SECONDS:-$SECONDS}"
+. "$here/lib.sh"
+
+K8S_VERSION="${K8S_VERSION:-v1.34.2}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.12.1}"
+METALLB_VERSION="${METALLB_VERSION:-v0.15.2}"
+FLANNEL_VERSION="${FLANNEL_VERSION:-v0.27.4}"
+KIND_VERSION="${KIND_VERSION:-v0.30.0}"
+NODE_REPO="${NODE_REPO:-zerodrop/kind-node}"
+export DOCKER_BUILDKIT=0 # only the legacy builder exists with Debian's dockerd; it never pulls FROM scratch or local images
+
+"$here/build-k8s.sh"
+"$here/build-rootfs.sh"
+"$here/build-components.sh" pause etcd metallb flannel coredns
+
+kbin="$(cat "$CACHE/bin/kubernetes-$K8S_VERSION.path")"
+rootfs="$(cat "$CACHE/rootfs/current.path")"
+bin_of() { cat "$CACHE/bin/$1.path"; }
+etcd_dir="$(bin_of "etcd-$ETCD_VERSION")"
+coredns_dir="$(bin_of "coredns-$COREDNS_VERSION")"
+metallb_dir="$(bin_of "metallb-$METALLB_VERSION")"
+flannel_dir="$(bin_of "flannel-$FLANNEL_VERSION")"
+pause_dir="$(bin_of "pause-3.10.1")"
+kind_dir="$(mod_dir "sigs.k8s.io/kind@$KIND_VERSION")"
+[ -d "$kind_dir/images/base/files" ] || die "kind $KIND_VERSION module has no images/base/files (looked in $kind_dir)"
+script_sum="$(cat "$0" | sha256sum | cut -c1-16)"
+
+label_of() { docker image inspect -f '{{index .Config.Labels "dev.zerodrop.key"}}' "$1" 2>/dev/null || true; }
+
+# image TAG KEY DOCKERFILE-TEXT FILE...: builds TAG from a temporary context
+# holding FILEs (copied flat) unless TAG already carries KEY.
+image() {
+  local tag="$1" k="$2" df="$3"; shift 3
+  if [ "$(label_of "$tag")" = "$k" ]; then log "image $tag: cached"; return 0; fi
+  local ctx; ctx="$(mktemp -d "$CACHE/ctx.XXXXXX")"
+  local f; for f in "$@"; do cp -a "$f" "$ctx/"; done
+  printf '%s\nLABEL dev.zerodrop.key=%s\n' "$df" "$k" >"$ctx/Dockerfile"
+  step "image-$(echo "$tag" | tr '/:' '__')" docker build -q -t "$tag" "$ctx"
+  rm -rf "$ctx"
+}
+
+# --- the shared Debian base -------------------------------------------------
+base_key="$(basename "$rootfs" .tar)"
+BASE="zerodrop/debian-base:$base_key"
+if ! docker image inspect "$BASE" >/dev/null 2>&1; then
+  step import-rootfs docker import "$rootfs" "$BASE"
+fi
+
+PATH_ENV='ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin'
+ks() { key "$@" "$script_sum"; }
+
+images=()
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  image "registry.k8s.io/$c:$K8S_VERSION" "$(ks "$c" "$kbin")" \
+    "FROM scratch
+$PATH_ENV
+COPY $c /usr/local/bin/$c
+ENTRYPOINT [\"/usr/local/bin/$c\"]" "$kbin/$c"
+  images+=("registry.k8s.io/$c:$K8S_VERSION")
+done
+image "registry.k8s.io/kube-proxy:$K8S_VERSION" "$(ks kube-proxy "$kbin" "$BASE")" \
+  "FROM $BASE
+COPY kube-proxy /usr/local/bin/kube-proxy
+ENTRYPOINT [\"/usr/local/bin/kube-proxy\"]" "$kbin/kube-proxy"
+images+=("registry.k8s.io/kube-proxy:$K8S_VERSION")
+
+etcd_tag="registry.k8s.io/etcd:${ETCD_VERSION#v}-0"
+image "$etcd_tag" "$(ks etcd "$etcd_dir")" \
+  "FROM scratch
+$PATH_ENV
+COPY etcd /usr/local/bin/etcd
+ENTRYPOINT [\"/usr/local/bin/etcd\"]" "$etcd_dir/etcd"
+images+=("$etcd_tag")
+
+image "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" "$(ks coredns "$coredns_dir")" \
+  "FROM scratch
+COPY coredns /coredns
+EXPOSE 53 53/udp
+ENTRYPOINT [\"/coredns\"]" "$coredns_dir/coredns"
+images+=("registry.k8s.io/coredns/coredns:$COREDNS_VERSION")
+
+image "registry.k8s.io/pause:3.10.1" "$(ks pause "$pause_dir")" \
+  "FROM scratch
+COPY pause /pause
+ENTRYPOINT [\"/pause\"]" "$pause_dir/pause"
+docker tag registry.k8s.io/pause:3.10.1 registry.k8s.io/pause:3.10
+images+=(registry.k8s.io/pause:3.10.1 registry.k8s.io/pause:3.10)
+
+for c in controller speaker; do
+  image "quay.io/metallb/$c:$METALLB_VERSION" "$(ks "metallb-$c" "$metallb_dir")" \
+    "FROM scratch
+COPY $c /$c
+ENTRYPOINT [\"/$c\"]" "$metallb_dir/$c"
+  images+=("quay.io/metallb/$c:$METALLB_VERSION")
+done
+
+image "ghcr.io/flannel-io/flannel:$FLANNEL_VERSION" "$(ks flannel "$flannel_dir" "$BASE")" \
+  "FROM $BASE
+COPY flannel /opt/bin/flanneld
+ENTRYPOINT [\"/opt/bin/flanneld\"]" "$flannel_dir/flannel"
+images+=("ghcr.io/flannel-io/flannel:$FLANNEL_VERSION")
+
+# --- the node image -----------------------------------------------------------
+image_ids="$(docker image inspect -f '{{.Id}}' "${images[@]}" | sha256sum | cut -c1-16)"
+node_key="$(ks node "$K8S_VERSION" "$BASE" "$kbin" "$kind_dir" "$image_ids" "$metallb_dir" "$(cat "$here/node/"*)")"
+NODE="$NODE_REPO:$K8S_VERSION-$node_key"
+if [ "$(label_of "$NODE")" = "$node_key" ]; then
+  log "node image $NODE: cached"
+else
+  # Stage 1: kind's base-image steps replayed on the Debian rootfs.
+  ctx="$(mktemp -d "$CACHE/ctx.XXXXXX")"
+  cp -a "$kind_dir/images/base/files" "$ctx/files"
+  chmod -R u+w "$ctx/files"
+  cp "$kbin/kubelet" "$kbin/kubeadm" "$kbin/kubectl" "$ctx/"
+  cp "$metallb_dir/metallb-native.yaml" "$ctx/"
+  cp "$here/node/"* "$ctx/"
+  cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM $BASE
+COPY files/usr/local/bin/ /usr/local/bin/
+COPY files/kind/ /kind/
+COPY files/etc/ /etc/
+COPY kubelet kubeadm kubectl /usr/bin/
+COPY metallb-native.yaml /kind/manifests/metallb-native.yaml
+COPY node-setup.sh /kind/zerodrop-node-setup.sh
+RUN bash /kind/zerodrop-node-setup.sh $K8S_VERSION && rm /kind/zerodrop-node-setup.sh
+ENV container=docker
+STOPSIGNAL SIGRTMIN+3
+ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]
+DOCKERFILE
+  step node-stage1 docker build -q -t "$NODE_REPO:stage1" "$ctx"
+  rm -rf "$ctx"
+
+  # Stage 2: preload every image into the node's containerd, as kind's
+  # node-image build does: a build container running containerd, images
+  # streamed in through ctr (no unpack: the snapshots are made per node).
+  bc="zerodrop-node-build-$$"
+  cleanup_bc() { docker rm -f -v "$bc" >/dev/null 2>&1 || true; }
+  trap cleanup_bc EXIT
+  docker run -d --name "$bc" --privileged --entrypoint sleep "$NODE_REPO:stage1" infinity >/dev/null
+  docker exec "$bc" bash -c 'nohup containerd >/var/log/containerd-build.log 2>&1 &'
+  for i in $(seq 1 60); do
+    docker exec "$bc" ctr version >/dev/null 2>&1 && break
+    [ "$i" -lt 60 ] || die "containerd in the build container did not answer within 60 s"
+    sleep 1
+  done
+  preload() {
+    docker save "${images[@]}" | docker exec -i "$bc" ctr --namespace=k8s.io images import \
+      --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests -
+  }
+  step node-preload preload
+  docker exec "$bc" ctr --namespace=k8s.io images list -q >"$CACHE/logs/node-images.txt"
+  for img in "${images[@]}"; do
+    grep -qx "$img" "$CACHE/logs/node-images.txt" || grep -qx "docker.io/$img" "$CACHE/logs/node-images.txt" \
+      || die "image $img missing from the node's containerd after import (have: $(tr '\n' ' ' <"$CACHE/logs/node-images.txt"))"
+  done
+  docker exec "$bc" bash -c 'pkill containerd; for i in $(seq 1 30); do pgrep containerd >/dev/null || exit 0; sleep 1; done; exit 1' \
+    || die "containerd in the build container did not stop"
+  docker exec "$bc" rm -f /var/log/containerd-build.log
+  step node-commit docker commit \
+    --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
+    --change 'ENV container=docker' \
+    --change "LABEL dev.zerodrop.key=$node_key" \
+    "$bc" "$NODE"
+  cleanup_bc; trap - EXIT
+  docker rmi "$NODE_REPO:stage1" >/dev/null 2>&1 || true
+  log "node image $NODE: built ($(docker image inspect -f '{{.Size}}' "$NODE" | awk '{printf "%.0f MB", $1/1e6}'))"
+fi
+docker tag "$NODE" "$NODE_REPO:$K8S_VERSION"
+echo "$NODE" >"$CACHE/node-image.ref"
+echo "$NODE"

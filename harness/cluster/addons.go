@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"net/netip"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// Versions of the add-ons the harness installs; the offline image build
+// (clusters/images) builds images with exactly these names.
+const (
+	FlannelImage = "ghcr.io/flannel-io/flannel:v0.27.4"
+	// metallbManifestPath is where the node image carries MetalLB's upstream
+	// manifest (CRDs, RBAC, webhook, controller, speaker).
+	metallbManifestPath = "/kind/manifests/metallb-native.yaml"
+)
+
+//go:embed manifests/flannel.yaml
+var flannelTmpl string
+
+//go:embed manifests/metallb-pool.yaml
+var metallbPoolTmpl string
+
+func render(name, tmpl string, data any) (string, error) {
+	t, err := template.New(name).Option("missingkey=error").Parse(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("parse %s template: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("render %s: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+func flannelManifest(podSubnet string) (string, error) {
+	if _, err := netip.ParsePrefix(podSubnet); err != nil {
+		return "", fmt.Errorf("pod subnet %q: %w", podSubnet, err)
+	}
+	v := FlannelImage[strings.LastIndex(FlannelImage, ":")+1:]
+	return render("flannel", flannelTmpl, map[string]string{"PodSubnet": podSubnet, "Image": FlannelImage, "Version": v})
+}
+
+func metallbPoolManifest(first, last netip.Addr) (string, error) {
+	return render("metallb-pool", metallbPoolTmpl, map[string]string{"First": first.String(), "Last": last.String()})
+}
+
+// kubectlApply applies a manifest with the control plane's own kubectl and
+// admin credentials: no kubectl is needed on the host.
+func kubectlApply(ctx context.Context, controlPlane, manifest string) error {
+	_, err := nodeExec(ctx, controlPlane, strings.NewReader(manifest),
+		"kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "apply", "-f", "-")
+	return err
+}
+
+// retry calls f until it succeeds, ctx ends or timeout passes; the error
+// names what was being waited for and the last failure.
+func retry(ctx context.Context, what string, timeout, every time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = f(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waited %s for %s: %w (last error: %v)", timeout, what, ctx.Err(), last)
+		case <-time.After(every):
+		}
+	}
+}

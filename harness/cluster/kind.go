@@ -1,0 +1,422 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+
+	"zerodrop/harness/runfile"
+)
+
+// DefaultNodeImage is the node image clusters/images/build-node.sh builds
+// offline (make node-image).
+const DefaultNodeImage = "zerodrop/kind-node:v1.34.2"
+
+// kindNetwork is the docker network kind puts every node on.
+const kindNetwork = "kind"
+
+// Kind is a kind cluster on the local Docker daemon.
+type Kind struct {
+	o  options
+	kp *kindcluster.Provider
+}
+
+var _ Provider = (*Kind)(nil)
+
+// NewKind returns a kind provider; nothing happens until Create.
+func NewKind(opts ...Option) *Kind {
+	o := buildOptions(opts)
+	if o.nodeImage == "" {
+		o.nodeImage = DefaultNodeImage
+	}
+	if o.stateDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		o.stateDir = filepath.Join(dir, "zerodrop")
+	}
+	if o.kubeconfig == "" {
+		o.kubeconfig = filepath.Join(o.stateDir, o.name+".kubeconfig")
+	}
+	return &Kind{o: o, kp: kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{o.logger}))}
+}
+
+// Name implements Provider.
+func (k *Kind) Name() string { return "kind" }
+
+// Kubeconfig implements Provider.
+func (k *Kind) Kubeconfig() string { return k.o.kubeconfig }
+
+// ClusterName is the kind cluster name.
+func (k *Kind) ClusterName() string { return k.o.name }
+
+func (k *Kind) controlPlane() string { return k.o.name + "-control-plane" }
+
+func (k *Kind) exists() (bool, error) {
+	names, err := k.kp.List()
+	if err != nil {
+		return false, fmt.Errorf("list kind clusters: %w", err)
+	}
+	return slices.Contains(names, k.o.name), nil
+}
+
+// Create implements Provider: host state is recorded, kind creates the
+// nodes, then flannel, CoreDNS and MetalLB are brought up and waited for. A
+// cluster of the same name that already exists is reused (its add-ons are
+// re-applied and waited for). When ctx ends mid-way, or any step fails on a
+// cluster this call created, everything created is removed again.
+func (k *Kind) Create(ctx context.Context) (err error) {
+	o := &k.o
+	if _, err := kindConfig(*o); err != nil {
+		return fmt.Errorf("kind cluster %q: %w", o.name, err)
+	}
+	if _, err := docker(ctx, nil, "image", "inspect", "-f", "{{.Id}}", o.nodeImage); err != nil {
+		return fmt.Errorf("node image %s is not in the local Docker (build it with `make node-image` or set KIND_NODE_IMAGE): %w", o.nodeImage, err)
+	}
+	exists, err := k.exists()
+	if err != nil {
+		return err
+	}
+	if exists {
+		o.progress(fmt.Sprintf("kind cluster %q already exists: reusing it", o.name))
+		if err := k.kp.ExportKubeConfig(o.name, o.kubeconfig, false); err != nil {
+			return fmt.Errorf("export kubeconfig of existing cluster %q: %w", o.name, err)
+		}
+	} else {
+		if err := k.recordHostState(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			if err == nil {
+				return
+			}
+			o.progress("create failed or was interrupted: removing what it made")
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+			defer cancel()
+			if derr := k.Delete(cctx); derr != nil {
+				err = errors.Join(err, fmt.Errorf("clean-up after failed create: %w (run `make cluster-down`)", derr))
+			}
+		}()
+		if err := k.createNodes(ctx); err != nil {
+			return err
+		}
+	}
+	return k.setUp(ctx)
+}
+
+func (k *Kind) recordHostState(ctx context.Context) error {
+	o := &k.o
+	st, err := loadState(o.stateDir, o.name)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		// A previous create was not torn down: keep its record, which holds
+		// the values from before any kubelet ran.
+		return nil
+	}
+	sys, err := sysctlFS{root: "/proc/sys"}.read(hostSysctls)
+	if err != nil {
+		return fmt.Errorf("record host sysctls before kubelet changes them: %w", err)
+	}
+	had, err := networkExists(ctx, kindNetwork)
+	if err != nil {
+		return fmt.Errorf("is docker reachable? %w", err)
+	}
+	return saveState(o.stateDir, &hostState{Cluster: o.name, Network: kindNetwork, NetworkCreated: !had, Sysctls: sys, Kubeconfig: o.kubeconfig})
+}
+
+func (k *Kind) createNodes(ctx context.Context) error {
+	o := &k.o
+	cfg, err := kindConfig(*o)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(o.kubeconfig), 0o755); err != nil {
+		return fmt.Errorf("create kubeconfig dir: %w", err)
+	}
+	o.progress(fmt.Sprintf("creating kind cluster %q: %d nodes from %s", o.name, len(cfg.Nodes), o.nodeImage))
+	o.emit(runfile.Action, "cluster/"+o.name, "create kind cluster", map[string]string{"image": o.nodeImage, "nodes": fmt.Sprint(len(cfg.Nodes))})
+	done := make(chan error, 1)
+	go func() {
+		// kind's Create takes no context; it is waited for even when ctx
+		// ends so the clean-up that follows sees every container it made.
+		done <- k.kp.Create(o.name,
+			kindcluster.CreateWithV1Alpha4Config(cfg),
+			kindcluster.CreateWithNodeImage(o.nodeImage),
+			kindcluster.CreateWithKubeconfigPath(o.kubeconfig),
+			kindcluster.CreateWithWaitForReady(0),
+			kindcluster.CreateWithDisplayUsage(false),
+			kindcluster.CreateWithDisplaySalutation(false),
+		)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("kind create cluster %q: %w", o.name, err)
+		}
+	case <-ctx.Done():
+		o.progress("interrupted: waiting for kind to finish its current step before cleaning up")
+		<-done
+		return fmt.Errorf("kind create cluster %q: %w", o.name, ctx.Err())
+	}
+	return nil
+}
+
+func (k *Kind) clientset() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", k.o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", k.o.kubeconfig, err)
+	}
+	cfg.Timeout = 30 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+// setUp installs and waits for the add-ons: flannel (nodes become Ready),
+// CoreDNS, MetalLB with an address pool on the kind network.
+func (k *Kind) setUp(ctx context.Context) error {
+	o := &k.o
+	cs, err := k.clientset()
+	if err != nil {
+		return err
+	}
+	cp := k.controlPlane()
+	fl, err := flannelManifest(o.podSubnet)
+	if err != nil {
+		return err
+	}
+	o.progress("installing flannel (host-gw)")
+	if err := kubectlApply(ctx, cp, fl); err != nil {
+		return fmt.Errorf("install flannel: %w", err)
+	}
+	if err := waitDaemonSet(ctx, cs, o.readyTimeout, "kube-flannel", "kube-flannel-ds"); err != nil {
+		return fmt.Errorf("flannel: %w", err)
+	}
+	o.progress("waiting for nodes to be Ready")
+	if err := waitNodesReady(ctx, cs, o.readyTimeout); err != nil {
+		return err
+	}
+	ns, err := k.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	pools := map[string]int{}
+	for _, n := range ns {
+		o.emit(runfile.NodeAdded, "node/"+n.Name, "node Ready", map[string]string{"pool": n.Pool, "role": n.Role, "ip": n.InternalIP})
+		if n.Pool != "" {
+			pools[n.Pool]++
+		}
+	}
+	for _, p := range o.pools {
+		o.emit(runfile.PoolAdded, "pool/"+p.Name, fmt.Sprintf("nodepool %s: %d nodes", p.Name, pools[p.Name]), map[string]string{"count": fmt.Sprint(pools[p.Name])})
+	}
+	o.progress("waiting for CoreDNS")
+	if err := waitDeployment(ctx, cs, o.readyTimeout, "kube-system", "coredns"); err != nil {
+		return fmt.Errorf("CoreDNS: %w", err)
+	}
+	if o.metallb {
+		if err := k.installMetalLB(ctx, cs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) error {
+	o := &k.o
+	cp := k.controlPlane()
+	o.progress("installing MetalLB (L2)")
+	if _, err := nodeExec(ctx, cp, nil, "test", "-f", metallbManifestPath); err != nil {
+		return fmt.Errorf("node image %s has no %s (it is added by `make node-image`; stock kind images need MetalLB installed another way): %w", o.nodeImage, metallbManifestPath, err)
+	}
+	if _, err := nodeExec(ctx, cp, nil, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "apply", "--server-side", "-f", metallbManifestPath); err != nil {
+		return fmt.Errorf("install MetalLB: %w", err)
+	}
+	if err := waitDeployment(ctx, cs, o.readyTimeout, "metallb-system", "controller"); err != nil {
+		return fmt.Errorf("MetalLB: %w", err)
+	}
+	if err := waitDaemonSet(ctx, cs, o.readyTimeout, "metallb-system", "speaker"); err != nil {
+		return fmt.Errorf("MetalLB: %w", err)
+	}
+	nw, err := inspectNetwork(ctx, kindNetwork)
+	if err != nil {
+		return fmt.Errorf("MetalLB address pool: %w", err)
+	}
+	first, last, err := lbRange(nw.IPv4, o.lbAddressCount)
+	if err != nil {
+		return fmt.Errorf("MetalLB address pool: %w", err)
+	}
+	pool, err := metallbPoolManifest(first, last)
+	if err != nil {
+		return err
+	}
+	// The controller's validating webhook answers a little after the
+	// deployment is available; retry until it accepts the pool.
+	if err := retry(ctx, "MetalLB to accept the address pool", o.readyTimeout, 3*time.Second, func(ctx context.Context) error {
+		return kubectlApply(ctx, cp, pool)
+	}); err != nil {
+		return err
+	}
+	o.progress(fmt.Sprintf("MetalLB pool %s-%s on docker network %s (%s)", first, last, kindNetwork, nw.IPv4))
+	return nil
+}
+
+// Delete implements Provider: the kind cluster's containers (those kind made
+// and those AddNodePool made: they carry kind's cluster label), the docker
+// network when this provider created it, the kubeconfig, and the host
+// sysctls kubelet changed are restored.
+func (k *Kind) Delete(ctx context.Context) error {
+	o := &k.o
+	var errs []error
+	exists, err := k.exists()
+	if err != nil {
+		return err
+	}
+	if exists {
+		o.progress(fmt.Sprintf("deleting kind cluster %q", o.name))
+		if err := k.kp.Delete(o.name, o.kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("kind delete cluster %q: %w", o.name, err))
+		}
+		o.emit(runfile.Action, "cluster/"+o.name, "deleted kind cluster", nil)
+	}
+	st, err := loadState(o.stateDir, o.name)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if st != nil {
+		if st.NetworkCreated {
+			if err := removeNetworkIfUnused(ctx, st.Network); err != nil {
+				errs = append(errs, err)
+			} else {
+				o.progress("removed docker network " + st.Network)
+			}
+		}
+		changed, err := sysctlFS{root: "/proc/sys"}.restore(st.Sysctls)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, c := range changed {
+			o.progress("restored host sysctl " + c)
+		}
+		if len(errs) == 0 {
+			if err := removeState(o.stateDir, o.name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := removeEmptyKubeconfig(o.kubeconfig); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func removeNetworkIfUnused(ctx context.Context, name string) error {
+	ok, err := networkExists(ctx, name)
+	if err != nil || !ok {
+		return err
+	}
+	out, err := docker(ctx, nil, "network", "inspect", "-f", "{{len .Containers}}", name)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(out) != "0" {
+		return fmt.Errorf("docker network %s still has %s containers attached; not removing it", name, strings.TrimSpace(out))
+	}
+	_, err = docker(ctx, nil, "network", "rm", name)
+	return err
+}
+
+// removeEmptyKubeconfig removes a kubeconfig file kind left without
+// contexts; one still holding other clusters' contexts is kept.
+func removeEmptyKubeconfig(path string) error {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return nil // not ours to judge
+	}
+	if len(cfg.Contexts) == 0 {
+		return os.Remove(path)
+	}
+	return nil
+}
+
+// Nodes implements Provider, from the Kubernetes API.
+func (k *Kind) Nodes(ctx context.Context) ([]Node, error) {
+	cs, err := k.clientset()
+	if err != nil {
+		return nil, err
+	}
+	return listNodes(ctx, cs)
+}
+
+func listNodes(ctx context.Context, cs kubernetes.Interface) ([]Node, error) {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	out := make([]Node, 0, len(list.Items))
+	for i := range list.Items {
+		n := &list.Items[i]
+		out = append(out, Node{Name: n.Name, Role: nodeRole(n), Pool: n.Labels[PoolLabel], InternalIP: nodeIP(n), Ready: nodeReady(n)})
+	}
+	sortNodes(out)
+	return out, nil
+}
+
+// LoadImages implements Provider: each image is saved once from the local
+// Docker and streamed into every node's containerd.
+func (k *Kind) LoadImages(ctx context.Context, images ...string) error {
+	o := &k.o
+	ns, err := k.kp.ListNodes(o.name)
+	if err != nil {
+		return fmt.Errorf("list nodes of %q: %w", o.name, err)
+	}
+	if len(ns) == 0 {
+		return fmt.Errorf("kind cluster %q has no nodes (create it first)", o.name)
+	}
+	dir, err := os.MkdirTemp("", "zerodrop-images-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for _, img := range images {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tar := filepath.Join(dir, "image.tar")
+		if _, err := docker(ctx, nil, "save", "-o", tar, img); err != nil {
+			return fmt.Errorf("load image %s: %w (build it first)", img, err)
+		}
+		for _, n := range ns {
+			if err := loadArchive(n, tar); err != nil {
+				return fmt.Errorf("load image %s into node %s: %w", img, n.String(), err)
+			}
+		}
+		o.emit(runfile.Action, "image/"+img, fmt.Sprintf("loaded into %d nodes", len(ns)), nil)
+	}
+	return nil
+}
+
+func loadArchive(n nodes.Node, tar string) error {
+	f, err := os.Open(tar)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return nodeutils.LoadImageArchive(n, f)
+}

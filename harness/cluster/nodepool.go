@@ -1,0 +1,305 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/drain"
+
+	"zerodrop/harness/runfile"
+)
+
+var tokenRE = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
+
+// caCertHash is kubeadm's discovery hash of a CA certificate: sha256 of its
+// DER SubjectPublicKeyInfo.
+func caCertHash(caPEM []byte) (string, error) {
+	block, _ := pem.Decode(caPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return "", errors.New("CA file holds no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", fmt.Errorf("parse CA certificate: %w", err)
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// joinConfig is the kubeadm JoinConfiguration of one new worker, as kind
+// writes for its own workers (node IP, provider ID, labels) but with a
+// fresh bootstrap token and CA pinning.
+type joinConfig struct {
+	Endpoint   string
+	Token      string
+	CAHash     string
+	NodeName   string
+	NodeIP     string
+	ProviderID string
+	Labels     map[string]string
+	Taints     []corev1.Taint
+}
+
+func (j joinConfig) render() string {
+	var b strings.Builder
+	b.WriteString("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n")
+	fmt.Fprintf(&b, "discovery:\n  bootstrapToken:\n    apiServerEndpoint: %q\n    token: %q\n    caCertHashes:\n    - %q\n", j.Endpoint, j.Token, j.CAHash)
+	fmt.Fprintf(&b, "nodeRegistration:\n  name: %q\n  criSocket: unix:///run/containerd/containerd.sock\n", j.NodeName)
+	b.WriteString("  kubeletExtraArgs:\n")
+	fmt.Fprintf(&b, "  - name: node-ip\n    value: %q\n", j.NodeIP)
+	fmt.Fprintf(&b, "  - name: provider-id\n    value: %q\n", j.ProviderID)
+	fmt.Fprintf(&b, "  - name: node-labels\n    value: %q\n", labelArg(j.Labels))
+	if len(j.Taints) == 0 {
+		b.WriteString("  taints: []\n")
+	} else {
+		b.WriteString("  taints:\n")
+		for _, t := range j.Taints {
+			fmt.Fprintf(&b, "  - key: %q\n    value: %q\n    effect: %q\n", t.Key, t.Value, string(t.Effect))
+		}
+	}
+	return b.String()
+}
+
+// nodeRunArgs are the docker run arguments of a new worker: kind's own
+// flags for a node container, its cluster and role labels (so kind's delete
+// removes it too) and ours naming the pool.
+func nodeRunArgs(cluster, pool, name, image string) []string {
+	return []string{
+		"run", "--name", name, "--hostname", name,
+		"--detach", "--tty",
+		"--label", "io.x-k8s.kind.cluster=" + cluster,
+		"--label", "io.x-k8s.kind.role=worker",
+		"--label", "dev.zerodrop.pool=" + pool,
+		"--net", kindNetwork,
+		"--restart=on-failure:1", "--init=false", "--cgroupns=private",
+		"--privileged",
+		"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+		"--tmpfs", "/tmp", "--tmpfs", "/run",
+		"--volume", "/var", "--volume", "/lib/modules:/lib/modules:ro",
+		"-e", "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER",
+		image,
+	}
+}
+
+// AddNodePool implements Provider: count new node containers from the
+// control plane's image join the cluster with a fresh bootstrap token, as a
+// cloud nodepool scale-up does. On failure the new containers and Node
+// objects are removed again.
+func (k *Kind) AddNodePool(ctx context.Context, name string, count int, labels map[string]string, taints []corev1.Taint) (err error) {
+	o := &k.o
+	if err := validatePool(name, count); err != nil {
+		return err
+	}
+	cs, err := k.clientset()
+	if err != nil {
+		return err
+	}
+	existing, err := poolNodes(ctx, cs, name)
+	if err != nil {
+		return err
+	}
+	if len(existing) > 0 {
+		return fmt.Errorf("nodepool %q already has nodes (%s); remove it first or pick another name", name, strings.Join(existing, ", "))
+	}
+	cp := k.controlPlane()
+	image, err := docker(ctx, nil, "inspect", "-f", "{{.Config.Image}}", cp)
+	if err != nil {
+		return fmt.Errorf("find the control plane's node image: %w", err)
+	}
+	image = strings.TrimSpace(image)
+	names := make([]string, count)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%s-%d", o.name, name, i+1)
+		if _, ierr := docker(ctx, nil, "inspect", "-f", "{{.Id}}", names[i]); ierr == nil {
+			return fmt.Errorf("container %s already exists; remove it (docker rm -f -v %s) or pick another pool name", names[i], names[i])
+		}
+	}
+	tok, err := nodeExec(ctx, cp, nil, "kubeadm", "token", "create", "--ttl", "30m", "--description", "zerodrop nodepool "+name)
+	if err != nil {
+		return fmt.Errorf("create bootstrap token: %w", err)
+	}
+	tok = strings.TrimSpace(tok)
+	if !tokenRE.MatchString(tok) {
+		return fmt.Errorf("kubeadm token create printed %q, not a bootstrap token", tok)
+	}
+	caPEM, err := nodeExec(ctx, cp, nil, "cat", "/etc/kubernetes/pki/ca.crt")
+	if err != nil {
+		return fmt.Errorf("read cluster CA: %w", err)
+	}
+	hash, err := caCertHash([]byte(caPEM))
+	if err != nil {
+		return err
+	}
+	o.progress(fmt.Sprintf("adding nodepool %s: %d nodes", name, count))
+	o.emit(runfile.Action, "pool/"+name, fmt.Sprintf("add nodepool %s with %d nodes", name, count), nil)
+	defer func() {
+		if err == nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		for _, n := range names {
+			_, _ = docker(cctx, nil, "rm", "-f", "-v", n)
+			_ = cs.CoreV1().Nodes().Delete(cctx, n, metav1.DeleteOptions{})
+		}
+	}()
+
+	all := poolLabels(name, labels)
+	var wg sync.WaitGroup
+	errs := make([]error, count)
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.joinNode(ctx, joinConfig{
+				Endpoint: cp + ":6443", Token: tok, CAHash: hash, NodeName: n,
+				ProviderID: "kind://docker/" + o.name + "/" + n, Labels: all, Taints: taints,
+			}, name, image)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("add nodepool %s: %w", name, err)
+	}
+	if err := waitNodesReady(ctx, cs, o.readyTimeout, names...); err != nil {
+		return fmt.Errorf("add nodepool %s: %w", name, err)
+	}
+	for _, n := range names {
+		o.emit(runfile.NodeAdded, "node/"+n, "node joined and Ready", map[string]string{"pool": name})
+	}
+	o.emit(runfile.PoolAdded, "pool/"+name, fmt.Sprintf("nodepool %s: %d nodes Ready", name, count), map[string]string{"count": fmt.Sprint(count)})
+	return nil
+}
+
+func (k *Kind) joinNode(ctx context.Context, j joinConfig, pool, image string) error {
+	o := &k.o
+	if _, err := docker(ctx, nil, nodeRunArgs(o.name, pool, j.NodeName, image)...); err != nil {
+		return fmt.Errorf("start node container %s: %w", j.NodeName, err)
+	}
+	if err := retry(ctx, "containerd in "+j.NodeName, 2*time.Minute, time.Second, func(ctx context.Context) error {
+		out, err := nodeExec(ctx, j.NodeName, nil, "systemctl", "is-active", "containerd")
+		if err != nil {
+			return err
+		}
+		if s := strings.TrimSpace(out); s != "active" {
+			return fmt.Errorf("containerd is %s", s)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	ip, err := containerIPv4(ctx, j.NodeName, kindNetwork)
+	if err != nil {
+		return err
+	}
+	j.NodeIP = ip
+	if _, err := nodeExec(ctx, j.NodeName, strings.NewReader(j.render()), "sh", "-c", "cat >/kind/zerodrop-join.yaml"); err != nil {
+		return fmt.Errorf("write join config on %s: %w", j.NodeName, err)
+	}
+	// Preflight is skipped as kind does for its own nodes: its checks
+	// (swap, kernel config, system verification) do not fit a container.
+	if _, err := nodeExec(ctx, j.NodeName, nil, "kubeadm", "join", "--config", "/kind/zerodrop-join.yaml", "--skip-phases=preflight", "--v=1"); err != nil {
+		return fmt.Errorf("kubeadm join on %s: %w", j.NodeName, err)
+	}
+	return nil
+}
+
+func poolNodes(ctx context.Context, cs kubernetes.Interface, pool string) ([]string, error) {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: PoolLabel + "=" + pool})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes of pool %s: %w", pool, err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, n := range list.Items {
+		names = append(names, n.Name)
+	}
+	return names, nil
+}
+
+// RemoveNodePool implements Provider: each node is cordoned and drained
+// (evictions honour PodDisruptionBudgets and grace periods), its Node object
+// deleted and its container destroyed, one node at a time as a cloud
+// nodepool deletion does.
+func (k *Kind) RemoveNodePool(ctx context.Context, name string) error {
+	o := &k.o
+	if name == "" {
+		return errors.New("nodepool name is empty")
+	}
+	cs, err := k.clientset()
+	if err != nil {
+		return err
+	}
+	names, err := poolNodes(ctx, cs, name)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("nodepool %q has no nodes (label %s=%s)", name, PoolLabel, name)
+	}
+	o.progress(fmt.Sprintf("removing nodepool %s: %s", name, strings.Join(names, ", ")))
+	o.emit(runfile.Action, "pool/"+name, "remove nodepool "+name, map[string]string{"nodes": strings.Join(names, ",")})
+	for _, n := range names {
+		if err := drainNode(ctx, cs, &k.o, n); err != nil {
+			return fmt.Errorf("remove nodepool %s: %w", name, err)
+		}
+		if err := cs.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("remove nodepool %s: delete node %s: %w", name, n, err)
+		}
+		if _, err := docker(ctx, nil, "rm", "-f", "-v", n); err != nil {
+			return fmt.Errorf("remove nodepool %s: remove container: %w", name, err)
+		}
+		o.emit(runfile.NodeRemoved, "node/"+n, "node deleted and its machine destroyed", map[string]string{"pool": name})
+	}
+	o.emit(runfile.PoolRemoved, "pool/"+name, fmt.Sprintf("nodepool %s removed (%d nodes)", name, len(names)), nil)
+	return nil
+}
+
+// drainNode cordons and drains one node with kubectl's drain library.
+func drainNode(ctx context.Context, cs kubernetes.Interface, o *options, node string) error {
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", node, err)
+	}
+	var out, errOut strings.Builder
+	h := &drain.Helper{
+		Ctx:                 ctx,
+		Client:              cs,
+		Force:               true, // bare pods die with their machine anyway
+		GracePeriodSeconds:  -1,   // each pod's own terminationGracePeriodSeconds
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  true,
+		Timeout:             o.drainTimeout,
+		Out:                 &out,
+		ErrOut:              &errOut,
+		OnPodDeletionOrEvictionStarted: func(pod *corev1.Pod, usingEviction bool) {
+			how := "delete"
+			if usingEviction {
+				how = "evict"
+			}
+			o.emit(runfile.Action, "pod/"+pod.Namespace+"/"+pod.Name, how+" for drain of "+node, map[string]string{"node": node})
+		},
+	}
+	if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
+		return fmt.Errorf("cordon %s: %w", node, err)
+	}
+	o.emit(runfile.Cordon, "node/"+node, "cordoned", nil)
+	o.emit(runfile.DrainStart, "node/"+node, "drain started", nil)
+	if err := drain.RunNodeDrain(h, node); err != nil {
+		return fmt.Errorf("drain %s: %w (%s)", node, err, strings.TrimSpace(errOut.String()))
+	}
+	o.emit(runfile.DrainEnd, "node/"+node, "drained", nil)
+	return nil
+}

@@ -1,0 +1,220 @@
+// Package cluster gives the suite real Kubernetes clusters to break: a
+// Provider creates and deletes a cluster, hands out its kubeconfig, loads
+// images into its nodes and scales nodepools up and down the way a cloud
+// nodepool does (new machines join with a fresh token; removed ones are
+// drained, deleted and destroyed).
+//
+// Two providers exist: "kind" (local Docker containers built with
+// sigs.k8s.io/kind as a library, MetalLB in L2 mode for LoadBalancer
+// Services) and "existing" (any cluster reached through a kubeconfig; it
+// neither creates nor deletes, and refuses nodepool changes).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop/harness/runfile"
+)
+
+// PoolLabel is the node label naming the nodepool a node belongs to.
+const PoolLabel = "zerodrop.dev/pool"
+
+// ErrUnsupported is returned (wrapped) by providers for operations they cannot
+// perform, such as nodepool changes on an existing cluster.
+var ErrUnsupported = errors.New("not supported by this provider")
+
+// Provider is a cluster the suite can create, reach and re-pool.
+type Provider interface {
+	// Name is the provider's name ("kind", "existing").
+	Name() string
+	// Create brings the cluster up, ready for workloads: nodes Ready, DNS
+	// and a LoadBalancer implementation running.
+	Create(ctx context.Context) error
+	// Delete removes everything Create made. Deleting a cluster that does
+	// not exist is not an error.
+	Delete(ctx context.Context) error
+	// Kubeconfig is the path of a kubeconfig file for the cluster.
+	Kubeconfig() string
+	// LoadImages makes local Docker images available on every node without
+	// a registry.
+	LoadImages(ctx context.Context, images ...string) error
+	// AddNodePool adds count nodes labelled PoolLabel=name plus labels, with
+	// taints, and waits until they are Ready.
+	AddNodePool(ctx context.Context, name string, count int, labels map[string]string, taints []corev1.Taint) error
+	// RemoveNodePool cordons and drains every node of the pool, deletes the
+	// Node objects and destroys the machines.
+	RemoveNodePool(ctx context.Context, name string) error
+	// Nodes lists the cluster's nodes.
+	Nodes(ctx context.Context) ([]Node, error)
+}
+
+// Node is one node of a cluster.
+type Node struct {
+	Name       string // Kubernetes node name (for kind also the container name)
+	Role       string // "control-plane" or "worker"
+	Pool       string // value of PoolLabel, "" when unlabelled
+	InternalIP string
+	Ready      bool
+}
+
+// Pool describes a nodepool of the default topology or one to add.
+type Pool struct {
+	Name   string
+	Count  int
+	Labels map[string]string
+	Taints []corev1.Taint
+}
+
+// DefaultPools is the default worker topology: pool-a with two workers and
+// pool-b with one (the control plane comes on top).
+func DefaultPools() []Pool {
+	return []Pool{{Name: "pool-a", Count: 2}, {Name: "pool-b", Count: 1}}
+}
+
+// Providers lists the provider names New accepts.
+func Providers() []string { return []string{"existing", "kind"} }
+
+// New returns the named provider. An unknown name is an error that lists the
+// known ones; nothing is created.
+func New(name string, opts ...Option) (Provider, error) {
+	switch name {
+	case "kind":
+		return NewKind(opts...), nil
+	case "existing":
+		return NewExisting(opts...)
+	default:
+		return nil, fmt.Errorf("unknown cluster provider %q: known providers are %s (set PROVIDER to one of them)",
+			name, strings.Join(Providers(), ", "))
+	}
+}
+
+// options are shared by both providers; each uses what applies to it.
+type options struct {
+	name           string
+	nodeImage      string
+	kubeconfig     string
+	pools          []Pool
+	sink           runfile.EventSink
+	logger         *slog.Logger
+	stateDir       string
+	metallb        bool
+	readyTimeout   time.Duration
+	drainTimeout   time.Duration
+	progress       func(msg string)
+	podSubnet      string
+	lbAddressCount int
+}
+
+// Option configures a provider.
+type Option func(*options)
+
+// WithName sets the cluster name (kind: container and kubeconfig context
+// prefix). Default "zerodrop".
+func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// WithNodeImage sets the kind node image.
+func WithNodeImage(image string) Option { return func(o *options) { o.nodeImage = image } }
+
+// WithKubeconfig sets where the kubeconfig is written (kind) or read
+// (existing).
+func WithKubeconfig(path string) Option { return func(o *options) { o.kubeconfig = path } }
+
+// WithPools replaces the default worker nodepools.
+func WithPools(pools ...Pool) Option { return func(o *options) { o.pools = pools } }
+
+// WithEventSink sends what the provider does (pool-added, node-added,
+// cordon, drain-start, ...) to sink.
+func WithEventSink(sink runfile.EventSink) Option { return func(o *options) { o.sink = sink } }
+
+// WithLogger sets the logger for detail; default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithStateDir sets where host state (sysctls to restore, whether the docker
+// network was ours) is recorded between create and delete.
+func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
+
+// WithMetalLB turns MetalLB installation on or off (default on).
+func WithMetalLB(on bool) Option { return func(o *options) { o.metallb = on } }
+
+// WithReadyTimeout bounds each wait for nodes or workloads to become ready.
+func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
+
+// WithDrainTimeout bounds the drain of one node.
+func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }
+
+// WithProgress receives one human-readable line per step, for CLIs.
+func WithProgress(f func(msg string)) Option { return func(o *options) { o.progress = f } }
+
+func buildOptions(opts []Option) options {
+	o := options{
+		name:           "zerodrop",
+		pools:          DefaultPools(),
+		sink:           runfile.Discard,
+		logger:         slog.New(slog.DiscardHandler),
+		metallb:        true,
+		readyTimeout:   5 * time.Minute,
+		drainTimeout:   3 * time.Minute,
+		progress:       func(string) {},
+		podSubnet:      "10.244.0.0/16",
+		lbAddressCount: 32,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// emit records an event from the harness; a failing sink is logged, never
+// fatal to the cluster operation.
+func (o *options) emit(typ, object, msg string, fields map[string]string) {
+	e := runfile.Event{Time: time.Now(), Source: runfile.SourceHarness, Type: typ, Object: object, Message: msg, Fields: fields}
+	if err := o.sink.Event(e); err != nil {
+		o.logger.Warn("event sink failed", "type", typ, "object", object, "err", err)
+	}
+	o.logger.Info(msg, "event", typ, "object", object)
+}
+
+func validatePool(name string, count int) error {
+	if name == "" {
+		return errors.New("nodepool name is empty")
+	}
+	if errs := validateLabelValue(name); errs != "" {
+		return fmt.Errorf("nodepool name %q: %s", name, errs)
+	}
+	if count < 1 {
+		return fmt.Errorf("nodepool %q: count %d, want at least 1", name, count)
+	}
+	return nil
+}
+
+// validateLabelValue checks a pool name is usable as a label value and as
+// part of a container (DNS) name: lowercase alphanumerics and '-'.
+func validateLabelValue(v string) string {
+	if len(v) > 40 {
+		return "longer than 40 characters"
+	}
+	for i, r := range v {
+		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || (r == '-' && i > 0 && i < len(v)-1)
+		if !ok {
+			return "must be lowercase letters, digits and inner '-'"
+		}
+	}
+	return ""
+}
+
+func sortNodes(ns []Node) {
+	sort.Slice(ns, func(i, j int) bool {
+		if ns[i].Role != ns[j].Role {
+			return ns[i].Role == "control-plane"
+		}
+		return ns[i].Name < ns[j].Name
+	})
+}
