@@ -1,0 +1,630 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"zerodrop/harness/runfile"
+)
+
+// DefaultClass is the spec.loadBalancerClass the controller owns.
+const DefaultClass = "zerodrop.dev/cloud-lb"
+
+// L4Programmer applies the L4 data plane (a *Dataplane in production).
+type L4Programmer interface {
+	Apply(ctx context.Context, cfg DPConfig) error
+}
+
+// L7Programmer applies the L7 proxy configuration (an *L7Proxy in production).
+type L7Programmer interface {
+	Apply(ctx context.Context, svcs []L7Service) error
+}
+
+// Controller implements Services of type LoadBalancer the way a cloud does:
+// nodes as backends, chosen by profile rules and health checks.
+type Controller struct {
+	cs             kubernetes.Interface
+	profiles       Profiles
+	defaultProfile string
+	class          string
+	claimUnclassed bool
+	pool           *VIPPool
+	l4             L4Programmer
+	l7             L7Programmer
+	check          Checker
+	clk            clock.WithTicker
+	sink           runfile.EventSink
+	log            *slog.Logger
+	resync         time.Duration
+
+	mon     *Monitor
+	trigger chan struct{}
+
+	svcLister   corelisters.ServiceLister
+	nodeLister  corelisters.NodeLister
+	sliceLister discoverylisters.EndpointSliceLister
+
+	mu    sync.Mutex
+	svcs  map[string]*svcState
+	ready bool
+}
+
+type svcState struct {
+	profile       Profile
+	vip           netip.Addr
+	backends      *BackendSet
+	eligible      []string
+	excluded      map[string]Ineligible
+	endpointNodes []string
+	probes        map[string]Probe // node -> probe
+	err           string
+}
+
+// Option configures a Controller.
+type Option func(*Controller)
+
+// WithProfiles sets the profiles Services can name (default: the stock ones).
+func WithProfiles(ps Profiles) Option { return func(c *Controller) { c.profiles = ps } }
+
+// WithDefaultProfile sets the profile of Services without the annotation.
+func WithDefaultProfile(name string) Option { return func(c *Controller) { c.defaultProfile = name } }
+
+// WithClass sets the loadBalancerClass the controller owns; claimUnclassed
+// also takes Services without a class (when MetalLB is not installed).
+func WithClass(class string, claimUnclassed bool) Option {
+	return func(c *Controller) { c.class, c.claimUnclassed = class, claimUnclassed }
+}
+
+// WithVIPPool sets where LoadBalancer addresses come from.
+func WithVIPPool(p *VIPPool) Option { return func(c *Controller) { c.pool = p } }
+
+// WithL4 sets the L4 data plane.
+func WithL4(p L4Programmer) Option { return func(c *Controller) { c.l4 = p } }
+
+// WithL7 sets the L7 proxy.
+func WithL7(p L7Programmer) Option { return func(c *Controller) { c.l7 = p } }
+
+// WithChecker sets how health checks are made (default HTTP from here).
+func WithChecker(ch Checker) Option { return func(c *Controller) { c.check = ch } }
+
+// WithClock sets the clock (tests).
+func WithClock(clk clock.WithTicker) Option { return func(c *Controller) { c.clk = clk } }
+
+// WithEventSink receives every LB state change.
+func WithEventSink(s runfile.EventSink) Option { return func(c *Controller) { c.sink = s } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(c *Controller) { c.log = l } }
+
+// NewController returns a controller for the cluster behind cs.
+func NewController(cs kubernetes.Interface, opts ...Option) (*Controller, error) {
+	c := &Controller{cs: cs, defaultProfile: DefaultProfileName, class: DefaultClass, claimUnclassed: true,
+		clk: clock.RealClock{}, sink: runfile.Discard, log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
+		trigger: make(chan struct{}, 1), svcs: map[string]*svcState{}}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.profiles == nil {
+		ps, err := StockProfiles()
+		if err != nil {
+			return nil, err
+		}
+		c.profiles = ps
+	}
+	if _, ok := c.profiles[c.defaultProfile]; !ok {
+		return nil, fmt.Errorf("default LB profile %q is unknown; known: %s", c.defaultProfile, strings.Join(c.profiles.Names(), ", "))
+	}
+	if c.pool == nil {
+		return nil, errors.New("no VIP range: pass WithVIPPool (--vip-range)")
+	}
+	if c.l4 == nil || c.l7 == nil {
+		return nil, errors.New("controller needs an L4 data plane and an L7 proxy")
+	}
+	if c.check == nil {
+		c.check = HTTPChecker(c.clk, nil)
+	}
+	c.mon = NewMonitor(c.clk, c.check, c.onTransition)
+	return c, nil
+}
+
+func (c *Controller) kick() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run watches the cluster and keeps the LB in line with it until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	f := informers.NewSharedInformerFactory(c.cs, 0)
+	svcInf := f.Core().V1().Services()
+	nodeInf := f.Core().V1().Nodes()
+	sliceInf := f.Discovery().V1().EndpointSlices()
+	c.svcLister, c.nodeLister, c.sliceLister = svcInf.Lister(), nodeInf.Lister(), sliceInf.Lister()
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.kick() },
+		UpdateFunc: func(any, any) { c.kick() },
+		DeleteFunc: func(any) { c.kick() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), nodeInf.Informer(), sliceInf.Informer()} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("LB controller: watch: %w", err)
+		}
+	}
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	defer c.mon.Stop()
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	synced := cache.WaitForCacheSync(syncCtx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced)
+	cancel()
+	if !synced {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errors.New("LB controller: the API server's Services, Nodes and EndpointSlices did not sync within 2m: is the kubeconfig right and the API server up?")
+	}
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
+	c.log.Info("LB controller synced", "class", c.class, "claimUnclassed", c.claimUnclassed, "defaultProfile", c.defaultProfile)
+	c.kick()
+	timer := c.clk.NewTimer(c.resync)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.trigger:
+		case <-timer.C():
+		}
+		next, err := c.reconcile(ctx)
+		if err != nil {
+			c.log.Error("LB reconcile failed; retrying in 2s", "err", err)
+			next = c.clk.Now().Add(2 * time.Second)
+		}
+		wait := c.resync
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(c.clk.Now()), 10*time.Millisecond))
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// Ready reports whether the caches synced (for /healthz).
+func (c *Controller) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
+}
+
+func (c *Controller) owns(svc *corev1.Service) bool {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return false
+	}
+	if svc.Spec.LoadBalancerClass == nil {
+		return c.claimUnclassed
+	}
+	return *svc.Spec.LoadBalancerClass == c.class
+}
+
+func (c *Controller) emit(typ, object, msg string, fields map[string]string) {
+	e := runfile.Event{Time: c.clk.Now(), Source: runfile.SourceLB, Type: typ, Object: object, Message: msg, Fields: fields}
+	if err := c.sink.Event(e); err != nil {
+		c.log.Warn("event sink refused an event", "type", typ, "err", err)
+	}
+}
+
+func (c *Controller) onTransition(tr Transition) {
+	c.mu.Lock()
+	st := c.svcs[tr.Key.Service]
+	var prof Profile
+	if st != nil {
+		prof = st.profile
+	}
+	c.mu.Unlock()
+	hc := prof.HealthCheck
+	typ, verdict, n := runfile.LBNodeHealthy, "healthy", hc.HealthyThreshold
+	if !tr.Healthy {
+		typ, verdict, n = runfile.LBNodeUnhealthy, "unhealthy", hc.UnhealthyThreshold
+	}
+	var recent []string
+	for _, r := range tr.Recent {
+		recent = append(recent, r.String())
+	}
+	fields := map[string]string{
+		"service": tr.Key.Service, "node": tr.Key.Node, "profile": prof.Name,
+		"check": tr.Result.String(), "url": tr.Result.URL, "status": strconv.Itoa(tr.Result.Status),
+		"interval": hc.Interval.D().String(), "threshold": strconv.Itoa(n), "results": strings.Join(recent, "; "),
+	}
+	if tr.Result.Error != "" {
+		fields["error"] = tr.Result.Error
+	}
+	c.emit(typ, "node/"+tr.Key.Node,
+		fmt.Sprintf("LB marked node %s %s for service %s after %d consecutive checks (last: %s)", tr.Key.Node, verdict, tr.Key.Service, n, tr.Result),
+		fields)
+	c.kick()
+}
+
+func nodeIP(n *corev1.Node) netip.Addr {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+				return ip
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
+func svcKey(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
+
+// probeURL is what the profile's health check asks on node ip for svc.
+func probeURL(p Profile, svc *corev1.Service, ip netip.Addr) (string, error) {
+	switch p.HealthCheck.Target {
+	case TargetNodePort:
+		for _, port := range svc.Spec.Ports {
+			if port.NodePort != 0 {
+				return fmt.Sprintf("http://%s%s", netip.AddrPortFrom(ip, uint16(port.NodePort)), p.HealthCheck.Path), nil
+			}
+		}
+		return "", errors.New("profile checks the NodePort but the Service has none (allocateLoadBalancerNodePorts: false?)")
+	default:
+		if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+			if svc.Spec.HealthCheckNodePort == 0 {
+				return "", errors.New("externalTrafficPolicy Local without a healthCheckNodePort yet")
+			}
+			return fmt.Sprintf("http://%s/healthz", netip.AddrPortFrom(ip, uint16(svc.Spec.HealthCheckNodePort))), nil
+		}
+		return fmt.Sprintf("http://%s/healthz", netip.AddrPortFrom(ip, 10256)), nil
+	}
+}
+
+// reconcile computes the whole LB from the caches and applies it. It returns
+// when it must run again at the latest (a drain deadline).
+func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
+	now := c.clk.Now()
+	svcList, err := c.svcLister.List(labels.Everything())
+	if err != nil {
+		return time.Time{}, err
+	}
+	nodeList, err := c.nodeLister.List(labels.Everything())
+	if err != nil {
+		return time.Time{}, err
+	}
+	sort.Slice(svcList, func(i, j int) bool { return svcKey(svcList[i]) < svcKey(svcList[j]) })
+	nodeIPs := map[string]netip.Addr{}
+	for _, n := range nodeList {
+		if ip := nodeIP(n); ip.IsValid() {
+			nodeIPs[n.Name] = ip
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var probes []Probe
+	var dp DPConfig
+	dp.Nodes = nodeIPs
+	var l7 []L7Service
+	var next time.Time
+	seen := map[string]bool{}
+	var statusUpdates []*corev1.Service
+	for _, svc := range svcList {
+		if !c.owns(svc) {
+			continue
+		}
+		key := svcKey(svc)
+		seen[key] = true
+		prof, perr := c.profiles.Lookup(svc.Annotations, c.defaultProfile)
+		st := c.svcs[key]
+		if st == nil {
+			if perr != nil {
+				c.svcs[key] = &svcState{err: perr.Error()}
+				c.emit(runfile.Note, "service/"+key, "LB cannot implement service: "+perr.Error(), map[string]string{"service": key})
+				continue
+			}
+			st = &svcState{profile: prof, backends: NewBackendSet(prof.Flows)}
+			c.svcs[key] = st
+		}
+		if perr != nil {
+			if st.err != perr.Error() {
+				c.emit(runfile.Note, "service/"+key, "LB keeps the previous profile: "+perr.Error(), map[string]string{"service": key})
+			}
+			st.err = perr.Error()
+			if st.backends == nil {
+				continue
+			}
+			prof = st.profile
+		} else {
+			st.err = ""
+			if st.backends == nil {
+				st.backends = NewBackendSet(prof.Flows)
+			}
+			if st.profile.Name != prof.Name {
+				if st.profile.Name != "" {
+					c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB profile of %s changed from %s to %s", key, st.profile.Name, prof.Name),
+						map[string]string{"service": key, "profile": prof.Name})
+				}
+				st.profile = prof
+				st.backends.SetFlows(prof.Flows)
+			}
+		}
+		// Address.
+		if !st.vip.IsValid() {
+			var prefer netip.Addr
+			for _, ing := range svc.Status.LoadBalancer.Ingress {
+				if a, err := netip.ParseAddr(ing.IP); err == nil {
+					prefer = a
+				}
+			}
+			vip, err := c.pool.Allocate(key, prefer)
+			if err != nil {
+				if st.err != err.Error() {
+					c.emit(runfile.Note, "service/"+key, "LB cannot give service an address: "+err.Error(), map[string]string{"service": key})
+				}
+				st.err = err.Error()
+				continue
+			}
+			st.vip = vip
+			c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB assigned %s to service %s (profile %s)", vip, key, prof.Name),
+				map[string]string{"service": key, "vip": vip.String(), "profile": prof.Name})
+		}
+		if !hasIngress(svc, st.vip) {
+			statusUpdates = append(statusUpdates, svc)
+		}
+		// Backends.
+		st.eligible, st.excluded = EligibleNodes(prof, svc, nodeList)
+		st.endpointNodes = c.readyEndpointNodes(svc)
+		eligible := map[string]bool{}
+		st.probes = map[string]Probe{}
+		for _, n := range st.eligible {
+			ip, ok := nodeIPs[n]
+			if !ok {
+				continue
+			}
+			u, err := probeURL(prof, svc, ip)
+			if err != nil {
+				st.err = err.Error()
+				continue
+			}
+			eligible[n] = true
+			p := Probe{Key: ProbeKey{Service: key, Node: n}, URL: u, HealthCheck: prof.HealthCheck}
+			st.probes[n] = p
+			probes = append(probes, p)
+		}
+		active := map[string]bool{}
+		for n := range eligible {
+			if c.mon.Healthy(ProbeKey{Service: key, Node: n}) {
+				active[n] = true
+			}
+		}
+		failOpen := len(active) == 0 && prof.NoHealthyBackends == NoHealthyFailOpen
+		if failOpen {
+			for n := range eligible {
+				active[n] = true
+			}
+		}
+		reasons := map[string]string{}
+		for n, why := range st.excluded {
+			reasons[n] = string(why)
+		}
+		for n := range eligible {
+			if !active[n] {
+				r := "failed health check"
+				if res, ok := c.mon.Last(ProbeKey{Service: key, Node: n}); ok {
+					r += ": " + res.String()
+				} else {
+					r = "not yet passed a health check"
+				}
+				reasons[n] = r
+			}
+		}
+		for _, ch := range st.backends.Update(now, active, eligible, reasons) {
+			c.emitBackendChange(key, prof, ch, failOpen, st.backends)
+		}
+		if d := st.backends.NextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+		// Data plane.
+		dp.VIPs = append(dp.VIPs, st.vip)
+		activeNodes := st.backends.Nodes(Active)
+		switch prof.Mode {
+		case ModeL4:
+			ds := DPService{Key: key, VIP: st.vip, Active: activeNodes, Draining: st.backends.Nodes(Draining),
+				CloseAction: prof.Flows.CloseAction, NoBackends: prof.Flows.CloseAction, IdleTimeout: prof.Flows.IdleTimeout.D()}
+			if prof.NoHealthyBackends == NoHealthyDrop {
+				ds.NoBackends = CloseDrop
+			}
+			for _, p := range svc.Spec.Ports {
+				if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
+					ds.Ports = append(ds.Ports, uint16(p.Port))
+				}
+			}
+			dp.Services = append(dp.Services, ds)
+		case ModeL7:
+			var ips []netip.Addr
+			for _, n := range activeNodes {
+				ips = append(ips, nodeIPs[n])
+			}
+			for _, p := range svc.Spec.Ports {
+				if p.NodePort == 0 || (p.Protocol != corev1.ProtocolTCP && p.Protocol != "") {
+					continue
+				}
+				l7 = append(l7, L7Service{Key: key, VIP: st.vip, Port: uint16(p.Port), NodePort: uint16(p.NodePort), Backends: ips, L7: *prof.L7})
+			}
+		}
+	}
+	for key, st := range c.svcs {
+		if !seen[key] {
+			c.pool.Release(key)
+			delete(c.svcs, key)
+			if st.vip.IsValid() {
+				c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB released %s of service %s", st.vip, key), map[string]string{"service": key, "vip": st.vip.String()})
+			}
+		}
+	}
+	c.mon.Set(ctx, probes)
+	var errs []error
+	// L4 first: it puts every VIP on lo, which the L7 listeners bind to.
+	if err := c.l4.Apply(ctx, dp); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.l7.Apply(ctx, l7); err != nil {
+		errs = append(errs, err)
+	}
+	for _, svc := range statusUpdates {
+		if err := c.writeStatus(ctx, svc, c.svcs[svcKey(svc)].vip); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return next, errors.Join(errs...)
+}
+
+func (c *Controller) emitBackendChange(key string, prof Profile, ch BackendChange, failOpen bool, bs *BackendSet) {
+	fields := map[string]string{"service": key, "node": ch.Node, "profile": prof.Name, "from": string(ch.From), "to": string(ch.To)}
+	if ch.Reason != "" {
+		fields["reason"] = ch.Reason
+	}
+	obj := "node/" + ch.Node
+	switch {
+	case ch.To == Active:
+		msg := fmt.Sprintf("LB added node %s to the backends of %s", ch.Node, key)
+		if failOpen {
+			msg += " (no node is healthy: failing open to every eligible node)"
+			fields["failOpen"] = "true"
+		}
+		c.emit(runfile.LBBackendAdded, obj, msg, fields)
+	case ch.From == Active:
+		flows := "established flows are closed (" + string(prof.Flows.CloseAction) + ")"
+		if ch.To == Draining {
+			flows = "established flows keep flowing"
+			for _, b := range bs.Backends() {
+				if b.Node == ch.Node && !b.Deadline.IsZero() {
+					flows += " until " + b.Deadline.UTC().Format(time.RFC3339)
+					fields["drainUntil"] = b.Deadline.UTC().Format(time.RFC3339Nano)
+				}
+			}
+		}
+		fields["flows"] = flows
+		c.emit(runfile.LBBackendRemoved, obj, fmt.Sprintf("LB removed node %s from the backends of %s: %s; %s", ch.Node, key, ch.Reason, flows), fields)
+	default:
+		c.emit(runfile.Note, obj, fmt.Sprintf("LB %s flows of %s on node %s: %s", ch.To, key, ch.Node, ch.Reason), fields)
+	}
+}
+
+func hasIngress(svc *corev1.Service, vip netip.Addr) bool {
+	ing := svc.Status.LoadBalancer.Ingress
+	return len(ing) == 1 && ing[0].IP == vip.String()
+}
+
+func (c *Controller) writeStatus(ctx context.Context, svc *corev1.Service, vip netip.Addr) error {
+	cp := svc.DeepCopy()
+	mode := corev1.LoadBalancerIPModeVIP
+	cp.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: vip.String(), IPMode: &mode}}
+	if _, err := c.cs.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("write status.loadBalancer of service %s: %w", svcKey(svc), err)
+	}
+	return nil
+}
+
+func (c *Controller) readyEndpointNodes(svc *corev1.Service) []string {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
+	slices, err := c.sliceLister.EndpointSlices(svc.Namespace).List(sel)
+	if err != nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, s := range slices {
+		for _, e := range s.Endpoints {
+			if e.NodeName != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				set[*e.NodeName] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NodeHealth is one node's health-check standing for a Service.
+type NodeHealth struct {
+	Healthy bool         `json:"healthy"`
+	URL     string       `json:"url"`
+	Last    *CheckResult `json:"last,omitempty"`
+}
+
+// ServiceState is what the LB does for one Service (GET /state).
+type ServiceState struct {
+	Service       string                `json:"service"`
+	Profile       string                `json:"profile,omitempty"`
+	VIP           string                `json:"vip,omitempty"`
+	Eligible      []string              `json:"eligible"`
+	Excluded      map[string]string     `json:"excluded,omitempty"`
+	Health        map[string]NodeHealth `json:"health"`
+	Active        []string              `json:"active"`
+	Draining      []Backend             `json:"draining,omitempty"`
+	EndpointNodes []string              `json:"endpointNodes"` // nodes with a ready endpoint (for comparing with Active)
+	Error         string                `json:"error,omitempty"`
+}
+
+// State returns the LB's view of every Service it implements.
+func (c *Controller) State() []ServiceState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ServiceState
+	for key, st := range c.svcs {
+		s := ServiceState{Service: key, Profile: st.profile.Name, Eligible: st.eligible, EndpointNodes: st.endpointNodes,
+			Health: map[string]NodeHealth{}, Excluded: map[string]string{}, Error: st.err}
+		if st.vip.IsValid() {
+			s.VIP = st.vip.String()
+		}
+		for n, why := range st.excluded {
+			s.Excluded[n] = string(why)
+		}
+		for n, p := range st.probes {
+			h := NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL}
+			if r, ok := c.mon.Last(p.Key); ok {
+				h.Last = &r
+			}
+			s.Health[n] = h
+		}
+		if st.backends != nil {
+			s.Active = st.backends.Nodes(Active)
+			for _, b := range st.backends.Backends() {
+				if b.State == Draining {
+					s.Draining = append(s.Draining, b)
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	return out
+}

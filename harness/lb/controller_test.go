@@ -1,0 +1,219 @@
+package lb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"zerodrop/harness/runfile"
+)
+
+type fakeL4 struct {
+	mu   sync.Mutex
+	last DPConfig
+}
+
+func (f *fakeL4) Apply(_ context.Context, cfg DPConfig) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.last = cfg
+	return nil
+}
+
+func (f *fakeL4) service(key string) (DPService, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.last.Services {
+		if s.Key == key {
+			return s, true
+		}
+	}
+	return DPService{}, false
+}
+
+type fakeL7 struct {
+	mu   sync.Mutex
+	last []L7Service
+}
+
+func (f *fakeL7) Apply(_ context.Context, s []L7Service) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.last = s
+	return nil
+}
+
+type eventLog struct {
+	mu sync.Mutex
+	ev []runfile.Event
+}
+
+func (l *eventLog) Event(e runfile.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ev = append(l.ev, e)
+	return nil
+}
+
+func (l *eventLog) find(typ, object string) *runfile.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.ev {
+		if l.ev[i].Type == typ && l.ev[i].Object == object {
+			e := l.ev[i]
+			return &e
+		}
+	}
+	return nil
+}
+
+// fastProfile is gcp-nlb-like with millisecond timing.
+func fastProfile(name string, excludeCordoned bool) Profile {
+	return Profile{Name: name, Mode: ModeL4,
+		HealthCheck:       HealthCheck{Target: TargetKubeProxy, Interval: Duration(20 * time.Millisecond), Timeout: Duration(10 * time.Millisecond), HealthyThreshold: 1, UnhealthyThreshold: 2},
+		Eligibility:       Eligibility{ExcludeUnschedulable: excludeCordoned},
+		Flows:             Flows{OnUnhealthy: FlowKeep, OnRemoved: FlowClose, CloseAction: CloseDrop, IdleTimeout: Duration(time.Minute)},
+		NoHealthyBackends: NoHealthyDrop}
+}
+
+func kNode(name, ip string) *corev1.Node {
+	n := testNode(name)
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	return n
+}
+
+func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "fast"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			HealthCheckNodePort: 32000, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
+	}
+	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr("metallb.io/other")}}
+	ready := true
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		Endpoints:  []discoveryv1.Endpoint{{NodeName: ptr("a"), Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	}
+	cs := fake.NewSimpleClientset(svc, other, slice, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
+
+	var hmu sync.Mutex
+	healthy := map[string]bool{"http://10.0.0.1:32000/healthz": true} // only a has a local endpoint
+	check := func(_ context.Context, url string) CheckResult {
+		hmu.Lock()
+		defer hmu.Unlock()
+		r := CheckResult{Time: time.Now(), URL: url, OK: healthy[url], Status: 503}
+		if r.OK {
+			r.Status = 200
+		}
+		return r
+	}
+	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+	l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
+	ps, _ := StockProfiles()
+	ps["fast"] = fastProfile("fast", false)
+	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	waitFor(t, "status.loadBalancer.ingress", func() bool {
+		s, err := cs.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == "10.0.0.200"
+	})
+	waitFor(t, "a active, b not", func() bool {
+		s, ok := l4.service("default/web")
+		return ok && fmt.Sprint(s.Active) == "[a]" && fmt.Sprint(s.Ports) == "[80]"
+	})
+	if s, _ := cs.CoreV1().Services("default").Get(ctx, "mine", metav1.GetOptions{}); len(s.Status.LoadBalancer.Ingress) != 0 {
+		t.Fatal("the controller took a Service of another loadBalancerClass")
+	}
+	st := c.State()
+	if len(st) != 1 || fmt.Sprint(st[0].EndpointNodes) != "[a]" || fmt.Sprint(st[0].Active) != "[a]" {
+		t.Fatalf("state = %+v", st)
+	}
+	if e := evs.find(runfile.LBNodeHealthy, "node/a"); e == nil || !strings.Contains(e.Fields["check"], "-> 200") {
+		t.Fatalf("no lb-node-healthy event for a with its check: %+v", e)
+	}
+	if evs.find(runfile.LBBackendAdded, "node/a") == nil {
+		t.Fatal("no lb-backend-added event for a")
+	}
+
+	// The endpoint moves to b: a fails, b passes.
+	hmu.Lock()
+	healthy = map[string]bool{"http://10.0.0.2:32000/healthz": true}
+	hmu.Unlock()
+	waitFor(t, "b active, a draining (gcp keeps flows on unhealthy nodes)", func() bool {
+		s, _ := l4.service("default/web")
+		return fmt.Sprint(s.Active) == "[b]" && fmt.Sprint(s.Draining) == "[a]"
+	})
+	e := evs.find(runfile.LBNodeUnhealthy, "node/a")
+	if e == nil || e.Fields["threshold"] != "2" || !strings.Contains(e.Fields["results"], "503") {
+		t.Fatalf("lb-node-unhealthy event lacks the check results: %+v", e)
+	}
+	if e := evs.find(runfile.LBBackendRemoved, "node/a"); e == nil || !strings.Contains(e.Message, "failed health check") {
+		t.Fatalf("lb-backend-removed for a: %+v", e)
+	}
+
+	// Deleting the Service releases its address and forgets it.
+	if err := cs.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "service forgotten", func() bool { _, ok := l4.service("default/web"); return !ok && len(c.State()) == 0 })
+	cancel()
+	<-done
+}
+
+func TestControllerCordonOnLegacyProfile(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "legacy"}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000}}},
+	}
+	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
+	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+	l4, evs := &fakeL4{}, &eventLog{}
+	ps := Profiles{"legacy": fastProfile("legacy", true), "generic": fastProfile("generic", false)}
+	var urls sync.Map
+	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs),
+		WithChecker(func(_ context.Context, url string) CheckResult {
+			urls.Store(url, true)
+			return CheckResult{URL: url, OK: true, Status: 200}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	waitFor(t, "both active", func() bool { s, _ := l4.service("default/web"); return fmt.Sprint(s.Active) == "[a b]" })
+	if _, ok := urls.Load("http://10.0.0.1:10256/healthz"); !ok {
+		t.Fatal("a Cluster service must be checked on kube-proxy's :10256/healthz")
+	}
+	n, _ := cs.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
+	n.Spec.Unschedulable = true
+	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "cordoned a dropped at once", func() bool {
+		s, _ := l4.service("default/web")
+		return fmt.Sprint(s.Active) == "[b]" && len(s.Draining) == 0
+	})
+	if e := evs.find(runfile.LBBackendRemoved, "node/a"); e == nil || !strings.Contains(e.Fields["reason"], "cordoned") {
+		t.Fatalf("removal event must say the node was cordoned: %+v", e)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+

@@ -1,0 +1,111 @@
+package lb
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+)
+
+// VIPPool hands out LoadBalancer addresses from an inclusive range.
+type VIPPool struct {
+	first, last netip.Addr
+	byKey       map[string]netip.Addr
+	byAddr      map[netip.Addr]string
+}
+
+// NewVIPPool returns a pool over first..last (IPv4, first <= last).
+func NewVIPPool(first, last netip.Addr) (*VIPPool, error) {
+	if !first.Is4() || !last.Is4() || last.Less(first) {
+		return nil, fmt.Errorf("VIP range %s-%s: want two IPv4 addresses, first <= last", first, last)
+	}
+	return &VIPPool{first: first, last: last, byKey: map[string]netip.Addr{}, byAddr: map[netip.Addr]string{}}, nil
+}
+
+// ParseVIPRange reads "first-last".
+func ParseVIPRange(s string) (*VIPPool, error) {
+	var a, b string
+	for i := 0; i < len(s); i++ {
+		if s[i] == '-' {
+			a, b = s[:i], s[i+1:]
+			break
+		}
+	}
+	first, err1 := netip.ParseAddr(a)
+	last, err2 := netip.ParseAddr(b)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("VIP range %q: want FIRST-LAST, e.g. 172.18.255.160-172.18.255.191", s)
+	}
+	return NewVIPPool(first, last)
+}
+
+// Contains reports whether a is in the range.
+func (p *VIPPool) Contains(a netip.Addr) bool {
+	return a.Is4() && !a.Less(p.first) && !p.last.Less(a)
+}
+
+// Allocate returns key's address: the one it has, else prefer (when free and
+// in range: an address the Service already shows in its status), else the
+// lowest free one.
+func (p *VIPPool) Allocate(key string, prefer netip.Addr) (netip.Addr, error) {
+	if a, ok := p.byKey[key]; ok {
+		return a, nil
+	}
+	if prefer.IsValid() && p.Contains(prefer) {
+		if _, taken := p.byAddr[prefer]; !taken {
+			p.take(key, prefer)
+			return prefer, nil
+		}
+	}
+	for a := p.first; ; a = a.Next() {
+		if _, taken := p.byAddr[a]; !taken {
+			p.take(key, a)
+			return a, nil
+		}
+		if a == p.last {
+			break
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("VIP range %s-%s is exhausted (%d Services hold addresses); widen --vip-range", p.first, p.last, len(p.byKey))
+}
+
+func (p *VIPPool) take(key string, a netip.Addr) {
+	p.byKey[key] = a
+	p.byAddr[a] = key
+}
+
+// Release frees key's address.
+func (p *VIPPool) Release(key string) {
+	if a, ok := p.byKey[key]; ok {
+		delete(p.byAddr, a)
+		delete(p.byKey, key)
+	}
+}
+
+// Keys lists the keys holding addresses, sorted.
+func (p *VIPPool) Keys() []string {
+	out := make([]string, 0, len(p.byKey))
+	for k := range p.byKey {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// KindVIPRange is where the cloud LB takes addresses on a kind network: the 32
+// just below the top 32 (less broadcast and one spare) that harness/cluster
+// gives MetalLB, so both can run on one network without overlap.
+func KindVIPRange(subnet netip.Prefix) (first, last netip.Addr, err error) {
+	if !subnet.Addr().Is4() || subnet.Bits() > 24 {
+		return first, last, fmt.Errorf("kind subnet %s: want IPv4 /24 or larger", subnet)
+	}
+	subnet = subnet.Masked()
+	b := subnet.Addr().As4()
+	base := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	size := uint32(1) << (32 - subnet.Bits())
+	top := base + size - 3 - 32 // below MetalLB's 32 (which end below broadcast and a spare)
+	lo := top - 31
+	u := func(v uint32) netip.Addr {
+		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	}
+	return u(lo), u(top), nil
+}
