@@ -255,7 +255,7 @@ func TestFaultInjection(t *testing.T) {
 
 func faultRun(t *testing.T, keepAlive bool) {
 	const (
-		rate      = 200
+		rate      = 100
 		timeout   = 2 * time.Second
 		faultLen  = 500 * time.Millisecond
 		cleanLen  = 500 * time.Millisecond
