@@ -1,0 +1,262 @@
+package doctor
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Finding is one risk found in the input.
+type Finding struct {
+	RuleID   string   `json:"rule"`
+	Rule     string   `json:"name"`
+	Severity Severity `json:"severity"`
+	Seeds    []string `json:"seeds"`
+	// Service is the LoadBalancer (or L7-fronted) Service the risk affects.
+	Service string `json:"service"`
+	// Object is where the risk is: the workload, its PDB or the Service.
+	Object  string `json:"object"`
+	Message string `json:"message"`
+	Fix     string `json:"fix"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+}
+
+// Location is "file:line", "file" or "cluster".
+func (f Finding) Location() string {
+	return Source{File: f.File, Line: f.Line}.String()
+}
+
+// ServiceSummary is what the doctor analysed for one Service.
+type ServiceSummary struct {
+	Service   string   `json:"service"`
+	Type      string   `json:"type"`
+	Policy    string   `json:"externalTrafficPolicy"`
+	Profile   string   `json:"lbProfile"`
+	LBLag     string   `json:"lbHealthCheck"`
+	L7        string   `json:"l7,omitempty"`
+	Workloads []string `json:"workloads"`
+	Source    Source   `json:"source"`
+}
+
+// Report is the result of Check.
+type Report struct {
+	Profile  string           `json:"lbProfile"`
+	Services []ServiceSummary `json:"services"`
+	Findings []Finding        `json:"findings"`
+	Skipped  []Skip           `json:"skipped,omitempty"`
+}
+
+// Max is the highest severity found (SeverityNone when clean).
+func (r *Report) Max() Severity {
+	m := SeverityNone
+	for _, f := range r.Findings {
+		m = max(m, f.Severity)
+	}
+	return m
+}
+
+// Count counts findings of one severity.
+func (r *Report) Count(s Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Failed reports whether a finding at or above threshold exists;
+// SeverityNone never fails.
+func (r *Report) Failed(threshold Severity) bool {
+	return threshold != SeverityNone && r.Max() >= threshold
+}
+
+// Option configures Check.
+type Option func(*checkConfig)
+
+type checkConfig struct {
+	profile   LBProfile
+	namespace string
+}
+
+// WithLBProfile sets the LB profile for Services that do not name one.
+func WithLBProfile(p LBProfile) Option { return func(c *checkConfig) { c.profile = p } }
+
+// WithDefaultNamespace sets the namespace of objects that have none (the
+// namespace kubectl apply would put them in). Default "default".
+func WithDefaultNamespace(ns string) Option {
+	return func(c *checkConfig) {
+		if ns != "" {
+			c.namespace = ns
+		}
+	}
+}
+
+// Check runs every rule over the Services of type LoadBalancer (and the
+// Services an Ingress or HTTPRoute sends to) and the workloads behind them.
+func Check(m *Manifests, opts ...Option) *Report {
+	def, _ := LookupProfile(DefaultProfile)
+	cfg := checkConfig{profile: def, namespace: "default"}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	rep := &Report{Profile: cfg.profile.Name, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: m.Skipped}
+
+	var services, workloads, pdbs, routes []*Object
+	for _, orig := range m.Objects {
+		// Copy, so defaulting the namespace leaves the input untouched.
+		cp := *orig
+		o := &cp
+		if o.Namespace == "" {
+			o.Namespace = cfg.namespace
+		}
+		switch {
+		case o.routes != nil:
+			routes = append(routes, o)
+		case o.Obj == nil:
+		default:
+			if _, ok := o.Obj.(*corev1.Service); ok {
+				services = append(services, o)
+			} else if pdbOf(o) != nil {
+				pdbs = append(pdbs, o)
+			} else if _, ok := asWorkload(o); ok {
+				workloads = append(workloads, o)
+			}
+		}
+	}
+
+	seen := map[string]bool{}
+	emit := func(f Finding) {
+		key := f.RuleID + "|" + f.Object + "|" + f.Message
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		rep.Findings = append(rep.Findings, f)
+	}
+
+	for _, so := range services {
+		svc := so.Obj.(*corev1.Service)
+		l7Via := ""
+		for _, r := range routes {
+			if r.Namespace == so.Namespace && contains(r.routes, so.Name) {
+				l7Via = r.Ref()
+				break
+			}
+		}
+		prof, problems := serviceProfile(svc, cfg.profile)
+		if l7Via == "" && prof.L7 {
+			l7Via = "LB profile " + prof.Name
+		}
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && l7Via == "" {
+			continue
+		}
+		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+		sum := ServiceSummary{
+			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: prof.Name,
+			LBLag: prof.Describe(), L7: l7Via, Workloads: []string{}, Source: so.Source,
+		}
+		if local {
+			sum.Policy = "Local"
+		}
+		for _, msg := range problems {
+			emit(finding(mustRule("ZD091"), Warning, so, so, so.FirstLine([]any{"metadata", "annotations"}), msg))
+		}
+		for _, wo := range workloads {
+			if wo.Namespace != so.Namespace {
+				continue
+			}
+			wl, _ := asWorkload(wo)
+			if !serviceSelects(svc, wl) {
+				continue
+			}
+			sum.Workloads = append(sum.Workloads, wo.Ref())
+			ci, c := wl.servingContainer(svc)
+			if c == nil {
+				continue
+			}
+			t := &target{svcObj: so, svc: svc, local: local, profile: prof, l7Via: l7Via, wl: wl, ci: ci, c: c}
+			for _, po := range pdbs {
+				if po.Namespace == wo.Namespace && pdbSelects(pdbOf(po), wl) {
+					t.pdbs = append(t.pdbs, po)
+				}
+			}
+			for _, rule := range catalogue {
+				if rule.check == nil {
+					continue
+				}
+				for _, res := range rule.check(t) {
+					obj := res.obj
+					if obj == nil {
+						obj = wo
+					}
+					line := res.line
+					if line == 0 {
+						line = obj.Source.Line
+					}
+					emit(finding(rule, res.sev, so, obj, line, res.msg))
+				}
+			}
+		}
+		if len(sum.Workloads) == 0 {
+			emit(finding(mustRule("ZD090"), Info, so, so, so.FirstLine([]any{"spec", "selector"}, []any{"spec"}),
+				fmt.Sprintf("selector %s matches no Deployment, StatefulSet or DaemonSet in namespace %s of the input",
+					selectorString(svc.Spec.Selector), so.Namespace)))
+		}
+		rep.Services = append(rep.Services, sum)
+	}
+
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
+		if a.Severity != b.Severity {
+			return a.Severity > b.Severity
+		}
+		if a.Service != b.Service {
+			return a.Service < b.Service
+		}
+		return a.RuleID < b.RuleID
+	})
+	return rep
+}
+
+func mustRule(id string) Rule {
+	r, ok := RuleByID(id)
+	if !ok {
+		panic("doctor: rule " + id + " missing from the catalogue")
+	}
+	return r
+}
+
+func finding(r Rule, sev Severity, svc, obj *Object, line int, msg string) Finding {
+	f := Finding{
+		RuleID: r.ID, Rule: r.Name, Severity: sev, Seeds: r.Seeds,
+		Service: svc.Ref(), Object: obj.Ref(), Message: msg, Fix: r.Fix,
+		File: obj.Source.File,
+	}
+	if f.File != "" {
+		f.Line = line
+	}
+	return f
+}
+
+func selectorString(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "(empty)"
+	}
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + sel[k]
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,89 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// LoadCluster reads the objects the rules need from a live cluster:
+// Services, Deployments, StatefulSets, DaemonSets, PodDisruptionBudgets and
+// Ingresses in namespace ("" for all namespaces). Findings from a cluster
+// have no file or line; they name the object.
+func LoadCluster(ctx context.Context, cs kubernetes.Interface, namespace string) (*Manifests, error) {
+	m := &Manifests{}
+	where := "namespace " + namespace
+	if namespace == "" {
+		where = "all namespaces"
+	}
+	fail := func(what string, err error) error {
+		hint := "check KUBECONFIG, the context and that the cluster is reachable"
+		if apierrors.IsForbidden(err) {
+			hint = "your credentials may not list " + what + "; try --namespace with a namespace you can read"
+		}
+		return fmt.Errorf("doctor: list %s in %s: %w (%s)", what, where, err, hint)
+	}
+	add := func(apiVersion, kind string, meta metav1.Object, obj any) {
+		m.Objects = append(m.Objects, &Object{
+			APIVersion: apiVersion, Kind: kind, Namespace: meta.GetNamespace(), Name: meta.GetName(), Obj: obj,
+		})
+	}
+	opts := metav1.ListOptions{}
+
+	svcs, err := cs.CoreV1().Services(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fail("services", err)
+	}
+	for i := range svcs.Items {
+		add("v1", "Service", &svcs.Items[i], &svcs.Items[i])
+	}
+	deps, err := cs.AppsV1().Deployments(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fail("deployments", err)
+	}
+	for i := range deps.Items {
+		add("apps/v1", "Deployment", &deps.Items[i], &deps.Items[i])
+	}
+	sts, err := cs.AppsV1().StatefulSets(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fail("statefulsets", err)
+	}
+	for i := range sts.Items {
+		add("apps/v1", "StatefulSet", &sts.Items[i], &sts.Items[i])
+	}
+	dss, err := cs.AppsV1().DaemonSets(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fail("daemonsets", err)
+	}
+	for i := range dss.Items {
+		add("apps/v1", "DaemonSet", &dss.Items[i], &dss.Items[i])
+	}
+	pdbs, err := cs.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fail("poddisruptionbudgets", err)
+	}
+	for i := range pdbs.Items {
+		add("policy/v1", "PodDisruptionBudget", &pdbs.Items[i], &pdbs.Items[i])
+	}
+	ings, err := cs.NetworkingV1().Ingresses(namespace).List(ctx, opts)
+	switch {
+	case err == nil:
+		for i := range ings.Items {
+			ing := &ings.Items[i]
+			m.Objects = append(m.Objects, &Object{
+				APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
+				routes: ingressServices(ing),
+			})
+		}
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		// Ingresses only feed the keep-alive rule (ZD040); say it was not
+		// checked rather than fail the whole run.
+		m.Skipped = append(m.Skipped, Skip{Reason: fmt.Sprintf("ingresses in %s not readable (%v): ZD040 only sees L7 LB profiles", where, err)})
+	default:
+		return nil, fail("ingresses", err)
+	}
+	return m, nil
+}

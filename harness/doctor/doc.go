@@ -1,0 +1,67 @@
+// Package doctor predicts dropped requests from Kubernetes manifests before
+// anything runs. The seed incidents (see /work/shared/seeds and the fixtures
+// package) follow from configuration that can be read statically; the doctor
+// reads it and reports, for each Service of type LoadBalancer (and each
+// Service an Ingress or Gateway API route sends to) and the workloads behind
+// it, the risk, the fix and the seed incident it comes from.
+//
+// Inputs: Read / ReadFile / Load parse files, directories, stdin, multi-document
+// YAML or JSON and List kinds, keeping each object's YAML tree so findings
+// carry the file and line of the field at fault; LoadCluster reads the same
+// kinds from a live cluster. Check runs the rules; WriteText, WriteJSON and
+// WriteSARIF (2.1.0) render the Report. The `zerodrop doctor` subcommand
+// (harness/cmd/zerodrop/cmd_doctor.go) is a thin layer over this package.
+//
+// # Rules
+//
+// Rules are data (Rules(): ID, name, severity, seeds, description, fix):
+//
+//	ZD001 termination-outlives-readiness  error*  seed 002       preStop + period*(failureThreshold-1) < terminationGracePeriodSeconds
+//	ZD002 prestop-shorter-than-lb-lag     error   seeds 002,003  Local: preStop < LB interval x unhealthyThreshold
+//	ZD003 grace-not-above-prestop         error   seed 002       terminationGracePeriodSeconds <= preStop
+//	ZD004 no-prestop                      warning seed 003       Cluster: no preStop hook at all
+//	ZD005 prestop-duration-unknown        info    seed 002       exec/httpGet hook without a readable duration
+//	ZD010 local-without-spread            warning seed 001       Local, >= 2 replicas, no spread or anti-affinity
+//	ZD011 pool-affinity-vs-lb-backend     error*  seed 001       Local: Pods' pool vs the LB's backend pool
+//	ZD012 single-replica                  warning seeds 000,003  one replica
+//	ZD020 pdb-never-allows-eviction       error   seed 000       maxUnavailable 0 / minAvailable = replicas
+//	ZD021 pdb-overlap                     error   seed 000       more than one PDB selects the Pods
+//	ZD022 pdb-blocks-unhealthy-eviction   warning seed 000       no unhealthyPodEvictionPolicy AlwaysAllow
+//	ZD023 no-pdb                          info    seed 000       no PDB covers >= 2 replicas
+//	ZD030 no-readiness-probe              error   seeds 002,004  serving container without readiness probe
+//	ZD031 readiness-equals-liveness       warning seeds 002,004  both probes hit the same handler
+//	ZD032 rollout-allows-zero-ready       error*  seed 002       Recreate, or maxUnavailable reaching all replicas
+//	ZD033 local-without-min-ready         warning seed 002       Local with minReadySeconds 0
+//	ZD040 keepalive-behind-l7             warning seed 004       L7 LB + keep-alive + readiness that can flip
+//	ZD090 service-selects-nothing         info                   the Service selects no workload in the input
+//	ZD091 lb-annotation-invalid           warning                unknown lb profile or non-numeric health-check annotation
+//
+// (* lower severity in some cases: ZD001 is a warning with Cluster, ZD011 a
+// warning or info when only the Pods are pinned, ZD032 a warning for a
+// DaemonSet without surge.)
+//
+// # LB profiles: the health-check lag
+//
+// With externalTrafficPolicy Local a cloud LB picks nodes by health-checking
+// kube-proxy's healthCheckNodePort and stops sending new connections to a node
+// only interval x unhealthyThreshold after the check starts failing. The lag
+// is per provider; each number below was read from the provider's own
+// Kubernetes integration (looked up in stored public copies of the sources,
+// cited in profiles.go):
+//
+//	profile   aliases                    interval  unhealthy  removal lag  source
+//	generic                              10s       3          30s          zerodrop's middle ground, = fixtures.GenericLB
+//	gcp-nlb   gcp, gke, gke-legacy       8s        3          24s          kubernetes/ingress-gce pkg/healthchecksl4 (gceHc* constants)
+//	azure-lb  azure, azure-basic, aks    5s        2          10s          kubernetes-sigs/cloud-provider-azure pkg/consts (HealthProbeDefault*)
+//	aws-nlb   aws, eks                   10s       2          20s          kubernetes/cloud-provider-aws buildNLBHealthCheckConfiguration (Local)
+//	aws-elb   aws-clb                    10s       6          60s          kubernetes/cloud-provider-aws defaultElbHC* (Classic ELB)
+//	gclb      gce-ingress (L7)           60s       10         600s         kubernetes/ingress controllers/gce/healthchecks (seed 004's era)
+//	metallb   kind                       -         -          0s           no health check; speakers follow EndpointSlices
+//
+// A Service picks its profile with the annotation zerodrop.dev/lb-profile (the
+// same annotation the cloud-style LB of issue 9 reads); otherwise the
+// --lb-profile default (generic) applies. The providers' own health-check
+// annotations (aws-load-balancer-healthcheck-interval / -unhealthy-threshold /
+// -healthy-threshold, azure-load-balancer-health-probe-interval /
+// -num-of-probe) override the profile's numbers for that Service.
+package doctor

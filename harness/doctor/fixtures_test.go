@@ -1,0 +1,119 @@
+package doctor
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop/fixtures"
+)
+
+func fixtureReport(t *testing.T, opts []fixtures.Option, check ...Option) *Report {
+	t.Helper()
+	w, err := fixtures.New(opts...)
+	if err != nil {
+		t.Fatalf("fixtures.New: %v", err)
+	}
+	out, err := w.RenderYAML()
+	if err != nil {
+		t.Fatalf("RenderYAML: %v", err)
+	}
+	ms, err := Read("fixture.yaml", bytes.NewReader(out))
+	if err != nil {
+		t.Fatalf("Read rendered fixture: %v\n%s", err, out)
+	}
+	return Check(ms, check...)
+}
+
+func ids(r *Report, sev Severity) []string {
+	var out []string
+	for _, f := range r.Findings {
+		if f.Severity == sev {
+			out = append(out, f.RuleID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestFixtureProfiles: the naive profile has the seeds' hazards, the hardened
+// profile has none at error level, for both policies and every PDB mode.
+func TestFixtureProfiles(t *testing.T) {
+	local, cluster := corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster
+	tests := []struct {
+		name     string
+		opts     []fixtures.Option
+		errors   []string
+		warnings []string
+	}{
+		{name: "naive Local", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(local)},
+			errors: []string{"ZD001", "ZD002"}, warnings: []string{"ZD010", "ZD033"}},
+		{name: "naive Local blocking PDB (seed 000)", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking)},
+			errors: []string{"ZD001", "ZD002", "ZD020"}, warnings: []string{"ZD010", "ZD033"}},
+		{name: "naive Cluster", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(cluster)},
+			errors: nil, warnings: []string{"ZD001", "ZD004"}},
+		{name: "hardened Local", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Hardened), fixtures.WithPolicy(local)}},
+		{name: "hardened Cluster", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Hardened), fixtures.WithPolicy(cluster)}},
+		{name: "hardened with a blocking PDB still gets ZD020", opts: []fixtures.Option{fixtures.WithPDB(fixtures.PDBBlocking)},
+			errors: []string{"ZD020"}},
+		{name: "hardened pinned to a pool and LB pinned to it", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-a")}},
+		{name: "hardened with the LB pinned elsewhere (seed 001)", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-b")},
+			errors: []string{"ZD011"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fixtureReport(t, tc.opts)
+			if got := ids(r, Error); strings.Join(got, ",") != strings.Join(tc.errors, ",") {
+				t.Errorf("errors = %v, want %v; %s", got, tc.errors, summary(r))
+			}
+			if got := ids(r, Warning); strings.Join(got, ",") != strings.Join(tc.warnings, ",") {
+				t.Errorf("warnings = %v, want %v; %s", got, tc.warnings, summary(r))
+			}
+			if len(r.Services) != 1 || len(r.Services[0].Workloads) != 1 {
+				t.Errorf("services = %+v, want the fixture's one Service with its Deployment", r.Services)
+			}
+		})
+	}
+}
+
+// TestHardenedMatchesEveryProfile: a hardened fixture built for a vendor's
+// health-check timing passes the doctor with that vendor's profile, and a
+// fixture built for a faster LB fails against a slower one.
+func TestHardenedMatchesEveryProfile(t *testing.T) {
+	for _, p := range Profiles() {
+		t.Run(p.Name, func(t *testing.T) {
+			lb := fixtures.LBHealthCheck{Interval: p.Interval, HealthyThreshold: p.HealthyThreshold, UnhealthyThreshold: p.UnhealthyThreshold}
+			r := fixtureReport(t, []fixtures.Option{fixtures.WithLBHealthCheck(lb)}, WithLBProfile(p))
+			if got := ids(r, Error); len(got) > 0 {
+				t.Errorf("hardened fixture for %s has errors %v; %s", p.Name, got, summary(r))
+			}
+		})
+	}
+	fast, _ := LookupProfile("azure-lb")
+	slow, _ := LookupProfile("aws-elb")
+	lb := fixtures.LBHealthCheck{Interval: fast.Interval, HealthyThreshold: fast.HealthyThreshold, UnhealthyThreshold: fast.UnhealthyThreshold}
+	r := fixtureReport(t, []fixtures.Option{fixtures.WithLBHealthCheck(lb)}, WithLBProfile(slow))
+	if got := bySeverity(r)["ZD002"]; got != Error {
+		t.Errorf("fixture tuned for azure-lb checked against aws-elb: ZD002 = %v, want error", got)
+	}
+}
+
+// TestGenericProfileMatchesFixtures keeps the two definitions of "generic"
+// in step.
+func TestGenericProfileMatchesFixtures(t *testing.T) {
+	g, ok := LookupProfile("generic")
+	if !ok {
+		t.Fatal("no generic profile")
+	}
+	want := fixtures.GenericLB
+	if g.Interval != want.Interval || g.HealthyThreshold != want.HealthyThreshold || g.UnhealthyThreshold != want.UnhealthyThreshold {
+		t.Errorf("doctor generic %v x %d/%d != fixtures.GenericLB %+v", g.Interval, g.HealthyThreshold, g.UnhealthyThreshold, want)
+	}
+	if g.RemovalLag() != 30*time.Second {
+		t.Errorf("generic removal lag = %v, want 30s", g.RemovalLag())
+	}
+}

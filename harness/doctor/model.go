@@ -1,0 +1,376 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Annotations and labels the doctor understands beyond the providers' own.
+const (
+	AnnotationLBProfile = "zerodrop.dev/lb-profile"
+	AnnotationLBPool    = "zerodrop.dev/lb-pool"
+)
+
+// poolLabelKeys are node labels that name a node pool on the platforms the
+// seeds ran on, plus zerodrop's own.
+var poolLabelKeys = []string{
+	"zerodrop.dev/pool",
+	"cloud.google.com/gke-nodepool",
+	"agentpool",
+	"kubernetes.azure.com/agentpool",
+	"eks.amazonaws.com/nodegroup",
+	"alpha.eksctl.io/nodegroup-name",
+	"karpenter.sh/nodepool",
+	"node.kubernetes.io/pool",
+	"nodepool.banzaicloud.io/name", // seed 001
+}
+
+func isPoolKey(k string) bool {
+	for _, p := range poolLabelKeys {
+		if k == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Severity orders findings.
+type Severity int
+
+const (
+	SeverityNone Severity = iota
+	Info
+	Warning
+	Error
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	case Error:
+		return "error"
+	default:
+		return "none"
+	}
+}
+
+// MarshalJSON writes the name.
+func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// UnmarshalJSON reads the name.
+func (s *Severity) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	v, err := ParseSeverity(name)
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ParseSeverity reads "error", "warning", "info" or "none".
+func ParseSeverity(s string) (Severity, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "error":
+		return Error, nil
+	case "warning", "warn":
+		return Warning, nil
+	case "info", "note":
+		return Info, nil
+	case "none", "never":
+		return SeverityNone, nil
+	}
+	return SeverityNone, fmt.Errorf("unknown severity %q: want error, warning, info or none", s)
+}
+
+// workload is a Deployment, StatefulSet or DaemonSet reduced to what the
+// rules read. tpl is the YAML path to the Pod template.
+type workload struct {
+	obj      *Object
+	kind     string
+	replicas *int32 // nil for a DaemonSet: one per eligible node
+	template *corev1.PodTemplateSpec
+	minReady int32
+	selector *metav1.LabelSelector
+}
+
+var tplPath = []any{"spec", "template"}
+
+func asWorkload(o *Object) (*workload, bool) {
+	switch t := o.Obj.(type) {
+	case *appsv1.Deployment:
+		r := int32(1)
+		if t.Spec.Replicas != nil {
+			r = *t.Spec.Replicas
+		}
+		return &workload{obj: o, kind: "Deployment", replicas: &r, template: &t.Spec.Template, minReady: t.Spec.MinReadySeconds, selector: t.Spec.Selector}, true
+	case *appsv1.StatefulSet:
+		r := int32(1)
+		if t.Spec.Replicas != nil {
+			r = *t.Spec.Replicas
+		}
+		return &workload{obj: o, kind: "StatefulSet", replicas: &r, template: &t.Spec.Template, minReady: t.Spec.MinReadySeconds, selector: t.Spec.Selector}, true
+	case *appsv1.DaemonSet:
+		return &workload{obj: o, kind: "DaemonSet", template: &t.Spec.Template, minReady: t.Spec.MinReadySeconds, selector: t.Spec.Selector}, true
+	}
+	return nil, false
+}
+
+func (w *workload) podLabels() labels.Set { return labels.Set(w.template.Labels) }
+
+// servingContainer picks the container the Service sends traffic to: the one
+// owning the Service's target port (by name or number), else the first.
+func (w *workload) servingContainer(svc *corev1.Service) (int, *corev1.Container) {
+	cs := w.template.Spec.Containers
+	if len(cs) == 0 {
+		return -1, nil
+	}
+	for _, sp := range svc.Spec.Ports {
+		tp := sp.TargetPort
+		if tp.Type == intstr.Int && tp.IntVal == 0 {
+			tp = intstr.FromInt32(sp.Port)
+		}
+		for i := range cs {
+			for _, cp := range cs[i].Ports {
+				if (tp.Type == intstr.String && cp.Name == tp.StrVal) || (tp.Type == intstr.Int && cp.ContainerPort == tp.IntVal) {
+					return i, &cs[i]
+				}
+			}
+		}
+	}
+	return 0, &cs[0]
+}
+
+// preStop describes a container's preStop hook for the timing rules.
+type preStop struct {
+	kind     string // "none", "sleep", "exec", "httpGet", "tcpSocket"
+	duration time.Duration
+	known    bool // duration is a lower bound we can rely on
+}
+
+// sleepRE finds "sleep 10" (or "sleep 10s") in an exec preStop command such
+// as ["/bin/sh", "-c", "sleep 15 && nginx -s quit"].
+var sleepRE = regexp.MustCompile(`(?:^|[\s;&|(/"'])sleep\s+(\d{1,6})(s?)(?:$|[\s;&|)"'])`)
+
+func containerPreStop(c *corev1.Container) preStop {
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return preStop{kind: "none", known: true}
+	}
+	h := c.Lifecycle.PreStop
+	switch {
+	case h.Sleep != nil:
+		return preStop{kind: "sleep", duration: time.Duration(h.Sleep.Seconds) * time.Second, known: true}
+	case h.Exec != nil:
+		if m := sleepRE.FindStringSubmatch(strings.Join(h.Exec.Command, " ")); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return preStop{kind: "exec", duration: time.Duration(n) * time.Second, known: true}
+		}
+		return preStop{kind: "exec"}
+	case h.HTTPGet != nil:
+		return preStop{kind: "httpGet"}
+	case h.TCPSocket != nil:
+		return preStop{kind: "tcpSocket"}
+	}
+	return preStop{kind: "none", known: true}
+}
+
+func (p preStop) String() string {
+	switch {
+	case p.kind == "none":
+		return "no preStop hook (0s)"
+	case p.known:
+		return fmt.Sprintf("preStop %s %v", p.kind, p.duration)
+	default:
+		return fmt.Sprintf("preStop %s of unknown duration", p.kind)
+	}
+}
+
+// grace is the Pod's terminationGracePeriodSeconds with the API default.
+func (w *workload) grace() time.Duration {
+	if g := w.template.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// probeTiming returns period and failureThreshold with the API defaults.
+func probeTiming(p *corev1.Probe) (period time.Duration, failure int32) {
+	period, failure = 10*time.Second, 3
+	if p.PeriodSeconds > 0 {
+		period = time.Duration(p.PeriodSeconds) * time.Second
+	}
+	if p.FailureThreshold > 0 {
+		failure = p.FailureThreshold
+	}
+	return period, failure
+}
+
+// sameHandler reports whether two probes check the same thing, resolving
+// named ports against the container.
+func sameHandler(c *corev1.Container, a, b *corev1.Probe) bool {
+	norm := func(p *corev1.Probe) corev1.ProbeHandler {
+		h := *p.ProbeHandler.DeepCopy()
+		if h.HTTPGet != nil {
+			h.HTTPGet.Port = resolvePort(c, h.HTTPGet.Port)
+			if h.HTTPGet.Scheme == "" {
+				h.HTTPGet.Scheme = corev1.URISchemeHTTP
+			}
+			if h.HTTPGet.Path == "" {
+				h.HTTPGet.Path = "/"
+			}
+		}
+		if h.TCPSocket != nil {
+			h.TCPSocket.Port = resolvePort(c, h.TCPSocket.Port)
+		}
+		return h
+	}
+	ha, hb := norm(a), norm(b)
+	ja, _ := json.Marshal(ha)
+	jb, _ := json.Marshal(hb)
+	return string(ja) == string(jb)
+}
+
+func resolvePort(c *corev1.Container, p intstr.IntOrString) intstr.IntOrString {
+	if p.Type == intstr.String {
+		for _, cp := range c.Ports {
+			if cp.Name == p.StrVal {
+				return intstr.FromInt32(cp.ContainerPort)
+			}
+		}
+	}
+	return p
+}
+
+// workloadPools returns the node pools the workload is pinned to (required
+// node affinity In, or nodeSelector, on a pool label) and whether it is
+// pinned at all.
+func (w *workload) pools() ([]string, bool) {
+	ps := w.template.Spec
+	var out []string
+	pinned := false
+	for k, v := range ps.NodeSelector {
+		if isPoolKey(k) {
+			out, pinned = append(out, v), true
+		}
+	}
+	if a := ps.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		// Terms are ORed: the workload is pinned only if every term pins it.
+		allPinned := len(terms) > 0
+		var vals []string
+		for _, t := range terms {
+			termPinned := false
+			for _, e := range t.MatchExpressions {
+				if isPoolKey(e.Key) && e.Operator == corev1.NodeSelectorOpIn {
+					vals = append(vals, e.Values...)
+					termPinned = true
+				}
+			}
+			allPinned = allPinned && termPinned
+		}
+		if allPinned {
+			out, pinned = append(out, vals...), true
+		}
+	}
+	return dedupe(out), pinned
+}
+
+// servicePool returns the node pool the Service's LB backend is restricted
+// to, if an annotation says so, and which annotation.
+func servicePool(svc *corev1.Service) (pool, annotation string) {
+	if v := strings.TrimSpace(svc.Annotations[AnnotationLBPool]); v != "" {
+		return v, AnnotationLBPool
+	}
+	if v := strings.TrimSpace(svc.Annotations[annAWSTargets]); v != "" {
+		for _, kv := range strings.Split(v, ",") {
+			k, val, _ := strings.Cut(strings.TrimSpace(kv), "=")
+			if isPoolKey(k) && val != "" {
+				return val, annAWSTargets
+			}
+		}
+	}
+	// The AKS annotation names an availability set, which embeds the pool
+	// name ("pool-1-availabilitySet-27255451" in seed 001); "__auto__" is
+	// not a restriction.
+	if v := strings.TrimSpace(svc.Annotations[annAzMode]); v != "" && !strings.EqualFold(v, "__auto__") {
+		return v, annAzMode
+	}
+	return "", ""
+}
+
+func poolCovered(backend, annotation, pool string) bool {
+	if annotation == annAzMode {
+		return strings.Contains(strings.ToLower(backend), strings.ToLower(pool))
+	}
+	return backend == pool
+}
+
+// pdbSelects reports whether the PDB's selector matches the workload's Pods.
+// A nil selector matches nothing; an empty one matches every Pod (policy/v1).
+func pdbSelects(pdb *policyv1.PodDisruptionBudget, w *workload) bool {
+	if pdb.Spec.Selector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return false
+	}
+	return sel.Matches(w.podLabels())
+}
+
+// serviceSelects reports whether a Service selector picks the workload.
+func serviceSelects(svc *corev1.Service, w *workload) bool {
+	if len(svc.Spec.Selector) == 0 {
+		return false
+	}
+	return labels.SelectorFromSet(svc.Spec.Selector).Matches(w.podLabels())
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scaledValue resolves an int-or-percent against total, rounding up for
+// surge and down for unavailable, as the Deployment controller does.
+func scaledValue(v *intstr.IntOrString, total int32, roundUp bool, def string) (int32, error) {
+	x := intstr.Parse(def)
+	if v != nil {
+		x = *v
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&x, int(total), roundUp)
+	return int32(n), err
+}

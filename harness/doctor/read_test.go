@@ -1,0 +1,302 @@
+package doctor
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestRead(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		refs     []string // Object refs in order
+		lines    []int    // Source lines in order
+		skipped  int
+		typed    []bool // Obj != nil
+		errLine  int    // >0: want an InputError at this line
+		errMatch string
+	}{
+		{
+			name:  "multi-document with leading separator and comments",
+			in:    "# comment\n---\napiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\n# empty doc\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: b\n  namespace: x\n",
+			refs:  []string{"service//a", "deployment/x/b"},
+			lines: []int{3, 9},
+			typed: []bool{true, true},
+		},
+		{
+			name:  "v1 List with items",
+			in:    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: a}\n- apiVersion: policy/v1\n  kind: PodDisruptionBudget\n  metadata: {name: p}\n",
+			refs:  []string{"service//a", "poddisruptionbudget//p"},
+			lines: []int{4, 7},
+			typed: []bool{true, true},
+		},
+		{
+			name:  "typed List (kubectl get -o yaml) and nested List",
+			in:    "apiVersion: apps/v1\nkind: DeploymentList\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - apiVersion: apps/v1\n    kind: Deployment\n    metadata: {name: d}\n",
+			refs:  []string{"deployment//d"},
+			lines: []int{7},
+			typed: []bool{true},
+		},
+		{
+			name:  "empty List",
+			in:    "apiVersion: v1\nkind: List\nitems: []\n---\napiVersion: v1\nkind: List\n",
+			refs:  nil,
+			typed: nil,
+		},
+		{
+			name:  "JSON document",
+			in:    `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "j"}, "spec": {"type": "LoadBalancer"}}`,
+			refs:  []string{"service//j"},
+			lines: []int{1},
+			typed: []bool{true},
+		},
+		{
+			name:    "unknown kinds are kept but not analysed; non-objects skipped",
+			in:      "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\nreplicaCount: 3\n---\n- a\n- b\n---\njust a string\n",
+			refs:    []string{"widget//w"},
+			lines:   []int{1},
+			typed:   []bool{false},
+			skipped: 4,
+		},
+		{
+			name:     "broken YAML in the second document names the stream line",
+			in:       "apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: b\n   namespace: bad\n",
+			errLine:  9,
+			errMatch: "invalid YAML",
+		},
+		{
+			name:     "unterminated flow mapping",
+			in:       "apiVersion: v1\nkind: Service\nmetadata: {name: a\n",
+			errLine:  3,
+			errMatch: "invalid YAML",
+		},
+		{
+			name:     "wrong type names the field's line",
+			in:       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  replicas: three\n",
+			errLine:  6,
+			errMatch: "replicas",
+		},
+		{
+			name:     "duplicate key",
+			in:       "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b\n",
+			errLine:  5,
+			errMatch: "already defined",
+		},
+		{
+			name:     "kind of the wrong type",
+			in:       "apiVersion: v1\nkind: [Service]\n",
+			errLine:  1,
+			errMatch: "wrong type",
+		},
+		{
+			name:     "items that are not a list",
+			in:       "apiVersion: v1\nkind: List\nitems: {a: b}\n",
+			errLine:  3,
+			errMatch: "must be a list",
+		},
+		{
+			name:  "aliases and merge keys resolve",
+			in:    "apiVersion: v1\nkind: Service\nmetadata: &m {name: a, namespace: ns}\nspec:\n  <<: {type: LoadBalancer}\n",
+			refs:  []string{"service/ns/a"},
+			lines: []int{1},
+			typed: []bool{true},
+		},
+		{
+			name:  "non-string keys are stringified like sigs.k8s.io/yaml",
+			in:    "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  labels:\n    1: one\n",
+			refs:  []string{"service//a"},
+			lines: []int{1},
+			typed: []bool{true},
+		},
+		{
+			name:     "NaN has no JSON form",
+			in:       "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {x: .nan}\n",
+			errLine:  1,
+			errMatch: "JSON",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, err := Read("in.yaml", strings.NewReader(tc.in))
+			if tc.errLine > 0 {
+				var ie *InputError
+				if !errors.As(err, &ie) {
+					t.Fatalf("err = %v, want an InputError", err)
+				}
+				if ie.File != "in.yaml" || ie.Line != tc.errLine {
+					t.Errorf("error at %s:%d, want in.yaml:%d (%v)", ie.File, ie.Line, tc.errLine, err)
+				}
+				if !strings.Contains(err.Error(), tc.errMatch) || !strings.HasPrefix(err.Error(), "in.yaml:") {
+					t.Errorf("error %q should start with the file and mention %q", err, tc.errMatch)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			var refs []string
+			var lines []int
+			var typed []bool
+			for _, o := range ms.Objects {
+				refs = append(refs, o.Ref())
+				lines = append(lines, o.Source.Line)
+				typed = append(typed, o.Obj != nil)
+			}
+			if strings.Join(refs, " ") != strings.Join(tc.refs, " ") {
+				t.Errorf("refs = %v, want %v", refs, tc.refs)
+			}
+			if tc.lines != nil && !equalInts(lines, tc.lines) {
+				t.Errorf("lines = %v, want %v", lines, tc.lines)
+			}
+			if len(typed) != len(tc.typed) {
+				t.Errorf("typed = %v, want %v", typed, tc.typed)
+			} else {
+				for i := range typed {
+					if typed[i] != tc.typed[i] {
+						t.Errorf("typed = %v, want %v", typed, tc.typed)
+						break
+					}
+				}
+			}
+			if len(ms.Skipped) != tc.skipped {
+				t.Errorf("skipped = %+v, want %d", ms.Skipped, tc.skipped)
+			}
+		})
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReadTypes(t *testing.T) {
+	in := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 4\n  template:\n    spec:\n      containers: [{name: c, image: i}]\n" +
+		"---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {type: LoadBalancer, externalTrafficPolicy: Local}\n"
+	ms, err := Read("x", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := ms.Objects[0].Obj.(*appsv1.Deployment)
+	if !ok || *d.Spec.Replicas != 4 || d.Spec.Template.Spec.Containers[0].Name != "c" {
+		t.Errorf("deployment = %#v", ms.Objects[0].Obj)
+	}
+	s, ok := ms.Objects[1].Obj.(*corev1.Service)
+	if !ok || s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+		t.Errorf("service = %#v", ms.Objects[1].Obj)
+	}
+}
+
+func TestObjectLine(t *testing.T) {
+	in := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n      - name: b\n        readinessProbe:\n          periodSeconds: 5\n"
+	ms, err := Read("x", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ms.Objects[0]
+	tests := []struct {
+		path []any
+		want int
+	}{
+		{nil, 1},
+		{[]any{"spec"}, 4},
+		{[]any{"spec", "template", "spec", "containers", 1, "readinessProbe", "periodSeconds"}, 11},
+		{[]any{"spec", "template", "spec", "containers", 0, "readinessProbe"}, 8}, // deepest existing: item 0
+		{[]any{"spec", "template", "spec", "containers", 7}, 7},
+		{[]any{"spec", "nope", "deeper"}, 4},
+	}
+	for _, tc := range tests {
+		if got := o.Line(tc.path...); got != tc.want {
+			t.Errorf("Line(%v) = %d, want %d", tc.path, got, tc.want)
+		}
+	}
+	if got := o.FirstLine([]any{"spec", "missing"}, []any{"spec", "template"}); got != 5 {
+		t.Errorf("FirstLine = %d, want 5", got)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := func(name string) string {
+		return "apiVersion: v1\nkind: Service\nmetadata: {name: " + name + "}\n"
+	}
+	write("a.yaml", svc("a"))
+	write("sub/b.yml", svc("b"))
+	write("sub/c.json", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"c"}}`)
+	write("sub/readme.md", "not yaml: [")
+	write(".hidden/d.yaml", "broken: [")
+	write("sub/.e.yaml", "broken: [")
+
+	ms, err := Load([]string{dir, "-"}, strings.NewReader(svc("stdin")))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	var names, files []string
+	for _, o := range ms.Objects {
+		names = append(names, o.Name)
+		files = append(files, filepath.Base(o.Source.File))
+	}
+	if got := strings.Join(names, ","); got != "a,b,c,stdin" {
+		t.Errorf("objects = %s, want a,b,c,stdin (hidden entries and non-manifests skipped)", got)
+	}
+	if files[3] != StdinName {
+		t.Errorf("stdin source = %q", files[3])
+	}
+
+	errCases := []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
+		{"no input", nil, "no input"},
+		{"stdin twice", []string{"-", "-"}, "more than once"},
+	}
+	for _, tc := range errCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.paths, strings.NewReader(""))
+			var ie *InputError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want an InputError mentioning %q", err, tc.want)
+			}
+		})
+	}
+
+	write("bad/x.yaml", svc("ok")+"---\nmetadata: [\n")
+	_, err = Load([]string{filepath.Join(dir, "bad")}, nil)
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.HasSuffix(ie.File, "x.yaml") || ie.Line != 5 {
+		t.Errorf("bad dir: err = %v, want x.yaml:5", err)
+	}
+}
+
+func TestReadTooLarge(t *testing.T) {
+	big := bytes.Repeat([]byte("#"), MaxFileSize+1)
+	_, err := Read("big", bytes.NewReader(big))
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("err = %v, want a size error", err)
+	}
+}

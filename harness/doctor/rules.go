@@ -1,0 +1,602 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Rule is one check, as data: what it looks for, which seed incident it comes
+// from and how to fix what it finds. Severity is the highest severity the
+// rule reports; some rules report lower ones depending on the traffic policy.
+type Rule struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Severity    Severity `json:"severity"`
+	Seeds       []string `json:"seeds"`
+	Summary     string   `json:"summary"`
+	Description string   `json:"description"`
+	Fix         string   `json:"fix"`
+
+	check func(t *target) []result
+}
+
+// result is what a check returns; Check turns it into a Finding.
+type result struct {
+	sev  Severity
+	msg  string
+	obj  *Object // nil: the workload
+	line int     // 0: the object's line
+}
+
+// target is one (Service, workload) pair and everything the rules read.
+type target struct {
+	svcObj  *Object
+	svc     *corev1.Service
+	local   bool
+	profile LBProfile
+	l7Via   string // "ingress/ns/name" or the L7 profile, "" for none
+	wl      *workload
+	ci      int
+	c       *corev1.Container
+	pdbs    []*Object
+}
+
+func (t *target) policy() string {
+	if t.local {
+		return "Local"
+	}
+	return "Cluster"
+}
+
+func (t *target) cpath(rest ...any) []any {
+	p := append(append([]any{}, tplPath...), "spec", "containers", t.ci)
+	return append(p, rest...)
+}
+
+func (t *target) podPath(rest ...any) []any {
+	return append(append(append([]any{}, tplPath...), "spec"), rest...)
+}
+
+func (t *target) line(paths ...[]any) int { return t.wl.obj.FirstLine(paths...) }
+
+// Rules returns the rule catalogue in ID order.
+func Rules() []Rule {
+	out := make([]Rule, len(catalogue))
+	copy(out, catalogue)
+	return out
+}
+
+// RuleByID finds a rule.
+func RuleByID(id string) (Rule, bool) {
+	for _, r := range catalogue {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+var catalogue = []Rule{
+	{
+		ID: "ZD001", Name: "termination-outlives-readiness", Severity: Error, Seeds: []string{"002"},
+		Summary: "preStop + readiness period x (failureThreshold - 1) is shorter than terminationGracePeriodSeconds",
+		Description: "Seed 002's inequality: preStopSleep + readinessPeriodSeconds*(readinessFailureThreshold-1) >= " +
+			"terminationGracePeriodSeconds. An app that fails readiness as soon as SIGTERM arrives is otherwise marked " +
+			"NotReady while still alive; KEP-1669 terminating endpoints then stop carrying its established connections " +
+			"and, with externalTrafficPolicy Local, the LB's connections to that node are blackholed. Error with Local, " +
+			"warning with Cluster.",
+		Fix: "Raise the preStop sleep or readiness periodSeconds*(failureThreshold-1), or lower " +
+			"terminationGracePeriodSeconds, until the inequality holds (seed 002: preStop 10s, period 10s, " +
+			"failureThreshold 3, grace 30s). Better still, keep the app ready while it drains.",
+		check: checkInequality,
+	},
+	{
+		ID: "ZD002", Name: "prestop-shorter-than-lb-lag", Severity: Error, Seeds: []string{"002", "003"},
+		Summary: "with Local, the preStop sleep is shorter than the LB's health-check lag",
+		Description: "With externalTrafficPolicy Local the LB picks nodes by kube-proxy's healthCheckNodePort, which " +
+			"fails once the node's last endpoint terminates; the LB notices only after interval x unhealthyThreshold " +
+			"and keeps sending new connections to the node until then. The Pod must keep serving that long " +
+			"(seed 002: \"delay ... until the load balancer health check has failed\"; seed 003: blackholed traffic). " +
+			"The lag comes from the LB profile (--lb-profile, the Service's zerodrop.dev/lb-profile annotation, " +
+			"or the provider's health-check annotations).",
+		Fix: "Add or lengthen a preStop sleep to at least the LB's interval x unhealthyThreshold plus a few " +
+			"seconds for kube-proxy (lifecycle.preStop.sleep.seconds), and keep terminationGracePeriodSeconds above it.",
+		check: checkPreStopLag,
+	},
+	{
+		ID: "ZD003", Name: "grace-not-above-prestop", Severity: Error, Seeds: []string{"002"},
+		Summary: "terminationGracePeriodSeconds does not exceed the preStop hook",
+		Description: "The kubelet counts the preStop hook against the grace period: when it is as long as the hook " +
+			"the app receives SIGTERM with no time left to drain and is killed mid-request.",
+		Fix:   "Set terminationGracePeriodSeconds to preStop + the app's drain time + a few seconds.",
+		check: checkGraceVsPreStop,
+	},
+	{
+		ID: "ZD004", Name: "no-prestop", Severity: Warning, Seeds: []string{"003"},
+		Summary: "with Cluster, no preStop hook delays SIGTERM past endpoint removal",
+		Description: "Endpoint removal reaches kube-proxy on every node asynchronously; an app that exits on SIGTERM " +
+			"at once refuses connections that other nodes still forward to it (seed 003 lists a preStop sleep as " +
+			"the first remediation). With Local, ZD002 covers this with the LB lag.",
+		Fix:   "Add a preStop sleep of a few seconds (lifecycle.preStop.sleep.seconds: 5) and a grace period above it.",
+		check: checkNoPreStop,
+	},
+	{
+		ID: "ZD005", Name: "prestop-duration-unknown", Severity: Info, Seeds: []string{"002"},
+		Summary: "the preStop hook's duration cannot be read, timing rules skipped",
+		Description: "An exec hook without a recognisable `sleep N`, or an httpGet/tcpSocket hook, takes as long as " +
+			"the program behind it; ZD001 and ZD002 are not evaluated.",
+		Fix:   "Prefer lifecycle.preStop.sleep, or check the hook's duration against ZD001/ZD002 by hand.",
+		check: checkPreStopUnknown,
+	},
+	{
+		ID: "ZD010", Name: "local-without-spread", Severity: Warning, Seeds: []string{"001"},
+		Summary: "with Local, replicas can all sit on few nodes",
+		Description: "With externalTrafficPolicy Local the LB balances per node, not per Pod: Pods sharing a node " +
+			"share its slice, and one node drain can take every endpoint (seed 001: 100/0/0). Nothing here spreads " +
+			"the replicas (no topologySpreadConstraints on kubernetes.io/hostname or a zone, no podAntiAffinity).",
+		Fix: "Add a topologySpreadConstraint (topologyKey kubernetes.io/hostname, maxSkew 1, nodeTaintsPolicy Honor) " +
+			"or a podAntiAffinity on kubernetes.io/hostname.",
+		check: checkSpread,
+	},
+	{
+		ID: "ZD011", Name: "pool-affinity-vs-lb-backend", Severity: Error, Seeds: []string{"001"},
+		Summary: "with Local, the Pods' node pool and the LB's backend pool may not match",
+		Description: "Seed 001: an LB whose backend is one node pool (AKS Basic) only reaches Pods on that pool; with " +
+			"Local, Pods elsewhere get no traffic and those in the pool get all of it. Error when the Service pins " +
+			"the LB to a pool the Pods are not confined to; warning (info on LBs that take every node) when the Pods " +
+			"are pinned to a pool and nothing pins the LB.",
+		Fix: "Pin both: required node affinity on the pool label for the Pods and the LB's pool annotation " +
+			"(zerodrop.dev/lb-pool, service.beta.kubernetes.io/azure-load-balancer-mode, or " +
+			"aws-load-balancer-target-node-labels) naming the same pool; or use Cluster.",
+		check: checkPools,
+	},
+	{
+		ID: "ZD012", Name: "single-replica", Severity: Warning, Seeds: []string{"000", "003"},
+		Summary: "one replica: any eviction or node replacement leaves no endpoint",
+		Description: "With one replica a drain, a node-pool replacement or an eviction removes the only endpoint " +
+			"until the replacement is ready; a PDB cannot help (it would block the drain instead).",
+		Fix:   "Run at least 2 replicas (3 to survive a drain during a rollout), spread over nodes.",
+		check: checkSingleReplica,
+	},
+	{
+		ID: "ZD020", Name: "pdb-never-allows-eviction", Severity: Error, Seeds: []string{"000"},
+		Summary: "a PodDisruptionBudget can never allow an eviction",
+		Description: "maxUnavailable 0, or minAvailable equal to the replicas (or 100%), blocks every eviction: " +
+			"kubectl drain stalls forever. Seed 000: the drain stalled on such a budget while the service controller " +
+			"had already removed the cordoned nodes from the LB, and with Local all traffic was blackholed.",
+		Fix: "Allow at least one disruption (maxUnavailable: 1) or delete a budget you do not need (seed 000's came " +
+			"from a Helm chart default).",
+		check: checkPDBNever,
+	},
+	{
+		ID: "ZD021", Name: "pdb-overlap", Severity: Error, Seeds: []string{"000"},
+		Summary: "more than one PodDisruptionBudget selects the same Pods",
+		Description: "The eviction API refuses to evict a Pod covered by more than one budget, so a drain stalls " +
+			"on it exactly as in seed 000.",
+		Fix:   "Keep one PodDisruptionBudget per set of Pods.",
+		check: checkPDBOverlap,
+	},
+	{
+		ID: "ZD022", Name: "pdb-blocks-unhealthy-eviction", Severity: Warning, Seeds: []string{"000"},
+		Summary: "a PodDisruptionBudget lets an unready Pod stall a drain",
+		Description: "Without unhealthyPodEvictionPolicy AlwaysAllow, a Running but not Ready Pod can only be " +
+			"evicted while the budget is satisfied; a crash-looping replica then stalls the drain of its node.",
+		Fix:   "Set spec.unhealthyPodEvictionPolicy: AlwaysAllow.",
+		check: checkPDBUnhealthy,
+	},
+	{
+		ID: "ZD023", Name: "no-pdb", Severity: Info, Seeds: []string{"000"},
+		Summary: "no PodDisruptionBudget: draining several nodes at once can evict every replica",
+		Description: "kubectl drain of several nodes (seed 000: \"don't drain all nodes at once\") evicts without " +
+			"limit when no budget covers the Pods.",
+		Fix:   "Add a PodDisruptionBudget with maxUnavailable: 1 and unhealthyPodEvictionPolicy: AlwaysAllow.",
+		check: checkNoPDB,
+	},
+	{
+		ID: "ZD030", Name: "no-readiness-probe", Severity: Error, Seeds: []string{"002", "004"},
+		Summary: "the serving container has no readiness probe",
+		Description: "Without a readiness probe a Pod is an endpoint as soon as its container starts, before it " +
+			"listens, and stays one while it cannot serve; the LB and kube-proxy send it traffic it drops.",
+		Fix:   "Add a readinessProbe on an endpoint that fails while the app cannot serve (and while it drains, if it should).",
+		check: checkNoReadiness,
+	},
+	{
+		ID: "ZD031", Name: "readiness-equals-liveness", Severity: Warning, Seeds: []string{"002", "004"},
+		Summary: "the readiness probe checks the same thing as the liveness probe",
+		Description: "When both probes hit the same handler a Pod cannot be unready without also being restarted: " +
+			"an overloaded or draining Pod is killed instead of taken out of rotation.",
+		Fix:   "Give readiness its own endpoint (/readyz) that reflects whether the app should receive traffic.",
+		check: checkReadinessLiveness,
+	},
+	{
+		ID: "ZD032", Name: "rollout-allows-zero-ready", Severity: Error, Seeds: []string{"002"},
+		Summary: "the rollout strategy can take every endpoint down",
+		Description: "A Recreate strategy, or a maxUnavailable that rounds to the replica count (a StatefulSet with " +
+			"one replica), stops all Pods before new ones are ready. A DaemonSet with maxSurge 0 replaces each node's " +
+			"only endpoint with nothing in between, which with Local is the LB lag window of seed 003 on every node.",
+		Fix: "Use a surge rollout: RollingUpdate with maxUnavailable 0 and maxSurge 1 (seed 002: \"surge updates\"); " +
+			"for a DaemonSet maxSurge 1, maxUnavailable 0.",
+		check: checkRollout,
+	},
+	{
+		ID: "ZD033", Name: "local-without-min-ready", Severity: Warning, Seeds: []string{"002"},
+		Summary: "with Local, minReadySeconds is 0",
+		Description: "A rollout moves on as soon as a new Pod is ready, before the LB has health-checked its node " +
+			"into the backend set (interval x healthyThreshold); old Pods can go before the new node takes traffic. " +
+			"GKE recommends minReadySeconds (seed 002).",
+		Fix:   "Set minReadySeconds to at least the LB's interval x healthyThreshold.",
+		check: checkMinReady,
+	},
+	{
+		ID: "ZD040", Name: "keepalive-behind-l7", Severity: Warning, Seeds: []string{"004"},
+		Summary: "keep-alive behind an L7 load balancer while readiness can flip",
+		Description: "Seed 004: an L7 front end (GCE Ingress) kept keep-alive connections to the nodes open and " +
+			"reused them; NAT rules apply only to new connections, so a Pod that turned unready kept receiving " +
+			"requests. The readiness probe here differs from liveness (the Pod can be unready while alive) and " +
+			"nothing turns keep-alive off.",
+		Fix: "Use container-native load balancing (NEG: the LB talks to Pod IPs and health-checks them), or have the " +
+			"app close keep-alive connections (Connection: close) once it is unready or draining, or drop the " +
+			"keep-alive header (seed 004's workaround; ECHO_KEEPALIVE=false for the echo server).",
+		check: checkKeepAlive,
+	},
+	{
+		ID: "ZD090", Name: "service-selects-nothing", Severity: Info, Seeds: []string{"001"},
+		Summary: "the Service selects no workload in the input",
+		Description: "No Deployment, StatefulSet or DaemonSet in the input matches the Service's selector, so its " +
+			"backends could not be checked (or the selector is wrong and the Service has no endpoints).",
+		Fix: "Pass the workload's manifest too, or fix the selector.",
+	},
+	{
+		ID: "ZD091", Name: "lb-annotation-invalid", Severity: Warning, Seeds: []string{"002"},
+		Summary: "an LB profile or health-check annotation cannot be used",
+		Description: "The Service names an unknown zerodrop.dev/lb-profile or a health-check annotation that is not " +
+			"a number; the doctor used the default timing instead.",
+		Fix: "Use a profile from `zerodrop doctor --list-profiles` and numeric health-check annotations.",
+	},
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int64(d/time.Second)) }
+
+func checkInequality(t *target) []result {
+	ps := containerPreStop(t.c)
+	r := t.c.ReadinessProbe
+	if r == nil || !ps.known {
+		return nil
+	}
+	period, ft := probeTiming(r)
+	lhs := ps.duration + period*time.Duration(ft-1)
+	grace := t.wl.grace()
+	if lhs >= grace {
+		return nil
+	}
+	sev := Warning
+	if t.local {
+		sev = Error
+	}
+	return []result{{sev: sev, line: t.line(t.podPath("terminationGracePeriodSeconds"), t.cpath("readinessProbe")),
+		msg: fmt.Sprintf("%s + readiness period %s x (failureThreshold %d - 1) = %s < terminationGracePeriodSeconds %s (%s): "+
+			"a Pod that fails readiness on SIGTERM is marked NotReady before it is killed",
+			ps, seconds(period), ft, seconds(lhs), seconds(grace), graceOrigin(t.wl))}}
+}
+
+func graceOrigin(w *workload) string {
+	if w.template.Spec.TerminationGracePeriodSeconds == nil {
+		return "API default"
+	}
+	return "set"
+}
+
+func checkPreStopLag(t *target) []result {
+	ps := containerPreStop(t.c)
+	lag := t.profile.RemovalLag()
+	if !t.local || !ps.known || lag == 0 || ps.duration >= lag {
+		return nil
+	}
+	return []result{{sev: Error, line: t.line(t.cpath("lifecycle", "preStop"), t.cpath()),
+		msg: fmt.Sprintf("%s is shorter than the LB health-check lag %s (profile %s: %s): for up to %s after the "+
+			"last endpoint on a node terminates the LB still sends it new connections, which are dropped",
+			ps, seconds(lag), t.profile.Name, t.profile.Describe(), seconds(lag-ps.duration))}}
+}
+
+func checkGraceVsPreStop(t *target) []result {
+	ps := containerPreStop(t.c)
+	if !ps.known || ps.duration == 0 {
+		return nil
+	}
+	grace := t.wl.grace()
+	if grace > ps.duration {
+		return nil
+	}
+	return []result{{sev: Error, line: t.line(t.podPath("terminationGracePeriodSeconds"), t.cpath("lifecycle", "preStop")),
+		msg: fmt.Sprintf("terminationGracePeriodSeconds %s (%s) does not exceed the %s: the app gets SIGTERM with no "+
+			"time left to drain", seconds(grace), graceOrigin(t.wl), ps)}}
+}
+
+func checkNoPreStop(t *target) []result {
+	if t.local || t.c.Lifecycle != nil && t.c.Lifecycle.PreStop != nil {
+		return nil
+	}
+	return []result{{sev: Warning, line: t.line(t.cpath()),
+		msg: "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"}}
+}
+
+func checkPreStopUnknown(t *target) []result {
+	ps := containerPreStop(t.c)
+	if ps.known {
+		return nil
+	}
+	return []result{{sev: Info, line: t.line(t.cpath("lifecycle", "preStop")),
+		msg: fmt.Sprintf("%s: ZD001 and ZD002 not evaluated", ps)}}
+}
+
+func checkSpread(t *target) []result {
+	if !t.local || t.wl.replicas == nil || *t.wl.replicas < 2 {
+		return nil
+	}
+	ps := t.wl.template.Spec
+	for _, c := range ps.TopologySpreadConstraints {
+		if c.TopologyKey == corev1.LabelHostname || c.TopologyKey == corev1.LabelTopologyZone || c.TopologyKey == corev1.LabelFailureDomainBetaZone {
+			return nil
+		}
+	}
+	if a := ps.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if term.TopologyKey == corev1.LabelHostname {
+				return nil
+			}
+		}
+		for _, wt := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			if wt.PodAffinityTerm.TopologyKey == corev1.LabelHostname {
+				return nil
+			}
+		}
+	}
+	return []result{{sev: Warning, line: t.line(t.podPath("topologySpreadConstraints"), t.podPath("affinity"), t.podPath()),
+		msg: fmt.Sprintf("%d replicas with externalTrafficPolicy Local and no spread over nodes: traffic splits per node, "+
+			"so co-located Pods get uneven shares and one node drain can take several endpoints", *t.wl.replicas)}}
+}
+
+func checkPools(t *target) []result {
+	if !t.local {
+		return nil
+	}
+	pools, pinned := t.wl.pools()
+	backend, ann := servicePool(t.svc)
+	switch {
+	case backend != "" && !pinned:
+		return []result{{sev: Error, line: t.line(t.podPath("affinity"), tplPath),
+			msg: fmt.Sprintf("the Service restricts the LB backend to pool %q (%s) but the Pods are not confined to it: "+
+				"with Local, Pods scheduled elsewhere get no traffic (seed 001)", backend, ann)}}
+	case backend != "":
+		var outside []string
+		for _, p := range pools {
+			if !poolCovered(backend, ann, p) {
+				outside = append(outside, p)
+			}
+		}
+		if len(outside) == 0 {
+			return nil
+		}
+		return []result{{sev: Error, line: t.line(t.podPath("affinity"), t.podPath("nodeSelector"), tplPath),
+			msg: fmt.Sprintf("the LB backend is pool %q (%s) but Pods may run in pool(s) %s: with Local those Pods get "+
+				"no traffic (seed 001)", backend, ann, strings.Join(outside, ", "))}}
+	case pinned:
+		sev := Info
+		if t.profile.SinglePool {
+			sev = Warning
+		}
+		return []result{{sev: sev, line: t.line(t.podPath("affinity"), t.podPath("nodeSelector"), tplPath),
+			msg: fmt.Sprintf("the Pods are pinned to pool(s) %s and nothing pins the LB backend: an LB that takes one pool "+
+				"(AKS Basic, seed 001) may reach none of them; pin it with %s", strings.Join(pools, ", "), AnnotationLBPool)}}
+	}
+	return nil
+}
+
+func checkSingleReplica(t *target) []result {
+	if t.wl.replicas == nil || *t.wl.replicas != 1 {
+		return nil
+	}
+	return []result{{sev: Warning, line: t.line([]any{"spec", "replicas"}, []any{"spec"}),
+		msg: "1 replica: a drain, node-pool replacement or eviction leaves the Service without endpoints until the replacement is ready"}}
+}
+
+func pdbOf(o *Object) *policyv1.PodDisruptionBudget {
+	p, _ := o.Obj.(*policyv1.PodDisruptionBudget)
+	return p
+}
+
+func checkPDBNever(t *target) []result {
+	var out []result
+	for _, o := range t.pdbs {
+		pdb := pdbOf(o)
+		why := pdbBlocks(pdb, t.wl.replicas)
+		if why == "" {
+			continue
+		}
+		detail := ""
+		if t.local {
+			detail = "; with Local, an LB that drops cordoned nodes (seed 000's service controller) blackholes all traffic while the Pods wait there"
+		}
+		out = append(out, result{sev: Error, obj: o, line: o.FirstLine([]any{"spec", "maxUnavailable"}, []any{"spec", "minAvailable"}, []any{"spec"}),
+			msg: fmt.Sprintf("PodDisruptionBudget %s %s: no eviction is ever allowed, so kubectl drain of a node running "+
+				"these Pods never finishes%s", o.Name, why, detail)})
+	}
+	return out
+}
+
+// pdbBlocks says why a budget can never allow an eviction, or "".
+func pdbBlocks(pdb *policyv1.PodDisruptionBudget, replicas *int32) string {
+	if mu := pdb.Spec.MaxUnavailable; mu != nil {
+		if (mu.Type == intstr.Int && mu.IntVal <= 0) || (mu.Type == intstr.String && strings.TrimSpace(mu.StrVal) == "0%") {
+			return fmt.Sprintf("has maxUnavailable %s", mu.String())
+		}
+		return ""
+	}
+	if ma := pdb.Spec.MinAvailable; ma != nil {
+		if ma.Type == intstr.String && strings.TrimSpace(ma.StrVal) == "100%" {
+			return "has minAvailable 100%"
+		}
+		if replicas != nil && ma.Type == intstr.Int && ma.IntVal >= *replicas {
+			return fmt.Sprintf("has minAvailable %d with %d replica(s)", ma.IntVal, *replicas)
+		}
+		if replicas != nil && ma.Type == intstr.String {
+			if n, err := intstr.GetScaledValueFromIntOrPercent(ma, int(*replicas), true); err == nil && int32(n) >= *replicas {
+				return fmt.Sprintf("has minAvailable %s of %d replica(s), rounded up to all of them", ma.StrVal, *replicas)
+			}
+		}
+	}
+	return ""
+}
+
+func checkPDBOverlap(t *target) []result {
+	if len(t.pdbs) < 2 {
+		return nil
+	}
+	var names []string
+	for _, o := range t.pdbs {
+		names = append(names, o.Name)
+	}
+	return []result{{sev: Error, obj: t.pdbs[1], line: t.pdbs[1].Source.Line,
+		msg: fmt.Sprintf("PodDisruptionBudgets %s all select these Pods: the eviction API refuses to evict them, so drains stall",
+			strings.Join(names, ", "))}}
+}
+
+func checkPDBUnhealthy(t *target) []result {
+	var out []result
+	for _, o := range t.pdbs {
+		pdb := pdbOf(o)
+		if pdbBlocks(pdb, t.wl.replicas) != "" {
+			continue // ZD020 already says this budget blocks everything
+		}
+		if p := pdb.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
+			continue
+		}
+		out = append(out, result{sev: Warning, obj: o, line: o.FirstLine([]any{"spec", "unhealthyPodEvictionPolicy"}, []any{"spec"}),
+			msg: fmt.Sprintf("PodDisruptionBudget %s does not set unhealthyPodEvictionPolicy AlwaysAllow: a Pod that is "+
+				"Running but not Ready stalls the drain of its node once the budget is used up", o.Name)})
+	}
+	return out
+}
+
+func checkNoPDB(t *target) []result {
+	if len(t.pdbs) > 0 || t.wl.replicas == nil || *t.wl.replicas < 2 {
+		return nil
+	}
+	return []result{{sev: Info, line: t.line([]any{"spec", "replicas"}, []any{"spec"}),
+		msg: fmt.Sprintf("no PodDisruptionBudget covers these %d replicas: draining several nodes at once can evict all of them", *t.wl.replicas)}}
+}
+
+func checkNoReadiness(t *target) []result {
+	if t.c.ReadinessProbe != nil {
+		return nil
+	}
+	return []result{{sev: Error, line: t.line(t.cpath()),
+		msg: fmt.Sprintf("container %q has no readinessProbe: it is an endpoint before it listens and while it cannot serve", t.c.Name)}}
+}
+
+func checkReadinessLiveness(t *target) []result {
+	r, l := t.c.ReadinessProbe, t.c.LivenessProbe
+	if r == nil || l == nil || !sameHandler(t.c, r, l) {
+		return nil
+	}
+	return []result{{sev: Warning, line: t.line(t.cpath("readinessProbe")),
+		msg: fmt.Sprintf("container %q: readiness and liveness probe the same handler, so the Pod cannot be taken out of rotation without being restarted", t.c.Name)}}
+}
+
+func checkRollout(t *target) []result {
+	switch o := t.wl.obj.Obj.(type) {
+	case *appsv1.Deployment:
+		s := o.Spec.Strategy
+		if s.Type == appsv1.RecreateDeploymentStrategyType {
+			return []result{{sev: Error, line: t.line([]any{"spec", "strategy", "type"}),
+				msg: "strategy Recreate stops every Pod before the new ones start: the Service has no endpoints during each rollout"}}
+		}
+		var mu, ms *intstr.IntOrString
+		if s.RollingUpdate != nil {
+			mu, ms = s.RollingUpdate.MaxUnavailable, s.RollingUpdate.MaxSurge
+		}
+		replicas := *t.wl.replicas
+		unavail, err1 := scaledValue(mu, replicas, false, "25%")
+		surge, err2 := scaledValue(ms, replicas, true, "25%")
+		if err1 != nil || err2 != nil {
+			return []result{{sev: Error, line: t.line([]any{"spec", "strategy"}),
+				msg: fmt.Sprintf("rolling update maxUnavailable/maxSurge cannot be read: %v %v", err1, err2)}}
+		}
+		if unavail == 0 && surge == 0 {
+			unavail = 1 // the controller's own fallback when both are 0
+		}
+		if replicas > 0 && unavail >= replicas {
+			return []result{{sev: Error, line: t.line([]any{"spec", "strategy", "rollingUpdate", "maxUnavailable"}, []any{"spec", "strategy"}, []any{"spec", "replicas"}),
+				msg: fmt.Sprintf("maxUnavailable resolves to %d of %d replica(s): a rollout may take every endpoint down at once", unavail, replicas)}}
+		}
+	case *appsv1.StatefulSet:
+		s := o.Spec.UpdateStrategy
+		if s.Type == appsv1.OnDeleteStatefulSetStrategyType {
+			return nil
+		}
+		replicas := *t.wl.replicas
+		var mu *intstr.IntOrString
+		if s.RollingUpdate != nil {
+			mu = s.RollingUpdate.MaxUnavailable
+		}
+		unavail, err := scaledValue(mu, replicas, false, "1")
+		if err == nil && unavail < 1 {
+			unavail = 1
+		}
+		if err == nil && replicas > 0 && unavail >= replicas {
+			return []result{{sev: Error, line: t.line([]any{"spec", "updateStrategy"}, []any{"spec", "replicas"}),
+				msg: fmt.Sprintf("a StatefulSet rolling update replaces %d of %d replica(s) at a time without surge: every endpoint goes down", unavail, replicas)}}
+		}
+	case *appsv1.DaemonSet:
+		if !t.local {
+			return nil
+		}
+		s := o.Spec.UpdateStrategy
+		if s.Type == appsv1.OnDeleteDaemonSetStrategyType {
+			return nil
+		}
+		if s.RollingUpdate != nil && s.RollingUpdate.MaxSurge != nil && s.RollingUpdate.MaxSurge.String() != "0" && s.RollingUpdate.MaxSurge.String() != "0%" {
+			return nil
+		}
+		return []result{{sev: Warning, line: t.line([]any{"spec", "updateStrategy"}, []any{"spec"}),
+			msg: "a DaemonSet without maxSurge replaces each node's only endpoint with nothing in between: with Local every node leaves the LB during its update"}}
+	}
+	return nil
+}
+
+func checkMinReady(t *target) []result {
+	if !t.local || t.wl.minReady > 0 {
+		return nil
+	}
+	add := t.profile.AdditionLag()
+	hint := ""
+	if add > 0 {
+		hint = fmt.Sprintf(" (profile %s adds a node after up to %s)", t.profile.Name, seconds(add))
+	}
+	return []result{{sev: Warning, line: t.line([]any{"spec", "minReadySeconds"}, []any{"spec"}),
+		msg: "minReadySeconds is 0 with externalTrafficPolicy Local: a rollout continues before the LB takes traffic to the new Pod's node" + hint}}
+}
+
+func checkKeepAlive(t *target) []result {
+	if t.l7Via == "" {
+		return nil
+	}
+	r, l := t.c.ReadinessProbe, t.c.LivenessProbe
+	if r == nil || (l != nil && sameHandler(t.c, r, l)) {
+		return nil // readiness cannot flip on its own
+	}
+	for _, e := range t.c.Env {
+		if e.Name == "ECHO_KEEPALIVE" && strings.EqualFold(strings.TrimSpace(e.Value), "false") {
+			return nil
+		}
+	}
+	return []result{{sev: Warning, line: t.line(t.cpath("readinessProbe"), t.cpath()),
+		msg: fmt.Sprintf("behind an L7 load balancer (%s) that reuses keep-alive connections, a Pod that turns unready can keep "+
+			"receiving requests on them after its endpoint is removed (seed 004)", t.l7Via)}}
+}

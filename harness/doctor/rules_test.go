@@ -1,0 +1,521 @@
+package doctor
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"text/template"
+)
+
+// m is a manifest under test: a Service, a workload and extra documents. The
+// zero value of every field is the safe choice, so the base manifest is
+// clean and each case changes only what its rule looks at.
+type m struct {
+	SvcType        string // LoadBalancer
+	Policy         string // Local
+	SvcAnnotations string // "key: value" lines
+	Kind           string // Deployment
+	Replicas       string // 3; "-" omits the field
+	MinReady       string // 20; "-" omits
+	Strategy       string // surge rollout
+	Grace          string // 50; "-" omits
+	Lifecycle      string // preStop sleep 35
+	Readiness      string // /readyz period 10 failure 3; "-" omits
+	Liveness       string // /healthz; "-" omits
+	Env            string
+	PodExtra       string // spread over nodes
+	Extra          string // further documents (PDB, Ingress)
+	PDB            string // maxUnavailable 1 AlwaysAllow; "-" omits
+}
+
+const manifestTmpl = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: shop
+{{- if .SvcAnnotations}}
+  annotations:
+{{indent 4 .SvcAnnotations}}
+{{- end}}
+spec:
+  type: {{or .SvcType "LoadBalancer"}}
+  externalTrafficPolicy: {{or .Policy "Local"}}
+  selector:
+    app: web
+  ports:
+  - name: http
+    port: 80
+    targetPort: http
+---
+apiVersion: apps/v1
+kind: {{or .Kind "Deployment"}}
+metadata:
+  name: web
+  namespace: shop
+spec:
+{{- if ne .Kind "DaemonSet"}}{{if ne .Replicas "-"}}
+  replicas: {{or .Replicas "3"}}
+{{- end}}{{end}}
+{{- if ne .MinReady "-"}}
+  minReadySeconds: {{or .MinReady "20"}}
+{{- end}}
+  selector:
+    matchLabels:
+      app: web
+{{indent 2 (or .Strategy (strategy .Kind))}}
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+{{- if ne .Grace "-"}}
+      terminationGracePeriodSeconds: {{or .Grace "50"}}
+{{- end}}
+{{- if ne .PodExtra "-"}}
+{{indent 6 (or .PodExtra "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  labelSelector:\n    matchLabels:\n      app: web")}}
+{{- end}}
+      containers:
+      - name: web
+        image: web:1
+        ports:
+        - name: http
+          containerPort: 8080
+{{- if ne .Lifecycle "-"}}
+{{indent 8 (or .Lifecycle "lifecycle:\n  preStop:\n    sleep:\n      seconds: 35")}}
+{{- end}}
+{{- if ne .Readiness "-"}}
+{{indent 8 (or .Readiness "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http\n  periodSeconds: 10\n  failureThreshold: 3")}}
+{{- end}}
+{{- if ne .Liveness "-"}}
+{{indent 8 (or .Liveness "livenessProbe:\n  httpGet:\n    path: /healthz\n    port: 8080")}}
+{{- end}}
+{{- if .Env}}
+{{indent 8 .Env}}
+{{- end}}
+{{- if ne .PDB "-"}}
+---
+{{or .PDB "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  maxUnavailable: 1\n  unhealthyPodEvictionPolicy: AlwaysAllow\n  selector:\n    matchLabels:\n      app: web"}}
+{{- end}}
+{{- if .Extra}}
+---
+{{.Extra}}
+{{- end}}
+`
+
+var tmpl = template.Must(template.New("m").Funcs(template.FuncMap{
+	"indent": func(n int, s string) string {
+		pad := strings.Repeat(" ", n)
+		return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
+	},
+	"strategy": func(kind string) string {
+		switch kind {
+		case "StatefulSet":
+			return "updateStrategy:\n  type: RollingUpdate"
+		case "DaemonSet":
+			return "updateStrategy:\n  type: RollingUpdate\n  rollingUpdate:\n    maxSurge: 1\n    maxUnavailable: 0"
+		}
+		return "strategy:\n  type: RollingUpdate\n  rollingUpdate:\n    maxUnavailable: 0\n    maxSurge: 1"
+	},
+}).Parse(manifestTmpl))
+
+func (x m) yaml(t testing.TB) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, x); err != nil {
+		t.Fatalf("template: %v", err)
+	}
+	return b.Bytes()
+}
+
+func checkYAML(t testing.TB, doc []byte, opts ...Option) *Report {
+	t.Helper()
+	ms, err := Read("test.yaml", bytes.NewReader(doc))
+	if err != nil {
+		t.Fatalf("Read: %v\n%s", err, doc)
+	}
+	return Check(ms, opts...)
+}
+
+func bySeverity(r *Report) map[string]Severity {
+	out := map[string]Severity{}
+	for _, f := range r.Findings {
+		out[f.RuleID] = max(out[f.RuleID], f.Severity)
+	}
+	return out
+}
+
+func TestBaseManifestIsClean(t *testing.T) {
+	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet"} {
+		t.Run(kind, func(t *testing.T) {
+			x := m{Kind: kind}
+			if kind == "StatefulSet" {
+				x.Replicas = "3"
+			}
+			r := checkYAML(t, x.yaml(t))
+			if len(r.Findings) != 0 {
+				t.Fatalf("base %s manifest has findings: %+v\n%s", kind, r.Findings, x.yaml(t))
+			}
+			if len(r.Services) != 1 || len(r.Services[0].Workloads) != 1 {
+				t.Fatalf("want 1 Service with 1 workload, got %+v", r.Services)
+			}
+		})
+	}
+}
+
+const ingress = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+  namespace: shop
+spec:
+  rules:
+  - http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service:
+            name: web
+            port:
+              number: 80`
+
+// seed 004's own Ingress, extensions/v1beta1 with serviceName.
+const legacyIngress = `apiVersion: extensions/v1beta1
+kind: Ingress
+metadata:
+  name: ready-test
+  namespace: shop
+  annotations:
+    kubernetes.io/ingress.class: "gce"
+spec:
+  rules:
+  - http:
+      paths:
+      - path: /
+        backend:
+          serviceName: web
+          servicePort: 80`
+
+const secondPDB = `apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web-extra
+  namespace: shop
+spec:
+  minAvailable: 1
+  unhealthyPodEvictionPolicy: AlwaysAllow
+  selector:
+    matchLabels:
+      app: web`
+
+func pdb(spec string) string {
+	return "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\n  namespace: shop\nspec:\n" +
+		"  selector:\n    matchLabels:\n      app: web\n" + spec
+}
+
+func TestRules(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      m
+		opts    []Option
+		fire    map[string]Severity
+		quiet   []string
+		lineHas string // the first finding of the first fired rule points at a line containing this
+	}{
+		// ZD001: seed 002's inequality.
+		{name: "ZD001 fires: seed 002 numbers with a long grace", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+			fire: map[string]Severity{"ZD001": Error}, quiet: []string{"ZD002", "ZD003"}, lineHas: "terminationGracePeriodSeconds"},
+		{name: "ZD001 quiet: seed 002's own configuration", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+			quiet: []string{"ZD001", "ZD002", "ZD003"}},
+		{name: "ZD001 is a warning with Cluster", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 5", Grace: "60"},
+			fire: map[string]Severity{"ZD001": Warning}, quiet: []string{"ZD002"}},
+		{name: "ZD001 uses the API defaults (grace 30, period 10, failure 3)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 9", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+			fire: map[string]Severity{"ZD001": Error}},
+		{name: "ZD001 quiet at the boundary (10 + 10x2 = 30)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+			quiet: []string{"ZD001"}},
+
+		// ZD002: preStop vs LB lag, per profile.
+		{name: "ZD002 fires: no preStop with Local", in: m{Lifecycle: "-", Grace: "30"},
+			fire: map[string]Severity{"ZD002": Error}, lineHas: "- name: web"},
+		{name: "ZD002 fires: 20s against gcp-nlb 24s", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 20", Grace: "35", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD001", "ZD091"}, lineHas: "preStop"},
+		{name: "ZD002 quiet: 25s against gcp-nlb 24s", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 25", Grace: "40", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			quiet: []string{"ZD002", "ZD001"}},
+		{name: "ZD002 fires from the --lb-profile flag", in: m{}, opts: []Option{WithLBProfile(mustProfile(t, "aws-elb"))},
+			fire: map[string]Severity{"ZD002": Error}},
+		{name: "ZD002 follows AWS health-check annotations", in: m{SvcAnnotations: "service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval: \"30\"\nservice.beta.kubernetes.io/aws-load-balancer-healthcheck-unhealthy-threshold: \"3\""},
+			fire: map[string]Severity{"ZD002": Error}},
+		{name: "ZD002 follows Azure probe annotations", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"sleep 12 && kill -QUIT 1\"]", Grace: "40",
+			SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb\nservice.beta.kubernetes.io/azure-load-balancer-health-probe-interval: \"5\"\nservice.beta.kubernetes.io/azure-load-balancer-health-probe-num-of-probe: \"3\""},
+			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},
+		{name: "ZD002 quiet with Cluster", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 5", Grace: "40"},
+			quiet: []string{"ZD002"}},
+		{name: "ZD002 reads exec sleep", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"sleep\", \"35\"]"},
+			quiet: []string{"ZD002", "ZD005"}},
+
+		// ZD003: grace vs preStop.
+		{name: "ZD003 fires: grace equals preStop", in: m{Grace: "35"},
+			fire: map[string]Severity{"ZD003": Error}, lineHas: "terminationGracePeriodSeconds"},
+		{name: "ZD003 fires: default grace below preStop", in: m{Grace: "-", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 40"},
+			fire: map[string]Severity{"ZD003": Error}},
+		{name: "ZD003 quiet: grace above preStop", in: m{Grace: "36"}, quiet: []string{"ZD003"}},
+
+		// ZD004: no preStop with Cluster.
+		{name: "ZD004 fires", in: m{Policy: "Cluster", Lifecycle: "-", Grace: "-"},
+			fire: map[string]Severity{"ZD004": Warning}, quiet: []string{"ZD002"}},
+		{name: "ZD004 quiet with a hook", in: m{Policy: "Cluster"}, quiet: []string{"ZD004"}},
+		{name: "ZD004 quiet with Local (ZD002 covers it)", in: m{Lifecycle: "-"}, quiet: []string{"ZD004"}},
+
+		// ZD005: unknown hook duration.
+		{name: "ZD005 fires on an httpGet hook", in: m{Lifecycle: "lifecycle:\n  preStop:\n    httpGet:\n      path: /shutdown\n      port: 8080"},
+			fire: map[string]Severity{"ZD005": Info}, quiet: []string{"ZD001", "ZD002", "ZD003"}},
+		{name: "ZD005 fires on exec without sleep", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
+			fire: map[string]Severity{"ZD005": Info}, quiet: []string{"ZD002"}},
+		{name: "ZD005 quiet on sleep", in: m{}, quiet: []string{"ZD005"}},
+
+		// ZD010: spread with Local.
+		{name: "ZD010 fires", in: m{PodExtra: "-"}, fire: map[string]Severity{"ZD010": Warning}, lineHas: "spec:"},
+		{name: "ZD010 quiet with anti-affinity", in: m{PodExtra: "affinity:\n  podAntiAffinity:\n    preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: 100\n      podAffinityTerm:\n        topologyKey: kubernetes.io/hostname\n        labelSelector:\n          matchLabels:\n            app: web"},
+			quiet: []string{"ZD010"}},
+		{name: "ZD010 quiet with zone spread", in: m{PodExtra: "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: topology.kubernetes.io/zone\n  whenUnsatisfiable: ScheduleAnyway"},
+			quiet: []string{"ZD010"}},
+		{name: "ZD010 quiet with Cluster", in: m{Policy: "Cluster", PodExtra: "-"}, quiet: []string{"ZD010"}},
+		{name: "ZD010 quiet for a DaemonSet", in: m{Kind: "DaemonSet", PodExtra: "-"}, quiet: []string{"ZD010"}},
+
+		// ZD011: pools (seed 001).
+		{name: "ZD011 fires: LB pinned, Pods not", in: m{SvcAnnotations: "zerodrop.dev/lb-pool: pool-1"},
+			fire: map[string]Severity{"ZD011": Error}},
+		{name: "ZD011 fires: seed 001's AKS annotation, Pods on another pool", in: m{
+			SvcAnnotations: "service.beta.kubernetes.io/azure-load-balancer-mode: pool-1-availabilitySet-27255451",
+			PodExtra:       "affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: nodepool.banzaicloud.io/name\n          operator: In\n          values: [system]"},
+			fire: map[string]Severity{"ZD011": Error}},
+		{name: "ZD011 quiet: seed 001's fix (affinity + annotation)", in: m{
+			SvcAnnotations: "service.beta.kubernetes.io/azure-load-balancer-mode: pool-1-availabilitySet-27255451",
+			PodExtra:       "affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: nodepool.banzaicloud.io/name\n          operator: In\n          values: [pool-1]\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
+			quiet: []string{"ZD011", "ZD010"}},
+		{name: "ZD011 warns: Pods pinned, single-pool LB unpinned", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: azure-basic",
+			PodExtra: "nodeSelector:\n  zerodrop.dev/pool: pool-b\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
+			fire: map[string]Severity{"ZD011": Warning}, quiet: []string{"ZD010"}},
+		{name: "ZD011 info: Pods pinned, LB takes all nodes", in: m{
+			PodExtra: "nodeSelector:\n  zerodrop.dev/pool: pool-b\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
+			fire: map[string]Severity{"ZD011": Info}},
+		{name: "ZD011 quiet with Cluster", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-pool: pool-1"}, quiet: []string{"ZD011"}},
+
+		// ZD012: one replica.
+		{name: "ZD012 fires", in: m{Replicas: "1", PDB: "-"}, fire: map[string]Severity{"ZD012": Warning}, quiet: []string{"ZD023", "ZD010"}, lineHas: "replicas"},
+		{name: "ZD012 fires when replicas defaults to 1", in: m{Replicas: "-", PDB: "-"}, fire: map[string]Severity{"ZD012": Warning}},
+		{name: "ZD012 quiet", in: m{Replicas: "2"}, quiet: []string{"ZD012"}},
+
+		// ZD020: PDB that never allows an eviction (seed 000).
+		{name: "ZD020 fires: maxUnavailable 0", in: m{PDB: pdb("  maxUnavailable: 0\n")}, fire: map[string]Severity{"ZD020": Error}, quiet: []string{"ZD022"}, lineHas: "maxUnavailable"},
+		{name: "ZD020 fires: minAvailable = replicas", in: m{PDB: pdb("  minAvailable: 3\n")}, fire: map[string]Severity{"ZD020": Error}},
+		{name: "ZD020 fires: seed 000's chart default (minAvailable 1, one replica)", in: m{Replicas: "1", PDB: pdb("  minAvailable: 1\n")}, fire: map[string]Severity{"ZD020": Error}},
+		{name: "ZD020 fires: minAvailable 100%", in: m{PDB: pdb("  minAvailable: 100%\n")}, fire: map[string]Severity{"ZD020": Error}},
+		{name: "ZD020 fires: minAvailable 90% rounds up to all", in: m{PDB: pdb("  minAvailable: 90%\n")}, fire: map[string]Severity{"ZD020": Error}},
+		{name: "ZD020 quiet: minAvailable 2 of 3", in: m{PDB: pdb("  minAvailable: 2\n  unhealthyPodEvictionPolicy: AlwaysAllow\n")}, quiet: []string{"ZD020", "ZD022"}},
+		{name: "ZD020 quiet: PDB selecting other Pods", in: m{PDB: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: other\n  namespace: shop\nspec:\n  maxUnavailable: 0\n  selector:\n    matchLabels:\n      app: other"},
+			quiet: []string{"ZD020"}, fire: map[string]Severity{"ZD023": Info}},
+		{name: "ZD020 reads policy/v1beta1", in: m{PDB: strings.Replace(pdb("  maxUnavailable: 0\n"), "policy/v1", "policy/v1beta1", 1)}, fire: map[string]Severity{"ZD020": Error}},
+
+		// ZD021: overlapping PDBs.
+		{name: "ZD021 fires", in: m{Extra: secondPDB}, fire: map[string]Severity{"ZD021": Error}},
+		{name: "ZD021 quiet", in: m{}, quiet: []string{"ZD021"}},
+
+		// ZD022: unhealthy pod eviction policy.
+		{name: "ZD022 fires", in: m{PDB: pdb("  maxUnavailable: 1\n")}, fire: map[string]Severity{"ZD022": Warning}, lineHas: "spec:"},
+		{name: "ZD022 fires on IfHealthyBudget", in: m{PDB: pdb("  maxUnavailable: 1\n  unhealthyPodEvictionPolicy: IfHealthyBudget\n")}, fire: map[string]Severity{"ZD022": Warning}, lineHas: "unhealthyPodEvictionPolicy"},
+		{name: "ZD022 quiet", in: m{}, quiet: []string{"ZD022"}},
+
+		// ZD023: no PDB.
+		{name: "ZD023 fires", in: m{PDB: "-"}, fire: map[string]Severity{"ZD023": Info}},
+		{name: "ZD023 quiet", in: m{}, quiet: []string{"ZD023"}},
+
+		// ZD030: no readiness probe.
+		{name: "ZD030 fires", in: m{Readiness: "-"}, fire: map[string]Severity{"ZD030": Error}, quiet: []string{"ZD001", "ZD031"}, lineHas: "- name: web"},
+		{name: "ZD030 quiet", in: m{}, quiet: []string{"ZD030"}},
+
+		// ZD031: readiness = liveness.
+		{name: "ZD031 fires (named vs numbered port)", in: m{Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: 8080\n  periodSeconds: 20"},
+			fire: map[string]Severity{"ZD031": Warning}, lineHas: "readinessProbe"},
+		{name: "ZD031 quiet", in: m{}, quiet: []string{"ZD031"}},
+		{name: "ZD031 quiet without liveness", in: m{Liveness: "-"}, quiet: []string{"ZD031"}},
+
+		// ZD032: rollouts that reach zero.
+		{name: "ZD032 fires: Recreate", in: m{Strategy: "strategy:\n  type: Recreate"}, fire: map[string]Severity{"ZD032": Error}, lineHas: "type: Recreate"},
+		{name: "ZD032 fires: maxUnavailable 100%", in: m{Strategy: "strategy:\n  rollingUpdate:\n    maxUnavailable: 100%"}, fire: map[string]Severity{"ZD032": Error}, lineHas: "maxUnavailable"},
+		{name: "ZD032 fires: one replica, maxUnavailable 1", in: m{Replicas: "1", PDB: "-", Strategy: "strategy:\n  rollingUpdate:\n    maxUnavailable: 1\n    maxSurge: 0"}, fire: map[string]Severity{"ZD032": Error}},
+		{name: "ZD032 quiet: API default 25% with 3 replicas", in: m{Strategy: "strategy: {}"}, quiet: []string{"ZD032"}},
+		{name: "ZD032 quiet: one replica with the default surge", in: m{Replicas: "1", PDB: "-", Strategy: "strategy: {}"}, quiet: []string{"ZD032"}},
+		{name: "ZD032 fires: StatefulSet with one replica", in: m{Kind: "StatefulSet", Replicas: "1", PDB: "-"}, fire: map[string]Severity{"ZD032": Error}},
+		{name: "ZD032 quiet: StatefulSet with 3 replicas", in: m{Kind: "StatefulSet"}, quiet: []string{"ZD032"}},
+		{name: "ZD032 warns: DaemonSet without surge, Local", in: m{Kind: "DaemonSet", Strategy: "updateStrategy:\n  type: RollingUpdate"}, fire: map[string]Severity{"ZD032": Warning}},
+		{name: "ZD032 quiet: DaemonSet without surge, Cluster", in: m{Kind: "DaemonSet", Policy: "Cluster", Strategy: "updateStrategy:\n  type: RollingUpdate"}, quiet: []string{"ZD032"}},
+
+		// ZD033: minReadySeconds with Local.
+		{name: "ZD033 fires", in: m{MinReady: "-"}, fire: map[string]Severity{"ZD033": Warning}},
+		{name: "ZD033 fires on 0", in: m{MinReady: "0"}, fire: map[string]Severity{"ZD033": Warning}, lineHas: "minReadySeconds"},
+		{name: "ZD033 quiet with Cluster", in: m{Policy: "Cluster", MinReady: "-"}, quiet: []string{"ZD033"}},
+		{name: "ZD033 quiet", in: m{}, quiet: []string{"ZD033"}},
+
+		// ZD040: keep-alive behind L7 (seed 004).
+		{name: "ZD040 fires behind an Ingress", in: m{Extra: ingress}, fire: map[string]Severity{"ZD040": Warning}, lineHas: "readinessProbe"},
+		{name: "ZD040 fires behind seed 004's extensions/v1beta1 Ingress on a NodePort Service", in: m{SvcType: "NodePort", Policy: "Cluster", Extra: legacyIngress},
+			fire: map[string]Severity{"ZD040": Warning}},
+		{name: "ZD040 fires with the gclb profile", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 605", Grace: "620"},
+			fire: map[string]Severity{"ZD040": Warning}},
+		{name: "ZD040 quiet with keep-alive off", in: m{Extra: ingress, Env: "env:\n- name: ECHO_KEEPALIVE\n  value: \"false\""}, quiet: []string{"ZD040"}},
+		{name: "ZD040 quiet without L7", in: m{}, quiet: []string{"ZD040"}},
+		{name: "ZD040 quiet when readiness cannot flip on its own", in: m{Extra: ingress, Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: http"}, quiet: []string{"ZD040"}},
+		{name: "ZD040 quiet for an Ingress to another Service", in: m{Extra: strings.Replace(ingress, "name: web\n            port", "name: api\n            port", 1)}, quiet: []string{"ZD040"}},
+
+		// ZD090 / ZD091.
+		{name: "ZD090 fires", in: m{Extra: "apiVersion: v1\nkind: Service\nmetadata:\n  name: lonely\n  namespace: shop\nspec:\n  type: LoadBalancer\n  selector:\n    app: nobody\n  ports:\n  - port: 80"},
+			fire: map[string]Severity{"ZD090": Info}},
+		{name: "ZD090 quiet", in: m{}, quiet: []string{"ZD090"}},
+		{name: "ZD091 fires on an unknown profile", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: nimbus"}, fire: map[string]Severity{"ZD091": Warning}, lineHas: "annotations"},
+		{name: "ZD091 fires on a bad number", in: m{SvcAnnotations: "service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval: often"}, fire: map[string]Severity{"ZD091": Warning}},
+		{name: "ZD091 quiet", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: generic"}, quiet: []string{"ZD091"}},
+
+		// Scope: ClusterIP Services are not checked.
+		{name: "ClusterIP Service is out of scope", in: m{SvcType: "ClusterIP", Readiness: "-"}, quiet: []string{"ZD030", "ZD090"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.in.yaml(t)
+			r := checkYAML(t, doc, tc.opts...)
+			got := bySeverity(r)
+			for id, sev := range tc.fire {
+				if got[id] != sev {
+					t.Errorf("%s: got severity %v, want %v; findings: %s", id, got[id], sev, summary(r))
+				}
+			}
+			for _, id := range tc.quiet {
+				if _, ok := got[id]; ok {
+					t.Errorf("%s fired, want quiet; findings: %s", id, summary(r))
+				}
+			}
+			if tc.lineHas != "" {
+				checkLine(t, r, doc, firstKey(tc.fire), tc.lineHas)
+			}
+			if t.Failed() {
+				t.Logf("manifest:\n%s", doc)
+			}
+		})
+	}
+}
+
+func firstKey(m map[string]Severity) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
+
+func checkLine(t *testing.T, r *Report, doc []byte, id, want string) {
+	t.Helper()
+	lines := strings.Split(string(doc), "\n")
+	for _, f := range r.Findings {
+		if f.RuleID != id {
+			continue
+		}
+		if f.Line < 1 || f.Line > len(lines) {
+			t.Errorf("%s: line %d out of range", id, f.Line)
+			return
+		}
+		if !strings.Contains(lines[f.Line-1], want) {
+			t.Errorf("%s points at line %d %q, want a line containing %q", id, f.Line, lines[f.Line-1], want)
+		}
+		return
+	}
+	t.Errorf("%s: no finding to check the line of", id)
+}
+
+func summary(r *Report) string {
+	var parts []string
+	for _, f := range r.Findings {
+		parts = append(parts, f.RuleID+"/"+f.Severity.String()+": "+f.Message)
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return "\n  " + strings.Join(parts, "\n  ")
+}
+
+func mustProfile(t testing.TB, name string) LBProfile {
+	t.Helper()
+	p, ok := LookupProfile(name)
+	if !ok {
+		t.Fatalf("profile %q missing", name)
+	}
+	return p
+}
+
+// TestEveryRuleIsTested keeps the catalogue and TestRules in step: every rule
+// needs a firing case.
+func TestEveryRuleHasMetadataAndCases(t *testing.T) {
+	src := testSourceNames(t)
+	for _, r := range Rules() {
+		if r.ID == "" || r.Name == "" || r.Summary == "" || r.Description == "" || r.Fix == "" || len(r.Seeds) == 0 || r.Severity == SeverityNone {
+			t.Errorf("rule %+v lacks metadata", r)
+		}
+		for _, s := range r.Seeds {
+			if len(s) != 3 || s < "000" || s > "004" {
+				t.Errorf("%s cites seed %q; seeds are 000-004", r.ID, s)
+			}
+		}
+		if !strings.Contains(src, `"`+r.ID+` fires`) {
+			t.Errorf("%s has no firing case in TestRules", r.ID)
+		}
+		if !strings.Contains(src, `"`+r.ID+` quiet`) {
+			t.Errorf("%s has no quiet case in TestRules", r.ID)
+		}
+	}
+}
+
+func testSourceNames(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("rules_test.go")
+	if err != nil {
+		t.Fatalf("read own source: %v", err)
+	}
+	return string(b)
+}
+
+// TestServingContainer: the rules look at the container behind the
+// Service's target port, not at a sidecar listed first.
+func TestServingContainer(t *testing.T) {
+	doc := `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  type: LoadBalancer
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: sidecar
+        image: proxy:1
+      - name: app
+        image: web:1
+        ports: [{containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /ready, port: 8080}}
+`
+	got := bySeverity(checkYAML(t, []byte(doc)))
+	if _, ok := got["ZD030"]; ok {
+		t.Errorf("ZD030 fired on the sidecar; the serving container has a readiness probe")
+	}
+	bad := strings.Replace(doc, "        readinessProbe: {httpGet: {path: /ready, port: 8080}}\n", "", 1)
+	if got := bySeverity(checkYAML(t, []byte(bad))); got["ZD030"] != Error {
+		t.Errorf("ZD030 = %v without a readiness probe on the serving container", got["ZD030"])
+	}
+}
