@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -121,9 +122,11 @@ func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
 // result sink that is also an EventSink (a *runfile.Writer) gets them.
 func WithEvents(sink runfile.EventSink) Option { return func(c *config) { c.events = sink } }
 
-// Load is a validated load configuration. Run or Start it.
+// Load is a validated load configuration. Run or Start it, once per run
+// file as a rule; starting it again is allowed and keeps request ids unique.
 type Load struct {
-	cfg config
+	cfg    config
+	starts atomic.Int64
 }
 
 // New validates the options. Nothing is sent until Run or Start.
@@ -194,7 +197,8 @@ func (l *Load) Settings() reports.LoadSettings {
 	}
 }
 
-// RunID is the prefix of every request id.
+// RunID is the prefix of every request id (of the first start; later
+// starts append ".N").
 func (l *Load) RunID() string { return l.cfg.runID }
 
 // Summary is a running tally of a load, kept without per-request memory.
@@ -237,7 +241,8 @@ type Running struct {
 	stopped  chan struct{}
 	done     chan struct{}
 
-	events runfile.EventSink
+	events   runfile.EventSink
+	idPrefix string
 
 	mu      sync.Mutex
 	sum     Summary
@@ -256,10 +261,16 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 		return nil, fmt.Errorf("load not started: %w", err)
 	}
 	c := &l.cfg
+	// vegeta numbers requests from 0 on every attack, so a second start
+	// gets its own id prefix.
+	idPrefix := c.runID
+	if n := l.starts.Add(1) - 1; n > 0 {
+		idPrefix = c.runID + "." + strconv.FormatInt(n, 10)
+	}
 	tr := newTransport(c)
 	att := &attempts{m: make(map[uint64]*attempt)}
 	client := &http.Client{
-		Transport: &roundTripper{base: tr, timeout: c.timeout, runID: c.runID, attempts: att},
+		Transport: &roundTripper{base: tr, timeout: c.timeout, runID: idPrefix, attempts: att},
 		// A redirect is an answer like any other: recorded, not followed.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -284,6 +295,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	}
 	r := &Running{
 		load:     l,
+		idPrefix: idPrefix,
 		events:   events,
 		attacker: attacker,
 		tr:       tr,
@@ -296,7 +308,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 		},
 	}
 	r.event(runfile.Event{Time: r.sum.Started, Source: runfile.SourceLoad, Type: runfile.Action,
-		Message: "load started", Fields: l.fields()})
+		Message: "load started", Fields: l.fields(idPrefix)})
 
 	pacer := vegeta.ConstantPacer{Freq: c.rate, Per: time.Second}
 	results := attacker.Attack(vegeta.NewStaticTargeter(targets...), pacer, c.duration, "zerodrop")
@@ -313,7 +325,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	return r, nil
 }
 
-func (l *Load) fields() map[string]string {
+func (l *Load) fields(idPrefix string) map[string]string {
 	c := &l.cfg
 	f := map[string]string{
 		"rate":        strconv.Itoa(c.rate),
@@ -321,7 +333,7 @@ func (l *Load) fields() map[string]string {
 		"connections": strconv.Itoa(c.connections),
 		"keepalive":   strconv.FormatBool(c.keepAlive),
 		"timeout":     c.timeout.String(),
-		"run_id":      c.runID,
+		"id_prefix":   idPrefix,
 	}
 	for i, t := range c.targets {
 		f["target."+strconv.Itoa(i)] = t
@@ -412,7 +424,7 @@ func (r *Running) consume(results <-chan *vegeta.Result, att *attempts, index ma
 	defer r.tr.CloseIdleConnections()
 	var failed bool
 	for vr := range results {
-		res := attribute(vr, att.take(vr.Seq), index, r.load.cfg.runID)
+		res := attribute(vr, att.take(vr.Seq), index, r.idPrefix)
 		r.mu.Lock()
 		r.sum.Results++
 		if k := res.FailureKind(); k == "" {
@@ -460,7 +472,7 @@ type echoReply struct {
 	ConnRequest int    `json:"conn_request"`
 }
 
-func attribute(vr *vegeta.Result, a *attempt, index map[string]int, runID string) runfile.Result {
+func attribute(vr *vegeta.Result, a *attempt, index map[string]int, idPrefix string) runfile.Result {
 	res := runfile.Result{
 		Seq:     vr.Seq,
 		Target:  index[vr.URL],
@@ -473,7 +485,7 @@ func attribute(vr *vegeta.Result, a *attempt, index map[string]int, runID string
 		res.Reused = a.reused.Load()
 	} else {
 		// The request never reached the transport (it could not be built).
-		res.ID = runID + "-" + strconv.FormatUint(vr.Seq, 10)
+		res.ID = idPrefix + "-" + strconv.FormatUint(vr.Seq, 10)
 	}
 	if res.Status == 0 {
 		res.Error = vr.Error

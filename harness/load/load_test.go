@@ -211,3 +211,28 @@ func TestSinkFailureStopsLoad(t *testing.T) {
 	}
 	_ = sum
 }
+
+func TestRestartKeepsIDsUnique(t *testing.T) {
+	addr := startEcho(t, "echo-a", "node-1")
+	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(50), load.WithDuration(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	for range 2 {
+		if _, err := l.Run(context.Background(), sink); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results, _ := sink.snapshot()
+	seen := map[string]bool{}
+	for _, r := range results {
+		if seen[r.ID] {
+			t.Fatalf("request id %s used twice across two starts of one Load", r.ID)
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("only %d results over two runs", len(seen))
+	}
+}
