@@ -317,3 +317,24 @@ func TestReadMeta(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReader: no input makes the reader panic or loop, and every record it
+// returns has a kind.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte(`{"kind":"meta","schema":"zerodrop.dev/runfile/v1"}` + "\n" + `{"kind":"result","seq":1,"time":"2025-01-01T00:00:00Z"}` + "\n"))
+	f.Add([]byte(`{"kind":"result","seq":`))
+	f.Add([]byte("\n\n{}\n"))
+	f.Add([]byte(`{"kind":"event","time":"x"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rd := NewReader(bytes.NewReader(data), "fuzz")
+		for i := 0; ; i++ {
+			rec, err := rd.Next()
+			if err != nil {
+				return
+			}
+			if rec.Kind == "" || i > len(data) {
+				t.Fatalf("record %d without kind or too many records: %+v", i, rec)
+			}
+		}
+	})
+}
