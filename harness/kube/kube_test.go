@@ -1,0 +1,195 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"zerodrop/harness/runfile"
+)
+
+type events struct {
+	mu sync.Mutex
+	l  []runfile.Event
+}
+
+func (e *events) Event(ev runfile.Event) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.l = append(e.l, ev)
+	return nil
+}
+
+func (e *events) types() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.l {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+func i32(v int32) *int32 { return &v }
+
+func TestRolloutDone(t *testing.T) {
+	base := func(mut func(*appsv1.Deployment)) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns", Generation: 2},
+			Spec: appsv1.DeploymentSpec{Replicas: i32(3)},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}}
+		mut(d)
+		return d
+	}
+	tests := []struct {
+		name    string
+		d       *appsv1.Deployment
+		done    bool
+		wantErr bool
+	}{
+		{"complete", base(func(*appsv1.Deployment) {}), true, false},
+		{"old generation", base(func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }), false, false},
+		{"surge pod still there", base(func(d *appsv1.Deployment) { d.Status.Replicas = 4 }), false, false},
+		{"not all updated", base(func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 2 }), false, false},
+		{"not all available", base(func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }), false, false},
+		{"progress deadline", base(func(d *appsv1.Deployment) {
+			d.Status.AvailableReplicas = 2
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Reason: "ProgressDeadlineExceeded", Message: "stuck"}}
+		}), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done, state, err := rolloutDone(tt.d)
+			if done != tt.done || (err != nil) != tt.wantErr {
+				t.Errorf("done=%t err=%v, want done=%t err=%t (state %s)", done, err, tt.done, tt.wantErr, state)
+			}
+			if state == "" {
+				t.Error("no state description")
+			}
+		})
+	}
+}
+
+func TestPollTimeoutSaysWhatAndLastState(t *testing.T) {
+	err := poll(context.Background(), "the thing", 50*time.Millisecond, 10*time.Millisecond, func(context.Context) (bool, string, error) {
+		return false, "still 2 of 3", nil
+	})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err %v does not wrap ErrTimeout", err)
+	}
+	for _, want := range []string{"the thing", "still 2 of 3"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestCreateRefusesUnknownKinds(t *testing.T) {
+	c := New(fake.NewClientset())
+	err := c.Create(context.Background(), &corev1.ConfigMap{})
+	if err == nil || !strings.Contains(err.Error(), "unsupported") {
+		t.Fatalf("err = %v, want unsupported", err)
+	}
+}
+
+func TestCreateAndWaitLoadBalancer(t *testing.T) {
+	ctx := context.Background()
+	ev := &events{}
+	cs := fake.NewClientset()
+	c := New(cs, WithEventSink(ev))
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "ns"}}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLoadBalancer(ctx, "ns", "echo", 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("no address yet: err = %v, want timeout", err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "172.18.255.200"}}
+	if _, err := cs.CoreV1().Services("ns").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ip, err := c.WaitLoadBalancer(ctx, "ns", "echo", time.Second)
+	if err != nil || ip != "172.18.255.200" {
+		t.Fatalf("ip %q err %v", ip, err)
+	}
+	if got := ev.types(); len(got) != 2 || got[0] != runfile.Action {
+		t.Errorf("events %v, want two create actions", got)
+	}
+}
+
+func TestEndpointsAndWaitReady(t *testing.T) {
+	ctx := context.Background()
+	tr, f := true, false
+	node := "w1"
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-x", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.244.1.2"}, NodeName: &node, TargetRef: &corev1.ObjectReference{Name: "b"}, Conditions: discoveryv1.EndpointConditions{Ready: &tr}},
+			{Addresses: []string{"10.244.1.3"}, NodeName: &node, TargetRef: &corev1.ObjectReference{Name: "a"}, Conditions: discoveryv1.EndpointConditions{Ready: &f, Serving: &tr, Terminating: &tr}},
+		},
+	}
+	c := New(fake.NewClientset(slice))
+	eps, err := c.Endpoints(ctx, "ns", "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 2 || eps[0].Pod != "a" || !eps[0].Terminating || eps[0].Ready || !eps[1].Ready {
+		t.Fatalf("endpoints %+v", eps)
+	}
+	ready, err := c.WaitReadyEndpoints(ctx, "ns", "echo", 1, time.Second)
+	if err != nil || len(ready) != 1 || ready[0].Pod != "b" {
+		t.Fatalf("ready %+v err %v", ready, err)
+	}
+	if _, err := c.WaitReadyEndpoints(ctx, "ns", "echo", 2, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "a@w1 ready=false") {
+		t.Fatalf("err %v should describe the endpoints seen", err)
+	}
+}
+
+func TestCordonAndNodesInPool(t *testing.T) {
+	ctx := context.Background()
+	ev := &events{}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1", Labels: map[string]string{"zerodrop.dev/pool": "pool-a"}}}
+	cs := fake.NewClientset(n)
+	c := New(cs, WithEventSink(ev))
+	if err := c.Cordon(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := cs.CoreV1().Nodes().Get(ctx, "w1", metav1.GetOptions{})
+	if !got.Spec.Unschedulable {
+		t.Error("node not cordoned")
+	}
+	if err := c.Uncordon(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if ts := ev.types(); strings.Join(ts, ",") != "cordon,uncordon" {
+		t.Errorf("events %v", ts)
+	}
+	names, err := c.NodesInPool(ctx, "pool-a")
+	if err != nil || len(names) != 1 || names[0] != "w1" {
+		t.Errorf("pool-a nodes %v err %v", names, err)
+	}
+	if err := c.Cordon(ctx, "nope"); err == nil {
+		t.Error("cordon of a missing node succeeded")
+	}
+}
+
+func TestDrainEmptyNodeCompletes(t *testing.T) {
+	ctx := context.Background()
+	ev := &events{}
+	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}})
+	res := New(cs, WithEventSink(ev)).Drain(ctx, "w1", 5*time.Second)
+	if !res.Completed || res.Err != nil {
+		t.Fatalf("drain of an empty node: %+v", res)
+	}
+	if ts := strings.Join(ev.types(), ","); ts != "cordon,drain-start,drain-end" {
+		t.Errorf("events %s", ts)
+	}
+}

@@ -1,0 +1,114 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"zerodrop/harness/runfile"
+)
+
+// Interface is the clientset the steps use.
+type Interface = kubernetes.Interface
+
+// Create creates each object in order. Kinds other than Namespace,
+// Deployment, Service and PodDisruptionBudget are refused, since a silently
+// skipped object would make a scenario test something else than it says.
+func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
+	for _, obj := range objs {
+		var err error
+		var what string
+		switch o := obj.(type) {
+		case *corev1.Namespace:
+			what = "namespace/" + o.Name
+			_, err = c.cs.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			what = "deployment/" + o.Namespace + "/" + o.Name
+			_, err = c.cs.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Service:
+			what = "service/" + o.Namespace + "/" + o.Name
+			_, err = c.cs.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *policyv1.PodDisruptionBudget:
+			what = "pdb/" + o.Namespace + "/" + o.Name
+			_, err = c.cs.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			return fmt.Errorf("create: unsupported object type %T (supported: Namespace, Deployment, Service, PodDisruptionBudget)", obj)
+		}
+		if err != nil {
+			return fmt.Errorf("create %s: %w", what, err)
+		}
+		c.emit(runfile.Action, what, "created", nil)
+	}
+	return nil
+}
+
+// DeleteNamespace deletes a namespace and waits until it is gone, so that
+// the next scenario starts from a cluster without this one's pods.
+func (c *Client) DeleteNamespace(ctx context.Context, name string, timeout time.Duration) error {
+	err := c.cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete namespace %s: %w", name, err)
+	}
+	return poll(ctx, "namespace "+name+" to be deleted", timeout, time.Second, func(ctx context.Context) (bool, string, error) {
+		ns, err := c.cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return false, "phase " + string(ns.Status.Phase), nil
+	})
+}
+
+// UpdateDeployment applies mutate to the live Deployment, retrying on
+// conflicts with the controllers that also write it.
+func (c *Client) UpdateDeployment(ctx context.Context, namespace, name, why string, mutate func(*appsv1.Deployment)) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := c.cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(d)
+		_, err = c.cs.AppsV1().Deployments(namespace).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update deployment %s/%s (%s): %w", namespace, name, why, err)
+	}
+	c.emit(runfile.Action, "deployment/"+namespace+"/"+name, why, nil)
+	return nil
+}
+
+// PatchService applies a strategic merge patch to a Service.
+func (c *Client) PatchService(ctx context.Context, namespace, name, why string, patch any) error {
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("patch service %s/%s: encode patch: %w", namespace, name, err)
+	}
+	if _, err := c.cs.CoreV1().Services(namespace).Patch(ctx, name, types.StrategicMergePatchType, b, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch service %s/%s (%s): %w", namespace, name, why, err)
+	}
+	c.emit(runfile.Action, "service/"+namespace+"/"+name, why, nil)
+	return nil
+}
+
+// Note records a free-form event (what the scenario is about to do, or saw).
+func (c *Client) Note(object, msg string) { c.emit(runfile.Note, object, msg, nil) }
+
+// Action records a scenario step that is not one of the client's own.
+func (c *Client) Action(object, msg string) { c.emit(runfile.Action, object, msg, nil) }

@@ -1,0 +1,172 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"zerodrop/harness/runfile"
+)
+
+// WaitRollout waits until the Deployment's controller has seen its latest
+// spec and every replica is updated and available (kubectl rollout status).
+func (c *Client) WaitRollout(ctx context.Context, namespace, name string, timeout time.Duration) error {
+	return poll(ctx, fmt.Sprintf("deployment %s/%s to finish its rollout", namespace, name), timeout, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			d, err := c.cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return rolloutDone(d)
+		})
+}
+
+func rolloutDone(d *appsv1.Deployment) (bool, string, error) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	state := fmt.Sprintf("generation %d observed %d, replicas %d updated %d ready %d available %d (want %d)",
+		d.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas, want)
+	for _, cond := range s.Conditions {
+		if cond.Type == appsv1.DeploymentProgressing && cond.Reason == "ProgressDeadlineExceeded" {
+			return false, state, fmt.Errorf("deployment %s/%s exceeded its progress deadline: %s", d.Namespace, d.Name, cond.Message)
+		}
+	}
+	done := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want
+	return done, state, nil
+}
+
+// RolloutRestart restarts every pod of the Deployment the way `kubectl
+// rollout restart` does (a template annotation), records rollout-start, and
+// when wait > 0 waits for the rollout and records rollout-end.
+func (c *Client) RolloutRestart(ctx context.Context, namespace, name string, wait time.Duration) error {
+	at := c.now().UTC().Format(time.RFC3339Nano)
+	obj := "deployment/" + namespace + "/" + name
+	err := c.UpdateDeployment(ctx, namespace, name, "rollout restart", func(d *appsv1.Deployment) {
+		if d.Spec.Template.Annotations == nil {
+			d.Spec.Template.Annotations = map[string]string{}
+		}
+		d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = at
+	})
+	if err != nil {
+		return err
+	}
+	c.emit(runfile.RolloutStart, obj, "rollout restart", nil)
+	if wait <= 0 {
+		return nil
+	}
+	if err := c.WaitRollout(ctx, namespace, name, wait); err != nil {
+		return err
+	}
+	c.emit(runfile.RolloutEnd, obj, "rollout complete", nil)
+	return nil
+}
+
+// WaitLoadBalancer waits for the Service's load balancer address and returns
+// it.
+func (c *Client) WaitLoadBalancer(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
+	var addr string
+	err := poll(ctx, fmt.Sprintf("service %s/%s to get a load balancer address (is a LoadBalancer implementation running?)", namespace, name),
+		timeout, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+			s, err := c.cs.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			for _, ing := range s.Status.LoadBalancer.Ingress {
+				if ing.IP != "" {
+					addr = ing.IP
+					return true, "", nil
+				}
+				if ing.Hostname != "" {
+					addr = ing.Hostname
+					return true, "", nil
+				}
+			}
+			return false, "no ingress in status", nil
+		})
+	return addr, err
+}
+
+// Endpoint is one endpoint of a Service as its EndpointSlices say.
+type Endpoint struct {
+	Pod, Node, Address         string
+	Ready, Serving, Terminating bool
+}
+
+// Endpoints lists a Service's endpoints from its EndpointSlices.
+func (c *Client) Endpoints(ctx context.Context, namespace, service string) ([]Endpoint, error) {
+	l, err := c.cs.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + service,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list EndpointSlices of %s/%s: %w", namespace, service, err)
+	}
+	var out []Endpoint
+	for _, s := range l.Items {
+		for _, ep := range s.Endpoints {
+			e := Endpoint{
+				Ready:       ep.Conditions.Ready == nil || *ep.Conditions.Ready,
+				Serving:     ep.Conditions.Serving == nil || *ep.Conditions.Serving,
+				Terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating,
+			}
+			if ep.TargetRef != nil {
+				e.Pod = ep.TargetRef.Name
+			}
+			if ep.NodeName != nil {
+				e.Node = *ep.NodeName
+			}
+			if len(ep.Addresses) > 0 {
+				e.Address = ep.Addresses[0]
+			}
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out, nil
+}
+
+// WaitReadyEndpoints waits until the Service has exactly want ready
+// endpoints.
+func (c *Client) WaitReadyEndpoints(ctx context.Context, namespace, service string, want int, timeout time.Duration) ([]Endpoint, error) {
+	var ready []Endpoint
+	err := poll(ctx, fmt.Sprintf("service %s/%s to have %d ready endpoints", namespace, service, want), timeout, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			eps, err := c.Endpoints(ctx, namespace, service)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			ready = ready[:0]
+			var desc []string
+			for _, e := range eps {
+				if e.Ready {
+					ready = append(ready, e)
+				}
+				desc = append(desc, fmt.Sprintf("%s@%s ready=%t", e.Pod, e.Node, e.Ready))
+			}
+			return len(ready) == want, strings.Join(desc, ", "), nil
+		})
+	return ready, err
+}
+
+// Pods lists the pods matching selector, sorted by name.
+func (c *Client) Pods(ctx context.Context, namespace, selector string) ([]corev1.Pod, error) {
+	if _, err := labels.Parse(selector); err != nil {
+		return nil, fmt.Errorf("pod selector %q: %w", selector, err)
+	}
+	l, err := c.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("list pods %q in %s: %w", selector, namespace, err)
+	}
+	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
+	return l.Items, nil
+}
