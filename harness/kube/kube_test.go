@@ -44,7 +44,7 @@ func i32(v int32) *int32 { return &v }
 func TestRolloutDone(t *testing.T) {
 	base := func(mut func(*appsv1.Deployment)) *appsv1.Deployment {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns", Generation: 2},
-			Spec: appsv1.DeploymentSpec{Replicas: i32(3)},
+			Spec:   appsv1.DeploymentSpec{Replicas: i32(3)},
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}}
 		mut(d)
 		return d

@@ -99,7 +99,7 @@ func (c *Client) WaitLoadBalancer(ctx context.Context, namespace, name string, t
 
 // Endpoint is one endpoint of a Service as its EndpointSlices say.
 type Endpoint struct {
-	Pod, Node, Address         string
+	Pod, Node, Address          string
 	Ready, Serving, Terminating bool
 }
 
