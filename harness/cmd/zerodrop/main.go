@@ -41,6 +41,7 @@ func commandTable() []command {
 	return []command{
 		loadCommand(),
 		analyzeCommand(),
+		clusterCommand(),
 	}
 }
 

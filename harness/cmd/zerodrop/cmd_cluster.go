@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"zerodrop/harness/cluster"
+)
+
+func clusterCommand() command {
+	return command{name: "cluster", summary: "bring a test cluster up or down, add or remove nodepools", run: runCluster}
+}
+
+const clusterDescription = `
+Subcommands:
+  up                          create the cluster (kind: nodes, flannel, CoreDNS,
+                              MetalLB) and print the kubeconfig path
+  down                        delete everything 'up' made and restore the host
+                              sysctls kubelet changed
+  nodes                       list the nodes with pool, IP and readiness
+  add-pool NAME COUNT         add a nodepool of COUNT nodes (kind only)
+  remove-pool NAME            drain, delete and destroy a nodepool (kind only)
+
+Providers: kind (local Docker; the node image comes from --node-image,
+$KIND_NODE_IMAGE, or 'make node-image') and existing (the cluster in
+$KUBECONFIG; never created, deleted or re-pooled).
+
+Ctrl-C during 'up' removes whatever it had created.
+Exit status: 0 done, 1 the operation failed, 2 bad input.`
+
+func runCluster(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "cluster", "up|down|nodes|add-pool|remove-pool [args] [flags]", clusterDescription)
+	provider := fs.String("provider", envOr("PROVIDER", "kind"), "cluster `provider`: "+strings.Join(cluster.Providers(), " or "))
+	name := fs.String("name", "zerodrop", "cluster `name`")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `path` (kind: written; existing: read, default $KUBECONFIG)")
+	nodeImage := fs.String("node-image", os.Getenv("KIND_NODE_IMAGE"), "kind node `image` (default $KIND_NODE_IMAGE, else "+cluster.DefaultNodeImage+")")
+	stateDir := fs.String("state-dir", filepath.Join(envOr("ZERODROP_CACHE", "/var/cache/zerodrop"), "state"), "`dir` recording host state between up and down")
+	timeout := fs.Duration("timeout", 15*time.Minute, "overall time limit")
+	labels := fs.String("labels", "", "add-pool: extra node labels, k=v,k2=v2")
+	verbose := fs.Bool("v", false, "log details (kind's own messages, events)")
+	// Subcommand first, flags anywhere after it.
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if code, ok := parseFlags(c, fs, args); !ok {
+			return code
+		}
+		return badInput(c, "cluster", "missing subcommand: up, down, nodes, add-pool or remove-pool")
+	}
+	sub, rest := args[0], args[1:]
+	var pos []string
+	for len(rest) > 0 {
+		if code, ok := parseFlags(c, fs, rest); !ok {
+			return code
+		}
+		rest = fs.Args()
+		if len(rest) > 0 {
+			pos = append(pos, rest[0])
+			rest = rest[1:]
+		}
+	}
+
+	start := time.Now()
+	progress := func(msg string) {
+		fmt.Fprintf(c.stdout, "[%5.1fs] %s\n", time.Since(start).Seconds(), msg)
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+	opts := []cluster.Option{
+		cluster.WithName(*name), cluster.WithStateDir(*stateDir), cluster.WithProgress(progress), cluster.WithLogger(logger),
+	}
+	if *kubeconfig != "" {
+		opts = append(opts, cluster.WithKubeconfig(*kubeconfig))
+	}
+	if *nodeImage != "" {
+		opts = append(opts, cluster.WithNodeImage(*nodeImage))
+	}
+	want := map[string]int{"up": 0, "down": 0, "nodes": 0, "add-pool": 2, "remove-pool": 1}
+	n, known := want[sub]
+	if !known {
+		return badInput(c, "cluster", "unknown subcommand %q: want up, down, nodes, add-pool or remove-pool", sub)
+	}
+	if len(pos) != n {
+		return badInput(c, "cluster", "%s takes %d argument(s), got %d (%s)", sub, n, len(pos), strings.Join(pos, " "))
+	}
+	p, err := cluster.New(*provider, opts...)
+	if err != nil {
+		return badInput(c, "cluster", "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	fail := func(err error) int {
+		fmt.Fprintf(c.stderr, "zerodrop cluster %s: %v\n", sub, err)
+		if errors.Is(err, cluster.ErrUnsupported) {
+			return exitBroken
+		}
+		return exitFailed
+	}
+	switch sub {
+	case "up":
+		if err := p.Create(ctx); err != nil {
+			return fail(err)
+		}
+		nodes, err := p.Nodes(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		printNodes(c, nodes)
+		progress(fmt.Sprintf("cluster ready (%s provider, %d nodes)", p.Name(), len(nodes)))
+		fmt.Fprintf(c.stdout, "KUBECONFIG=%s\n", p.Kubeconfig())
+	case "down":
+		if err := p.Delete(ctx); err != nil {
+			return fail(err)
+		}
+		progress("cluster down")
+	case "nodes":
+		nodes, err := p.Nodes(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		printNodes(c, nodes)
+	case "add-pool":
+		var count int
+		if _, err := fmt.Sscan(pos[1], &count); err != nil || count < 1 {
+			return badInput(c, "cluster", "add-pool COUNT %q: want a positive integer", pos[1])
+		}
+		lm, err := parseLabels(*labels)
+		if err != nil {
+			return badInput(c, "cluster", "--labels: %v", err)
+		}
+		if err := p.AddNodePool(ctx, pos[0], count, lm, nil); err != nil {
+			return fail(err)
+		}
+		progress("nodepool " + pos[0] + " added")
+	case "remove-pool":
+		if err := p.RemoveNodePool(ctx, pos[0]); err != nil {
+			return fail(err)
+		}
+		progress("nodepool " + pos[0] + " removed")
+	}
+	return exitOK
+}
+
+func printNodes(c *cli, nodes []cluster.Node) {
+	fmt.Fprintf(c.stdout, "%-32s %-14s %-8s %-15s %s\n", "NODE", "ROLE", "POOL", "IP", "READY")
+	for _, n := range nodes {
+		fmt.Fprintf(c.stdout, "%-32s %-14s %-8s %-15s %v\n", n.Name, n.Role, n.Pool, n.InternalIP, n.Ready)
+	}
+}
+
+func parseLabels(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if s == "" {
+		return m, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not k=v", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
