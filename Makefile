@@ -16,7 +16,7 @@ export ZERODROP_CACHE
 
 ECHO_IMAGE   ?= zerodrop/echo-server:dev
 
-.PHONY: all test vet fmt-check unit build image e2e help host-setup
+.PHONY: all test vet fmt-check unit build image e2e help host-setup node-image cluster cluster-down
 
 all: build
 
@@ -48,3 +48,12 @@ e2e: ## the main job: every scenario on a real cluster (PROVIDER=kind)
 
 host-setup: ## make Docker usable here: install docker.io etc., start dockerd, fix --privileged caps
 	ZERODROP_CACHE=$(ZERODROP_CACHE) GO=$(GO) ./clusters/host-setup.sh
+
+node-image: host-setup ## kind node image with every cluster image preloaded, built offline and cached (KIND_NODE_IMAGE overrides)
+	ZERODROP_CACHE=$(ZERODROP_CACHE) GO=$(GO) ./clusters/node-image.sh
+
+cluster: ## test cluster up (PROVIDER=kind: host set-up, images, nodes, flannel, MetalLB); prints the kubeconfig path
+	PROVIDER=$(PROVIDER) GO=$(GO) ./clusters/cluster.sh up
+
+cluster-down: ## remove everything 'make cluster' made and restore host sysctls
+	PROVIDER=$(PROVIDER) GO=$(GO) ./clusters/cluster.sh down
