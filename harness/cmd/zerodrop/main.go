@@ -42,6 +42,7 @@ func commandTable() []command {
 		loadCommand(),
 		analyzeCommand(),
 		clusterCommand(),
+		doctorCommand(),
 	}
 }
 

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"zerodrop/harness/doctor"
+)
+
+func doctorCommand() command {
+	return command{
+		name:    "doctor",
+		summary: "predict dropped requests from manifests or a live cluster, before anything runs",
+		run: func(ctx context.Context, c *cli, args []string) int {
+			return runDoctor(ctx, c, os.Stdin, args)
+		},
+	}
+}
+
+const doctorDescription = `
+Reads Kubernetes manifests (files, directories walked for *.yaml/*.yml/*.json,
+- for stdin; multi-document YAML and List kinds) or, with no FILE or with
+--cluster, the live cluster of KUBECONFIG, and reports for every Service of
+type LoadBalancer (and every Service behind an Ingress or HTTPRoute) and the
+workloads behind it the configuration that drops requests during drains,
+rollouts and node-pool changes: each finding with the seed incident it comes
+from and the fix. Flags may follow the FILE arguments.
+
+The LB health-check lag (preStop must outlast it with externalTrafficPolicy
+Local) comes from --lb-profile, or a Service's zerodrop.dev/lb-profile
+annotation, or the provider's health-check annotations on the Service; see
+--list-profiles for the defaults and where each number comes from.
+
+Exit status: 0 no finding at or above --fail-on, 1 such a finding exists,
+2 bad input (unreadable or unparseable manifests, named by file and line) or
+the cluster could not be read.`
+
+func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int {
+	fs := newFlagSet(c, "doctor", "[flags] [FILE|DIR|-]...", doctorDescription)
+	output := fs.String("output", "text", "output format: text, json or sarif (SARIF 2.1.0 for CI annotations)")
+	fs.StringVar(output, "o", "text", "shorthand for --output")
+	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this severity exists: error, warning, info or none")
+	profile := fs.String("lb-profile", doctor.DefaultProfile, "LB health-check profile for Services that do not name one (see --list-profiles)")
+	namespace := fs.String("namespace", "", "namespace of manifests without one (default \"default\"); with the cluster, the namespace to read (default: the kubeconfig context's)")
+	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
+	allNS := fs.Bool("all-namespaces", false, "with the cluster: read every namespace")
+	fs.BoolVar(allNS, "A", false, "shorthand for --all-namespaces")
+	useCluster := fs.Bool("cluster", false, "read the live cluster of KUBECONFIG (implied when no FILE is given)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `path` (default: $KUBECONFIG, then ~/.kube/config)")
+	kubeContext := fs.String("context", "", "kubeconfig context to use (default: the current context)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the API server when reading the cluster")
+	listRules := fs.Bool("list-rules", false, "print the rules (ID, severity, seeds, summary, fix) and exit")
+	listProfiles := fs.Bool("list-profiles", false, "print the LB profiles with their health-check timing and sources and exit")
+
+	paths, code, ok := parseInterspersed(c, fs, args)
+	if !ok {
+		return code
+	}
+	format, err := doctor.ParseFormat(*output)
+	if err != nil {
+		return badInput(c, "doctor", "%v", err)
+	}
+	threshold, err := doctor.ParseSeverity(*failOn)
+	if err != nil {
+		return badInput(c, "doctor", "--fail-on: %v", err)
+	}
+	if *listRules {
+		return printRules(c, format)
+	}
+	if *listProfiles {
+		return printProfiles(c, format)
+	}
+	prof, found := doctor.LookupProfile(*profile)
+	if !found {
+		return badInput(c, "doctor", "--lb-profile %q: unknown profile (known: %s)", *profile, strings.Join(doctor.ProfileNames(), ", "))
+	}
+	if *allNS && len(paths) > 0 && !*useCluster {
+		return badInput(c, "doctor", "--all-namespaces applies to the cluster, not to files")
+	}
+
+	var ms *doctor.Manifests
+	defaultNS := *namespace
+	if len(paths) > 0 && *useCluster {
+		return badInput(c, "doctor", "give FILE arguments or --cluster, not both")
+	}
+	if len(paths) == 0 {
+		var ns string
+		ms, ns, err = loadFromCluster(ctx, *kubeconfig, *kubeContext, *namespace, *allNS, *timeout)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
+			return exitBroken
+		}
+		defaultNS = ns
+	} else {
+		ms, err = doctor.Load(paths, stdin)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
+			return exitBroken
+		}
+	}
+
+	rep := doctor.Check(ms, doctor.WithLBProfile(prof), doctor.WithDefaultNamespace(defaultNS))
+	if err := doctor.Write(c.stdout, rep, format); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
+		return exitBroken
+	}
+	if rep.Failed(threshold) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// parseInterspersed parses flags that may appear before, between and after
+// the positional arguments (`zerodrop doctor k8s/ -o sarif`); everything after
+// "--" is positional.
+func parseInterspersed(c *cli, fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
+	var tail []string
+	for i, a := range args {
+		if a == "--" {
+			args, tail = args[:i], args[i+1:]
+			break
+		}
+	}
+	rest := args
+	for {
+		if code, ok := parseFlags(c, fs, rest); !ok {
+			return nil, code, false
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	return append(positional, tail...), 0, true
+}
+
+// loadFromCluster reads the cluster of the kubeconfig; it returns the
+// namespace that objects without one belong to.
+func loadFromCluster(ctx context.Context, kubeconfig, kubeContext, namespace string, all bool, timeout time.Duration) (*doctor.Manifests, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, "", errors.New("no input: give FILE, DIR or - arguments, or point KUBECONFIG (or --kubeconfig) at a cluster to read it live")
+		}
+		return nil, "", fmt.Errorf("cannot build a client from the kubeconfig (%s): %w", kubeconfigWhere(rules), err)
+	}
+	if namespace == "" && !all {
+		ns, _, err := cc.Namespace()
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot read the namespace of the kubeconfig context: %w (pass --namespace)", err)
+		}
+		namespace = ns
+	}
+	defaultNS := namespace
+	if all {
+		namespace = ""
+		defaultNS = "default"
+	}
+	cfg.Timeout = timeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot create a Kubernetes client for %s: %w", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ms, err := doctor.LoadCluster(ctx, cs, namespace)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the cluster at %s (waited up to %v): %w", cfg.Host, timeout, err)
+	}
+	return ms, defaultNS, nil
+}
+
+func kubeconfigWhere(rules *clientcmd.ClientConfigLoadingRules) string {
+	if rules.ExplicitPath != "" {
+		return rules.ExplicitPath
+	}
+	return strings.Join(rules.Precedence, ":")
+}
+
+func printRules(c *cli, format doctor.Format) int {
+	rules := doctor.Rules()
+	if format != doctor.FormatText {
+		return printJSON(c, rules)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSEVERITY\tSEEDS\tSUMMARY")
+	for _, r := range rules {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Severity, strings.Join(r.Seeds, ","), r.Summary)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
+		return exitBroken
+	}
+	return exitOK
+}
+
+func printProfiles(c *cli, format doctor.Format) int {
+	profiles := doctor.Profiles()
+	if format != doctor.FormatText {
+		return printJSON(c, profiles)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROFILE\tALIASES\tINTERVAL\tHEALTHY\tUNHEALTHY\tREMOVAL LAG\tSOURCE")
+	for _, p := range profiles {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%v\t%s\n", p.Name, strings.Join(p.Aliases, ","), p.Interval,
+			p.HealthyThreshold, p.UnhealthyThreshold, p.RemovalLag(), p.Source)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
+		return exitBroken
+	}
+	return exitOK
+}
+
+func printJSON(c *cli, v any) int {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
+		return exitBroken
+	}
+	return exitOK
+}
