@@ -1,0 +1,476 @@
+// Package scenario runs one zerodrop scenario against a cluster: it deploys
+// the workload, waits until the load balancer serves it, starts the
+// observer and the attributed load into a fresh run file, lets the caller
+// act on the cluster, then stops the load, closes the run file and computes
+// the verdict. It is the harness's unit of work and needs no test framework:
+// the Ginkgo specs in suites/ are thin scripts over it.
+//
+//	run, err := scenario.Begin(ctx, env, spec)
+//	defer run.Cleanup(ctx)
+//	run.Kube.RolloutRestart(ctx, ns, name, 3*time.Minute)
+//	run.Settle(ctx, 10*time.Second)
+//	result, err := run.Finish(ctx)
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/kube"
+	"zerodrop/harness/load"
+	"zerodrop/harness/observe"
+	"zerodrop/harness/runfile"
+	"zerodrop/harness/verdict"
+	"zerodrop/reports"
+)
+
+// Env is what every scenario of a suite run shares.
+type Env struct {
+	// Clientset reaches the cluster under test.
+	Clientset kubernetes.Interface
+	// OutDir receives one directory per scenario run (run file and
+	// scenario.json).
+	OutDir string
+	// Rate is the load in requests per second (default 200).
+	Rate int
+	// RequestTimeout is the per-request timeout (default 2s: a blackholed
+	// request should count as dropped well before the scenario moves on).
+	RequestTimeout time.Duration
+	// ReadyTimeout bounds each wait for the workload and its LB address
+	// (default 3 minutes).
+	ReadyTimeout time.Duration
+	// LBEvents, when set, subscribes to the load balancer's own events (the
+	// cloud-style LB) and writes them to sink until ctx is done.
+	LBEvents func(ctx context.Context, sink runfile.EventSink) error
+	// ToolVersion is recorded in every run file.
+	ToolVersion string
+	// Logger gets one line per step; default discards.
+	Logger *slog.Logger
+}
+
+func (e *Env) defaults() {
+	if e.Rate <= 0 {
+		e.Rate = 200
+	}
+	if e.RequestTimeout <= 0 {
+		e.RequestTimeout = 2 * time.Second
+	}
+	if e.ReadyTimeout <= 0 {
+		e.ReadyTimeout = 3 * time.Minute
+	}
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Spec is one scenario run: what it is (the report's ScenarioSpec), the
+// workload it deploys and how the load is sent.
+type Spec struct {
+	reports.ScenarioSpec
+	// Workload builds the echo-server Deployment, Service and PDB.
+	Workload []fixtures.Option
+	// KeepAlive turns connection reuse by the load generator on or off
+	// (default on, as browsers and most clients do).
+	KeepAlive *bool
+	// Connections caps open connections per target (0: load's default).
+	Connections int
+	// SkipLoad deploys and observes without starting load (for scenarios
+	// that start it themselves).
+	SkipLoad bool
+}
+
+// Run is a scenario in progress.
+type Run struct {
+	Env  *Env
+	Spec Spec
+	// Config is the resolved workload.
+	Config fixtures.Config
+	// Kube acts on the cluster and records each step in the run file.
+	Kube *kube.Client
+	// Address is the Service's load balancer address; URL the load's target.
+	Address, URL string
+	// Dir holds this run's files; RunFile is the run file's path.
+	Dir, RunFile string
+	// Observer follows nodes, pods and endpoints.
+	Observer *observe.Observer
+
+	w        *runfile.Writer
+	load     *load.Load
+	running  *load.Running
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+	finished bool
+	log      *slog.Logger
+}
+
+var unsafeName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// DirName turns a scenario name and labels into a directory name.
+func DirName(name string) string {
+	s := unsafeName.ReplaceAllString(name, "-")
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
+
+// Begin deploys the workload, waits until its load balancer answers, and
+// starts observing and loading. On error everything it created is removed
+// again.
+func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
+	env.defaults()
+	cfg, err := fixtures.NewConfig(spec.Workload...)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: workload: %w", spec.Name, err)
+	}
+	if spec.Config == nil {
+		spec.Config = map[string]string{}
+	}
+	for k, v := range describe(cfg) {
+		if _, set := spec.Config[k]; !set {
+			spec.Config[k] = v
+		}
+	}
+	r := &Run{Env: env, Spec: spec, Config: cfg, log: env.Logger.With("scenario", spec.Name)}
+	r.Dir = filepath.Join(env.OutDir, DirName(spec.Name))
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("scenario %s: create output directory: %w", spec.Name, err)
+	}
+	keepAlive := spec.KeepAlive == nil || *spec.KeepAlive
+	// The load is built before anything is deployed so that a bad setting
+	// fails without touching the cluster; the target is filled in below.
+	opts := []load.Option{load.WithRate(env.Rate), load.WithTimeout(env.RequestTimeout), load.WithKeepAlive(keepAlive)}
+	if spec.Connections > 0 {
+		opts = append(opts, load.WithMaxConnections(spec.Connections))
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	defer func() {
+		if err != nil {
+			r.abort(ctx, err)
+		}
+	}()
+
+	r.RunFile = filepath.Join(r.Dir, "run.jsonl")
+	_ = os.Remove(r.RunFile) // a re-run of the same scenario replaces its old evidence
+	r.w, err = runfile.Create(r.RunFile, runfile.Meta{
+		RunID: runfile.NewRunID(), ToolVersion: env.ToolVersion, Scenario: spec.ScenarioSpec,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	r.Kube = kube.New(env.Clientset, kube.WithEventSink(r.w))
+	r.step("deploy", "namespace", cfg.Namespace, "workload", cfg.String())
+
+	objs := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "zerodrop"}}}}
+	objs = append(objs, fixtures.BuildDeployment(cfg), fixtures.BuildService(cfg))
+	if pdb := fixtures.BuildPDB(cfg); pdb != nil {
+		objs = append(objs, pdb)
+	}
+	if err := r.Kube.Create(ctx, objs...); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	if err := r.Kube.WaitRollout(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
+	}
+	if _, err := r.Kube.WaitReadyEndpoints(ctx, cfg.Namespace, cfg.Name, int(cfg.Replicas), env.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	r.Address, err = r.Kube.WaitLoadBalancer(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	r.URL = "http://" + net.JoinHostPort(r.Address, strconv.Itoa(int(cfg.ServicePort))) + "/"
+	if err := WaitServing(ctx, r.URL, env.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	r.step("serving", "url", r.URL)
+
+	if env.LBEvents != nil {
+		r.bg.Add(1)
+		go func() {
+			defer r.bg.Done()
+			if err := env.LBEvents(runCtx, r.w); err != nil && runCtx.Err() == nil {
+				r.log.Warn("load balancer event stream ended", "err", err)
+				r.Kube.Note("lb", "load balancer event stream ended: "+err.Error())
+			}
+		}()
+	}
+	r.Observer = observe.New(env.Clientset, observe.Target{
+		Namespace: cfg.Namespace, Service: cfg.Name, PodSelector: selector(cfg.SelectorLabels()),
+	}, r.w)
+	if err := r.Observer.Start(runCtx); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	if spec.SkipLoad {
+		return r, nil
+	}
+	opts = append(opts, load.WithTargets(r.URL), load.WithRunID(runIDPrefix(spec.Name)))
+	r.load, err = load.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: load: %w", spec.Name, err)
+	}
+	r.running, err = r.load.Start(runCtx, r.w)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: start load: %w", spec.Name, err)
+	}
+	r.step("load started", "rate", env.Rate, "keepalive", keepAlive)
+	return r, nil
+}
+
+func runIDPrefix(name string) string {
+	id := runfile.NewRunID()
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return DirName(name) + "-" + id
+}
+
+func selector(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ","
+		}
+		s += k + "=" + l[k]
+	}
+	return s
+}
+
+func (r *Run) step(msg string, kv ...any) { r.log.Info(msg, kv...) }
+
+func (r *Run) podsState(ctx context.Context) string {
+	pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
+	if err != nil {
+		return err.Error()
+	}
+	s := "pods:"
+	for _, p := range pods {
+		s += fmt.Sprintf("\n  %s node=%s phase=%s", p.Name, p.Spec.NodeName, p.Status.Phase)
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil {
+				s += fmt.Sprintf(" waiting=%s(%s)", cs.State.Waiting.Reason, cs.State.Waiting.Message)
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				s += fmt.Sprintf(" %s=%s(%s)", c.Type, c.Status, c.Message)
+			}
+		}
+	}
+	return s
+}
+
+// Settle keeps the load running for d (or until ctx is done), so that what
+// happens after an action is measured too.
+func (r *Run) Settle(ctx context.Context, d time.Duration) error {
+	r.step("settle", "for", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("scenario %s: settling for %s: %w", r.Spec.Name, d, ctx.Err())
+	}
+}
+
+// Snapshot is the load's tally so far.
+func (r *Run) Snapshot() load.Summary {
+	if r.running == nil {
+		return load.Summary{}
+	}
+	return r.running.Snapshot()
+}
+
+// ExpectPods adds the workload's current pods to the criteria's expected
+// pods, so one that never gets traffic is reported with zero.
+func (r *Run) ExpectPods(ctx context.Context) ([]corev1.Pod, error) {
+	pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, p := range r.Spec.Criteria.ExpectedPods {
+		seen[p] = true
+	}
+	for _, p := range pods {
+		if !seen[p.Name] && p.DeletionTimestamp == nil {
+			r.Spec.Criteria.ExpectedPods = append(r.Spec.Criteria.ExpectedPods, p.Name)
+		}
+	}
+	return pods, nil
+}
+
+// Finish stops the load, closes the run file, computes the verdict and
+// writes scenario.json beside the run file.
+func (r *Run) Finish(ctx context.Context) (reports.Scenario, error) {
+	if r.finished {
+		return reports.Scenario{}, errors.New("scenario already finished")
+	}
+	r.finished = true
+	var loadErr error
+	if r.running != nil {
+		sum, err := r.running.Stop()
+		loadErr = err
+		r.step("load stopped", "results", sum.Results, "dropped", sum.Dropped, "rate", fmt.Sprintf("%.1f", sum.Rate()))
+	}
+	r.cancel()
+	r.bg.Wait()
+	if loadErr != nil {
+		_ = r.w.CloseWithError(loadErr)
+	} else if err := r.w.Close(); err != nil {
+		return reports.Scenario{}, fmt.Errorf("scenario %s: close run file: %w", r.Spec.Name, err)
+	}
+	sc, err := verdict.AnalyzeFile(ctx, r.RunFile, verdict.WithCriteria(r.Spec.Criteria), verdict.WithRunFileName("run.jsonl"))
+	if err != nil {
+		return reports.Scenario{}, fmt.Errorf("scenario %s: analyze %s: %w", r.Spec.Name, r.RunFile, err)
+	}
+	sc.RunFile = filepath.Join(DirName(r.Spec.Name), "run.jsonl")
+	if err := writeJSON(filepath.Join(r.Dir, "scenario.json"), sc); err != nil {
+		return sc, fmt.Errorf("scenario %s: %w", r.Spec.Name, err)
+	}
+	return sc, nil
+}
+
+// abort ends a run that failed to start: it stops whatever started, closes
+// the run file with the error (so the evidence of what broke stays) and
+// deletes the namespace.
+func (r *Run) abort(ctx context.Context, cause error) {
+	if r.running != nil {
+		_, _ = r.running.Stop()
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.bg.Wait()
+	if r.w != nil {
+		_ = r.w.CloseWithError(cause)
+	}
+	r.finished = true
+	r.Cleanup(ctx)
+}
+
+// Cleanup deletes the scenario's namespace and waits for it to go. It is
+// safe to call more than once and after a failed Begin.
+func (r *Run) Cleanup(ctx context.Context) {
+	if r.running != nil && !r.finished {
+		_, _ = r.running.Stop()
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	if r.Kube == nil {
+		return
+	}
+	if err := r.Kube.DeleteNamespace(context.WithoutCancel(ctx), r.Config.Namespace, 3*time.Minute); err != nil {
+		r.log.Warn("cleanup", "err", err)
+	}
+}
+
+// WaitServing polls url until it answers 200 twice in a row, so the load
+// starts only once the load balancer really routes to the workload.
+func WaitServing(ctx context.Context, url string, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	deadline := time.Now().Add(timeout)
+	var last string
+	ok := 0
+	for time.Now().Before(deadline) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("probe %s: %w", url, err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ok++
+				if ok >= 2 {
+					return nil
+				}
+				continue
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		ok = 0
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to answer: %w (last: %s)", url, ctx.Err(), last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("waiting for %s to answer 200: %w after %s (last: %s); is the load balancer announcing the address?",
+		url, kube.ErrTimeout, timeout, last)
+}
+
+// SourceAddress is the local address this host uses to reach addr: the
+// client IP a Service should see when it preserves the source.
+func SourceAddress(addr string) (string, error) {
+	// A UDP "connection" only asks the kernel for a route; no packet is sent.
+	c, err := net.Dial("udp", net.JoinHostPort(addr, "9"))
+	if err != nil {
+		return "", fmt.Errorf("find the route to %s: %w", addr, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+// describe lists the knobs of a workload that decide drops, for the report.
+func describe(c fixtures.Config) map[string]string {
+	m := map[string]string{
+		"profile":               string(c.Profile),
+		"externalTrafficPolicy": string(c.Policy),
+		"replicas":              strconv.Itoa(int(c.Replicas)),
+		"preStopSleep":          c.PreStopSleep.String(),
+		"terminationGrace":      c.EffectiveTerminationGrace().String(),
+		"minReadySeconds":       strconv.Itoa(int(c.MinReadySeconds)),
+		"pdb":                   fmt.Sprint(c.PDB),
+		"spread":                strconv.FormatBool(c.Spread),
+	}
+	if len(c.Pools) > 0 {
+		m["pools"] = fmt.Sprint(c.Pools)
+	}
+	return m
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

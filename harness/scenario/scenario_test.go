@@ -1,0 +1,115 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/kube"
+	"zerodrop/reports"
+)
+
+func TestDirName(t *testing.T) {
+	for in, want := range map[string]string{
+		"rolling-update/Local/hardened": "rolling-update-local-hardened",
+		"Source IP (Cluster)":           "source-ip-cluster-",
+	} {
+		if got := DirName(strings.ToLower(in)); got != want {
+			t.Errorf("DirName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSelectorIsSortedAndStable(t *testing.T) {
+	got := selector(map[string]string{"b": "2", "a": "1"})
+	if got != "a=1,b=2" {
+		t.Errorf("selector = %q", got)
+	}
+}
+
+func TestWaitServing(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 2 {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	if err := WaitServing(context.Background(), srv.URL, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() < 4 {
+		t.Errorf("returned after %d probes, want two 200s after the 503s", n.Load())
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusBadGateway)
+	}))
+	defer down.Close()
+	err := WaitServing(context.Background(), down.URL, 700*time.Millisecond)
+	if !errors.Is(err, kube.ErrTimeout) || !strings.Contains(err.Error(), "502") {
+		t.Errorf("err = %v, want a timeout naming the last status", err)
+	}
+}
+
+func TestSourceAddressLoopback(t *testing.T) {
+	got, err := SourceAddress("127.0.0.1")
+	if err != nil || got != "127.0.0.1" {
+		t.Errorf("SourceAddress(127.0.0.1) = %q, %v", got, err)
+	}
+}
+
+func TestBeginRejectsBadWorkloadBeforeTouchingTheCluster(t *testing.T) {
+	cs := fake.NewClientset()
+	dir := t.TempDir()
+	env := &Env{Clientset: cs, OutDir: dir}
+	_, err := Begin(context.Background(), env, Spec{
+		ScenarioSpec: reports.ScenarioSpec{Name: "bad", Role: reports.RoleAssertion},
+		Workload:     []fixtures.Option{fixtures.WithReplicas(-1)},
+	})
+	if err == nil {
+		t.Fatal("negative replicas accepted")
+	}
+	if acts := cs.Actions(); len(acts) != 0 {
+		t.Errorf("cluster touched: %v", acts)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files left behind: %v", entries)
+	}
+}
+
+func TestBeginFailureKeepsEvidenceAndCleansUp(t *testing.T) {
+	cs := fake.NewClientset()
+	dir := t.TempDir()
+	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 300 * time.Millisecond}
+	_, err := Begin(context.Background(), env, Spec{
+		ScenarioSpec: reports.ScenarioSpec{Name: "never-ready", Role: reports.RoleAssertion},
+		Workload:     []fixtures.Option{fixtures.WithNamespace("zd-test")},
+	})
+	if err == nil || !errors.Is(err, kube.ErrTimeout) {
+		t.Fatalf("err = %v, want a rollout timeout (the fake cluster runs no controllers)", err)
+	}
+	b, rerr := os.ReadFile(filepath.Join(dir, "never-ready", "run.jsonl"))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !strings.Contains(string(b), `"kind":"end"`) || !strings.Contains(string(b), "timed out") {
+		t.Errorf("run file lacks the end line with the error:\n%s", b)
+	}
+	if _, gerr := cs.CoreV1().Namespaces().Get(context.Background(), "zd-test", metav1.GetOptions{}); gerr == nil {
+		t.Error("namespace left behind")
+	}
+}
+
