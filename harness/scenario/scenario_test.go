@@ -112,4 +112,3 @@ func TestBeginFailureKeepsEvidenceAndCleansUp(t *testing.T) {
 		t.Error("namespace left behind")
 	}
 }
-
