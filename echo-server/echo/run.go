@@ -202,9 +202,11 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 	case err := <-drained:
 		if err != nil {
 			open := s.openConns.Load()
+			inFlight, noRequest := s.openConnCensus()
 			traffic.Close()
-			s.log.Warn("drain timeout: closed connections with requests still in flight",
-				"drain_timeout", cfg.DrainTimeout.String(), "closed_connections", open)
+			s.log.Warn("drain timeout: closed the connections still open",
+				"drain_timeout", cfg.DrainTimeout.String(), "closed_connections", open,
+				"with_request_in_flight", inFlight, "without_a_request_yet", noRequest)
 		} else {
 			s.log.Info("drained: every traffic connection closed",
 				"since_signal", time.Since(start).Round(time.Millisecond).String())

@@ -158,6 +158,9 @@ func TestDrainTimeout(t *testing.T) {
 			if _, err := io.WriteString(busy.c, "GET /?delay=5s HTTP/1.1\r\nHost: echo.test\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
+			// A connection that never sends a request holds a drain too:
+			// net/http gives a first request 5s to arrive.
+			silent := dial(t, srv.traffic)
 			time.Sleep(100 * time.Millisecond)
 			t0 := time.Now()
 			srv.signals <- syscall.SIGTERM
@@ -170,9 +173,12 @@ func TestDrainTimeout(t *testing.T) {
 			if resp, err := http.ReadResponse(busy.br, nil); err == nil {
 				t.Errorf("request past the budget was answered: %s", resp.Status)
 			}
-			e := srv.logs.find(t, "drain timeout: closed connections with requests still in flight")
-			if e["closed_connections"] != float64(1) {
-				t.Errorf("drain timeout log: %v", e)
+			if !silent.closedByServer(time.Second) {
+				t.Error("silent connection left open")
+			}
+			e := srv.logs.find(t, "drain timeout: closed the connections still open")
+			if e["closed_connections"] != float64(2) || e["with_request_in_flight"] != float64(1) || e["without_a_request_yet"] != float64(1) {
+				t.Errorf("drain timeout log: %v, want 2 closed: 1 in flight, 1 without a request", e)
 			}
 		})
 	}

@@ -53,6 +53,12 @@ type server struct {
 	openConns         atomic.Int64
 	connsTotal        atomic.Uint64
 
+	// conns is every open traffic connection, touched once per connection
+	// (never per request), so a drain that runs out of time can say what
+	// it cut: requests in flight, or connections that never sent one.
+	connsMu sync.Mutex
+	conns   map[net.Conn]*connInfo
+
 	// connPrefix makes conn_id unique across restarts of a pod with the
 	// same name, so the harness never merges two connections.
 	connPrefix string
@@ -74,6 +80,7 @@ type connKey struct{}
 // fragments are encoded once per connection instead of once per request.
 type connInfo struct {
 	requests atomic.Uint64
+	inFlight atomic.Bool
 	peerJSON []byte // `,"client_ip":"...","client_port":N`
 	idJSON   []byte // `,"conn_id":"..."`
 }
@@ -91,6 +98,7 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 		hdrPod:       []string{cfg.Identity.Pod},
 		hdrKeepAlive: []string{keepAliveHeader},
 		hdrClose:     []string{"close"},
+		conns:        map[net.Conn]*connInfo{},
 	}
 	s.readySwitch.Store(cfg.Ready)
 	s.keepAlive.Store(cfg.KeepAlive)
@@ -132,18 +140,41 @@ func (s *server) connContext(ctx context.Context, c net.Conn) context.Context {
 	ci.idJSON = strconv.AppendUint(ci.idJSON, n, 10)
 	ci.idJSON = append(ci.idJSON, '"')
 	ci.peerJSON = appendPeer(nil, c.RemoteAddr().String())
+	s.connsMu.Lock()
+	s.conns[c] = ci
+	s.connsMu.Unlock()
 	return context.WithValue(ctx, connKey{}, ci)
 }
 
 // connState keeps open_connections; hijacked connections leave our
 // accounting because net/http no longer reports on them.
-func (s *server) connState(_ net.Conn, st http.ConnState) {
+func (s *server) connState(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
 		s.openConns.Add(1)
 	case http.StateClosed, http.StateHijacked:
 		s.openConns.Add(-1)
+		s.connsMu.Lock()
+		delete(s.conns, c)
+		s.connsMu.Unlock()
 	}
+}
+
+// openConnCensus counts open connections with a request in flight and
+// those that have not sent a request yet (net/http's Shutdown waits up to
+// 5s for the latter: a first request may be on its way).
+func (s *server) openConnCensus() (inFlight, noRequest int) {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	for _, ci := range s.conns {
+		switch {
+		case ci.inFlight.Load():
+			inFlight++
+		case ci.requests.Load() == 0:
+			noRequest++
+		}
+	}
+	return inFlight, noRequest
 }
 
 // appendPeer encodes the client address fields from a "host:port" string.
@@ -168,6 +199,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var nreq uint64
 	if ci != nil {
 		nreq = ci.requests.Add(1)
+		ci.inFlight.Store(true)
+		defer ci.inFlight.Store(false)
 	}
 	h := w.Header()
 	// Decided per answer, not per server, so the admin switch takes effect
