@@ -143,6 +143,7 @@ func NewController(cs kubernetes.Interface, opts ...Option) (*Controller, error)
 		c.check = HTTPChecker(c.clk, nil)
 	}
 	c.mon = NewMonitor(c.clk, c.check, c.onTransition)
+	c.mon.OnChange(c.kick)
 	return c, nil
 }
 
@@ -267,7 +268,6 @@ func (c *Controller) onTransition(tr Transition) {
 	c.emit(typ, "node/"+tr.Key.Node,
 		fmt.Sprintf("LB marked node %s %s for service %s after %d consecutive checks (last: %s)", tr.Key.Node, verdict, tr.Key.Service, n, tr.Result),
 		fields)
-	c.kick()
 }
 
 func nodeIP(n *corev1.Node) netip.Addr {

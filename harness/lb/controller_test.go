@@ -216,4 +216,3 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-

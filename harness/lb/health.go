@@ -141,9 +141,10 @@ type Transition struct {
 // interval, each bounded by the timeout. Changes to the probe set take effect
 // without disturbing the loops that stay.
 type Monitor struct {
-	clk    clock.WithTicker
-	check  Checker
-	notify func(Transition)
+	clk      clock.WithTicker
+	check    Checker
+	notify   func(Transition)
+	onChange func()
 
 	mu    sync.Mutex
 	loops map[ProbeKey]*probeLoop
@@ -155,14 +156,22 @@ type probeLoop struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	state  *HealthState
-	recent []CheckResult
-	last   CheckResult
+	// published is the verdict others see; it follows state only after the
+	// flip has been notified, so "node unhealthy" is recorded before anything
+	// acts on it.
+	published bool
+	recent    []CheckResult
+	last      CheckResult
 }
 
 // NewMonitor returns a Monitor; notify is called (from the loop's goroutine) on every flip.
 func NewMonitor(clk clock.WithTicker, check Checker, notify func(Transition)) *Monitor {
 	return &Monitor{clk: clk, check: check, notify: notify, loops: map[ProbeKey]*probeLoop{}}
 }
+
+// OnChange sets f to be called after a flip has been notified and is visible
+// through Healthy (to re-evaluate whatever depends on it). Call before Set.
+func (m *Monitor) OnChange(f func()) { m.onChange = f }
 
 // Set makes the running probes equal to probes: new ones start unhealthy, gone
 // ones stop, and a probe whose URL or timing changed restarts unhealthy.
@@ -204,7 +213,7 @@ func (m *Monitor) Healthy(k ProbeKey) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.state.Healthy()
+	return l.published
 }
 
 // Last returns the latest check result of a unit.
@@ -259,8 +268,16 @@ func (m *Monitor) run(ctx context.Context, l *probeLoop) {
 				Recent: append([]CheckResult(nil), l.recent[max(0, len(l.recent)-need):]...)}
 		}
 		l.mu.Unlock()
-		if flipped && m.notify != nil {
-			m.notify(tr)
+		if flipped {
+			if m.notify != nil {
+				m.notify(tr)
+			}
+			l.mu.Lock()
+			l.published = tr.Healthy
+			l.mu.Unlock()
+			if m.onChange != nil {
+				m.onChange()
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -196,7 +197,8 @@ func TestHTTPChecker(t *testing.T) {
 	if r := check(tctx, srv.URL+"/slow"); r.OK || r.Error != "timeout" {
 		t.Fatalf("slow answer must fail as timeout: %+v", r)
 	}
-	if r := check(ctx, "http://127.0.0.1:1/"); r.OK || r.Error == "" {
+	closed := fmt.Sprintf("http://127.0.0.1:%d/", freePort(t)) // nothing listens there any more
+	if r := check(ctx, closed); r.OK || r.Error == "" {
 		t.Fatalf("refused connection must fail: %+v", r)
 	}
 }
