@@ -103,6 +103,10 @@ func (k *Kind) Create(ctx context.Context) (err error) {
 			if err == nil {
 				return
 			}
+			if o.retain && ctx.Err() == nil {
+				o.progress("create failed; keeping the cluster for debugging (remove it with `make cluster-down`)")
+				return
+			}
 			o.progress("create failed or was interrupted: removing what it made")
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 			defer cancel()

@@ -111,6 +111,7 @@ type options struct {
 	progress       func(msg string)
 	podSubnet      string
 	lbAddressCount int
+	retain         bool
 }
 
 // Option configures a provider.
@@ -149,6 +150,10 @@ func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.read
 
 // WithDrainTimeout bounds the drain of one node.
 func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }
+
+// WithRetainOnFailure keeps a cluster whose Create failed, for debugging
+// (an interrupted Create still cleans up).
+func WithRetainOnFailure(on bool) Option { return func(o *options) { o.retain = on } }
 
 // WithProgress receives one human-readable line per step, for CLIs.
 func WithProgress(f func(msg string)) Option { return func(o *options) { o.progress = f } }

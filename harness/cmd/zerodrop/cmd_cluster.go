@@ -43,6 +43,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	stateDir := fs.String("state-dir", filepath.Join(envOr("ZERODROP_CACHE", "/var/cache/zerodrop"), "state"), "`dir` recording host state between up and down")
 	timeout := fs.Duration("timeout", 15*time.Minute, "overall time limit")
 	labels := fs.String("labels", "", "add-pool: extra node labels, k=v,k2=v2")
+	retain := fs.Bool("retain", os.Getenv("ZERODROP_RETAIN") != "", "up: keep a cluster whose creation failed, for debugging (default: $ZERODROP_RETAIN set)")
 	verbose := fs.Bool("v", false, "log details (kind's own messages, events)")
 	// Subcommand first, flags anywhere after it.
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -74,7 +75,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	}
 	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 	opts := []cluster.Option{
-		cluster.WithName(*name), cluster.WithStateDir(*stateDir), cluster.WithProgress(progress), cluster.WithLogger(logger),
+		cluster.WithName(*name), cluster.WithStateDir(*stateDir), cluster.WithRetainOnFailure(*retain), cluster.WithProgress(progress), cluster.WithLogger(logger),
 	}
 	if *kubeconfig != "" {
 		opts = append(opts, cluster.WithKubeconfig(*kubeconfig))
