@@ -397,8 +397,10 @@ func (r *Report) WriteFile(path string) error {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
 	_, werr := tmp.Write(data)
+	// CreateTemp makes the file private; a report is for everyone to read.
+	merr := tmp.Chmod(0o644)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
+	if err := errors.Join(werr, merr, cerr); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("write report %s: %w", path, err)
 	}

@@ -60,6 +60,9 @@ func TestWriteReadValidate(t *testing.T) {
 	if got.Summary.Status != Pass || got.Scenarios[0].Name != "load" || *got.Scenarios[0].Criteria.MaxDropped != 0 {
 		t.Errorf("read back %+v", got)
 	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("report.json mode = %v, %v; want 0644", st.Mode(), err)
+	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("WriteFile left %d files behind, want only report.json", len(entries))
