@@ -97,20 +97,7 @@ func closeAll(ls ...net.Listener) {
 }
 
 func (s *server) serve(ctx context.Context, tl, al net.Listener, signals <-chan os.Signal) error {
-	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	traffic := &http.Server{
-		Handler:           s,
-		ConnContext:       s.connContext,
-		ConnState:         s.connState,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          errLog,
-	}
-	admin := &http.Server{
-		Handler:           s.adminHandler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ErrorLog:          errLog,
-	}
+	traffic, admin := s.trafficServer(), s.adminServer()
 
 	serveErr := make(chan error, 2)
 	var wg sync.WaitGroup
@@ -149,6 +136,27 @@ func (s *server) serve(ctx context.Context, tl, al net.Listener, signals <-chan 
 	case sig = <-signals:
 	}
 	return s.terminate(ctx, sig, signals, serveErr, traffic, admin)
+}
+
+// trafficServer is the traffic port's http.Server; the benchmark serves
+// through the same one.
+func (s *server) trafficServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ConnContext:       s.connContext,
+		ConnState:         s.connState,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+func (s *server) adminServer() *http.Server {
+	return &http.Server{
+		Handler:           s.adminHandler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
 
 // terminate is the sequence Run documents, from the first signal on.

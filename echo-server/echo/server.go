@@ -318,13 +318,14 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 
 	h := w.Header()
 	h["Content-Type"] = s.hdrJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	if len(rid) > 0 {
 		// Capped slice of the request's own: no copy, and an append by
 		// anyone downstream cannot write into the request header.
 		h["X-Request-Id"] = rid[:1:1]
 	}
-	w.WriteHeader(http.StatusOK)
+	// No explicit Content-Length or WriteHeader: for a body written in one
+	// go below net/http's 2KB buffer, net/http sets the length itself
+	// without allocating, which keeps HTTP/1.0 keep-alive working too.
 	_, _ = w.Write(b)
 
 	if cap(b) <= 64<<10 { // do not keep a buffer a huge header grew
