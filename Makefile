@@ -40,8 +40,14 @@ build: ## build the echo server and the zerodrop CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/echo-server ./echo-server
 	@if [ -d harness/cmd/zerodrop ]; then CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/zerodrop ./harness/cmd/zerodrop; fi
 
-image: ## echo server image, built offline (FROM scratch, no pull)
-	@echo "image: not yet implemented (issue: echo server)" >&2; exit 2
+ECHO_IMAGE_CTX := out/echo-image
+
+image: ## echo server image (ECHO_IMAGE, default zerodrop/echo-server:dev): static binary, FROM scratch, no pull
+	@docker info >/dev/null 2>&1 || { echo "image: no Docker engine answers (docker info failed); run 'make host-setup' first" >&2; exit 1; }
+	rm -rf $(ECHO_IMAGE_CTX) && mkdir -p $(ECHO_IMAGE_CTX)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(ECHO_IMAGE_CTX)/echo-server ./echo-server
+	DOCKER_BUILDKIT=0 docker build --pull=false -t $(ECHO_IMAGE) -f echo-server/Dockerfile $(ECHO_IMAGE_CTX)
+	@echo "image: built $(ECHO_IMAGE)"
 
 e2e: ## the main job: every scenario on a real cluster (PROVIDER=kind)
 	@echo "e2e: not yet: the cluster substrate and the scenarios have not landed (PROVIDER=$(PROVIDER))" >&2; exit 2
