@@ -84,18 +84,6 @@ func (c Config) Validate() error {
 // mutating the process environment.
 type LookupEnv func(key string) (string, bool)
 
-// flagEnv pairs each flag with the environment variable that can set it.
-var flagEnv = [...]struct{ flag, env string }{
-	{"listen", "ECHO_LISTEN"},
-	{"admin-listen", "ECHO_ADMIN_LISTEN"},
-	{"ready", "ECHO_READY"},
-	{"keepalive", "ECHO_KEEPALIVE"},
-	{"shutdown-delay", "ECHO_SHUTDOWN_DELAY"},
-	{"unready-on-term", "ECHO_UNREADY_ON_TERM"},
-	{"drain-timeout", "ECHO_DRAIN_TIMEOUT"},
-	{"log-requests", "ECHO_LOG_REQUESTS"},
-}
-
 // ParseConfig reads flags, then the environment for every flag not given on
 // the command line, then the pod identity. A flag beats its variable, which
 // beats the default. hostname supplies pod and node names outside a pod;
@@ -114,7 +102,9 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 	fs.BoolVar(&cfg.LogRequests, "log-requests", cfg.LogRequests, "log one debug line per request [ECHO_LOG_REQUESTS]")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: echo-server [flags]\n\n"+
-			"zerodrop echo server. Pod identity comes from POD_NAME, POD_NAMESPACE, NODE_NAME, POD_IP.\n\n")
+			"zerodrop echo server. Pod identity comes from POD_NAME, POD_NAMESPACE, NODE_NAME, POD_IP.\n"+
+			"Each flag can be set by the variable in brackets; a flag on the command line wins.\n"+
+			"Boolean flags take their value with '=': --ready=false.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -124,6 +114,17 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 		return Config{}, fmt.Errorf("unexpected arguments %q: echo-server takes flags only (see -h)", fs.Args())
 	}
 
+	// Each flag's environment variable; the usage text names them too.
+	flagEnv := [...]struct{ flag, env string }{
+		{"listen", "ECHO_LISTEN"},
+		{"admin-listen", "ECHO_ADMIN_LISTEN"},
+		{"ready", "ECHO_READY"},
+		{"keepalive", "ECHO_KEEPALIVE"},
+		{"shutdown-delay", "ECHO_SHUTDOWN_DELAY"},
+		{"unready-on-term", "ECHO_UNREADY_ON_TERM"},
+		{"drain-timeout", "ECHO_DRAIN_TIMEOUT"},
+		{"log-requests", "ECHO_LOG_REQUESTS"},
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for _, fe := range flagEnv {
