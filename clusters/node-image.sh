@@ -27,4 +27,6 @@ if [ "${ZERODROP_TRY_PULL:-1}" != 0 ]; then
   fi
   echo "node-image: cannot pull; building the node image offline" >&2
 fi
-"$here/images/build-node.sh" | tail -1
+# Progress goes to stderr; stdout carries only the image reference.
+"$here/images/build-node.sh" >&2
+cat "${ZERODROP_CACHE:-/var/cache/zerodrop}/node-image.ref"
