@@ -1,0 +1,133 @@
+package suites
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/runfile"
+	"zerodrop/reports"
+)
+
+func TestRegistryIsWellFormed(t *testing.T) {
+	seeds := map[string]bool{SeedDrainLocalPDB: true, SeedAKSBasicPool: true, SeedRollingUpdate: true, SeedSourceIPDilemma: true, SeedKeepAliveUnready: true}
+	covered := map[string]bool{}
+	names := map[string]bool{}
+	var smoke []string
+	for _, sc := range Scenarios() {
+		if sc.Name == "" || sc.Body == nil || sc.Description == "" || len(sc.Cases) == 0 || len(sc.Seeds) == 0 {
+			t.Errorf("scenario %q is incomplete", sc.Name)
+		}
+		for _, s := range sc.Seeds {
+			if !seeds[s] {
+				t.Errorf("%s cites unknown seed %s", sc.Name, s)
+			}
+			covered[s] = true
+		}
+		for _, c := range sc.Cases {
+			n := sc.Name + "/" + c.Name()
+			if names[n] {
+				t.Errorf("duplicate case %s", n)
+			}
+			names[n] = true
+			if c.Role != reports.RoleAssertion && c.Role != reports.RoleDocumentation {
+				t.Errorf("%s: role %q", n, c.Role)
+			}
+			if c.Profile == fixtures.Naive && c.Role == reports.RoleAssertion {
+				t.Errorf("%s: the naive profile documents a hazard, it must not assert", n)
+			}
+			if c.Smoke {
+				smoke = append(smoke, n)
+			}
+		}
+	}
+	for s := range seeds {
+		if !covered[s] {
+			t.Errorf("no scenario reproduces seed %s", s)
+		}
+	}
+	want := []string{"rolling-update/cluster/hardened", "source-ip/local/hardened"}
+	if len(smoke) != len(want) || smoke[0] != want[0] || smoke[1] != want[1] {
+		t.Errorf("smoke subset %v, want %v", smoke, want)
+	}
+}
+
+// TestSeedFilesExist checks the registry against shared/seeds when the clone
+// sits beside it (as on the project's machines and in CI).
+func TestSeedFilesExist(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "seeds")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared/seeds not beside the clone (%v)", err)
+	}
+	for _, s := range []string{SeedDrainLocalPDB, SeedAKSBasicPool, SeedRollingUpdate, SeedSourceIPDilemma, SeedKeepAliveUnready} {
+		if _, err := os.Stat(filepath.Join(dir, s)); err != nil {
+			t.Errorf("seed %s: %v", s, err)
+		}
+	}
+}
+
+func TestCaseNamesAndLabels(t *testing.T) {
+	c := Case{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: reports.RoleAssertion, Smoke: true}
+	if c.Name() != "local/hardened/no-keepalive" {
+		t.Errorf("name %q", c.Name())
+	}
+	got := c.Labels()
+	want := []string{"policy:local", "profile:hardened", "role:assertion", "keepalive:off", "smoke"}
+	if len(got) != len(want) {
+		t.Fatalf("labels %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("label %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestSwitchSink(t *testing.T) {
+	var s SwitchSink
+	if err := s.Event(runfile.Event{Type: "x"}); err != nil {
+		t.Errorf("event with no target: %v", err)
+	}
+	var got []string
+	s.Set(runfile.EventFunc(func(e runfile.Event) error { got = append(got, e.Type); return nil }))
+	_ = s.Event(runfile.Event{Type: "a"})
+	s.Set(nil)
+	_ = s.Event(runfile.Event{Type: "b"})
+	if len(got) != 1 || got[0] != "a" {
+		t.Errorf("forwarded %v", got)
+	}
+}
+
+func TestCollectorStreamsTheReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.json")
+	c := NewCollector(path, reports.RunMeta{Provider: "kind", Start: time.Now()})
+	sc := reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "a", Role: reports.RoleAssertion},
+		Verdict: reports.Verdict{Status: reports.Pass}}
+	if err := c.Add(sc); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reports.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Scenarios) != 1 {
+		t.Errorf("report after one scenario has %d", len(r.Scenarios))
+	}
+	if err := c.Close(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	bad := NewCollector(filepath.Join(t.TempDir(), "missing", "dir", "report.json"), reports.RunMeta{})
+	if err := bad.Add(sc); err == nil {
+		t.Error("write into a missing directory succeeded")
+	}
+}
+
+func TestAddPoolLaterNeedsAProvider(t *testing.T) {
+	s := &Suite{DeferCleanup: func(func(context.Context) error) {}}
+	if err := s.AddPoolLater(context.Background(), "pool-c"); err == nil {
+		t.Error("no provider accepted")
+	}
+}

@@ -1,0 +1,52 @@
+package suites
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSettingsFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, s Settings)
+	}{
+		{name: "defaults", check: func(t *testing.T, s Settings) {
+			if s.Provider != "kind" || s.LB != "metallb" || s.Rate != 200 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster {
+				t.Errorf("defaults: %+v", s)
+			}
+		}},
+		{name: "existing takes KUBECONFIG", env: map[string]string{"PROVIDER": "existing", "KUBECONFIG": "/k"}, check: func(t *testing.T, s Settings) {
+			if s.Kubeconfig != "/k" {
+				t.Errorf("kubeconfig %q", s.Kubeconfig)
+			}
+		}},
+		{name: "overrides", env: map[string]string{"LB": "cloud", "ZERODROP_RATE": "500", "KEEP_CLUSTER": "1", "ZERODROP_READY_TIMEOUT": "90s"}, check: func(t *testing.T, s Settings) {
+			if s.LB != "cloud" || s.Rate != 500 || !s.KeepCluster || s.ReadyTimeout != 90*time.Second {
+				t.Errorf("overrides: %+v", s)
+			}
+		}},
+		{name: "unknown provider", env: map[string]string{"PROVIDER": "gke"}, wantErr: `PROVIDER="gke"`},
+		{name: "unknown lb", env: map[string]string{"LB": "f5"}, wantErr: `LB="f5"`},
+		{name: "bad rate", env: map[string]string{"ZERODROP_RATE": "fast"}, wantErr: "ZERODROP_RATE"},
+		{name: "bad keep", env: map[string]string{"KEEP_CLUSTER": "yes please"}, wantErr: "KEEP_CLUSTER"},
+		{name: "all problems at once", env: map[string]string{"PROVIDER": "x", "LB": "y"}, wantErr: `LB="y"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := SettingsFromEnv(func(k string) string { return tt.env[k] }, "/repo")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to mention %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, s)
+		})
+	}
+}

@@ -1,0 +1,168 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/cluster"
+	"zerodrop/harness/runfile"
+	"zerodrop/harness/scenario"
+	"zerodrop/reports"
+)
+
+// Suite is what scenario bodies share: the cluster, the scenario
+// environment and a way to register clean-up.
+type Suite struct {
+	Settings Settings
+	Env      *scenario.Env
+	Provider cluster.Provider
+	// LBCheck is the health-check timing of the LB under test; the hardened
+	// profile's preStop and settle times follow it.
+	LBCheck fixtures.LBHealthCheck
+	// LBProfileFor names the cloud-style LB profile a scenario's Service
+	// asks for ("" for the cluster default); nil with MetalLB.
+	LBProfileFor func(scenario string) string
+	// Events forwards the provider's events to the current run's file.
+	Events *SwitchSink
+	// DeferCleanup registers clean-up (ginkgo.DeferCleanup in the driver);
+	// clean-ups run last-registered first.
+	DeferCleanup func(func(ctx context.Context) error)
+}
+
+// Cleanup registers f to run after the current case.
+func (s *Suite) Cleanup(f func(ctx context.Context) error) { s.DeferCleanup(f) }
+
+// Begin starts a scenario run, registers its clean-up and points provider
+// events at its run file.
+func (s *Suite) Begin(ctx context.Context, sp scenario.Spec) (*scenario.Run, error) {
+	run, err := scenario.Begin(ctx, s.Env, sp)
+	if err != nil {
+		return nil, err
+	}
+	s.Events.Set(run.Events())
+	s.Cleanup(func(ctx context.Context) error {
+		s.Events.Set(nil)
+		run.Cleanup(ctx)
+		return nil
+	})
+	return run, nil
+}
+
+// AddPoolLater registers the removal of a pool the case is about to add, so
+// that it goes even when the case fails half-way. Registering it before
+// Begin makes it run after the workload's namespace is gone.
+func (s *Suite) AddPoolLater(ctx context.Context, pool string) error {
+	if s.Provider == nil {
+		return fmt.Errorf("nodepool %s: no cluster provider", pool)
+	}
+	s.Cleanup(func(ctx context.Context) error {
+		nodes, err := s.Provider.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if n.Pool == pool {
+				return s.Provider.RemoveNodePool(ctx, pool)
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+// AddPool adds a nodepool under a running scenario and loads the echo image
+// into its nodes (a new node has only what its node image carries).
+func (s *Suite) AddPool(ctx context.Context, run *scenario.Run, pool string, count int) error {
+	run.Kube.Action("pool/"+pool, fmt.Sprintf("add nodepool %s (%d nodes)", pool, count))
+	start := time.Now()
+	if err := s.Provider.AddNodePool(ctx, pool, count, nil, nil); err != nil {
+		return fmt.Errorf("add nodepool %s: %w", pool, err)
+	}
+	if err := s.Provider.LoadImages(ctx, s.Settings.EchoImage); err != nil {
+		return fmt.Errorf("load %s into nodepool %s: %w", s.Settings.EchoImage, pool, err)
+	}
+	run.Kube.Note("pool/"+pool, fmt.Sprintf("nodepool %s ready with the echo image in %s", pool, time.Since(start).Round(time.Second)))
+	return nil
+}
+
+// RestorePool adds a pool back when it is missing (after a replacement).
+func (s *Suite) RestorePool(ctx context.Context, pool string, count int) error {
+	nodes, err := s.Provider.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.Pool == pool {
+			return nil
+		}
+	}
+	if err := s.Provider.AddNodePool(ctx, pool, count, nil, nil); err != nil {
+		return fmt.Errorf("restore nodepool %s: %w", pool, err)
+	}
+	return s.Provider.LoadImages(ctx, s.Settings.EchoImage)
+}
+
+// SwitchSink forwards events to whichever run is current; events outside a
+// run are dropped.
+type SwitchSink struct {
+	mu   sync.Mutex
+	sink runfile.EventSink
+}
+
+// Set points the sink at s (nil: drop).
+func (w *SwitchSink) Set(s runfile.EventSink) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sink = s
+}
+
+// Event implements runfile.EventSink.
+func (w *SwitchSink) Event(e runfile.Event) error {
+	w.mu.Lock()
+	s := w.sink
+	w.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Event(e)
+}
+
+// Collector accumulates the suite's report and rewrites report.json after
+// every scenario, so an interrupted suite still leaves what it measured.
+type Collector struct {
+	mu     sync.Mutex
+	path   string
+	report *reports.Report
+}
+
+// NewCollector starts a report at path.
+func NewCollector(path string, run reports.RunMeta) *Collector {
+	return &Collector{path: path, report: reports.New(run)}
+}
+
+// Add records a scenario and rewrites the report.
+func (c *Collector) Add(sc reports.Scenario) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.report.Scenarios = append(c.report.Scenarios, sc)
+	return c.flush()
+}
+
+// Close stamps the end time and writes the final report.
+func (c *Collector) Close(end time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.report.Run.End = end
+	return c.flush()
+}
+
+func (c *Collector) flush() error {
+	c.report.Summarize()
+	if err := c.report.WriteFile(c.path); err != nil {
+		return fmt.Errorf("write report %s: %w", c.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+//go:build e2e
+
+package suites
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/cluster"
+	"zerodrop/harness/scenario"
+	"zerodrop/harness/verdict"
+	"zerodrop/reports"
+)
+
+func TestZerodrop(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "zerodrop")
+}
+
+var (
+	suite     *Suite
+	collector *Collector
+	created   bool
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	repo, err := filepath.Abs("..")
+	Expect(err).NotTo(HaveOccurred())
+	settings, err := SettingsFromEnv(os.Getenv, repo)
+	Expect(err).NotTo(HaveOccurred(), "fix the environment variables and run again")
+	Expect(os.MkdirAll(settings.OutDir, 0o755)).To(Succeed())
+
+	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	events := &SwitchSink{}
+	opts := []cluster.Option{
+		cluster.WithName("zerodrop"), cluster.WithKubeconfig(settings.Kubeconfig), cluster.WithEventSink(events),
+		cluster.WithLogger(logger), cluster.WithProgress(func(msg string) { fmt.Fprintln(GinkgoWriter, "cluster:", msg) }),
+		cluster.WithStateDir(filepath.Join(or(os.Getenv("ZERODROP_CACHE"), "/var/cache/zerodrop"), "state")),
+	}
+	if settings.NodeImage != "" {
+		opts = append(opts, cluster.WithNodeImage(settings.NodeImage))
+	}
+	provider, err := cluster.New(settings.Provider, opts...)
+	Expect(err).NotTo(HaveOccurred())
+
+	cs, version, reachErr := reach(ctx, settings.Kubeconfig)
+	if reachErr != nil {
+		Expect(settings.Provider).To(Equal("kind"),
+			"cluster in %s is unreachable (%v); the existing provider never creates one", settings.Kubeconfig, reachErr)
+		By("creating a kind cluster (none reachable at " + settings.Kubeconfig + ")")
+		Expect(provider.Create(ctx)).To(Succeed(), "create the kind cluster; `make cluster` shows each step")
+		created = true
+		cs, version, err = reach(ctx, settings.Kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	if settings.Provider == "kind" {
+		By("loading " + settings.EchoImage + " into the nodes")
+		Expect(provider.LoadImages(ctx, settings.EchoImage)).To(Succeed(), "build it with `make image`")
+	}
+
+	suite = &Suite{
+		Settings: settings,
+		Provider: provider,
+		Events:   events,
+		Env: &scenario.Env{
+			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
+			Logger: logger, ToolVersion: toolVersion(),
+		},
+	}
+	switch settings.LB {
+	case "metallb":
+		// MetalLB in L2 mode follows EndpointSlices and re-announces within
+		// about a second; it runs no health checks of its own.
+		suite.LBCheck = fixtures.LBHealthCheck{Interval: time.Second, HealthyThreshold: 1, UnhealthyThreshold: 1}
+	default:
+		configureCloudLB(suite)
+	}
+	collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), reports.RunMeta{
+		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
+		LBImplementation: settings.LB, Start: time.Now(),
+		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate),
+	})
+}, NodeTimeout(30*time.Minute))
+
+var _ = AfterSuite(func(ctx SpecContext) {
+	if collector != nil {
+		Expect(collector.Close(time.Now())).To(Succeed())
+		fmt.Fprintf(GinkgoWriter, "report: %s\n", filepath.Join(suite.Settings.OutDir, "report.json"))
+	}
+	if created && suite != nil && !suite.Settings.KeepCluster {
+		By("deleting the kind cluster this suite created (KEEP_CLUSTER=1 keeps it)")
+		Expect(suite.Provider.Delete(ctx)).To(Succeed())
+	}
+}, NodeTimeout(5*time.Minute))
+
+func reach(ctx context.Context, kubeconfig string) (kubernetes.Interface, string, error) {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return nil, "", err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, "", fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, "", fmt.Errorf("API server of %s: %w", kubeconfig, err)
+	}
+	cfg.Timeout = 0
+	cs, err = kubernetes.NewForConfig(cfg)
+	return cs, v.GitVersion, err
+}
+
+func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
+
+var _ = Describe("zerodrop", func() {
+	for _, sc := range Scenarios() {
+		Describe(sc.Name, Label("scenario:"+sc.Name), func() {
+			for _, c := range sc.Cases {
+				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
+					if sc.NeedsNodepools && suite.Settings.Provider == "existing" {
+						Skip("the existing provider cannot add or remove nodepools; run with PROVIDER=kind")
+					}
+					suite.DeferCleanup = func(f func(context.Context) error) {
+						DeferCleanup(func(ctx SpecContext) error { return f(ctx) }, NodeTimeout(10*time.Minute))
+					}
+					result, err := sc.Body(ctx, suite, c)
+					if err != nil {
+						result = brokenRun(sc, c, err)
+					}
+					Expect(collector.Add(result)).To(Succeed())
+					AddReportEntry("verdict", summary(result))
+					fmt.Fprintln(GinkgoWriter, summary(result))
+					Expect(err).NotTo(HaveOccurred(), "the run itself broke")
+					switch c.Role {
+					case reports.RoleAssertion:
+						Expect(result.Verdict.Status).To(Equal(reports.Pass), summary(result))
+					default:
+						Expect(result.Verdict.Status).NotTo(Equal(reports.Error), summary(result))
+					}
+				}, NodeTimeout(25*time.Minute))
+			}
+		})
+	}
+})
+
+// brokenRun records a run that could not complete as an ERROR scenario, so
+// the report says what broke instead of leaving a gap.
+func brokenRun(sc Scenario, c Case, err error) reports.Scenario {
+	return reports.Scenario{
+		ScenarioSpec: reports.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds},
+		Verdict: reports.Verdict{Status: reports.Error, Reasons: []reports.Reason{{
+			Check: "run", Status: reports.Error, Message: err.Error(),
+		}}},
+	}
+}
+
+// summary is the verdict with its numbers and failure windows, for the
+// Ginkgo output and failure messages.
+func summary(s reports.Scenario) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s [%s] %s: %d requests, %d dropped, %d failure windows\n",
+		s.Name, s.Role, s.Verdict.Status, s.Results.Total, s.Results.Dropped, len(s.FailureWindows))
+	for _, r := range s.Verdict.Reasons {
+		fmt.Fprintf(&b, "  %-4s %s: %s\n", r.Status, r.Check, r.Message)
+	}
+	for _, w := range s.FailureWindows {
+		fmt.Fprintf(&b, "  window %s\n", verdict.WindowText(w))
+		for _, e := range w.NearestEvents {
+			fmt.Fprintf(&b, "    %+8.0fms %-10s %-22s %s %s\n", e.OffsetMs, e.Source, e.Type, e.Object, e.Message)
+		}
+	}
+	return b.String()
+}
