@@ -78,7 +78,7 @@ type Scenario struct {
 }
 
 var (
-	localPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	localPolicy   = corev1.ServiceExternalTrafficPolicyLocal
 	clusterPolicy = corev1.ServiceExternalTrafficPolicyCluster
 )
 
