@@ -16,7 +16,7 @@ export ZERODROP_CACHE
 
 ECHO_IMAGE   ?= zerodrop/echo-server:dev
 
-.PHONY: all test vet fmt-check unit build image e2e help host-setup node-image cluster cluster-down
+.PHONY: all test vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
 
 all: build
 
@@ -49,8 +49,13 @@ image: ## echo server image (ECHO_IMAGE, default zerodrop/echo-server:dev): stat
 	DOCKER_BUILDKIT=0 docker build --pull=false -t $(ECHO_IMAGE) -f echo-server/Dockerfile $(ECHO_IMAGE_CTX)
 	@echo "image: built $(ECHO_IMAGE)"
 
-e2e: ## the main job: every scenario on a real cluster (PROVIDER=kind)
-	@echo "e2e: not yet: the cluster substrate and the scenarios have not landed (PROVIDER=$(PROVIDER))" >&2; exit 2
+LB ?= metallb
+
+e2e: ## the main job: every scenario on a real cluster (PROVIDER=kind LB=metallb), evidence in out/e2e
+	PROVIDER=$(PROVIDER) LB=$(LB) GO=$(GO) ./suites/run-e2e.sh all
+
+e2e-smoke: ## the smoke subset (rolling-update hardened, source-ip), as `make test` runs it where Docker can
+	PROVIDER=$(PROVIDER) LB=$(LB) GO=$(GO) ./suites/run-e2e.sh smoke
 
 host-setup: ## make Docker usable here: install docker.io etc., start dockerd, fix --privileged caps
 	ZERODROP_CACHE=$(ZERODROP_CACHE) GO=$(GO) ./clusters/host-setup.sh
