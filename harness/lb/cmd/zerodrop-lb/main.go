@@ -1,0 +1,137 @@
+// Command zerodrop-lb is zerodrop's cloud-style load balancer for kind
+// clusters: it implements Services of type LoadBalancer the way GCP, AWS and
+// Azure do (nodes as backends, health checks against kube-proxy, vendor
+// timing from profiles), from inside its own container on the kind network.
+// See package zerodrop/harness/lb for the mechanism.
+//
+// Admin endpoints on --admin-addr: GET /healthz, GET /state (JSON: what the LB
+// does per Service), GET /events (JSON lines, streaming; ?since=RFC3339).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"zerodrop/harness/lb"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "zerodrop-lb:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		kubeconfig  = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (its server must be reachable from here)")
+		profileName = flag.String("lb-profile", lb.DefaultProfileName, "profile of Services without the "+lb.ProfileAnnotation+" annotation")
+		profileDir  = flag.String("profile-dir", "", "directory of extra profile YAML files (same schema as clusters/lb/profiles)")
+		vipRange    = flag.String("vip-range", "", "LoadBalancer addresses to hand out, FIRST-LAST (required)")
+		iface       = flag.String("interface", "eth0", "interface towards the nodes")
+		adminAddr   = flag.String("admin-addr", ":9100", "address of the admin HTTP server (/healthz, /state, /events)")
+		class       = flag.String("class", lb.DefaultClass, "spec.loadBalancerClass this LB owns")
+		unclassed   = flag.Bool("claim-unclassed", true, "also implement LoadBalancer Services without a loadBalancerClass (turn off when MetalLB runs too)")
+		listProf    = flag.Bool("list-profiles", false, "print the profiles (stock and --profile-dir) as JSON and exit")
+	)
+	flag.Parse()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+
+	profiles, err := lb.LoadProfiles(*profileDir)
+	if err != nil {
+		return err
+	}
+	if *listProf {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(profiles)
+	}
+	if *vipRange == "" {
+		return errors.New("--vip-range is required (e.g. 172.18.255.190-172.18.255.221)")
+	}
+	pool, err := lb.ParseVIPRange(*vipRange)
+	if err != nil {
+		return err
+	}
+	if *kubeconfig == "" {
+		return errors.New("--kubeconfig (or KUBECONFIG) is required")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", *kubeconfig, err)
+	}
+	cfg.UserAgent = "zerodrop-lb"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	dp := lb.NewDataplane(lb.ExecRunner(""), *iface)
+	if err := dp.Prepare(ctx); err != nil {
+		return fmt.Errorf("%w (the LB needs NET_ADMIN and nft/ip/sysctl in its container)", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := dp.Close(cctx); err != nil {
+			log.Warn("data plane cleanup", "err", err)
+		}
+	}()
+	proxy := lb.NewL7Proxy(log, nil)
+	defer proxy.Close()
+	hub := lb.NewEventHub(log, 10000)
+
+	c, err := lb.NewController(cs, lb.WithProfiles(profiles), lb.WithDefaultProfile(*profileName),
+		lb.WithClass(*class, *unclassed), lb.WithVIPPool(pool), lb.WithL4(dp), lb.WithL7(proxy),
+		lb.WithEventSink(hub), lb.WithLogger(log))
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /events", hub)
+	mux.HandleFunc("GET /state", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(c.State())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !c.Ready() {
+			http.Error(w, "not synced with the API server yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	ln, err := net.Listen("tcp", *adminAddr)
+	if err != nil {
+		return fmt.Errorf("admin server on %s: %w", *adminAddr, err)
+	}
+	admin := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = admin.Serve(ln) }()
+	defer admin.Close()
+	log.Info("zerodrop-lb started", "vipRange", *vipRange, "defaultProfile", *profileName, "profiles", strings.Join(profiles.Names(), ","), "admin", ln.Addr().String())
+
+	err = c.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
