@@ -15,7 +15,6 @@ package load
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -461,17 +460,6 @@ func (r *Running) consume(results <-chan *vegeta.Result, att *attempts, index ma
 		}})
 }
 
-// echoReply is the part of the echo server's answer used for attribution.
-type echoReply struct {
-	Pod         string `json:"pod"`
-	Node        string `json:"node"`
-	ClientIP    string `json:"client_ip"`
-	Ready       *bool  `json:"ready"`
-	Draining    *bool  `json:"draining"`
-	ConnID      string `json:"conn_id"`
-	ConnRequest int    `json:"conn_request"`
-}
-
 func attribute(vr *vegeta.Result, a *attempt, index map[string]int, idPrefix string) runfile.Result {
 	res := runfile.Result{
 		Seq:     vr.Seq,
@@ -497,9 +485,9 @@ func attribute(vr *vegeta.Result, a *attempt, index map[string]int, idPrefix str
 		}
 		return res
 	}
-	if len(vr.Body) > 0 && vr.Body[0] == '{' {
+	if len(vr.Body) > 0 {
 		var e echoReply
-		if json.Unmarshal(vr.Body, &e) == nil {
+		if parseEcho(vr.Body, &e) {
 			res.Pod, res.Node, res.ClientIP = e.Pod, e.Node, e.ClientIP
 			res.Ready, res.Draining = e.Ready, e.Draining
 			res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest

@@ -98,10 +98,6 @@ type (
 		Kind string `json:"kind"`
 		*Meta
 	}
-	resultLine struct {
-		Kind string `json:"kind"`
-		*Result
-	}
 	eventLine struct {
 		Kind string `json:"kind"`
 		*Event

@@ -33,6 +33,7 @@ type Writer struct {
 	now     func() time.Time
 	// flushEach writes every line through at once (flush interval <= 0).
 	flushEach bool
+	scratch   []byte // result line buffer, guarded by mu
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -143,11 +144,11 @@ func (w *Writer) flushLoop(every time.Duration) {
 
 // Result appends a result line.
 func (w *Writer) Result(r Result) error {
-	line, err := json.Marshal(resultLine{Kind: KindResult, Result: &r})
-	if err != nil {
-		return fmt.Errorf("encode result %s for %s: %w", r.ID, w.name, err)
-	}
-	return w.writeLine(line, &w.results)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// One line per request: encoded by hand into a reused buffer.
+	w.scratch = append(appendResultLine(w.scratch[:0], &r), '\n')
+	return w.writeLocked(w.scratch, &w.results)
 }
 
 // Event appends an event line; it makes Writer an EventSink. A zero Time is
@@ -169,13 +170,17 @@ func (w *Writer) Event(e Event) error {
 func (w *Writer) writeLine(line []byte, counter *int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.writeLocked(append(line, '\n'), counter)
+}
+
+// writeLocked writes a newline-terminated line; w.mu is held.
+func (w *Writer) writeLocked(line []byte, counter *int64) error {
 	if w.closed {
 		return ErrClosed
 	}
 	if w.err != nil {
 		return w.err
 	}
-	line = append(line, '\n')
 	if _, err := w.bw.Write(line); err != nil {
 		w.err = fmt.Errorf("write %s: %w", w.name, err)
 		return w.err
