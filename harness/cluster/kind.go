@@ -236,6 +236,11 @@ func (k *Kind) setUp(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.lb == LBCloud {
+		if err := k.startCloudLB(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -285,6 +290,9 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 func (k *Kind) Delete(ctx context.Context) error {
 	o := &k.o
 	var errs []error
+	if err := k.removeCloudLB(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	exists, err := k.exists()
 	if err != nil {
 		return err

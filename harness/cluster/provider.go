@@ -112,6 +112,8 @@ type options struct {
 	podSubnet      string
 	lbAddressCount int
 	retain         bool
+	lb             string // "metallb" or "cloud" (harness/lb); see WithLoadBalancer
+	lbProfile      string
 }
 
 // Option configures a provider.
@@ -145,6 +147,20 @@ func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = di
 // WithMetalLB turns MetalLB installation on or off (default on).
 func WithMetalLB(on bool) Option { return func(o *options) { o.metallb = on } }
 
+// WithLoadBalancer picks what implements LoadBalancer Services on kind:
+// "metallb" (default, L2) or "cloud" (harness/lb: a health-checked,
+// node-based LB with vendor profiles; MetalLB is then not installed and the
+// cloud LB takes every LoadBalancer Service). profile is the cloud LB's
+// default profile ("" = generic).
+func WithLoadBalancer(kind, profile string) Option {
+	return func(o *options) {
+		o.lb, o.lbProfile = kind, profile
+		if kind == LBCloud {
+			o.metallb = false
+		}
+	}
+}
+
 // WithReadyTimeout bounds each wait for nodes or workloads to become ready.
 func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
 
@@ -170,6 +186,7 @@ func buildOptions(opts []Option) options {
 		progress:       func(string) {},
 		podSubnet:      "10.244.0.0/16",
 		lbAddressCount: 32,
+		lb:             LBMetalLB,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -1,0 +1,41 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+
+	"zerodrop/harness/lb"
+	"zerodrop/harness/runfile"
+)
+
+// Load balancers WithLoadBalancer accepts.
+const (
+	LBMetalLB = "metallb"
+	LBCloud   = "cloud"
+)
+
+// LoadBalancers lists the accepted WithLoadBalancer kinds.
+func LoadBalancers() []string { return []string{LBMetalLB, LBCloud} }
+
+// startCloudLB runs harness/lb's LB container next to the cluster (LB=cloud).
+func (k *Kind) startCloudLB(ctx context.Context) error {
+	o := &k.o
+	o.progress("starting the cloud LB (harness/lb)")
+	l, err := lb.StartKind(ctx, lb.KindOptions{Cluster: o.name, Network: kindNetwork, BaseImage: o.nodeImage,
+		Profile: o.lbProfile, ClaimAll: true, ReadyTimeout: o.readyTimeout, Progress: o.progress})
+	if err != nil {
+		return err
+	}
+	o.emit(runfile.Action, "lb/"+l.Container, fmt.Sprintf("cloud LB running at %s (addresses %s-%s)", l.AdminURL(), l.VIPFirst, l.VIPLast),
+		map[string]string{"admin": l.AdminURL(), "vipFirst": l.VIPFirst.String(), "vipLast": l.VIPLast.String(), "profile": o.lbProfile})
+	return nil
+}
+
+// removeCloudLB removes the cloud LB container of the cluster, if any.
+func (k *Kind) removeCloudLB(ctx context.Context) error {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return nil
+	}
+	return lb.RemoveKind(ctx, k.o.name)
+}
