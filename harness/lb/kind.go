@@ -302,3 +302,36 @@ func buildImage(ctx context.Context, o KindOptions, bin string) (string, error) 
 	}
 	return tag, nil
 }
+
+// FindKind returns the running LB of a kind cluster (nil, nil when there is
+// none), e.g. for a suite to subscribe to its events with SubscribeEvents.
+func FindKind(ctx context.Context, cluster, network string) (*KindLB, error) {
+	if network == "" {
+		network = "kind"
+	}
+	name := KindContainerName(cluster)
+	out, err := dockerCmd(ctx, nil, "ps", "-q", "--filter", "name=^"+name+"$")
+	if err != nil {
+		return nil, fmt.Errorf("cloud LB: %w", err)
+	}
+	if strings.TrimSpace(out) == "" {
+		return nil, nil
+	}
+	ipStr, err := dockerCmd(ctx, nil, "inspect", "-f", fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}", network), name)
+	if err != nil {
+		return nil, fmt.Errorf("cloud LB: %w", err)
+	}
+	ip, err := netip.ParseAddr(strings.TrimSpace(ipStr))
+	if err != nil {
+		return nil, fmt.Errorf("cloud LB: container %s has no address on network %s (%q)", name, network, ipStr)
+	}
+	subnet, err := kindSubnet(ctx, network)
+	if err != nil {
+		return nil, err
+	}
+	first, last, err := KindVIPRange(subnet)
+	if err != nil {
+		return nil, err
+	}
+	return &KindLB{Container: name, IP: ip, VIPFirst: first, VIPLast: last, adminPort: 9100}, nil
+}
