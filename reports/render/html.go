@@ -1,0 +1,218 @@
+package render
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+
+	"zerodrop/reports"
+)
+
+// HTMLFileName is the page `zerodrop report` writes.
+const HTMLFileName = "report.html"
+
+//go:embed report.html.tmpl
+var htmlTemplate string
+
+//go:embed report.css
+var htmlCSS string
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"count": formatCount,
+	"ms":    formatMs,
+	"pct":   pct,
+	"pctw":  func(share float64) string { return fmt.Sprintf("%.1f", 100*share) },
+}).Parse(htmlTemplate))
+
+// HTMLOptions configure HTML.
+type HTMLOptions struct {
+	// Title heads the page (default "zerodrop readiness report").
+	Title string
+}
+
+type pageView struct {
+	Title   string
+	CSS     template.CSS
+	Totals  Totals
+	Badge   Badge
+	Matrix  *Matrix
+	Runs    []runView
+	Legend  []Badge
+	Classes []string
+}
+
+type runView struct {
+	*Run
+	Column    string
+	Meta      reports.RunMeta
+	Start     string
+	End       string
+	Scenarios []scenarioView
+}
+
+type scenarioView struct {
+	*Scenario
+	Badge       Badge
+	RoleText    string
+	Headline    string
+	ClientIP    string
+	Timeline    template.HTML
+	PodShare    template.HTML
+	Windows     []windowView
+	Reasons     []reasonView
+	Events      []eventView
+	Config      []kv
+	Labels      []kv
+	Load        []kv
+	ErrorCodes  string
+	StatusCodes string
+	Start       string
+}
+
+type windowView struct {
+	reports.FailureWindow
+	Start   string
+	Classes string
+	Before  string
+}
+
+type reasonView struct {
+	reports.Reason
+	Badge    Badge
+	Observed string
+	Limit    string
+}
+
+type eventView struct {
+	Offset, Source, Type, Object, Message string
+}
+
+type kv struct{ Key, Value string }
+
+// HTML writes the report page: a single file with inline CSS and SVG that
+// needs no network and no JavaScript. It holds the overall verdict, the
+// readiness matrix (each cell links to its scenario's section), and per run
+// and scenario the numbers, the verdict's reasons, the timeline and pod
+// share plots, failure windows, pods and events.
+func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
+	if opt.Title == "" {
+		opt.Title = "zerodrop readiness report"
+	}
+	t := Total(runs)
+	v := pageView{
+		Title:  opt.Title,
+		CSS:    template.CSS(htmlCSS),
+		Totals: t,
+		Badge:  badgeFor(reports.RoleAssertion, t.Status),
+		Matrix: BuildMatrix(runs),
+		Legend: []Badge{
+			badgeFor(reports.RoleAssertion, reports.Pass), badgeFor(reports.RoleAssertion, reports.Fail),
+			badgeFor(reports.RoleAssertion, reports.Error), badgeFor(reports.RoleDocumentation, reports.Fail),
+			badgeFor(reports.RoleDocumentation, reports.Error),
+		},
+	}
+	for _, run := range runs {
+		rv := runView{Run: run, Column: run.Key().String(), Meta: run.Report.Run,
+			Start: run.Report.Run.Start.UTC().Format("2006-01-02 15:04:05 UTC"),
+			End:   run.Report.Run.End.UTC().Format("2006-01-02 15:04:05 UTC")}
+		for _, sc := range run.Scenarios {
+			rv.Scenarios = append(rv.Scenarios, scenarioViewOf(sc))
+		}
+		v.Runs = append(v.Runs, rv)
+	}
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, v); err != nil {
+		return fmt.Errorf("render html: %w", err)
+	}
+	if _, err := io.WriteString(w, reports.ScrubText(b.String())); err != nil {
+		return fmt.Errorf("write html: %w", err)
+	}
+	return nil
+}
+
+func scenarioViewOf(sc *Scenario) scenarioView {
+	v := scenarioView{Scenario: sc, Badge: sc.Badge(), Headline: sc.headline(), ClientIP: sc.clientIPCheck(),
+		ErrorCodes: classesText(sc.Results.ErrorClasses), StatusCodes: classesText(sc.Results.StatusCodes),
+		Start: sc.Start.UTC().Format("2006-01-02 15:04:05 UTC")}
+	if sc.Role == reports.RoleDocumentation {
+		v.RoleText = "Documentation scenario: it measures a known hazard (for example a naive profile) and never fails the suite. Its verdict records what happens, not a defect of this run."
+	} else {
+		v.RoleText = "Assertion scenario: its verdict counts toward the suite's outcome."
+	}
+	if tl := sc.Timeline; tl != nil {
+		// The plots are built by this package's svg writer, which escapes
+		// every text and attribute: safe to embed as markup.
+		v.Timeline = template.HTML(TimelineSVG(tl, sc.FailureWindows, "requests per "+formatStep(tl.Step)+" of "+sc.Name+": ok and failed by kind, with events")) //nolint:gosec
+		totals := map[string]float64{}
+		var other float64
+		for _, p := range sc.Results.Pods {
+			totals[p.Pod] = p.Share
+			other += p.Share
+		}
+		for _, p := range tl.Pods {
+			if p != OtherPods {
+				other -= totals[p]
+			}
+		}
+		if other > 0.0005 {
+			totals[OtherPods] = other
+		}
+		if len(tl.Pods) > 0 {
+			v.PodShare = template.HTML(PodShareSVG(tl, sc.FailureWindows, totals, "share of 2xx answers per pod over time, "+sc.Name)) //nolint:gosec
+		}
+	}
+	for _, w := range sc.FailureWindows {
+		wv := windowView{FailureWindow: w, Start: w.Start.UTC().Format("15:04:05.000"), Classes: classesText(w.Classes)}
+		if e := nearestEventBefore(w); e != nil {
+			wv.Before = formatMs(-e.OffsetMs) + " before: " + eventText(e.Event)
+		}
+		v.Windows = append(v.Windows, wv)
+	}
+	for _, r := range sc.Verdict.Reasons {
+		rv := reasonView{Reason: r, Badge: badgeFor(reports.RoleAssertion, r.Status)}
+		if sc.Role == reports.RoleDocumentation && r.Status != reports.Pass {
+			// A documented hazard is not a failure: keep it out of red.
+			rv.Badge = badgeFor(sc.Role, r.Status)
+		}
+		if r.Observed != nil {
+			rv.Observed = trimFloat(*r.Observed)
+		}
+		if r.Limit != nil {
+			rv.Limit = trimFloat(*r.Limit)
+		}
+		v.Reasons = append(v.Reasons, rv)
+	}
+	org := sc.Results.FirstSend
+	if org.IsZero() {
+		org = sc.Start
+	}
+	for _, e := range sc.Events {
+		v.Events = append(v.Events, eventView{Offset: formatOffset(e.Time.Sub(org).Seconds()), Source: e.Source,
+			Type: e.Type, Object: e.Object, Message: e.Message})
+	}
+	for _, k := range sortedKeys(sc.Config) {
+		v.Config = append(v.Config, kv{k, sc.Config[k]})
+	}
+	for _, k := range sortedKeys(sc.Labels) {
+		v.Labels = append(v.Labels, kv{k, sc.Labels[k]})
+	}
+	l := sc.Load
+	v.Load = []kv{
+		{"targets", strings.Join(l.Targets, ", ")}, {"rate", fmt.Sprintf("%d/s", l.Rate)},
+		{"duration", formatMs(l.DurationMs)}, {"connections", fmt.Sprint(l.Connections)},
+		{"keep-alive", fmt.Sprint(l.KeepAlive)}, {"timeout", formatMs(l.TimeoutMs)},
+	}
+	if l.Host != "" {
+		v.Load = append(v.Load, kv{"host", l.Host})
+	}
+	return v
+}
+
+func trimFloat(f float64) string {
+	s := fmt.Sprintf("%.4f", f)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}

@@ -1,0 +1,164 @@
+package render
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+
+	"zerodrop/reports"
+)
+
+// JUnitFileName is the JUnit file `zerodrop report` writes. It is not
+// "junit.xml" because Ginkgo writes that name into the same directory for
+// suite runs, and the two must not overwrite each other.
+const JUnitFileName = "junit-zerodrop.xml"
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure"`
+	Error     *junitProblem `xml:"error"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnit writes one testsuite per run and one testcase per scenario.
+// Assertion scenarios that FAIL get a <failure>, those that ERROR an
+// <error>; documentation scenarios are passing test cases whose output says
+// what they documented, so a CI dashboard agrees with the exit status.
+func JUnit(w io.Writer, runs []*Run) error {
+	top := junitSuites{Name: "zerodrop"}
+	var total float64
+	for _, run := range runs {
+		rm := run.Report.Run
+		s := junitSuite{
+			Name: "zerodrop " + run.Key().String(),
+			Properties: []junitProperty{
+				{"provider", rm.Provider}, {"kubernetesVersion", rm.KubernetesVersion},
+				{"lbImplementation", rm.LBImplementation}, {"toolVersion", rm.ToolVersion}, {"dir", run.Dir},
+			},
+		}
+		if !rm.Start.IsZero() {
+			s.Timestamp = rm.Start.UTC().Format("2006-01-02T15:04:05")
+		}
+		var suiteTime float64
+		for _, sc := range run.Scenarios {
+			dur := sc.End.Sub(sc.Start).Seconds()
+			if dur < 0 {
+				dur = 0
+			}
+			suiteTime += dur
+			family := sc.Labels["scenario"]
+			if family == "" {
+				family, _, _ = strings.Cut(sc.Name, "/")
+			}
+			c := junitCase{Name: sc.Name, Classname: "zerodrop." + family, Time: fmt.Sprintf("%.3f", dur), SystemOut: caseOutput(sc)}
+			if sc.Role != reports.RoleDocumentation {
+				switch sc.Verdict.Status {
+				case reports.Pass:
+				case reports.Fail:
+					c.Failure = &junitProblem{Message: sc.headline(), Type: "FAIL", Text: reasonsText(sc)}
+					s.Failures++
+				default:
+					c.Error = &junitProblem{Message: sc.headline(), Type: string(sc.Verdict.Status), Text: reasonsText(sc)}
+					s.Errors++
+				}
+			}
+			s.Cases = append(s.Cases, c)
+		}
+		if len(run.Scenarios) == 0 {
+			s.Cases = append(s.Cases, junitCase{Name: "report", Classname: "zerodrop", Time: "0",
+				Error: &junitProblem{Message: "the report holds no scenario: it proves nothing", Type: "ERROR"}})
+			s.Errors++
+		}
+		s.Tests = len(s.Cases)
+		s.Time = fmt.Sprintf("%.3f", suiteTime)
+		total += suiteTime
+		top.Tests += s.Tests
+		top.Failures += s.Failures
+		top.Errors += s.Errors
+		top.Suites = append(top.Suites, s)
+	}
+	top.Time = fmt.Sprintf("%.3f", total)
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(top); err != nil {
+		return fmt.Errorf("encode junit: %w", err)
+	}
+	b.WriteByte('\n')
+	if _, err := io.WriteString(w, reports.ScrubText(b.String())); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	return nil
+}
+
+func reasonsText(sc *Scenario) string {
+	var b strings.Builder
+	for _, r := range sc.Verdict.Reasons {
+		fmt.Fprintf(&b, "%s %s: %s\n", r.Status, r.Check, r.Message)
+	}
+	for _, w := range sc.FailureWindows {
+		fmt.Fprintf(&b, "window W%d %s +%s: %d failed (%s)", w.Index, w.Start.UTC().Format("15:04:05.000"),
+			formatMs(w.DurationMs), w.Failed, classesText(w.Classes))
+		if e := nearestEventBefore(w); e != nil {
+			fmt.Fprintf(&b, "; %s before: %s", formatMs(-e.OffsetMs), eventText(e.Event))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func caseOutput(sc *Scenario) string {
+	r := sc.Results
+	var b strings.Builder
+	if sc.Role == reports.RoleDocumentation {
+		fmt.Fprintf(&b, "documentation scenario (measures a hazard, never fails the suite): verdict %s\n", sc.Verdict.Status)
+	}
+	fmt.Fprintf(&b, "requests %d, ok %d, dropped %d (errors %d, non-2xx %d), %d failure window(s), p50 %s p99 %s max %s\n",
+		r.Total, r.OK, r.Dropped, r.Errors, r.Non2xx, len(sc.FailureWindows),
+		formatMs(r.Latency.P50Ms), formatMs(r.Latency.P99Ms), formatMs(r.Latency.MaxMs))
+	if sc.Role == reports.RoleDocumentation {
+		b.WriteString(reasonsText(sc))
+	}
+	if sc.RunFile != "" {
+		fmt.Fprintf(&b, "run file: %s\n", sc.RunFile)
+	}
+	return b.String()
+}

@@ -1,0 +1,190 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"zerodrop/reports"
+)
+
+// MaxMarkdownBytes keeps the summary within a GitHub comment (65,536
+// characters) with room to spare; the job summary allows more, a comment
+// does not.
+const MaxMarkdownBytes = 60000
+
+// MarkdownOptions configure Markdown.
+type MarkdownOptions struct {
+	// OutDir is where the Markdown is written: evidence links are made
+	// relative to it.
+	OutDir string
+	// HTMLName is the HTML report next to it, linked from the summary
+	// ("" for none).
+	HTMLName string
+}
+
+// Markdown writes the summary: the overall verdict, the readiness matrix
+// when there is more than one environment or run, a table per run, and the
+// details of every scenario that did not pass. It stays under
+// MaxMarkdownBytes by dropping the details first and then cutting the
+// tables with a note.
+func Markdown(w io.Writer, runs []*Run, opt MarkdownOptions) error {
+	full := markdown(runs, opt, true)
+	if len(full) > MaxMarkdownBytes {
+		full = markdown(runs, opt, false)
+	}
+	if len(full) > MaxMarkdownBytes {
+		cut := bytes.LastIndexByte(full[:MaxMarkdownBytes-200], '\n')
+		full = append(full[:cut+1], []byte("\n_… summary cut to fit a comment; the HTML report has everything._\n")...)
+	}
+	if _, err := w.Write([]byte(reports.ScrubText(string(full)))); err != nil {
+		return fmt.Errorf("write markdown summary: %w", err)
+	}
+	return nil
+}
+
+func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
+	var b bytes.Buffer
+	t := Total(runs)
+	head := badgeFor(reports.RoleAssertion, t.Status)
+	fmt.Fprintf(&b, "## %s zerodrop: %s\n\n", head.Emoji, t.Status)
+	fmt.Fprintf(&b, "%d run(s), %d scenario(s): **%d passed**, **%d failed**, **%d errored**, %d documentation (hazards measured, never failing).",
+		t.Runs, t.Scenarios, t.Passed, t.Failed, t.Errored, t.Documentation)
+	if opt.HTMLName != "" {
+		fmt.Fprintf(&b, " Plots and evidence: `%s`.", opt.HTMLName)
+	}
+	b.WriteString("\n\n")
+
+	m := BuildMatrix(runs)
+	if len(m.Columns) > 1 || len(runs) > 1 {
+		b.WriteString("### Readiness matrix\n\n| scenario / policy / profile | role |")
+		for _, c := range m.Columns {
+			b.WriteString(" " + mdCell(c.String()) + " |")
+		}
+		b.WriteString("\n| --- | --- |" + strings.Repeat(" :---: |", len(m.Columns)) + "\n")
+		for _, r := range m.Rows {
+			fmt.Fprintf(&b, "| %s | %s |", mdCell(r.Label()), r.Role)
+			for _, cell := range r.Cells {
+				b.WriteString(" ")
+				if len(cell) == 0 {
+					b.WriteString("–")
+				}
+				for i, sc := range cell {
+					if i > 0 {
+						b.WriteString(" ")
+					}
+					bd := sc.Badge()
+					text := bd.Emoji + " " + bd.Text
+					if link := evidenceLink(sc, opt.OutDir); link != "" {
+						text = "[" + text + "](" + link + ")"
+					}
+					b.WriteString(text)
+				}
+				b.WriteString(" |")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+
+	for _, run := range runs {
+		rm := run.Report.Run
+		fmt.Fprintf(&b, "### %s\n\n", mdCell(run.Key().String()))
+		fmt.Fprintf(&b, "`%s` · zerodrop %s · %s – %s", mdCell(run.Dir), mdCell(rm.ToolVersion),
+			rm.Start.UTC().Format("2006-01-02 15:04:05"), rm.End.UTC().Format("15:04:05 UTC"))
+		if rm.Host != "" {
+			fmt.Fprintf(&b, " · load host: %s", mdCell(rm.Host))
+		}
+		b.WriteString("\n\n")
+		if len(run.Scenarios) == 0 {
+			b.WriteString("⚠️ The report holds no scenario: it proves nothing.\n\n")
+			continue
+		}
+		b.WriteString("| verdict | scenario | requests | dropped | windows | p99 | pods | why |\n")
+		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | --- | --- |\n")
+		for _, sc := range run.Scenarios {
+			r := sc.Results
+			bd := sc.Badge()
+			pods := fmt.Sprintf("%d", len(r.Pods))
+			if n := len(r.ZeroTrafficPods); n > 0 {
+				pods += fmt.Sprintf(" (%d idle)", n)
+			}
+			fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %d | %s | %s | %s |\n",
+				bd.Emoji, bd.Text, mdCell(sc.Name), formatCount(r.Total), formatCount(r.Dropped),
+				len(sc.FailureWindows), formatMs(r.Latency.P99Ms), pods, mdCell(truncate(sc.headline(), 160)))
+		}
+		b.WriteString("\n")
+		if !details {
+			continue
+		}
+		for _, sc := range run.Scenarios {
+			if sc.Verdict.Status == reports.Pass {
+				continue
+			}
+			bd := sc.Badge()
+			fmt.Fprintf(&b, "<details><summary>%s %s — %s</summary>\n\n", bd.Emoji, htmlText(sc.Name), htmlText(bd.Text))
+			if sc.Role == reports.RoleDocumentation {
+				b.WriteString("_Documentation scenario: it measures a known hazard and never fails the suite._\n\n")
+			}
+			for _, rs := range sc.Verdict.Reasons {
+				if rs.Status != reports.Pass {
+					fmt.Fprintf(&b, "- **%s** `%s`: %s\n", rs.Status, rs.Check, mdCell(rs.Message))
+				}
+			}
+			for i, w := range sc.FailureWindows {
+				if i == 10 {
+					fmt.Fprintf(&b, "- … %d more window(s) in the HTML report\n", len(sc.FailureWindows)-i)
+					break
+				}
+				fmt.Fprintf(&b, "- W%d at %s for %s: %s failed (%s)", w.Index, w.Start.UTC().Format("15:04:05.000"),
+					formatMs(w.DurationMs), formatCount(w.Failed), classesText(w.Classes))
+				if e := nearestEventBefore(w); e != nil {
+					fmt.Fprintf(&b, "; %s before: %s", formatMs(-e.OffsetMs), mdCell(truncate(eventText(e.Event), 120)))
+				}
+				b.WriteString("\n")
+			}
+			if sc.TimelineNote != "" {
+				fmt.Fprintf(&b, "- %s\n", mdCell(sc.TimelineNote))
+			}
+			b.WriteString("\n</details>\n\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// evidenceLink is where a scenario's evidence lives, relative to outDir:
+// its run file when there is one, else its report.json.
+func evidenceLink(sc *Scenario, outDir string) string {
+	target := filepath.Join(sc.Run.Dir, ReportFileName)
+	if sc.RunFileExists {
+		target = sc.RunFilePath
+	}
+	if outDir != "" {
+		if rel, err := filepath.Rel(outDir, target); err == nil {
+			target = rel
+		}
+	}
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(filepath.ToSlash(target))
+}
+
+// mdCell makes s safe inside a Markdown table cell: no pipes breaking the
+// table, no newlines, no HTML.
+func mdCell(s string) string {
+	s = strings.NewReplacer("|", `\|`, "\r", " ", "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+	return strings.TrimSpace(s)
+}
+
+// htmlText escapes s for the HTML that GitHub allows in Markdown.
+func htmlText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\n", " ").Replace(s)
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

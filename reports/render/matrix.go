@@ -1,0 +1,116 @@
+package render
+
+import (
+	"strings"
+
+	"zerodrop/reports"
+)
+
+// Column is an environment of the readiness matrix.
+type Column struct {
+	Provider, Kubernetes, LB string
+}
+
+// String is "kind · v1.34.2 · metallb", with "?" for what is unknown.
+func (c Column) String() string {
+	part := func(s string) string {
+		if s == "" {
+			return "?"
+		}
+		return s
+	}
+	return part(c.Provider) + " · " + part(c.Kubernetes) + " · " + part(c.LB)
+}
+
+// Row is a scenario case of the readiness matrix: scenario, policy, profile
+// and the variants that distinguish cases (keep-alive off).
+type Row struct {
+	Scenario, Policy, Profile, Variant string
+	// Role is the role of the case; "mixed" if runs disagree.
+	Role reports.Role
+	// Cells has one entry per column: the scenarios measured for this row
+	// in that environment (usually one; several when runs repeat it).
+	Cells [][]*Scenario
+}
+
+// Label is "rolling-update / Local / hardened".
+func (r *Row) Label() string {
+	parts := []string{r.Scenario}
+	for _, p := range []string{r.Policy, r.Profile, r.Variant} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " / ")
+}
+
+// Matrix is the vendor-readiness view: every scenario case against every
+// environment.
+type Matrix struct {
+	Columns []Column
+	Rows    []*Row
+}
+
+// Status of a cell: the worst verdict among its scenarios; ok is false for
+// an empty cell.
+func CellStatus(cell []*Scenario) (st reports.Status, ok bool) {
+	for i, sc := range cell {
+		if i == 0 {
+			st = sc.Verdict.Status
+		} else {
+			st = reports.Worst(st, sc.Verdict.Status)
+		}
+	}
+	return st, len(cell) > 0
+}
+
+// BuildMatrix merges the runs into one matrix. Rows come from the scenario
+// labels the suites set (scenario, policy, profile, keepalive), falling back
+// to the scenario name; columns from the run metadata (provider, Kubernetes
+// version, LB implementation). Both keep the order they are first seen in,
+// so the same inputs give the same table.
+func BuildMatrix(runs []*Run) *Matrix {
+	m := &Matrix{}
+	colIndex := map[Column]int{}
+	rowIndex := map[string]*Row{}
+	for _, run := range runs {
+		col := run.Key()
+		ci, ok := colIndex[col]
+		if !ok {
+			ci = len(m.Columns)
+			colIndex[col] = ci
+			m.Columns = append(m.Columns, col)
+			for _, r := range m.Rows {
+				r.Cells = append(r.Cells, nil)
+			}
+		}
+		for _, sc := range run.Scenarios {
+			row := rowFor(sc)
+			key := row.Label()
+			r, ok := rowIndex[key]
+			if !ok {
+				r = row
+				r.Cells = make([][]*Scenario, len(m.Columns))
+				rowIndex[key] = r
+				m.Rows = append(m.Rows, r)
+			} else if r.Role != sc.Role {
+				r.Role = "mixed"
+			}
+			r.Cells[ci] = append(r.Cells[ci], sc)
+		}
+	}
+	return m
+}
+
+func rowFor(sc *Scenario) *Row {
+	l := sc.Labels
+	r := &Row{Scenario: l["scenario"], Policy: l["policy"], Profile: l["profile"], Role: sc.Role}
+	if r.Scenario == "" {
+		// Not from the suites (zerodrop load): the name is all we have.
+		return &Row{Scenario: sc.Name, Role: sc.Role}
+	}
+	if l["keepalive"] == "false" {
+		r.Variant = "no keep-alive"
+	}
+	return r
+}

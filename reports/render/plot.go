@@ -1,0 +1,499 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"zerodrop/reports"
+	"zerodrop/reports/svg"
+)
+
+// Plot geometry, in pixels. Both plots share the horizontal layout so their
+// time axes line up when stacked in the page.
+const (
+	plotWidth   = 960.0
+	marginLeft  = 56.0
+	marginRight = 16.0
+	labelBand   = 132.0 // room above the requests plot for marker labels
+	reqHeight   = 170.0
+	shareHeight = 130.0
+	axisBand    = 34.0
+	legendRow   = 18.0
+	fontSize    = 11.0
+	// minFailPx keeps a few failures among thousands of successes visible.
+	minFailPx = 2.0
+	// labelGap is the closest two marker labels may be; closer markers share
+	// one label ("cordon node/x +2").
+	labelGap = 12.0
+)
+
+// Colours. Failure kinds are warm, success green, markers by what acted.
+const (
+	colorOK     = "#3a9a4a"
+	colorWindow = "#d62728"
+	colorGrid   = "#e3e3e3"
+	colorAxis   = "#555"
+	colorOther  = "#c7c7c7"
+)
+
+var classColors = map[string]string{
+	"refused": "#d62728", "reset": "#ff7f0e", "timeout": "#8e44ad", "dns": "#8c564b", "other": "#5f5f5f",
+}
+
+var podPalette = []string{
+	"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+	"#b07aa1", "#ff9da7", "#9c755f", "#86bcb6", "#d37295",
+}
+
+// markerKind groups event types for colour and legend.
+type markerKind struct{ name, color string }
+
+var (
+	kindNodeOps   = markerKind{"cordon / drain", "#e67e22"}
+	kindPods      = markerKind{"pod terminating / deleted", "#b03a2e"}
+	kindEndpoints = markerKind{"endpoint removed / terminating", "#7d3c98"}
+	kindNodes     = markerKind{"node / pool added or removed", "#138d75"}
+	kindRollout   = markerKind{"rollout", "#2c7be5"}
+	kindLB        = markerKind{"LB backend / node health", "#6d4c41"}
+	markerKinds   = []markerKind{kindNodeOps, kindPods, kindEndpoints, kindNodes, kindRollout, kindLB}
+)
+
+func kindOf(eventType string) markerKind {
+	switch {
+	case eventType == "cordon" || eventType == "uncordon" || strings.HasPrefix(eventType, "drain-"):
+		return kindNodeOps
+	case strings.HasPrefix(eventType, "pod-"):
+		return kindPods
+	case strings.HasPrefix(eventType, "endpoint-"):
+		return kindEndpoints
+	case strings.HasPrefix(eventType, "node-") || strings.HasPrefix(eventType, "pool-"):
+		return kindNodes
+	case strings.HasPrefix(eventType, "rollout-"):
+		return kindRollout
+	default:
+		return kindLB
+	}
+}
+
+func classColor(c string) string {
+	if col, ok := classColors[c]; ok {
+		return col
+	}
+	if strings.HasPrefix(c, "http-5") {
+		return "#c2185b"
+	}
+	return "#f06292" // other HTTP statuses
+}
+
+// xScale maps time onto the plot's horizontal extent.
+type xScale struct {
+	t   *Timeline
+	s   svg.Scale
+	org time.Time // zero of the axis labels: the first request
+}
+
+func newXScale(t *Timeline) xScale {
+	org := t.LoadStart
+	if org.IsZero() {
+		org = t.Start
+	}
+	return xScale{t: t, org: org, s: svg.Scale{
+		D0: secs(t.Start.Sub(org)), D1: secs(t.End().Sub(org)),
+		R0: marginLeft, R1: plotWidth - marginRight,
+	}}
+}
+
+func (x xScale) at(tm time.Time) float64 { return x.s.Map(secs(tm.Sub(x.org))) }
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+// TimelineSVG draws requests per bucket, stacked ok and failed by kind, with
+// failure windows shaded and the events as labelled vertical markers.
+func TimelineSVG(t *Timeline, windows []reports.FailureWindow, title string) string {
+	legendItems := []legendItem{{"ok " + formatCount(sum(t.OK)), colorOK, false}}
+	for i, c := range t.Classes {
+		legendItems = append(legendItems, legendItem{c + " " + formatCount(sum(t.Failed[i])), classColor(c), false})
+	}
+	if len(windows) > 0 {
+		legendItems = append(legendItems, legendItem{"failure window", colorWindow, true})
+	}
+	seen := map[markerKind]bool{}
+	for _, m := range t.Markers {
+		seen[kindOf(m.Type)] = true
+	}
+	var markerItems []legendItem
+	for _, k := range markerKinds {
+		if seen[k] {
+			markerItems = append(markerItems, legendItem{k.name, k.color, false})
+		}
+	}
+	rows1 := legendRows(legendItems)
+	rows2 := legendRows(markerItems)
+	height := labelBand + reqHeight + axisBand + legendRow*float64(rows1+rows2) + 6
+	d := svg.New(plotWidth, height, svg.A("class", "plot timeline", "role", "img", "aria-label", title,
+		"font-family", "system-ui, -apple-system, Segoe UI, sans-serif", "font-size", svg.Num(fontSize))...)
+	d.Title(title)
+	x := newXScale(t)
+	top, bottom := labelBand, labelBand+reqHeight
+
+	// Y axis: requests per bucket.
+	ymax := int64(1)
+	for i := range t.OK {
+		total := t.OK[i]
+		for _, f := range t.Failed {
+			total += f[i]
+		}
+		ymax = max(ymax, total)
+	}
+	ticks := svg.Ticks(0, float64(ymax), 4)
+	yTop := math.Max(float64(ymax), ticks[len(ticks)-1])
+	y := svg.Scale{D0: 0, D1: yTop, R0: bottom, R1: top}
+	gridY(d, ticks, y, func(v float64) string { return formatCount(int64(v)) })
+	d.Text(14, (top+bottom)/2, "requests per "+formatStep(t.Step),
+		svg.A("transform", fmt.Sprintf("rotate(-90 14 %s)", svg.Num((top+bottom)/2)), "text-anchor", "middle", "fill", colorAxis)...)
+
+	// Stacked bars: one path per series keeps the document small.
+	paths := make([]svg.Path, 1+len(t.Classes))
+	for i := range t.OK {
+		x0, x1 := barSpan(x, t, i)
+		base := bottom
+		if n := t.OK[i]; n > 0 {
+			h := bottom - y.Map(float64(n))
+			paths[0].Rect(x0, base-h, x1-x0, h)
+			base -= h
+		}
+		for c, f := range t.Failed {
+			if n := f[i]; n > 0 {
+				h := math.Max(bottom-y.Map(float64(n)), minFailPx)
+				paths[c+1].Rect(x0, base-h, x1-x0, h)
+				base -= h
+			}
+		}
+	}
+	d.Path(&paths[0], svg.A("fill", colorOK, "class", "series-ok")...)
+	for c, cl := range t.Classes {
+		d.Path(&paths[c+1], svg.A("fill", classColor(cl), "class", "series-failed series-"+cl)...)
+	}
+
+	// Windows go over the bars, translucent, so they show even where the
+	// bars fill the plot.
+	shadeWindows(d, x, windows, top, bottom, true)
+	drawMarkers(d, x, t.Markers, top, bottom)
+	axisX(d, x, bottom)
+	ly := bottom + axisBand
+	ly = drawLegend(d, legendItems, ly)
+	drawLegend(d, markerItems, ly)
+	return d.String()
+}
+
+// PodShareSVG draws each pod's share of the 2xx answers per bucket, stacked
+// to 100%; buckets without an attributed answer stay empty.
+func PodShareSVG(t *Timeline, windows []reports.FailureWindow, totals map[string]float64, title string) string {
+	var items []legendItem
+	for i, p := range t.Pods {
+		label := p
+		if share, ok := totals[p]; ok {
+			label += " " + strconv.FormatFloat(100*share, 'f', 1, 64) + "%"
+		}
+		items = append(items, legendItem{label, podColor(i, p), false})
+	}
+	rows := legendRows(items)
+	const top = 10.0
+	bottom := top + shareHeight
+	height := bottom + axisBand + legendRow*float64(rows) + 6
+	d := svg.New(plotWidth, height, svg.A("class", "plot podshare", "role", "img", "aria-label", title,
+		"font-family", "system-ui, -apple-system, Segoe UI, sans-serif", "font-size", svg.Num(fontSize))...)
+	d.Title(title)
+	x := newXScale(t)
+	y := svg.Scale{D0: 0, D1: 1, R0: bottom, R1: top}
+	gridY(d, []float64{0, 0.25, 0.5, 0.75, 1}, y, func(v float64) string { return strconv.Itoa(int(v*100)) + "%" })
+	d.Text(14, (top+bottom)/2, "share of 2xx per pod",
+		svg.A("transform", fmt.Sprintf("rotate(-90 14 %s)", svg.Num((top+bottom)/2)), "text-anchor", "middle", "fill", colorAxis)...)
+	paths := make([]svg.Path, len(t.Pods))
+	for i := range t.OK {
+		var total int64
+		for _, p := range t.PodOK {
+			total += p[i]
+		}
+		if total == 0 {
+			continue
+		}
+		x0, x1 := barSpan(x, t, i)
+		base := bottom
+		for p, counts := range t.PodOK {
+			if n := counts[i]; n > 0 {
+				h := (bottom - top) * float64(n) / float64(total)
+				paths[p].Rect(x0, base-h, x1-x0, h)
+				base -= h
+			}
+		}
+	}
+	for p, pod := range t.Pods {
+		d.Path(&paths[p], svg.A("fill", podColor(p, pod), "class", "series-pod")...)
+	}
+	shadeWindows(d, x, windows, top, bottom, false)
+	axisX(d, x, bottom)
+	drawLegend(d, items, bottom+axisBand)
+	return d.String()
+}
+
+func podColor(i int, pod string) string {
+	if pod == OtherPods {
+		return colorOther
+	}
+	return podPalette[i%len(podPalette)]
+}
+
+// barSpan is bucket i's horizontal extent, with a gap between wide bars.
+func barSpan(x xScale, t *Timeline, i int) (float64, float64) {
+	x0 := x.at(t.BucketStart(i))
+	x1 := x.at(t.BucketStart(i + 1))
+	if w := x1 - x0; w > 4 {
+		gap := math.Min(w*0.2, 3)
+		x0 += gap / 2
+		x1 -= gap / 2
+	}
+	return x0, x1
+}
+
+func gridY(d *svg.Doc, ticks []float64, y svg.Scale, label func(float64) string) {
+	d.Group(func() {
+		for _, v := range ticks {
+			py := y.Map(v)
+			d.Line(marginLeft, py, plotWidth-marginRight, py, svg.A("stroke", colorGrid)...)
+			d.Text(marginLeft-6, py+4, label(v), svg.A("text-anchor", "end", "fill", colorAxis)...)
+		}
+	}, svg.A("class", "grid")...)
+}
+
+func axisX(d *svg.Doc, x xScale, bottom float64) {
+	d.Group(func() {
+		d.Line(marginLeft, bottom, plotWidth-marginRight, bottom, svg.A("stroke", colorAxis)...)
+		for _, v := range svg.Ticks(x.s.D0, x.s.D1, 10) {
+			px := x.s.Map(v)
+			d.Line(px, bottom, px, bottom+4, svg.A("stroke", colorAxis)...)
+			d.Text(px, bottom+16, formatOffset(v), svg.A("text-anchor", "middle", "fill", colorAxis)...)
+		}
+		d.Text(plotWidth-marginRight, bottom+30, "time since the first request, "+x.org.UTC().Format("15:04:05")+" UTC",
+			svg.A("text-anchor", "end", "fill", colorAxis)...)
+	}, svg.A("class", "axis")...)
+}
+
+func shadeWindows(d *svg.Doc, x xScale, windows []reports.FailureWindow, top, bottom float64, labels bool) {
+	if len(windows) == 0 {
+		return
+	}
+	d.Group(func() {
+		for _, w := range windows {
+			x0, x1 := x.at(w.Start), x.at(w.End)
+			if x1-x0 < 3 {
+				mid := (x0 + x1) / 2
+				x0, x1 = mid-1.5, mid+1.5
+			}
+			x0 = math.Max(x0, marginLeft)
+			x1 = math.Min(x1, plotWidth-marginRight)
+			d.Open("g", svg.A("class", "window")...)
+			d.Title(fmt.Sprintf("failure window W%d: %s failed, %s ok over %s", w.Index, formatCount(w.Failed), formatCount(w.OK), formatMs(w.DurationMs)))
+			d.Rect(x0, top, x1-x0, bottom-top, svg.A("fill", colorWindow, "fill-opacity", "0.22")...)
+			d.Rect(x0, bottom+1, x1-x0, 4, svg.A("fill", colorWindow)...)
+			if labels {
+				d.Text(x0+2, top+12, fmt.Sprintf("W%d", w.Index), svg.A("fill", colorWindow, "font-weight", "600")...)
+			}
+			d.Close("g")
+		}
+	}, svg.A("class", "windows")...)
+}
+
+// drawMarkers draws a dashed vertical line per event and, in the band above
+// the plot, a label per cluster of markers closer than labelGap.
+func drawMarkers(d *svg.Doc, x xScale, markers []Marker, top, bottom float64) {
+	if len(markers) == 0 {
+		return
+	}
+	d.Group(func() {
+		for _, m := range markers {
+			px := x.at(m.Time)
+			k := kindOf(m.Type)
+			d.Open("g", svg.A("class", "marker marker-"+m.Type)...)
+			d.Title(markerTitle(m, x))
+			d.Line(px, top-4, px, bottom, svg.A("stroke", k.color, "stroke-width", "1.2", "stroke-dasharray", "4 3")...)
+			d.Close("g")
+		}
+		for i := 0; i < len(markers); {
+			j := i + 1
+			x0 := x.at(markers[i].Time)
+			for j < len(markers) && x.at(markers[j].Time)-x0 < labelGap {
+				j++
+			}
+			label := markerLabel(markers[i])
+			if n := j - i - 1; n > 0 {
+				label += fmt.Sprintf(" +%d", n)
+			}
+			k := kindOf(markers[i].Type)
+			ty := top - 8
+			tx := x0 + 4
+			d.Open("g", svg.A("class", "marker-label")...)
+			var all []string
+			for _, m := range markers[i:j] {
+				all = append(all, markerTitle(m, x))
+			}
+			d.Title(strings.Join(all, "\n"))
+			d.Text(tx, ty, label, svg.A("transform", fmt.Sprintf("rotate(-90 %s %s)", svg.Num(tx), svg.Num(ty)),
+				"fill", k.color, "font-size", "10")...)
+			d.Close("g")
+			i = j
+		}
+	}, svg.A("class", "markers")...)
+}
+
+// markerLabel is "drain-start kind-worker": the type and the object's last
+// path element, short enough for the label band.
+func markerLabel(m Marker) string {
+	obj := m.Object
+	if i := strings.LastIndex(obj, "/"); i >= 0 {
+		obj = obj[i+1:]
+	}
+	s := m.Type
+	if obj != "" {
+		s += " " + obj
+	}
+	const maxRunes = 22
+	if r := []rune(s); len(r) > maxRunes {
+		s = string(r[:maxRunes-1]) + "…"
+	}
+	return s
+}
+
+func markerTitle(m Marker, x xScale) string {
+	s := formatOffset(secs(m.Time.Sub(x.org))) + " " + m.Type
+	if m.Object != "" {
+		s += " " + m.Object
+	}
+	if m.Message != "" {
+		s += ": " + m.Message
+	}
+	return s
+}
+
+type legendItem struct {
+	label  string
+	color  string
+	shaded bool
+}
+
+// legendWidth estimates an item's width: swatch, gap and text at about 6.2
+// px per character of the 11 px font.
+func legendWidth(it legendItem) float64 { return 18 + 6.2*float64(len([]rune(it.label))) + 16 }
+
+func legendRows(items []legendItem) int {
+	if len(items) == 0 {
+		return 0
+	}
+	rows, x := 1, marginLeft
+	for _, it := range items {
+		w := legendWidth(it)
+		if x+w > plotWidth-marginRight && x > marginLeft {
+			rows++
+			x = marginLeft
+		}
+		x += w
+	}
+	return rows
+}
+
+// drawLegend lays items out in rows from y and returns the y after them.
+func drawLegend(d *svg.Doc, items []legendItem, y float64) float64 {
+	if len(items) == 0 {
+		return y
+	}
+	x := marginLeft
+	y += legendRow
+	d.Group(func() {
+		for _, it := range items {
+			w := legendWidth(it)
+			if x+w > plotWidth-marginRight && x > marginLeft {
+				x = marginLeft
+				y += legendRow
+			}
+			attrs := svg.A("fill", it.color)
+			if it.shaded {
+				attrs = svg.A("fill", it.color, "fill-opacity", "0.2", "stroke", it.color)
+			}
+			d.Rect(x, y-10, 12, 12, attrs...)
+			d.Text(x+18, y, it.label, svg.A("fill", "#222")...)
+			x += w
+		}
+	}, svg.A("class", "legend")...)
+	return y
+}
+
+func sum(v []int64) int64 {
+	var s int64
+	for _, n := range v {
+		s += n
+	}
+	return s
+}
+
+// formatOffset is a tick label: "+12s", "+1m30s", "-2s".
+func formatOffset(sec float64) string {
+	sign := "+"
+	if sec < 0 {
+		sign, sec = "-", -sec
+	}
+	if sec < 60 {
+		return sign + strconv.FormatFloat(math.Round(sec*10)/10, 'f', -1, 64) + "s"
+	}
+	d := time.Duration(math.Round(sec)) * time.Second
+	m := int(d / time.Minute)
+	s := int((d % time.Minute) / time.Second)
+	if s == 0 {
+		return fmt.Sprintf("%s%dm", sign, m)
+	}
+	return fmt.Sprintf("%s%dm%02ds", sign, m, s)
+}
+
+// formatStep is a bucket width in words: "1s", "250ms", "1m".
+func formatStep(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+	default:
+		return strconv.FormatFloat(d.Minutes(), 'f', -1, 64) + " min"
+	}
+}
+
+// formatCount groups thousands: 1234567 -> "1,234,567".
+func formatCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// formatMs is a duration in milliseconds, in the unit that reads best.
+func formatMs(ms float64) string {
+	switch {
+	case ms < 1:
+		return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
+	case ms < 1000:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	default:
+		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
+	}
+}

@@ -1,0 +1,205 @@
+// Package render turns zerodrop report.json files (and the run files they
+// name) into what people read: a Markdown summary for a pull request or a
+// GitHub job summary, a single self-contained HTML page with timeline plots
+// and the readiness matrix, and JUnit XML for CI systems.
+//
+// Every output is deterministic for the same inputs (no "generated at"
+// stamps, no map-order effects) and carries no secret: reports are redacted
+// with reports.Redact when loaded, event texts from run files with
+// reports.RedactString, and every finished document gets a last
+// reports.ScrubText pass.
+//
+// Documentation scenarios (the naive profiles that document a hazard) are
+// drawn apart from failures everywhere: a blue "DOC" badge with the verdict
+// they documented, never a red one, and they never count as failures.
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"zerodrop/reports"
+)
+
+// Failed reports whether the runs' assertions fail: any assertion scenario
+// is FAIL or ERROR, or a report has no scenario at all (it proves nothing).
+func Failed(runs []*Run) bool {
+	for _, r := range runs {
+		if len(r.Scenarios) == 0 {
+			return true
+		}
+		for _, sc := range r.Scenarios {
+			if sc.Role != reports.RoleDocumentation && sc.Verdict.Status != reports.Pass {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Totals summarises every run rendered together.
+type Totals struct {
+	Status                                                  reports.Status
+	Runs, Scenarios, Passed, Failed, Errored, Documentation int
+}
+
+// Total adds up the runs: Status is the worst over assertion scenarios (ERROR
+// when there is nothing to judge).
+func Total(runs []*Run) Totals {
+	t := Totals{Status: reports.Pass, Runs: len(runs)}
+	for _, r := range runs {
+		for _, sc := range r.Scenarios {
+			t.Scenarios++
+			if sc.Role == reports.RoleDocumentation {
+				t.Documentation++
+				continue
+			}
+			switch sc.Verdict.Status {
+			case reports.Pass:
+				t.Passed++
+			case reports.Fail:
+				t.Failed++
+			default:
+				t.Errored++
+			}
+			t.Status = reports.Worst(t.Status, sc.Verdict.Status)
+		}
+		if len(r.Scenarios) == 0 {
+			t.Status = reports.Error
+		}
+	}
+	if t.Scenarios == 0 {
+		t.Status = reports.Error
+	}
+	return t
+}
+
+// Badge describes how a scenario's verdict is shown.
+type Badge struct {
+	// Class is the CSS class: pass, fail, error, doc or doc-error.
+	Class string
+	// Text is the short badge text: "PASS", "FAIL", "ERROR", "DOC · FAIL".
+	Text string
+	// Emoji is the Markdown marker.
+	Emoji string
+	// Title explains the badge.
+	Title string
+}
+
+func badgeFor(role reports.Role, st reports.Status) Badge {
+	if role == reports.RoleDocumentation {
+		b := Badge{Class: "doc", Text: "DOC · " + string(st), Emoji: "📘",
+			Title: "documentation scenario: measures a known hazard; never fails the suite"}
+		if st == reports.Error {
+			// The hazard could not even be measured: worth a look, still not
+			// a suite failure.
+			b.Class, b.Emoji = "doc-error", "⚠️"
+			b.Title = "documentation scenario whose run broke: the hazard was not measured"
+		}
+		return b
+	}
+	switch st {
+	case reports.Pass:
+		return Badge{Class: "pass", Text: "PASS", Emoji: "✅", Title: "every criterion held"}
+	case reports.Fail:
+		return Badge{Class: "fail", Text: "FAIL", Emoji: "❌", Title: "a criterion did not hold"}
+	default:
+		return Badge{Class: "error", Text: string(st), Emoji: "⚠️", Title: "the run itself broke: no verdict on the platform"}
+	}
+}
+
+// Badge is how the scenario's verdict is shown.
+func (sc *Scenario) Badge() Badge { return badgeFor(sc.Role, sc.Verdict.Status) }
+
+// headline is the one-line reason for a scenario's verdict: the first reason
+// that did not pass, or the dropped-requests reason for a pass.
+func (sc *Scenario) headline() string {
+	for _, r := range sc.Verdict.Reasons {
+		if r.Status != reports.Pass {
+			return r.Message
+		}
+	}
+	for _, r := range sc.Verdict.Reasons {
+		if r.Check == "dropped" {
+			return r.Message
+		}
+	}
+	return ""
+}
+
+// clientIPCheck summarises the source-IP figures: "ok (10.0.0.1)",
+// "3 mismatches (expected 10.0.0.1)", or "" when nothing was checked.
+func (sc *Scenario) clientIPCheck() string {
+	r := sc.Results
+	if r.ExpectedClientIP == "" && sc.Criteria.ForbiddenClientIP == "" {
+		return ""
+	}
+	var parts []string
+	if r.ExpectedClientIP != "" {
+		if r.ClientIPMismatches == 0 && len(r.ClientIPs) > 0 {
+			parts = append(parts, "preserved ("+r.ExpectedClientIP+")")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s mismatches (expected %s)", formatCount(r.ClientIPMismatches), r.ExpectedClientIP))
+		}
+	}
+	if f := sc.Criteria.ForbiddenClientIP; f != "" {
+		seen := false
+		for _, c := range r.ClientIPs {
+			if c.Name == f && c.Count > 0 {
+				seen = true
+			}
+		}
+		if seen {
+			parts = append(parts, "forbidden "+f+" seen")
+		} else {
+			parts = append(parts, "forbidden "+f+" hidden")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// classesText is "refused 12, http-503 3".
+func classesText(m map[string]int64) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+" "+formatCount(m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func pct(share float64) string { return fmt.Sprintf("%.1f%%", 100*share) }
+
+// nearestEventBefore is the last event at or before a window's start, the
+// likeliest cause, or nil.
+func nearestEventBefore(w reports.FailureWindow) *reports.WindowEvent {
+	var best *reports.WindowEvent
+	for i := range w.NearestEvents {
+		e := &w.NearestEvents[i]
+		if e.OffsetMs <= 0 && (best == nil || e.OffsetMs > best.OffsetMs) {
+			best = e
+		}
+	}
+	return best
+}
+
+func eventText(e reports.Event) string {
+	s := e.Type
+	if e.Object != "" {
+		s += " " + e.Object
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}

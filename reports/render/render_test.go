@@ -1,0 +1,524 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"zerodrop/harness/runfile"
+	"zerodrop/reports"
+	"zerodrop/reports/render/rendertest"
+)
+
+// twoRuns writes two suite runs on different Kubernetes versions: in the
+// second, drain-node passes and source-ip lost its run file.
+func twoRuns(t *testing.T) (root string, dirs []string) {
+	t.Helper()
+	root = t.TempDir()
+	a := filepath.Join(root, "kind-v1.34.2")
+	b := filepath.Join(root, "kind-v1.33.4")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rendertest.WriteRun(t, a, rendertest.Env{Provider: "kind", Kubernetes: "v1.34.2", LB: "metallb"}, rendertest.Standard())
+	cs := rendertest.Standard()
+	cs[2].Outages = nil
+	cs[3].NoRunFile = true
+	rendertest.WriteRun(t, b, rendertest.Env{Provider: "kind", Kubernetes: "v1.33.4", LB: "metallb"}, cs)
+	return root, []string{a, b}
+}
+
+func renderAll(t *testing.T, runs []*Run, outDir string) (md, html, junit string) {
+	t.Helper()
+	var m, h, j bytes.Buffer
+	if err := Markdown(&m, runs, MarkdownOptions{OutDir: outDir, HTMLName: HTMLFileName}); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&h, runs, HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := JUnit(&j, runs); err != nil {
+		t.Fatal(err)
+	}
+	return m.String(), h.String(), j.String()
+}
+
+func find(runs []*Run, run int, name string) *Scenario {
+	for _, sc := range runs[run].Scenarios {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	return nil
+}
+
+func TestTimelineAgreesWithReport(t *testing.T) {
+	_, dirs := twoRuns(t)
+	runs, err := Load(context.Background(), dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range runs[0].Scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			tl := sc.Timeline
+			if tl == nil {
+				t.Fatalf("no timeline: %s", sc.TimelineNote)
+			}
+			if tl.Results != sc.Results.Total {
+				t.Errorf("timeline read %d results, report has %d", tl.Results, sc.Results.Total)
+			}
+			if got := sum(tl.OK); got != sc.Results.OK {
+				t.Errorf("timeline ok = %d, report ok = %d", got, sc.Results.OK)
+			}
+			var failed int64
+			for i, c := range tl.Classes {
+				n := sum(tl.Failed[i])
+				failed += n
+				want := sc.Results.ErrorClasses[c]
+				if code, ok := strings.CutPrefix(c, "http-"); ok {
+					want = sc.Results.StatusCodes[code]
+				}
+				if n != want {
+					t.Errorf("class %s: timeline %d, report %d", c, n, want)
+				}
+			}
+			if failed != sc.Results.Dropped {
+				t.Errorf("timeline failed = %d, report dropped = %d", failed, sc.Results.Dropped)
+			}
+			var podOK int64
+			for _, p := range tl.PodOK {
+				podOK += sum(p)
+			}
+			if podOK != sc.Results.OK-sc.Results.Unattributed {
+				t.Errorf("per-pod ok = %d, want %d", podOK, sc.Results.OK-sc.Results.Unattributed)
+			}
+			if n := tl.Buckets(); n > DefaultMaxBuckets || n < 10 {
+				t.Errorf("%d buckets, want 10..%d", n, DefaultMaxBuckets)
+			}
+			if tl.Start.After(sc.Results.FirstSend) || !tl.End().After(sc.Results.LastSend) {
+				t.Errorf("buckets [%v, %v) do not cover the sends [%v, %v]", tl.Start, tl.End(), sc.Results.FirstSend, sc.Results.LastSend)
+			}
+			var markers int
+			for _, e := range sc.Events {
+				if markerTypes[e.Type] {
+					markers++
+				}
+			}
+			if len(tl.Markers)+tl.EventsOutside != markers {
+				t.Errorf("%d markers + %d outside, want %d marker events", len(tl.Markers), tl.EventsOutside, markers)
+			}
+		})
+	}
+}
+
+func TestChooseStep(t *testing.T) {
+	tests := []struct {
+		span time.Duration
+		rate float64
+		max  int
+		want time.Duration
+	}{
+		{40 * time.Second, 50, 600, 500 * time.Millisecond}, // 25 requests per bucket
+		{60 * time.Second, 500, 600, 200 * time.Millisecond},
+		{60 * time.Second, 0, 600, 200 * time.Millisecond},
+		{10 * time.Minute, 1000, 600, 2 * time.Second},
+		{3 * time.Hour, 1000, 600, 30 * time.Second},
+		{2 * time.Second, 5, 600, time.Second}, // slow load: whole seconds at least
+		{1000 * time.Hour, 1, 600, 2 * time.Hour},
+	}
+	for _, tc := range tests {
+		got := chooseStep(tc.span, tc.rate, tc.max)
+		if got != tc.want {
+			t.Errorf("chooseStep(%v, %v, %d) = %v, want %v", tc.span, tc.rate, tc.max, got, tc.want)
+		}
+		if n := int(tc.span/got) + 2; n > tc.max {
+			t.Errorf("chooseStep(%v) gives %d buckets, more than %d", tc.span, n, tc.max)
+		}
+	}
+}
+
+// TestTimelineBounded: a long run with many pods and failure kinds keeps to
+// the bucket, pod, class and marker limits.
+func TestTimelineBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w, err := runfile.Create(path, runfile.Meta{RunID: "x", Created: start, Scenario: reports.ScenarioSpec{Name: "long", Role: reports.RoleAssertion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	for i := range n {
+		r := runfile.Result{Seq: uint64(i), Time: start.Add(time.Duration(i) * 360 * time.Millisecond), Status: 200,
+			Pod: "pod-" + string(rune('a'+i%26))}
+		switch i % 50 {
+		case 1:
+			r.Status, r.Pod = 500+i%20, "" // 20 HTTP statuses
+		case 2:
+			r.Status, r.Class, r.Pod = 0, runfile.ClassReset, ""
+		}
+		if err := w.Result(r); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			if err := w.Event(runfile.Event{Time: r.Time, Source: "harness", Type: runfile.PodTerminating, Object: "pod/x"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// No span in the report: the timeline finds it in the file.
+	tl, err := BuildTimeline(context.Background(), path, &reports.Scenario{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Results != n {
+		t.Errorf("read %d results, want %d", tl.Results, n)
+	}
+	if tl.Buckets() > DefaultMaxBuckets {
+		t.Errorf("%d buckets > %d", tl.Buckets(), DefaultMaxBuckets)
+	}
+	if len(tl.Classes) > maxClasses {
+		t.Errorf("%d classes > %d: %v", len(tl.Classes), maxClasses, tl.Classes)
+	}
+	if len(tl.Pods) != maxPods+1 || tl.Pods[maxPods] != OtherPods {
+		t.Errorf("pods = %v, want %d and %q", tl.Pods, maxPods, OtherPods)
+	}
+	if len(tl.Markers) != maxMarkers || tl.MarkersOmitted != n/10-maxMarkers {
+		t.Errorf("markers %d omitted %d, want %d and %d", len(tl.Markers), tl.MarkersOmitted, maxMarkers, n/10-maxMarkers)
+	}
+	var total int64
+	total += sum(tl.OK)
+	for _, f := range tl.Failed {
+		total += sum(f)
+	}
+	if total != n {
+		t.Errorf("buckets hold %d results, want %d", total, n)
+	}
+}
+
+func TestHTMLContents(t *testing.T) {
+	root, dirs := twoRuns(t)
+	runs, err := Load(context.Background(), dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, html, _ := renderAll(t, runs, root)
+
+	for _, want := range []string{
+		`<table class="matrix">`,
+		`kind · v1.34.2 · metallb`, `kind · v1.33.4 · metallb`,
+		`class="plot timeline"`, `class="plot podshare"`,
+		`class="badge doc"`, `DOC · FAIL`,
+		`timeline unavailable: run file source-ip-local-hardened/run.jsonl not found`,
+		`class="marker marker-drain-start"`, `class="marker marker-endpoint-removed"`, `class="marker marker-lb-node-unhealthy"`,
+		`class="window"`, `series-refused`, `series-http-503`,
+		`<style>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %s", want)
+		}
+	}
+	// Self-contained: nothing fetched, nothing scripted.
+	for _, bad := range []string{"<script", "<link", "src=\"http", "@import", "url(http"} {
+		if strings.Contains(html, bad) {
+			t.Errorf("HTML is not self-contained: has %s", bad)
+		}
+	}
+	// Every matrix link lands on a scenario section.
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<article [^>]*id="([^"]+)"`).FindAllStringSubmatch(html, -1) {
+		ids[m[1]] = true
+	}
+	links := regexp.MustCompile(`<a class="badge [^"]*" href="#([^"]+)"`).FindAllStringSubmatch(html, -1)
+	if len(links) != 10 {
+		t.Errorf("matrix has %d links, want 10 (5 cases x 2 runs)", len(links))
+	}
+	for _, l := range links {
+		if !ids[l[1]] {
+			t.Errorf("matrix links to #%s, which is no scenario section", l[1])
+		}
+	}
+	// The documentation scenario is never drawn as a failure.
+	naive := sectionOf(t, html, "r1-rolling-update-local-naive")
+	if strings.Contains(naive, `class="badge fail"`) || strings.Contains(naive, `status-FAIL role-assertion`) {
+		t.Errorf("documentation scenario drawn as a failure:\n%s", naive[:min(len(naive), 2000)])
+	}
+	if !strings.Contains(naive, "never fails the suite") {
+		t.Errorf("documentation scenario does not say what it is")
+	}
+	// Every SVG is well-formed XML.
+	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(html, -1)
+	if len(svgs) < 8 {
+		t.Errorf("%d plots, want at least 8", len(svgs))
+	}
+	for _, s := range svgs {
+		dec := xml.NewDecoder(strings.NewReader(s))
+		for {
+			_, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("plot is not well-formed: %v", err)
+			}
+		}
+	}
+}
+
+func sectionOf(t *testing.T, html, id string) string {
+	t.Helper()
+	i := strings.Index(html, `id="`+id+`"`)
+	if i < 0 {
+		t.Fatalf("no section %s", id)
+	}
+	j := strings.Index(html[i:], "</article>")
+	return html[i : i+j]
+}
+
+func TestMarkdown(t *testing.T) {
+	root, dirs := twoRuns(t)
+	runs, err := Load(context.Background(), dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _, _ := renderAll(t, runs, root)
+	for _, want := range []string{
+		"## ❌ zerodrop: FAIL",
+		"**5 passed**, **1 failed**, **0 errored**, 4 documentation",
+		"### Readiness matrix",
+		"| drain-node / Cluster / hardened | assertion | [❌ FAIL](kind-v1.34.2/drain-node-cluster-hardened/run.jsonl) | [✅ PASS](kind-v1.33.4/drain-node-cluster-hardened/run.jsonl) |",
+		// The run file is gone: the evidence is the report.
+		"[✅ PASS](kind-v1.33.4/report.json)",
+		"📘 DOC · FAIL",
+		"W1 at 02:01:50.000",
+		"endpoint-terminating pod/zd/echo-aa-4",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestMarkdownFitsAComment(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	cases := rendertest.Standard()
+	for i := range cases {
+		cases[i].Duration = 6 * time.Second
+		cases[i].Outages = []rendertest.Outage{{From: time.Second, For: 4 * time.Second, Kind: "503", Every: 3}}
+	}
+	for i := range 30 {
+		d := filepath.Join(root, "run"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rendertest.WriteRun(t, d, rendertest.Env{Provider: "kind", Kubernetes: "v1." + string(rune('0'+i%10)), LB: "metallb"}, cases)
+		dirs = append(dirs, d)
+	}
+	runs, err := Load(context.Background(), dirs, WithoutTimelines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Markdown(&b, runs, MarkdownOptions{OutDir: root}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > MaxMarkdownBytes {
+		t.Errorf("summary is %d bytes, more than %d", b.Len(), MaxMarkdownBytes)
+	}
+	if !strings.Contains(b.String(), "### Readiness matrix") {
+		t.Errorf("the matrix did not survive the cut")
+	}
+}
+
+type junitDoc struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Errors   int `xml:"errors,attr"`
+	Suites   []struct {
+		Name  string `xml:"name,attr"`
+		Cases []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+				Text    string `xml:",chardata"`
+			} `xml:"failure"`
+			Error *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"error"`
+			Out string `xml:"system-out"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func TestJUnit(t *testing.T) {
+	root, dirs := twoRuns(t)
+	runs, err := Load(context.Background(), dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, junit := renderAll(t, runs, root)
+	var doc junitDoc
+	if err := xml.Unmarshal([]byte(junit), &doc); err != nil {
+		t.Fatalf("junit does not parse: %v\n%s", err, junit)
+	}
+	if doc.Tests != 10 || doc.Failures != 1 || doc.Errors != 0 {
+		t.Errorf("tests/failures/errors = %d/%d/%d, want 10/1/0", doc.Tests, doc.Failures, doc.Errors)
+	}
+	if len(doc.Suites) != 2 {
+		t.Fatalf("%d suites, want 2", len(doc.Suites))
+	}
+	for _, c := range doc.Suites[0].Cases {
+		switch c.Name {
+		case "drain-node/cluster/hardened":
+			if c.Failure == nil || !strings.Contains(c.Failure.Text, "W2") {
+				t.Errorf("drain-node failure = %+v, want a failure listing W2", c.Failure)
+			}
+		case "rolling-update/local/naive":
+			if c.Failure != nil || c.Error != nil {
+				t.Errorf("documentation case failed the JUnit report")
+			}
+			if !strings.Contains(c.Out, "documentation scenario") {
+				t.Errorf("documentation case output does not say so: %q", c.Out)
+			}
+		}
+	}
+}
+
+func TestFailedAndTotals(t *testing.T) {
+	_, dirs := twoRuns(t)
+	runs, err := Load(context.Background(), dirs, WithoutTimelines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Failed(runs) {
+		t.Errorf("Failed = false with an assertion FAIL")
+	}
+	if Failed(runs[1:]) {
+		t.Errorf("Failed = true for a run whose only non-passes are documentation")
+	}
+	runs[1].Scenarios = nil
+	if !Failed(runs[1:]) || Total(runs[1:]).Status != reports.Error {
+		t.Errorf("an empty report must count as failed (it proves nothing)")
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	root, dirs := twoRuns(t)
+	render := func() string {
+		runs, err := Load(context.Background(), dirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, html, junit := renderAll(t, runs, root)
+		return md + html + junit
+	}
+	if a, b := render(), render(); a != b {
+		t.Errorf("two renderings of the same runs differ")
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if content != "" {
+			if err := os.WriteFile(filepath.Join(d, ReportFileName), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	good := reports.New(reports.RunMeta{Provider: "none"})
+	good.Scenarios = append(good.Scenarios, reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "x", Role: reports.RoleAssertion}, Verdict: reports.Verdict{Status: "MAYBE"}})
+	badStatus, _ := json.Marshal(good)
+	tests := []struct {
+		name string
+		dir  string
+		want string
+	}{
+		{"missing dir", filepath.Join(dir, "nope"), "nope"},
+		{"no report", write("empty", ""), "empty/report.json: no report.json"},
+		{"invalid json", write("broken", "{not json"), "broken/report.json"},
+		{"wrong schema", write("old", `{"schemaVersion":"zerodrop.dev/report/v0","scenarios":[]}`), "old/report.json"},
+		{"bad status", write("status", string(badStatus)), `verdict status "MAYBE"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(context.Background(), []string{tc.dir})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load error = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+	// A file is not a run directory.
+	f := filepath.Join(dir, "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(context.Background(), []string{f}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Load(file) error = %v, want 'not a directory'", err)
+	}
+}
+
+func TestBrokenRunFileLeavesNumbers(t *testing.T) {
+	dir := t.TempDir()
+	cases := rendertest.Standard()[:1]
+	rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, cases)
+	// A bad line in the middle of the run file.
+	path := filepath.Join(dir, "rolling-update-local-hardened", "run.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	lines[5] = []byte(`{"kind":"result","seq":"not a number"}`)
+	if err := os.WriteFile(path, bytes.Join(lines, []byte("\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Load(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := runs[0].Scenarios[0]
+	if sc.Timeline != nil || !strings.Contains(sc.TimelineNote, "line 6") {
+		t.Errorf("timeline = %v, note %q: want none and a note naming line 6", sc.Timeline, sc.TimelineNote)
+	}
+	_, html, _ := renderAll(t, runs, dir)
+	if !strings.Contains(html, "timeline unavailable") || !strings.Contains(html, ">2,000<") {
+		t.Errorf("HTML does not show the numbers with the timeline unavailable")
+	}
+}
+
+func BenchmarkBuildTimeline(b *testing.B) {
+	dir := b.TempDir()
+	cases := []rendertest.Case{rendertest.Standard()[2]}
+	cases[0].Rate = 1000
+	cases[0].Duration = 60 * time.Second
+	rep := rendertest.WriteRun(b, dir, rendertest.Env{Provider: "kind"}, cases)
+	sc := &rep.Scenarios[0]
+	path := filepath.Join(dir, sc.RunFile)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := BuildTimeline(context.Background(), path, sc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(sc.Results.Total), "results/op")
+}

@@ -1,0 +1,436 @@
+// Package rendertest writes realistic zerodrop run directories for tests:
+// synthetic run files through runfile.Writer and a report.json whose figures
+// agree with them, so renderers can be tested without a cluster and without
+// committed fixtures.
+package rendertest
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"zerodrop/harness/runfile"
+	"zerodrop/reports"
+)
+
+// Outage is a stretch of failed requests in a synthetic run.
+type Outage struct {
+	// From and For place it relative to the first request.
+	From, For time.Duration
+	// Kind is an error class (refused, reset, timeout) or an HTTP status
+	// ("503").
+	Kind string
+	// Every fails one request in Every (1 or 0: all of them).
+	Every int
+}
+
+// Step is an event at an offset from the first request.
+type Step struct {
+	At      time.Duration
+	Type    string
+	Object  string
+	Message string
+}
+
+// Case describes one synthetic scenario.
+type Case struct {
+	Scenario, Policy, Profile string
+	Role                      reports.Role
+	KeepAlive                 bool
+	Rate                      int // requests per second
+	Duration                  time.Duration
+	Pods                      []string // served round robin
+	// Rollout replaces the pods with NewPods at RolloutAt.
+	NewPods   []string
+	RolloutAt time.Duration
+	Outages   []Outage
+	Steps     []Step
+	// ExpectedClientIP is checked and seen on every answer.
+	ExpectedClientIP string
+	// IdlePods are expected pods that get nothing.
+	IdlePods []string
+	// NoRunFile leaves the run file out (the report still names it).
+	NoRunFile bool
+	// Secret, when set, is put into an event message, a config value and the
+	// load host, for redaction tests.
+	Secret string
+}
+
+// Name is the suite's scenario name: "rolling-update/local/hardened".
+func (c Case) Name() string {
+	n := c.Scenario + "/" + strings.ToLower(c.Policy) + "/" + c.Profile
+	if !c.KeepAlive {
+		n += "/no-keepalive"
+	}
+	return n
+}
+
+// Env is a run's environment.
+type Env struct {
+	Provider, Kubernetes, LB string
+	Start                    time.Time
+}
+
+// Standard returns a mix of cases a suite run produces: assertion passes, an
+// assertion failure with two failure windows, a documentation scenario that
+// drops (a naive profile), a pod that gets nothing, and a source-IP check.
+func Standard() []Case {
+	return []Case{
+		{Scenario: "rolling-update", Policy: "Local", Profile: "hardened", Role: reports.RoleAssertion, KeepAlive: true,
+			Rate: 50, Duration: 40 * time.Second, Pods: []string{"echo-7d9f-a1", "echo-7d9f-b2", "echo-7d9f-c3"},
+			NewPods: []string{"echo-5c4b-d4", "echo-5c4b-e5", "echo-5c4b-f6"}, RolloutAt: 12 * time.Second,
+			Steps: []Step{
+				{12 * time.Second, runfile.RolloutStart, "deployment/zd/echo", "kubectl rollout restart"},
+				{13 * time.Second, runfile.PodTerminating, "pod/zd/echo-7d9f-a1", ""},
+				{13200 * time.Millisecond, runfile.EndpointTerminating, "pod/zd/echo-7d9f-a1", ""},
+				{18 * time.Second, runfile.EndpointRemoved, "pod/zd/echo-7d9f-a1", ""},
+				{27 * time.Second, runfile.RolloutEnd, "deployment/zd/echo", ""},
+			}},
+		{Scenario: "rolling-update", Policy: "Local", Profile: "naive", Role: reports.RoleDocumentation, KeepAlive: true,
+			Rate: 50, Duration: 40 * time.Second, Pods: []string{"echo-6f8a-a1", "echo-6f8a-b2", "echo-6f8a-c3"},
+			NewPods: []string{"echo-9e1d-d4", "echo-9e1d-e5", "echo-9e1d-f6"}, RolloutAt: 12 * time.Second,
+			Outages: []Outage{{From: 13 * time.Second, For: 1500 * time.Millisecond, Kind: runfile.ClassReset, Every: 3},
+				{From: 14500 * time.Millisecond, For: 2 * time.Second, Kind: runfile.ClassRefused, Every: 2}},
+			Steps: []Step{
+				{12 * time.Second, runfile.RolloutStart, "deployment/zd/echo", ""},
+				{12900 * time.Millisecond, runfile.PodTerminating, "pod/zd/echo-6f8a-a1", ""},
+				{16600 * time.Millisecond, runfile.EndpointRemoved, "pod/zd/echo-6f8a-a1", ""},
+				{25 * time.Second, runfile.RolloutEnd, "deployment/zd/echo", ""},
+			}},
+		{Scenario: "drain-node", Policy: "Cluster", Profile: "hardened", Role: reports.RoleAssertion, KeepAlive: true,
+			Rate: 80, Duration: 50 * time.Second, Pods: []string{"echo-aa-1", "echo-aa-2", "echo-aa-3", "echo-aa-4"},
+			NewPods: []string{"echo-aa-1", "echo-aa-2", "echo-aa-3", "echo-aa-5"}, RolloutAt: 21 * time.Second,
+			Outages: []Outage{{From: 20 * time.Second, For: 900 * time.Millisecond, Kind: runfile.ClassRefused, Every: 4},
+				{From: 31 * time.Second, For: 2 * time.Second, Kind: "503", Every: 5}},
+			Steps: []Step{
+				{18 * time.Second, runfile.Cordon, "node/kind-worker2", ""},
+				{19 * time.Second, runfile.DrainStart, "node/kind-worker2", "kubectl drain --ignore-daemonsets"},
+				{19500 * time.Millisecond, runfile.PodTerminating, "pod/zd/echo-aa-4", ""},
+				{19600 * time.Millisecond, runfile.EndpointTerminating, "pod/zd/echo-aa-4", ""},
+				{20500 * time.Millisecond, runfile.LBNodeUnhealthy, "node/kind-worker2", "health check failed 2/2"},
+				{24 * time.Second, runfile.EndpointRemoved, "pod/zd/echo-aa-4", ""},
+				{30 * time.Second, runfile.LBBackendRemoved, "node/kind-worker2", ""},
+				{33 * time.Second, runfile.DrainEnd, "node/kind-worker2", ""},
+				{40 * time.Second, runfile.NodeRemoved, "node/kind-worker2", ""},
+			}},
+		{Scenario: "source-ip", Policy: "Local", Profile: "hardened", Role: reports.RoleAssertion, KeepAlive: true,
+			Rate: 40, Duration: 20 * time.Second, Pods: []string{"echo-s-1", "echo-s-2"}, ExpectedClientIP: "172.18.0.1"},
+		{Scenario: "distribution", Policy: "Local", Profile: "hardened", Role: reports.RoleDocumentation, KeepAlive: false,
+			Rate: 40, Duration: 20 * time.Second, Pods: []string{"echo-d-1", "echo-d-2", "echo-d-3"}, IdlePods: []string{"echo-d-4"}},
+	}
+}
+
+// WriteRun writes a suite-style run directory under dir: report.json at the
+// top and one sub-directory per case holding run.jsonl. It returns the
+// report as written.
+func WriteRun(t testing.TB, dir string, env Env, cases []Case) *reports.Report {
+	t.Helper()
+	if env.Start.IsZero() {
+		env.Start = time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
+	}
+	rep := reports.New(reports.RunMeta{ToolVersion: "v0.1.0-test", Provider: env.Provider,
+		KubernetesVersion: env.Kubernetes, LBImplementation: env.LB, Start: env.Start, Host: "2 cores, load average 0.8"})
+	at := env.Start
+	for _, c := range cases {
+		sc := writeCase(t, dir, env, c, at)
+		rep.Scenarios = append(rep.Scenarios, sc)
+		at = sc.End.Add(5 * time.Second)
+	}
+	rep.Run.End = at
+	rep.Summarize()
+	if err := rep.WriteFile(filepath.Join(dir, "report.json")); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+type result struct {
+	at      time.Time
+	status  int
+	class   string
+	pod     string
+	latency time.Duration
+}
+
+func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) reports.Scenario {
+	t.Helper()
+	sub := strings.NewReplacer("/", "-").Replace(c.Name())
+	if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"scenario": c.Scenario, "policy": c.Policy, "profile": c.Profile,
+		"keepalive": fmt.Sprint(c.KeepAlive), "lb": env.LB, "provider": env.Provider}
+	crit := reports.Criteria{MinRequests: int64(c.Rate) * 5}
+	if c.Role == reports.RoleAssertion {
+		crit.MaxDropped = reports.Int64(0)
+	}
+	crit.ExpectedClientIP = c.ExpectedClientIP
+	if len(c.IdlePods) > 0 {
+		crit.ExpectedPods = append(slices.Clone(c.Pods), c.IdlePods...)
+		crit.RequireAllPodsServed = true
+	}
+	spec := reports.ScenarioSpec{Name: c.Name(), Role: c.Role, Description: c.Scenario + " under load",
+		Seeds: []string{"002_4ed54c6ca980f06a.txt"}, Labels: labels,
+		Config:   map[string]string{"externalTrafficPolicy": c.Policy, "profile": c.Profile, "replicas": fmt.Sprint(len(c.Pods))},
+		Criteria: crit}
+	load := reports.LoadSettings{Targets: []string{"http://172.18.255.200/"}, Rate: c.Rate,
+		DurationMs: float64(c.Duration.Milliseconds()), Connections: 8, KeepAlive: c.KeepAlive, TimeoutMs: 2000}
+	if c.Secret != "" {
+		spec.Config["kubeconfig"] = c.Secret
+		spec.Description += " token=" + c.Secret
+		load.Host = "svc.example.test?token=" + c.Secret
+	}
+
+	// Results in send order.
+	n := int(c.Duration.Seconds() * float64(c.Rate))
+	interval := time.Second / time.Duration(c.Rate)
+	res := make([]result, n)
+	for i := range res {
+		off := time.Duration(i) * interval
+		r := result{at: start.Add(off), status: 200, latency: time.Duration(1500+(i*7919)%4000) * time.Microsecond}
+		pods := c.Pods
+		if c.RolloutAt > 0 && off >= c.RolloutAt && len(c.NewPods) > 0 {
+			pods = c.NewPods
+		}
+		r.pod = pods[i%len(pods)]
+		for _, o := range c.Outages {
+			every := max(o.Every, 1)
+			if off >= o.From && off < o.From+o.For && i%every == 0 {
+				if code, ok := httpStatus(o.Kind); ok {
+					r.status, r.latency = code, 3*time.Millisecond
+				} else {
+					r.status, r.class, r.pod = 0, o.Kind, ""
+					if o.Kind == runfile.ClassTimeout {
+						r.latency = 2 * time.Second
+					}
+				}
+			}
+		}
+		res[i] = r
+	}
+	end := start.Add(c.Duration)
+	sc := reports.Scenario{ScenarioSpec: spec, Load: load, RunFile: sub + "/run.jsonl", RunID: "run-" + sub,
+		Start: start, End: end, FailureWindows: []reports.FailureWindow{}}
+	var events []reports.Event
+	for _, s := range c.Steps {
+		events = append(events, reports.Event{Time: start.Add(s.At), Source: runfile.SourceHarness, Type: s.Type, Object: s.Object, Message: s.Message})
+	}
+	if c.Secret != "" {
+		events = append(events, reports.Event{Time: start.Add(time.Second), Source: runfile.SourceHarness, Type: runfile.Note,
+			Message: "kubectl said: " + c.Secret, Fields: map[string]string{"authorization": c.Secret}})
+		events = append(events, reports.Event{Time: start.Add(2 * time.Second), Source: runfile.SourceHarness, Type: runfile.Cordon,
+			Object: "node/kind-worker", Message: "using " + c.Secret})
+	}
+	slices.SortStableFunc(events, func(a, b reports.Event) int { return a.Time.Compare(b.Time) })
+	sc.Events = events
+	if sc.Events == nil {
+		sc.Events = []reports.Event{}
+	}
+	sc.Results = summarize(res, c)
+	sc.FailureWindows = windows(res, events)
+	sc.Verdict = verdict(sc, c)
+
+	if !c.NoRunFile {
+		w, err := runfile.Create(filepath.Join(dir, sub, "run.jsonl"), runfile.Meta{RunID: sc.RunID, Created: start,
+			ToolVersion: "v0.1.0-test", Scenario: spec, Load: &load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ei := 0
+		for i, r := range res {
+			for ei < len(events) && !events[ei].Time.After(r.at) {
+				e := events[ei]
+				if err := w.Event(runfile.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}); err != nil {
+					t.Fatal(err)
+				}
+				ei++
+			}
+			rr := runfile.Result{Seq: uint64(i), ID: fmt.Sprintf("%s-%d", sc.RunID, i), Time: r.at, Latency: r.latency,
+				Status: r.status, Class: r.class, Pod: r.pod, Reused: c.KeepAlive && i > 8}
+			if r.pod != "" {
+				yes := true
+				no := false
+				rr.Node = "kind-worker"
+				rr.Ready, rr.Draining = &yes, &no
+				rr.ClientIP = cmp.Or(c.ExpectedClientIP, "10.244.1.1")
+				rr.ConnID = fmt.Sprintf("c%d", i%8)
+				rr.ConnRequest = i/8 + 1
+			}
+			if r.class != "" {
+				rr.Error = "dial tcp 172.18.255.200:80: connection " + r.class
+			}
+			if err := w.Result(rr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for ; ei < len(events); ei++ {
+			e := events[ei]
+			if err := w.Event(runfile.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sc
+}
+
+func httpStatus(kind string) (int, bool) {
+	var code int
+	if _, err := fmt.Sscanf(kind, "%d", &code); err == nil && code >= 100 {
+		return code, true
+	}
+	return 0, false
+}
+
+func summarize(res []result, c Case) reports.Results {
+	r := reports.Results{ErrorClasses: map[string]int64{}, StatusCodes: map[string]int64{}, ZeroTrafficPods: []string{},
+		ClientIPs: []reports.Count{}, Nodes: []reports.Count{}, ExpectedClientIP: c.ExpectedClientIP}
+	pods := map[string]int64{}
+	var lat []float64
+	var okLat []float64
+	for _, x := range res {
+		r.Total++
+		ms := float64(x.latency) / float64(time.Millisecond)
+		lat = append(lat, ms)
+		switch {
+		case x.status == 0:
+			r.Errors++
+			r.ErrorClasses[x.class]++
+		case x.status >= 200 && x.status < 300:
+			r.OK++
+			r.StatusCodes[fmt.Sprint(x.status)]++
+			pods[x.pod]++
+			okLat = append(okLat, ms)
+		default:
+			r.Non2xx++
+			r.StatusCodes[fmt.Sprint(x.status)]++
+		}
+	}
+	r.Dropped = r.Errors + r.Non2xx
+	if len(res) > 0 {
+		r.FirstSend, r.LastSend = res[0].at, res[len(res)-1].at
+		if span := r.LastSend.Sub(r.FirstSend).Seconds(); span > 0 {
+			r.AchievedRate = float64(r.Total) / span
+		}
+	}
+	r.Latency, r.LatencyOK = latency(lat), latency(okLat)
+	for p, n := range pods {
+		r.Pods = append(r.Pods, reports.PodCount{Pod: p, Node: "kind-worker", Count: n, Share: float64(n) / float64(r.OK)})
+	}
+	for _, p := range c.IdlePods {
+		r.Pods = append(r.Pods, reports.PodCount{Pod: p, Node: "kind-worker3"})
+		r.ZeroTrafficPods = append(r.ZeroTrafficPods, p)
+	}
+	slices.SortFunc(r.Pods, func(a, b reports.PodCount) int { return strings.Compare(a.Pod, b.Pod) })
+	r.Nodes = append(r.Nodes, reports.Count{Name: "kind-worker", Count: r.OK, Share: 1})
+	r.ClientIPs = append(r.ClientIPs, reports.Count{Name: cmp.Or(c.ExpectedClientIP, "10.244.1.1"), Count: r.OK, Share: 1})
+	return r
+}
+
+func latency(ms []float64) reports.Latency {
+	if len(ms) == 0 {
+		return reports.Latency{}
+	}
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	q := func(p float64) float64 { return s[min(len(s)-1, int(math.Ceil(p*float64(len(s))))-1)] }
+	var sum float64
+	for _, v := range s {
+		sum += v
+	}
+	return reports.Latency{Count: int64(len(s)), P50Ms: q(0.5), P90Ms: q(0.9), P99Ms: q(0.99), MaxMs: s[len(s)-1], MeanMs: sum / float64(len(s))}
+}
+
+// windows merges failures closer than 1 s, as the verdict code does.
+func windows(res []result, events []reports.Event) []reports.FailureWindow {
+	var out []reports.FailureWindow
+	var cur *reports.FailureWindow
+	for _, x := range res {
+		failed := x.status < 200 || x.status > 299
+		if cur != nil && x.at.Sub(cur.End) > time.Second {
+			cur = nil
+		}
+		if !failed {
+			if cur != nil {
+				cur.OK++
+			}
+			continue
+		}
+		if cur == nil {
+			out = append(out, reports.FailureWindow{Index: len(out) + 1, Start: x.at, End: x.at, Classes: map[string]int64{}})
+			cur = &out[len(out)-1]
+		}
+		cur.End = x.at
+		cur.Failed++
+		kind := x.class
+		if x.status != 0 {
+			kind = fmt.Sprintf("http-%d", x.status)
+		}
+		cur.Classes[kind]++
+	}
+	for i := range out {
+		w := &out[i]
+		w.DurationMs = float64(w.End.Sub(w.Start)) / float64(time.Millisecond)
+		w.NearestEvents = []reports.WindowEvent{}
+		for _, e := range events {
+			off := float64(e.Time.Sub(w.Start)) / float64(time.Millisecond)
+			if off > -10000 && e.Time.Before(w.End.Add(3*time.Second)) {
+				w.NearestEvents = append(w.NearestEvents, reports.WindowEvent{Event: e, OffsetMs: off})
+			}
+		}
+	}
+	if out == nil {
+		out = []reports.FailureWindow{}
+	}
+	return out
+}
+
+func verdict(sc reports.Scenario, c Case) reports.Verdict {
+	v := reports.Verdict{Status: reports.Pass}
+	add := func(r reports.Reason) {
+		v.Reasons = append(v.Reasons, r)
+		v.Status = reports.Worst(v.Status, r.Status)
+	}
+	runReason := reports.Reason{Check: "run", Status: reports.Pass, Message: fmt.Sprintf("run file complete: %d results", sc.Results.Total)}
+	if c.NoRunFile {
+		// The report was written, then the evidence went missing; the
+		// numbers still stand.
+		runReason.Message = "run file complete when analysed"
+	}
+	add(runReason)
+	r := sc.Results
+	limit := float64(0)
+	if sc.Criteria.MaxDropped != nil {
+		st := reports.Pass
+		msg := "nothing dropped"
+		if r.Dropped > *sc.Criteria.MaxDropped {
+			st = reports.Fail
+			msg = fmt.Sprintf("%d of %d requests dropped (%d errors, %d non-2xx) in %d failure window(s)", r.Dropped, r.Total, r.Errors, r.Non2xx, len(sc.FailureWindows))
+		}
+		var idx []int
+		for _, w := range sc.FailureWindows {
+			idx = append(idx, w.Index)
+		}
+		add(reports.Reason{Check: "dropped", Status: st, Message: msg, Observed: reports.Float64(float64(r.Dropped)), Limit: &limit, Windows: idx})
+	} else if r.Dropped > 0 {
+		// Documentation: the verdict records the hazard as a FAIL.
+		add(reports.Reason{Check: "dropped", Status: reports.Fail,
+			Message:  fmt.Sprintf("%d of %d requests dropped in %d failure window(s) (documented hazard)", r.Dropped, r.Total, len(sc.FailureWindows)),
+			Observed: reports.Float64(float64(r.Dropped)), Limit: &limit})
+	}
+	if c.ExpectedClientIP != "" {
+		add(reports.Reason{Check: "client-ip", Status: reports.Pass, Message: "every answer saw client IP " + c.ExpectedClientIP})
+	}
+	if len(c.IdlePods) > 0 {
+		add(reports.Reason{Check: "pods-served", Status: reports.Fail, Message: fmt.Sprintf("expected pods without traffic: %s", strings.Join(c.IdlePods, ", "))})
+	}
+	return v
+}
