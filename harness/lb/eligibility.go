@@ -63,9 +63,11 @@ func ServicePool(p Profile, svc *corev1.Service) string {
 	if e.PoolLabel == "" {
 		return ""
 	}
-	if e.PoolAnnotation != "" && svc != nil {
-		if v := svc.Annotations[e.PoolAnnotation]; v != "" {
-			return v
+	if svc != nil {
+		for _, a := range e.PoolAnnotations {
+			if v := svc.Annotations[a]; v != "" {
+				return v
+			}
 		}
 	}
 	return e.DefaultPool

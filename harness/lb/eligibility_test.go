@@ -54,6 +54,7 @@ func TestEligibleNodes(t *testing.T) {
 		{"gke-legacy", svc(nil), "a1,b1", map[string]string{"a2": "cordoned"}},
 		{"azure-basic", svc(nil), "a1,a2", map[string]string{"b1": `"pool-b"`}},
 		{"azure-basic", svc(map[string]string{"service.beta.kubernetes.io/azure-load-balancer-mode": "pool-b"}), "b1", map[string]string{"a1": `Service's pool "pool-b"`}},
+		{"azure-basic", svc(map[string]string{"zerodrop.dev/lb-pool": "pool-b"}), "b1", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.profile, func(t *testing.T) {

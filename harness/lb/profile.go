@@ -108,10 +108,10 @@ func (h HealthCheck) DetectionTime() time.Duration {
 
 // Eligibility says which nodes may be backends at all.
 type Eligibility struct {
-	ExcludeUnschedulable bool   `json:"excludeUnschedulable"`
-	PoolAnnotation       string `json:"poolAnnotation,omitempty"`
-	PoolLabel            string `json:"poolLabel,omitempty"`
-	DefaultPool          string `json:"defaultPool,omitempty"`
+	ExcludeUnschedulable bool     `json:"excludeUnschedulable"`
+	PoolAnnotations      []string `json:"poolAnnotations,omitempty"`
+	PoolLabel            string   `json:"poolLabel,omitempty"`
+	DefaultPool          string   `json:"defaultPool,omitempty"`
 }
 
 // Flows says what established flows do when their node stops taking new ones.
@@ -188,8 +188,8 @@ func (p Profile) Validate() error {
 		bad("healthCheck thresholds must be >= 1 (healthy %d, unhealthy %d)", h.HealthyThreshold, h.UnhealthyThreshold)
 	}
 	e := p.Eligibility
-	if (e.PoolAnnotation != "" || e.DefaultPool != "") && e.PoolLabel == "" {
-		bad("eligibility.poolLabel is needed with poolAnnotation/defaultPool")
+	if (len(e.PoolAnnotations) > 0 || e.DefaultPool != "") && e.PoolLabel == "" {
+		bad("eligibility.poolLabel is needed with poolAnnotations/defaultPool")
 	}
 	f := p.Flows
 	switch f.OnUnhealthy {

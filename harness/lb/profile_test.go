@@ -24,6 +24,9 @@ func TestStockProfiles(t *testing.T) {
 		}
 	}
 	// The numbers the scenarios lean on.
+	if d := ps["generic"].HealthCheck.DetectionTime(); d != 30*time.Second {
+		t.Errorf("generic detection time = %v, want 30s (10s x 3, as fixtures.GenericLB)", d)
+	}
 	if d := ps["gcp-nlb"].HealthCheck.DetectionTime(); d != 24*time.Second {
 		t.Errorf("gcp-nlb detection time = %v, want 24s (8s x 3)", d)
 	}
