@@ -43,6 +43,7 @@ func commandTable() []command {
 		analyzeCommand(),
 		clusterCommand(),
 		doctorCommand(),
+		reportCommand(),
 	}
 }
 

@@ -226,6 +226,11 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) repor
 			Message: "kubectl said: " + c.Secret, Fields: map[string]string{"authorization": c.Secret}})
 		events = append(events, reports.Event{Time: start.Add(2 * time.Second), Source: runfile.SourceHarness, Type: runfile.Cordon,
 			Object: "node/kind-worker", Message: "using " + c.Secret})
+		if len(c.Outages) > 0 {
+			// The event just before a failure window is quoted in every output.
+			events = append(events, reports.Event{Time: start.Add(c.Outages[0].From - 50*time.Millisecond), Source: runfile.SourceKubernetes,
+				Type: runfile.Note, Message: "error from server: " + c.Secret})
+		}
 	}
 	slices.SortStableFunc(events, func(a, b reports.Event) int { return a.Time.Compare(b.Time) })
 	sc.Events = events
@@ -408,12 +413,16 @@ func verdict(sc reports.Scenario, c Case) reports.Verdict {
 	add(runReason)
 	r := sc.Results
 	limit := float64(0)
+	secret := ""
+	if c.Secret != "" {
+		secret = " (kubectl said: " + c.Secret + ")"
+	}
 	if sc.Criteria.MaxDropped != nil {
 		st := reports.Pass
 		msg := "nothing dropped"
 		if r.Dropped > *sc.Criteria.MaxDropped {
 			st = reports.Fail
-			msg = fmt.Sprintf("%d of %d requests dropped (%d errors, %d non-2xx) in %d failure window(s)", r.Dropped, r.Total, r.Errors, r.Non2xx, len(sc.FailureWindows))
+			msg = fmt.Sprintf("%d of %d requests dropped (%d errors, %d non-2xx) in %d failure window(s)%s", r.Dropped, r.Total, r.Errors, r.Non2xx, len(sc.FailureWindows), secret)
 		}
 		var idx []int
 		for _, w := range sc.FailureWindows {
@@ -423,7 +432,7 @@ func verdict(sc reports.Scenario, c Case) reports.Verdict {
 	} else if r.Dropped > 0 {
 		// Documentation: the verdict records the hazard as a FAIL.
 		add(reports.Reason{Check: "dropped", Status: reports.Fail,
-			Message:  fmt.Sprintf("%d of %d requests dropped in %d failure window(s) (documented hazard)", r.Dropped, r.Total, len(sc.FailureWindows)),
+			Message:  fmt.Sprintf("%d of %d requests dropped in %d failure window(s) (documented hazard)%s", r.Dropped, r.Total, len(sc.FailureWindows), secret),
 			Observed: reports.Float64(float64(r.Dropped)), Limit: &limit})
 	}
 	if c.ExpectedClientIP != "" {

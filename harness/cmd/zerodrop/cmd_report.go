@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"zerodrop/reports/render"
+)
+
+func reportCommand() command {
+	return command{name: "report", summary: "render run directories as Markdown, HTML (plots, readiness matrix) and JUnit", run: runReport}
+}
+
+const reportDescription = `
+Reads DIR/report.json (and the run files it names) for every DIR and writes,
+into --out (default: the first DIR):
+
+  summary.md           the verdict, readiness matrix and per-scenario table;
+                       fits a pull-request comment or $GITHUB_STEP_SUMMARY
+  report.html          one self-contained page (inline CSS and SVG, no network,
+                       no JavaScript): timelines of ok/failed requests with the
+                       harness events as markers, per-pod share over time,
+                       failure windows, and the readiness matrix linking every
+                       cell to its evidence
+  junit-zerodrop.xml   one testcase per scenario, for CI test reporting
+
+Several DIRs (for example one per Kubernetes version or provider) merge into
+one matrix: rows are scenario / policy / profile, columns provider /
+Kubernetes / LB. A scenario whose run file is missing keeps its numbers and
+says its timeline is unavailable. Tokens, kubeconfigs and cloud keys are
+redacted from every output.
+
+JUnit: --junit=auto writes junit-zerodrop.xml unless a DIR already holds
+junit.xml from Ginkgo (suite runs); always and never force it.
+
+Exit status: 0 no assertion scenario failed (documentation scenarios never
+fail), 1 an assertion scenario is FAIL or ERROR or a report has no scenario,
+2 bad input (missing directory, unreadable or invalid report.json).`
+
+// Output names of `zerodrop report`.
+const (
+	summaryFileName = "summary.md"
+	ginkgoJUnitName = "junit.xml"
+)
+
+func runReport(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "report", "[flags] DIR...", reportDescription)
+	out := fs.String("out", "", "output `DIR` (default: the first DIR)")
+	junit := fs.String("junit", "auto", "write "+render.JUnitFileName+": auto (unless a DIR holds Ginkgo's junit.xml), always, never")
+	title := fs.String("title", "", "page title of report.html")
+	maxBuckets := fs.Int("max-buckets", render.DefaultMaxBuckets, "most time buckets per timeline plot")
+	if code, ok := parseFlags(c, fs, args); !ok {
+		return code
+	}
+	dirs := fs.Args()
+	if len(dirs) == 0 {
+		return badInput(c, "report", "want at least one run DIR holding report.json")
+	}
+	switch *junit {
+	case "auto", "always", "never":
+	default:
+		return badInput(c, "report", "--junit=%q: want auto, always or never", *junit)
+	}
+	if *maxBuckets < 10 || *maxBuckets > 5000 {
+		return badInput(c, "report", "--max-buckets=%d: want 10..5000", *maxBuckets)
+	}
+	if *out == "" {
+		*out = dirs[0]
+	}
+
+	// Read everything before writing anything, so bad input leaves nothing
+	// behind.
+	runs, err := render.Load(ctx, dirs, render.WithTimelineOptions(render.WithMaxBuckets(*maxBuckets)))
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(c.stderr, "zerodrop report: interrupted: %v\n", err)
+			return exitBroken
+		}
+		return badInput(c, "report", "%v", err)
+	}
+	writeJUnit := *junit == "always"
+	if *junit == "auto" {
+		writeJUnit = true
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(d, ginkgoJUnitName)); err == nil {
+				writeJUnit = false
+			}
+		}
+	}
+
+	var md, html, xml bytes.Buffer
+	if err := render.Markdown(&md, runs, render.MarkdownOptions{OutDir: *out, HTMLName: render.HTMLFileName}); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop report: %v\n", err)
+		return exitBroken
+	}
+	if err := render.HTML(&html, runs, render.HTMLOptions{Title: *title}); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop report: %v\n", err)
+		return exitBroken
+	}
+	files := []struct {
+		name string
+		data *bytes.Buffer
+	}{{summaryFileName, &md}, {render.HTMLFileName, &html}}
+	if writeJUnit {
+		if err := render.JUnit(&xml, runs); err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop report: %v\n", err)
+			return exitBroken
+		}
+		files = append(files, struct {
+			name string
+			data *bytes.Buffer
+		}{render.JUnitFileName, &xml})
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop report: create output directory: %v\n", err)
+		return exitBroken
+	}
+	for _, f := range files {
+		path := filepath.Join(*out, f.name)
+		if err := writeFileAtomic(path, f.data.Bytes()); err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop report: %v\n", err)
+			return exitBroken
+		}
+		fmt.Fprintf(c.stdout, "wrote %s\n", path)
+	}
+	t := render.Total(runs)
+	fmt.Fprintf(c.stdout, "%s: %d run(s), %d scenario(s): %d passed, %d failed, %d errored, %d documentation\n",
+		t.Status, t.Runs, t.Scenarios, t.Passed, t.Failed, t.Errored, t.Documentation)
+	for _, run := range runs {
+		for _, sc := range run.Scenarios {
+			if sc.Timeline == nil {
+				fmt.Fprintf(c.stderr, "zerodrop report: %s: %s\n", sc.Name, sc.TimelineNote)
+			}
+		}
+	}
+	if render.Failed(runs) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames
+// it, so a reader (or an artifact upload) never sees half a page.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := tmp.Write(data)
+	merr := tmp.Chmod(0o644)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, merr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

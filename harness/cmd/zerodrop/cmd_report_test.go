@@ -1,0 +1,193 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"zerodrop/reports"
+	"zerodrop/reports/render/rendertest"
+)
+
+func TestReportCommand(t *testing.T) {
+	root := t.TempDir()
+	failing := filepath.Join(root, "failing")
+	passing := filepath.Join(root, "passing")
+	for _, d := range []string{failing, passing} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rendertest.WriteRun(t, failing, rendertest.Env{Provider: "kind", Kubernetes: "v1.34.2", LB: "metallb"}, rendertest.Standard())
+	// Only a documentation scenario drops: the suite passes.
+	cases := rendertest.Standard()
+	cases[2].Outages = nil
+	rendertest.WriteRun(t, passing, rendertest.Env{Provider: "kind", Kubernetes: "v1.33.4", LB: "metallb"}, cases)
+
+	t.Run("passing run exits 0 and writes everything", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "report", passing)
+		if code != exitOK {
+			t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
+		}
+		for _, f := range []string{"summary.md", "report.html", "junit-zerodrop.xml"} {
+			if _, err := os.Stat(filepath.Join(passing, f)); err != nil {
+				t.Errorf("%s not written: %v", f, err)
+			}
+		}
+		if !strings.Contains(out, "PASS: 1 run(s), 5 scenario(s): 3 passed, 0 failed, 0 errored, 2 documentation") {
+			t.Errorf("stdout = %q", out)
+		}
+	})
+	t.Run("assertion failure exits 1; merged into --out", func(t *testing.T) {
+		out := filepath.Join(root, "merged")
+		code, stdout, errOut := runCLI(t, "report", "--out", out, passing, failing)
+		if code != exitFailed {
+			t.Fatalf("exit %d, want 1\n%s%s", code, stdout, errOut)
+		}
+		md, err := os.ReadFile(filepath.Join(out, "summary.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(md), "kind · v1.33.4 · metallb | kind · v1.34.2 · metallb |") {
+			t.Errorf("summary has no matrix over both runs:\n%s", md)
+		}
+		if !strings.Contains(string(md), "(../failing/drain-node-cluster-hardened/run.jsonl)") {
+			t.Errorf("evidence links are not relative to --out:\n%s", md)
+		}
+	})
+	t.Run("ginkgo junit present: auto skips ours", func(t *testing.T) {
+		d := filepath.Join(root, "ginkgo")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rendertest.WriteRun(t, d, rendertest.Env{Provider: "kind"}, rendertest.Standard()[:1])
+		if err := os.WriteFile(filepath.Join(d, "junit.xml"), []byte("<testsuites/>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := runCLI(t, "report", d); code != exitOK {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(d, "junit-zerodrop.xml")); !os.IsNotExist(err) {
+			t.Errorf("junit-zerodrop.xml written next to Ginkgo's junit.xml with --junit=auto (stat: %v)", err)
+		}
+		if code, _, _ := runCLI(t, "report", "--junit=always", d); code != exitOK {
+			t.Fatalf("--junit=always: exit %d", code)
+		}
+		if _, err := os.Stat(filepath.Join(d, "junit-zerodrop.xml")); err != nil {
+			t.Errorf("--junit=always did not write it: %v", err)
+		}
+	})
+	t.Run("missing run file: numbers, timeline unavailable", func(t *testing.T) {
+		d := filepath.Join(root, "lost")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cs := rendertest.Standard()[:1]
+		cs[0].NoRunFile = true
+		rendertest.WriteRun(t, d, rendertest.Env{Provider: "kind"}, cs)
+		code, _, errOut := runCLI(t, "report", d)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if !strings.Contains(errOut, "timeline unavailable: run file rolling-update-local-hardened/run.jsonl not found") {
+			t.Errorf("stderr does not say the timeline is unavailable: %q", errOut)
+		}
+	})
+}
+
+func TestReportBadInput(t *testing.T) {
+	dir := t.TempDir()
+	invalid := filepath.Join(dir, "invalid")
+	if err := os.MkdirAll(invalid, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(invalid, "report.json"), []byte(`{"schemaVersion":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"no dir", []string{"report"}, "want at least one run DIR"},
+		{"missing dir", []string{"report", "--out", out, filepath.Join(dir, "nope")}, "nope"},
+		{"invalid report", []string{"report", "--out", out, invalid}, filepath.Join(invalid, "report.json")},
+		{"no report", []string{"report", "--out", out, empty}, filepath.Join(empty, "report.json")},
+		{"bad junit flag", []string{"report", "--junit=sometimes", empty}, `--junit="sometimes"`},
+		{"bad flag", []string{"report", "--nope", empty}, "flag provided but not defined"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, tc.args...)
+			if code != exitBroken {
+				t.Errorf("exit %d, want 2", code)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.stderr)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("bad input left %s behind", out)
+			}
+		})
+	}
+	code, stdout, _ := runCLI(t, "report", "--help")
+	if code != exitOK || !strings.Contains(stdout, "junit-zerodrop.xml") {
+		t.Errorf("--help: exit %d, %q", code, stdout)
+	}
+}
+
+// TestReportRedactsSecrets: secrets in event messages, config and load
+// settings never reach the rendered files.
+func TestReportRedactsSecrets(t *testing.T) {
+	const (
+		jwt     = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWc"
+		awsKey  = "AKIAIOSFODNN7EXAMPLE"
+		awsSec  = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+		keyData = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVB"
+	)
+	secrets := []string{
+		"Authorization: Bearer " + jwt,
+		"apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    client-key-data: " + keyData + "\n",
+		"AWS_ACCESS_KEY_ID=" + awsKey + " AWS_SECRET_ACCESS_KEY=" + awsSec,
+	}
+	dir := t.TempDir()
+	var cases []rendertest.Case
+	for i, s := range secrets {
+		c := rendertest.Standard()[i]
+		c.Secret = s
+		cases = append(cases, c)
+	}
+	rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, cases)
+	// The report itself carries them (report.json is written unredacted by
+	// the harness today), so the renderer is what keeps them out.
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), awsSec) {
+		t.Fatal("test setup: the secret is not in report.json")
+	}
+	if code, out, errOut := runCLI(t, "report", "--junit=always", dir); code == exitBroken {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, f := range []string{"summary.md", "report.html", "junit-zerodrop.xml"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{jwt, jwt[:24], awsKey, awsSec, keyData, keyData[:20]} {
+			if strings.Contains(string(data), s) {
+				t.Errorf("%s holds secret %q", f, s)
+			}
+		}
+		if !strings.Contains(string(data), reports.Redacted) {
+			t.Errorf("%s shows no redaction marker: were the secrets rendered at all?", f)
+		}
+	}
+}
