@@ -53,6 +53,13 @@ func RedactString(s string) string {
 	if looksLikeKubeconfig(s) {
 		return Redacted + " (kubeconfig)"
 	}
+	return ScrubText(s)
+}
+
+// ScrubText applies RedactString's patterns to a whole rendered document
+// (Markdown, HTML, XML) without RedactString's whole-value rules, as a last
+// pass after the values in it were redacted one by one.
+func ScrubText(s string) string {
 	for _, p := range secretPatterns {
 		s = p.re.ReplaceAllString(s, p.repl)
 	}
