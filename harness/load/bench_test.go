@@ -174,6 +174,12 @@ func BenchmarkMemoryLongRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		const mib = 1 << 20
+		if sc.Results.Dropped > 0 {
+			b.Logf("dropped %d: %v", sc.Results.Dropped, sc.Results.ErrorClasses)
+			for _, w := range sc.FailureWindows {
+				b.Log(verdict.WindowText(w))
+			}
+		}
 		b.ReportMetric(float64(sum.Results), "results")
 		b.ReportMetric(sum.Rate(), "req/s")
 		b.ReportMetric(float64(sc.Results.Dropped), "dropped")
