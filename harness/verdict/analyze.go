@@ -122,11 +122,11 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 	}
 	// Only a file that cannot be opened is an error; everything else is
 	// evidence for the verdict.
-	if f, err := os.Open(path); err != nil {
+	f, err := os.Open(path)
+	if err != nil {
 		return reports.Scenario{}, fmt.Errorf("analyze run file: %w", err)
-	} else {
-		_ = f.Close()
 	}
+	_ = f.Close()
 	n := 0
 	truncated, err := runfile.ReadFile(path, func(rec runfile.Record) error {
 		if n++; n%8192 == 0 {
@@ -341,7 +341,7 @@ func (a *analysis) windows() []reports.FailureWindow {
 			continue
 		}
 		flush()
-		cur = &slot{min: s.min, max: s.max, count: s.count, classes: maps(s.classes)}
+		cur = &slot{min: s.min, max: s.max, count: s.count, classes: copyCounts(s.classes)}
 	}
 	flush()
 	if out == nil {
@@ -350,7 +350,7 @@ func (a *analysis) windows() []reports.FailureWindow {
 	return out
 }
 
-func maps(m map[string]int64) map[string]int64 {
+func copyCounts(m map[string]int64) map[string]int64 {
 	out := make(map[string]int64, len(m))
 	for k, v := range m {
 		out[k] = v
