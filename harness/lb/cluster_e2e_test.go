@@ -1,0 +1,599 @@
+//go:build e2e
+
+package lb_test
+
+// The cloud LB on a real kind cluster (make cluster LB=cloud). Each subtest is
+// one "Done means" line of issue 9 and logs its figures. Needs the cluster
+// (KUBECONFIG or ../../out/kubeconfig, name $ZERODROP_CLUSTER or "zerodrop")
+// and the echo image (make image). Run one with -run 'Cluster/<name>'.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/cluster"
+	"zerodrop/harness/lb"
+	"zerodrop/harness/load"
+	"zerodrop/harness/runfile"
+)
+
+type env struct {
+	cs     kubernetes.Interface
+	lb     *lb.KindLB
+	hostIP string
+	nodes  []corev1.Node
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	kc := os.Getenv("KUBECONFIG")
+	if kc == "" {
+		kc = "../../out/kubeconfig"
+	}
+	name := os.Getenv("ZERODROP_CLUSTER")
+	if name == "" {
+		name = "zerodrop"
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatalf("kubeconfig %s (make cluster LB=cloud): %v", kc, err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	l, err := lb.FindKind(ctx, name, "kind")
+	if err != nil || l == nil {
+		t.Fatalf("no cloud LB container for cluster %q (make cluster LB=cloud): %v", name, err)
+	}
+	gw, err := exec.Command("docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", "kind").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cluster.New("kind", cluster.WithName(name), cluster.WithKubeconfig(kc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LoadImages(ctx, fixtures.DefaultImage); err != nil {
+		t.Fatalf("load %s (make image): %v", fixtures.DefaultImage, err)
+	}
+	nl, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{cs: cs, lb: l, hostIP: strings.Fields(string(gw))[0], nodes: nl.Items}
+}
+
+func (e *env) namespace(t *testing.T, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	_ = e.cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	waitT(t, 2*time.Minute, "old namespace "+name+" gone", func() bool {
+		_, err := e.cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+func waitT(t *testing.T, d time.Duration, what string, f func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !f() {
+		if time.Since(start) > d {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// deploy creates the workload and waits for its pods and its LB address.
+func (e *env) deploy(t *testing.T, w *fixtures.Workload) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := w.Config.Namespace
+	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, w.Service, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.PDB != nil {
+		if _, err := e.cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, w.PDB, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, w.Deployment, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRollout(t, ns, w.Config.Name, 4*time.Minute)
+	var vip string
+	waitT(t, time.Minute, "the LB address of "+ns+"/"+w.Config.Name, func() bool {
+		s, err := e.cs.CoreV1().Services(ns).Get(ctx, w.Config.Name, metav1.GetOptions{})
+		if err == nil && len(s.Status.LoadBalancer.Ingress) > 0 {
+			vip = s.Status.LoadBalancer.Ingress[0].IP
+		}
+		return vip != ""
+	})
+	return vip
+}
+
+func (e *env) waitRollout(t *testing.T, ns, name string, d time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	waitT(t, d, "deployment "+ns+"/"+name+" rolled out", func() bool {
+		dep, err := e.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || dep.Spec.Replicas == nil {
+			return false
+		}
+		s := dep.Status
+		return s.ObservedGeneration >= dep.Generation && s.UpdatedReplicas == *dep.Spec.Replicas &&
+			s.AvailableReplicas == *dep.Spec.Replicas && s.Replicas == *dep.Spec.Replicas
+	})
+}
+
+func (e *env) state(t *testing.T, key string) lb.ServiceState {
+	t.Helper()
+	resp, err := http.Get(e.lb.AdminURL() + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var all []lb.ServiceState
+	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if s.Service == key {
+			return s
+		}
+	}
+	return lb.ServiceState{}
+}
+
+// results is an in-memory result and event sink.
+type results struct {
+	mu  sync.Mutex
+	r   []runfile.Result
+	evs []runfile.Event
+}
+
+func (r *results) Result(x runfile.Result) error {
+	r.mu.Lock()
+	r.r = append(r.r, x)
+	r.mu.Unlock()
+	return nil
+}
+func (r *results) Event(e runfile.Event) error {
+	r.mu.Lock()
+	r.evs = append(r.evs, e)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *results) failures() (n int, first, last time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.r {
+		if !x.OK() {
+			if n == 0 || x.Time.Before(first) {
+				first = x.Time
+			}
+			if x.Time.After(last) {
+				last = x.Time
+			}
+			n++
+		}
+	}
+	return
+}
+
+func (r *results) byPod() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := map[string]int{}
+	for _, x := range r.r {
+		if x.OK() {
+			m[x.Pod]++
+		}
+	}
+	return m
+}
+
+// startLoad sends rate req/s to vip for d; also follows the LB's events.
+func (e *env) startLoad(t *testing.T, vip string, rate int, d time.Duration, keepAlive bool) (*results, func() load.Summary) {
+	t.Helper()
+	res := &results{}
+	l, err := load.New(load.WithTargets("http://"+vip+"/"), load.WithRate(rate), load.WithDuration(d),
+		load.WithKeepAlive(keepAlive), load.WithTimeout(2*time.Second), load.WithEvents(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = lb.SubscribeEvents(ctx, e.lb.AdminURL(), res, nil) }()
+	run, err := l.Start(ctx, res)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return res, func() load.Summary {
+		if d == 0 {
+			run.Stop() // a load without a duration runs until stopped
+		}
+		sum, err := run.Wait()
+		time.Sleep(500 * time.Millisecond) // the last LB events
+		cancel()
+		if err != nil {
+			t.Fatalf("load: %v", err)
+		}
+		return sum
+	}
+}
+
+func (r *results) lbEvents(typ string) []runfile.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []runfile.Event
+	for _, e := range r.evs {
+		if e.Source == runfile.SourceLB && e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// endpointWatch records when each pod's endpoint stopped being ready or went away.
+type endpointWatch struct {
+	mu      sync.Mutex
+	removed map[string]time.Time
+}
+
+func (e *env) watchEndpoints(t *testing.T, ns, svc string) *endpointWatch {
+	ew := &endpointWatch{removed: map[string]time.Time{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := e.cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*discoveryv1.EndpointSlice)
+			if !ok || ev.Type == watch.Error {
+				continue
+			}
+			now := time.Now()
+			seen := map[string]bool{}
+			for _, ep := range s.Endpoints {
+				if ep.TargetRef == nil {
+					continue
+				}
+				p := ep.TargetRef.Name
+				r := ep.Conditions.Ready == nil || *ep.Conditions.Ready
+				seen[p] = true
+				if ready[p] && !r {
+					ew.mu.Lock()
+					ew.removed[p] = now
+					ew.mu.Unlock()
+				}
+				ready[p] = r
+			}
+			for p, r := range ready {
+				if !seen[p] && r {
+					ew.mu.Lock()
+					ew.removed[p] = now
+					ew.mu.Unlock()
+					ready[p] = false
+				}
+			}
+		}
+	}()
+	return ew
+}
+
+func (ew *endpointWatch) times() []time.Time {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	var out []time.Time
+	for _, t := range ew.removed {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}
+
+func TestCluster(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+
+	t.Run("gcp-nlb-local-client-ip-and-backends", func(t *testing.T) {
+		ns := e.namespace(t, "zdlb-srcip")
+		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1),
+			fixtures.WithLBProfile("gcp-nlb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vip := e.deploy(t, w)
+		key := ns + "/" + w.Config.Name
+		match := func() bool {
+			s := e.state(t, key)
+			return len(s.EndpointNodes) > 0 && fmt.Sprint(s.Active) == fmt.Sprint(s.EndpointNodes)
+		}
+		lag := waitT(t, time.Minute, "LB backends = nodes with ready endpoints", match)
+		res, wait := e.startLoad(t, vip, 50, 4*time.Second, false)
+		sum := wait()
+		res.mu.Lock()
+		bad := 0
+		for _, x := range res.r {
+			if x.OK() && x.ClientIP != e.hostIP {
+				bad++
+			}
+		}
+		res.mu.Unlock()
+		if sum.OK == 0 || bad > 0 {
+			t.Fatalf("%d OK of %d, %d with client_ip != %s", sum.OK, sum.Results, bad, e.hostIP)
+		}
+		t.Logf("client_ip: %d/%d requests saw %s (the load generator's address on the kind network); backends matched endpoints %v after deploy",
+			sum.OK, sum.Results, e.hostIP, lag.Round(time.Millisecond))
+
+		// Move the pod to another worker; the LB must follow within interval x threshold.
+		before := e.state(t, key)
+		var target string
+		for _, n := range e.nodes {
+			if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; !cp && n.Name != before.EndpointNodes[0] {
+				target = n.Name
+				break
+			}
+		}
+		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/hostname":%q}}}}}`, target)
+		if _, err := e.cs.AppsV1().Deployments(ns).Patch(ctx, w.Config.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var moved time.Time
+		waitT(t, 2*time.Minute, "endpoints on "+target+" only", func() bool {
+			s := e.state(t, key)
+			if fmt.Sprint(s.EndpointNodes) == "["+target+"]" {
+				moved = time.Now()
+				return true
+			}
+			return false
+		})
+		lag = waitT(t, time.Minute, "LB backends follow", match)
+		t.Logf("endpoint moved %v -> %s; LB backend set equal to endpoint nodes %v later (gcp-nlb interval x threshold = 24s)",
+			before.EndpointNodes, target, time.Since(moved).Round(time.Millisecond))
+		if lag > 24*time.Second+2*time.Second {
+			t.Fatalf("LB took %v to follow, more than interval x threshold", lag)
+		}
+	})
+
+	t.Run("azure-basic-one-pool", func(t *testing.T) {
+		ns := e.namespace(t, "zdlb-basic")
+		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(3),
+			fixtures.WithSpread(true), fixtures.WithLBProfile("azure-basic"), fixtures.WithLBPool("pool-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vip := e.deploy(t, w)
+		key := ns + "/" + w.Config.Name
+		waitT(t, time.Minute, "azure-basic backends", func() bool { return len(e.state(t, key).Active) > 0 })
+		time.Sleep(6 * time.Second) // every pool-a node through its health check
+		run := func(policy string) map[string]int {
+			res, wait := e.startLoad(t, vip, 50, 6*time.Second, false)
+			wait()
+			return res.byPod()
+		}
+		local := run("Local")
+		st := e.state(t, key)
+		t.Logf("Local: requests per pod %v; LB backends %v, excluded %v", local, st.Active, st.Excluded)
+		patch := `{"spec":{"externalTrafficPolicy":"Cluster"}}`
+		if _, err := e.cs.CoreV1().Services(ns).Patch(ctx, w.Config.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(12 * time.Second) // new health checks (kube-proxy :10256) pass
+		cluster := run("Cluster")
+		t.Logf("Cluster: requests per pod %v", cluster)
+		if len(local) >= 3 || len(cluster) != 3 {
+			t.Fatalf("want some pod without traffic under Local (only pool-a backends) and all 3 pods under Cluster: %v / %v", local, cluster)
+		}
+	})
+
+	t.Run("backend-change-under-500rps", func(t *testing.T) {
+		ns := e.namespace(t, "zdlb-change")
+		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(3),
+			fixtures.WithSpread(true), fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyCluster), fixtures.WithLBProfile("generic"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vip := e.deploy(t, w)
+		key := ns + "/" + w.Config.Name
+		waitT(t, time.Minute, "3 backends", func() bool { return len(e.state(t, key).Active) == 3 })
+		res, wait := e.startLoad(t, vip, 500, 50*time.Second, false)
+		time.Sleep(5 * time.Second)
+		node := e.state(t, key).Active[0]
+		label := func(op string) {
+			p := `{"metadata":{"labels":{"node.kubernetes.io/exclude-from-external-load-balancers":"true"}}}`
+			if op == "del" {
+				p = `{"metadata":{"labels":{"node.kubernetes.io/exclude-from-external-load-balancers":null}}}`
+			}
+			if _, err := e.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		label("add")
+		t.Cleanup(func() { label("del") })
+		waitT(t, 10*time.Second, node+" out of the backends", func() bool { return len(e.state(t, key).Active) == 2 })
+		time.Sleep(5 * time.Second)
+		label("del")
+		waitT(t, 40*time.Second, node+" back in the backends", func() bool { return len(e.state(t, key).Active) == 3 })
+		sum := wait()
+		n, _, _ := res.failures()
+		t.Logf("500 rps for 50s while %s left and rejoined the backend set: %d requests, %d OK, %d failed; LB events: %d removed, %d added",
+			node, sum.Results, sum.OK, n, len(res.lbEvents(runfile.LBBackendRemoved)), len(res.lbEvents(runfile.LBBackendAdded)))
+		if n != 0 {
+			t.Fatalf("%d requests failed while only the backend set changed", n)
+		}
+	})
+
+	t.Run("gclb-keepalive", func(t *testing.T) {
+		for _, ka := range []bool{true, false} {
+			ns := e.namespace(t, fmt.Sprintf("zdlb-gclb-%v", ka))
+			w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
+				fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyCluster), fixtures.WithLBProfile("gclb"), fixtures.WithKeepAlive(ka))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vip := e.deploy(t, w)
+			key := ns + "/" + w.Config.Name
+			waitT(t, time.Minute, "gclb backends", func() bool { return len(e.state(t, key).Active) > 0 })
+			pods, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil || len(pods.Items) == 0 {
+				t.Fatalf("pods: %v", err)
+			}
+			victim := pods.Items[0].Name
+			ew := e.watchEndpoints(t, ns, w.Config.Name)
+			res, wait := e.startLoad(t, vip, 50, 25*time.Second, true)
+			time.Sleep(5 * time.Second)
+			if err := e.cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(fmt.Sprintf("%s:%d", victim, fixtures.AdminPort)).
+				SubResource("proxy").Suffix("admin/ready").Param("value", "false").Do(ctx).Error(); err != nil {
+				t.Fatalf("make %s unready: %v", victim, err)
+			}
+			wait()
+			removed := ew.removed[victim]
+			if removed.IsZero() {
+				t.Fatalf("endpoint of %s was never removed", victim)
+			}
+			after := 0
+			res.mu.Lock()
+			for _, x := range res.r {
+				if x.OK() && x.Pod == victim && x.Time.After(removed.Add(2*time.Second)) {
+					after++
+				}
+			}
+			res.mu.Unlock()
+			t.Logf("echo keep-alive %v: %s got %d requests more than 2s after its endpoint was removed", ka, victim, after)
+			if ka && after == 0 {
+				t.Fatal("with keep-alive the unready pod should keep getting requests over reused connections (seed 004)")
+			}
+			if !ka && after != 0 {
+				t.Fatal("without keep-alive the unready pod must get nothing once kube-proxy dropped its endpoint")
+			}
+		}
+	})
+
+	t.Run("seed000-cordon", func(t *testing.T) {
+		for _, prof := range []string{"gke-legacy", "gcp-nlb"} {
+			ns := e.namespace(t, "zdlb-cordon-"+prof)
+			w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
+				fixtures.WithPools("pool-a"), fixtures.WithSpread(true), fixtures.WithPDB(fixtures.PDBBlocking), fixtures.WithLBProfile(prof))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vip := e.deploy(t, w)
+			key := ns + "/" + w.Config.Name
+			waitT(t, time.Minute, "backends", func() bool { return len(e.state(t, key).Active) > 0 })
+			var poolA []string
+			for _, n := range e.nodes {
+				if n.Labels[fixtures.PoolLabel] == "pool-a" {
+					poolA = append(poolA, n.Name)
+				}
+			}
+			cordon := func(on bool) {
+				for _, n := range poolA {
+					p := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
+					if _, err := e.cs.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			res, wait := e.startLoad(t, vip, 100, 25*time.Second, false)
+			time.Sleep(5 * time.Second)
+			at := time.Now()
+			cordon(true)
+			time.Sleep(15 * time.Second)
+			cordon(false)
+			sum := wait()
+			n, first, last := res.failures()
+			msg := ""
+			if evs := res.lbEvents(runfile.LBBackendRemoved); len(evs) > 0 {
+				msg = evs[0].Message
+			}
+			t.Logf("%s: cordoned pool-a %v for 15s under 100 rps: %d of %d failed (first %v after cordon, last %v); LB said: %q",
+				prof, poolA, n, sum.Results, first.Sub(at).Round(time.Millisecond), last.Sub(at).Round(time.Millisecond), msg)
+			if prof == "gke-legacy" && (n == 0 || !strings.Contains(msg, "cordoned")) {
+				t.Fatal("gke-legacy must blackhole traffic after the cordon and say the LB dropped the cordoned nodes")
+			}
+			if prof != "gke-legacy" && n != 0 {
+				t.Fatalf("%s must not drop anything on a cordon", prof)
+			}
+		}
+	})
+
+	t.Run("seed003-rolling-update", func(t *testing.T) {
+		gcp := fixtures.LBHealthCheck{Interval: 8 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 3}
+		for _, prof := range []fixtures.Profile{fixtures.Naive, fixtures.Hardened} {
+			ns := e.namespace(t, "zdlb-roll-"+string(prof))
+			w, err := fixtures.New(fixtures.WithProfile(prof), fixtures.WithLBHealthCheck(gcp), fixtures.WithNamespace(ns),
+				fixtures.WithReplicas(3), fixtures.WithLBProfile("gcp-nlb"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vip := e.deploy(t, w)
+			key := ns + "/" + w.Config.Name
+			waitT(t, time.Minute, "LB backends = endpoint nodes", func() bool {
+				s := e.state(t, key)
+				return len(s.Active) > 0 && fmt.Sprint(s.Active) == fmt.Sprint(s.EndpointNodes)
+			})
+			ew := e.watchEndpoints(t, ns, w.Config.Name)
+			res, stop := e.startLoad(t, vip, 200, 0, false) // until stopped
+			time.Sleep(5 * time.Second)
+			start := time.Now()
+			patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"zerodrop.dev/restart":%q}}}}}`, start.Format(time.RFC3339Nano))
+			if _, err := e.cs.AppsV1().Deployments(ns).Patch(ctx, w.Config.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e.waitRollout(t, ns, w.Config.Name, 8*time.Minute)
+			rolled := time.Since(start)
+			time.Sleep(30 * time.Second) // the LB catches up with the last change
+			sum := stop()
+			n, first, last := res.failures()
+			unhealthy := res.lbEvents(runfile.LBNodeUnhealthy)
+			var uh []string
+			for _, u := range unhealthy {
+				uh = append(uh, u.Time.Sub(start).Round(100*time.Millisecond).String()+" "+u.Object)
+			}
+			var er []string
+			for _, x := range ew.times() {
+				er = append(er, x.Sub(start).Round(100*time.Millisecond).String())
+			}
+			t.Logf("%s rolling update (gcp-nlb, Local, 200 rps, rollout took %v), times from the rollout start: %d of %d requests failed, first %v last %v; endpoints removed at %v; LB marked nodes unhealthy at %v",
+				prof, rolled.Round(time.Second), n, sum.Results, first.Sub(start).Round(100*time.Millisecond), last.Sub(start).Round(100*time.Millisecond), er, uh)
+			if prof == fixtures.Naive && n == 0 {
+				t.Fatal("the naive rolling update dropped nothing: the seed 003 hazard did not show")
+			}
+			if prof == fixtures.Hardened && n != 0 {
+				t.Fatalf("hardened rolling update dropped %d requests", n)
+			}
+		}
+	})
+}
