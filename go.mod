@@ -6,6 +6,7 @@ require (
 	github.com/onsi/ginkgo/v2 v2.25.1
 	github.com/onsi/gomega v1.38.2
 	github.com/prometheus/client_golang v1.23.2
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/tsenart/vegeta/v12 v12.12.0
 	k8s.io/api v0.34.2
 	k8s.io/apimachinery v0.34.2

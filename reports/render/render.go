@@ -109,8 +109,17 @@ func badgeFor(role reports.Role, st reports.Status) Badge {
 	}
 }
 
-// Badge is how the scenario's verdict is shown.
-func (sc *Scenario) Badge() Badge { return badgeFor(sc.Role, sc.Verdict.Status) }
+// Badge is how the scenario's verdict is shown. A documentation scenario
+// that dropped requests shows how many: that is the hazard it documents,
+// and its verdict may well be PASS because it sets no drop limit.
+func (sc *Scenario) Badge() Badge {
+	b := badgeFor(sc.Role, sc.Verdict.Status)
+	if sc.Role == reports.RoleDocumentation && sc.Verdict.Status != reports.Error && sc.Results.Dropped > 0 {
+		b.Text = "DOC · " + formatCount(sc.Results.Dropped) + " dropped"
+		b.Title += "; verdict " + string(sc.Verdict.Status)
+	}
+	return b
+}
 
 // headline is the one-line reason for a scenario's verdict: the first reason
 // that did not pass, or the dropped-requests reason for a pass.

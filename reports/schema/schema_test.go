@@ -1,0 +1,184 @@
+package schema
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"zerodrop/harness/verdict"
+	"zerodrop/reports"
+	"zerodrop/reports/render/rendertest"
+)
+
+func compile(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ReportV1))
+	if err != nil {
+		t.Fatalf("report.v1.json is not JSON: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat() // date-time must be a real RFC 3339 time
+	if err := c.AddResource(ReportV1ID, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(ReportV1ID)
+	if err != nil {
+		t.Fatalf("report.v1.json is not a valid draft 2020-12 schema: %v", err)
+	}
+	return s
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, data []byte) error {
+	t.Helper()
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("instance is not JSON: %v", err)
+	}
+	return s.Validate(inst)
+}
+
+// suiteRun writes a realistic suite run and returns its directory and the
+// run files in it.
+func suiteRun(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	rep := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind", Kubernetes: "v1.34.2", LB: "metallb"}, rendertest.Standard())
+	var files []string
+	for _, sc := range rep.Scenarios {
+		files = append(files, filepath.Join(dir, sc.RunFile))
+	}
+	return dir, files
+}
+
+func TestSchemaAcceptsReports(t *testing.T) {
+	s := compile(t)
+	dir, files := suiteRun(t)
+
+	// The report the real analysis writes from the run files.
+	rep, err := verdict.BuildReport(context.Background(), reports.RunMeta{ToolVersion: "test", Provider: "kind",
+		KubernetesVersion: "v1.34.2", LBImplementation: "metallb"}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := rep.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	analyzed, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The synthetic report written next to the run files.
+	synthetic, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Edge cases: an empty report, and one scenario with every optional
+	// field unset (nil slices and maps marshal as null).
+	emptyRep := reports.New(reports.RunMeta{Provider: "none"})
+	emptyRep.Summarize()
+	empty, _ := json.Marshal(emptyRep)
+	bare := reports.New(reports.RunMeta{Provider: "none"})
+	bare.Scenarios = append(bare.Scenarios, reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "x", Role: reports.RoleDocumentation},
+		Verdict: reports.Verdict{Status: reports.Error}})
+	bare.Summarize()
+	bareJSON, _ := json.Marshal(bare)
+
+	for name, data := range map[string][]byte{"analyzed": analyzed, "synthetic": synthetic, "empty": empty, "bare": bareJSON} {
+		if err := validate(t, s, data); err != nil {
+			t.Errorf("%s report does not validate: %v", name, err)
+		}
+	}
+}
+
+// TestSyntheticRunsAgreeWithAnalysis keeps rendertest honest: the figures
+// it writes into report.json are the ones harness/verdict computes from the
+// same run files.
+func TestSyntheticRunsAgreeWithAnalysis(t *testing.T) {
+	dir, files := suiteRun(t)
+	synth, err := reports.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		sc, err := verdict.AnalyzeFile(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := synth.Scenarios[i]
+		got := sc.Results
+		if got.Total != want.Results.Total || got.OK != want.Results.OK || got.Dropped != want.Results.Dropped ||
+			got.Errors != want.Results.Errors || got.Non2xx != want.Results.Non2xx {
+			t.Errorf("%s: analysis total/ok/dropped/errors/non2xx = %d/%d/%d/%d/%d, synthetic %d/%d/%d/%d/%d", want.Name,
+				got.Total, got.OK, got.Dropped, got.Errors, got.Non2xx,
+				want.Results.Total, want.Results.OK, want.Results.Dropped, want.Results.Errors, want.Results.Non2xx)
+		}
+		if len(sc.FailureWindows) != len(want.FailureWindows) {
+			t.Errorf("%s: analysis found %d failure windows, synthetic %d", want.Name, len(sc.FailureWindows), len(want.FailureWindows))
+		}
+		if sc.Verdict.Status != want.Verdict.Status {
+			t.Errorf("%s: analysis verdict %s, synthetic %s", want.Name, sc.Verdict.Status, want.Verdict.Status)
+		}
+	}
+}
+
+func TestSchemaRejects(t *testing.T) {
+	s := compile(t)
+	_, files := suiteRun(t)
+	rep, err := verdict.BuildReport(context.Background(), reports.RunMeta{ToolVersion: "test", Provider: "kind"}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate := func(fn func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		fn(m)
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	scenario0 := func(m map[string]any) map[string]any { return m["scenarios"].([]any)[0].(map[string]any) }
+	tests := []struct {
+		name  string
+		data  []byte
+		where string // part of the error location
+	}{
+		{"missing schemaVersion", mutate(func(m map[string]any) { delete(m, "schemaVersion") }), "schemaVersion"},
+		{"other schemaVersion", mutate(func(m map[string]any) { m["schemaVersion"] = "zerodrop.dev/report/v2" }), "/schemaVersion"},
+		{"bad verdict status", mutate(func(m map[string]any) {
+			scenario0(m)["verdict"].(map[string]any)["status"] = "MAYBE"
+		}), "/scenarios/0/verdict/status"},
+		{"bad summary status", mutate(func(m map[string]any) { m["summary"].(map[string]any)["status"] = "pass" }), "/summary/status"},
+		{"bad role", mutate(func(m map[string]any) { scenario0(m)["role"] = "optional" }), "/scenarios/0/role"},
+		{"negative count", mutate(func(m map[string]any) {
+			scenario0(m)["results"].(map[string]any)["dropped"] = -1
+		}), "/scenarios/0/results/dropped"},
+		{"bad time", mutate(func(m map[string]any) { m["run"].(map[string]any)["start"] = "yesterday" }), "/run/start"},
+		{"missing results", mutate(func(m map[string]any) { delete(scenario0(m), "results") }), "results"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := validate(t, s, tc.data)
+			if err == nil {
+				t.Fatalf("schema accepted a report with %s", tc.name)
+			}
+			if !strings.Contains(err.Error(), tc.where) {
+				t.Errorf("error does not point at %s: %v", tc.where, err)
+			}
+		})
+	}
+}
