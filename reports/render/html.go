@@ -33,15 +33,28 @@ type HTMLOptions struct {
 	Title string
 }
 
+// docLegend explains the documentation badge in the page header.
+var docLegend = Badge{Class: "doc", Text: "DOC · …",
+	Title: "documentation scenario: measures a known hazard (e.g. what a naive profile drops); never fails the suite"}
+
+// attention is an assertion scenario that did not pass, listed at the top.
+type attention struct {
+	*Scenario
+	Column   string
+	Badge    Badge
+	Headline string
+}
+
 type pageView struct {
-	Title   string
-	CSS     template.CSS
-	Totals  Totals
-	Badge   Badge
-	Matrix  *Matrix
-	Runs    []runView
-	Legend  []Badge
-	Classes []string
+	Attention []attention
+	Title     string
+	CSS       template.CSS
+	Totals    Totals
+	Badge     Badge
+	Matrix    *Matrix
+	Runs      []runView
+	Legend    []Badge
+	Classes   []string
 }
 
 type runView struct {
@@ -110,9 +123,15 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 		Matrix: BuildMatrix(runs),
 		Legend: []Badge{
 			badgeFor(reports.RoleAssertion, reports.Pass), badgeFor(reports.RoleAssertion, reports.Fail),
-			badgeFor(reports.RoleAssertion, reports.Error), badgeFor(reports.RoleDocumentation, reports.Fail),
-			badgeFor(reports.RoleDocumentation, reports.Error),
+			badgeFor(reports.RoleAssertion, reports.Error), docLegend, badgeFor(reports.RoleDocumentation, reports.Error),
 		},
+	}
+	for _, run := range runs {
+		for _, sc := range run.Scenarios {
+			if sc.Role == reports.RoleAssertion && sc.Verdict.Status != reports.Pass {
+				v.Attention = append(v.Attention, attention{Scenario: sc, Column: run.Key().String(), Badge: sc.Badge(), Headline: sc.headline()})
+			}
+		}
 	}
 	for _, run := range runs {
 		rv := runView{Run: run, Column: run.Key().String(), Meta: run.Report.Run,

@@ -300,7 +300,9 @@ func shadeWindows(d *svg.Doc, x xScale, windows []reports.FailureWindow, top, bo
 			d.Rect(x0, top, x1-x0, bottom-top, svg.A("fill", colorWindow, "fill-opacity", "0.22")...)
 			d.Rect(x0, bottom+1, x1-x0, 4, svg.A("fill", colorWindow)...)
 			if labels {
-				d.Text(x0+2, top+12, fmt.Sprintf("W%d", w.Index), svg.A("fill", colorWindow, "font-weight", "600")...)
+				// A white halo keeps the label readable over the bars.
+				d.Text(x0+2, top+12, fmt.Sprintf("W%d", w.Index), svg.A("fill", colorWindow, "font-weight", "700",
+					"stroke", "#fff", "stroke-width", "3", "paint-order", "stroke")...)
 			}
 			d.Close("g")
 		}
@@ -328,10 +330,11 @@ func drawMarkers(d *svg.Doc, x xScale, markers []Marker, top, bottom float64) {
 			for j < len(markers) && x.at(markers[j].Time)-x0 < labelGap {
 				j++
 			}
-			label := markerLabel(markers[i])
+			suffix := ""
 			if n := j - i - 1; n > 0 {
-				label += fmt.Sprintf(" +%d", n)
+				suffix = fmt.Sprintf(" +%d", n)
 			}
+			label := markerLabel(markers[i], maxLabelRunes-len(suffix)) + suffix
 			k := kindOf(markers[i].Type)
 			ty := top - 8
 			tx := x0 + 4
@@ -349,9 +352,12 @@ func drawMarkers(d *svg.Doc, x xScale, markers []Marker, top, bottom float64) {
 	}, svg.A("class", "markers")...)
 }
 
+// maxLabelRunes is what fits in the label band at the labels' font size.
+const maxLabelRunes = 22
+
 // markerLabel is "drain-start kind-worker": the type and the object's last
-// path element, short enough for the label band.
-func markerLabel(m Marker) string {
+// path element, cut to maxRunes.
+func markerLabel(m Marker, maxRunes int) string {
 	obj := m.Object
 	if i := strings.LastIndex(obj, "/"); i >= 0 {
 		obj = obj[i+1:]
@@ -360,7 +366,6 @@ func markerLabel(m Marker) string {
 	if obj != "" {
 		s += " " + obj
 	}
-	const maxRunes = 22
 	if r := []rune(s); len(r) > maxRunes {
 		s = string(r[:maxRunes-1]) + "…"
 	}

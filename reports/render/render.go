@@ -129,6 +129,12 @@ func (sc *Scenario) headline() string {
 			return r.Message
 		}
 	}
+	if sc.Role == reports.RoleDocumentation && sc.Results.Dropped > 0 {
+		// Documentation cases set no drop limit, so no reason mentions the
+		// hazard they exist to show.
+		return fmt.Sprintf("documented hazard: %s of %s requests dropped in %d failure window(s)",
+			formatCount(sc.Results.Dropped), formatCount(sc.Results.Total), len(sc.FailureWindows))
+	}
 	for _, r := range sc.Verdict.Reasons {
 		if r.Check == "dropped" {
 			return r.Message

@@ -241,7 +241,9 @@ func TestHTMLContents(t *testing.T) {
 	for _, m := range regexp.MustCompile(`<article [^>]*id="([^"]+)"`).FindAllStringSubmatch(html, -1) {
 		ids[m[1]] = true
 	}
-	links := regexp.MustCompile(`<a class="badge [^"]*" href="#([^"]+)"`).FindAllStringSubmatch(html, -1)
+	matrix := html[strings.Index(html, `<table class="matrix">`):]
+	matrix = matrix[:strings.Index(matrix, "</table>")]
+	links := regexp.MustCompile(`<a class="badge [^"]*" href="#([^"]+)"`).FindAllStringSubmatch(matrix, -1)
 	if len(links) != 10 {
 		t.Errorf("matrix has %d links, want 10 (5 cases x 2 runs)", len(links))
 	}
@@ -249,6 +251,10 @@ func TestHTMLContents(t *testing.T) {
 		if !ids[l[1]] {
 			t.Errorf("matrix links to #%s, which is no scenario section", l[1])
 		}
+	}
+	// Failing assertions are listed first, linking to their section.
+	if !regexp.MustCompile(`(?s)<div class="attention">.*href="#r1-drain-node-cluster-hardened">drain-node/cluster/hardened</a>`).MatchString(html) {
+		t.Errorf("the failing scenario is not listed under Needs attention")
 	}
 	// The documentation scenario is never drawn as a failure.
 	naive := sectionOf(t, html, "r1-rolling-update-local-naive")

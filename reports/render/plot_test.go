@@ -1,0 +1,82 @@
+package render
+
+import (
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"zerodrop/reports"
+)
+
+func TestFormatters(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{formatOffset(0), "+0s"}, {formatOffset(12.5), "+12.5s"}, {formatOffset(-2), "-2s"},
+		{formatOffset(90), "+1m30s"}, {formatOffset(120), "+2m"},
+		{formatCount(0), "0"}, {formatCount(999), "999"}, {formatCount(1234567), "1,234,567"}, {formatCount(-1000), "-1,000"},
+		{formatStep(250 * time.Millisecond), "250 ms"}, {formatStep(2 * time.Second), "2 s"}, {formatStep(5 * time.Minute), "5 min"},
+		{formatMs(0.25), "0.250 ms"}, {formatMs(12.34), "12.3 ms"}, {formatMs(1500), "1.50 s"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestMarkerLabel(t *testing.T) {
+	m := Marker{Type: "endpoint-terminating", Object: "pod/zd-rolling/echo-7d9f-a1"}
+	if got := markerLabel(m, 40); got != "endpoint-terminating echo-7d9f-a1" {
+		t.Errorf("markerLabel = %q", got)
+	}
+	if got := markerLabel(m, 10); got != "endpoint-…" {
+		t.Errorf("markerLabel cut = %q", got)
+	}
+	if got := markerLabel(Marker{Type: "cordon"}, 22); got != "cordon" {
+		t.Errorf("markerLabel without object = %q", got)
+	}
+}
+
+func TestTimelineSVG(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tl := &Timeline{Start: start, Step: time.Second, LoadStart: start, LoadEnd: start.Add(9 * time.Second),
+		OK:      []int64{10, 10, 10, 5, 0, 10, 10, 10, 10, 10},
+		Classes: []string{"refused", "http-503"},
+		Failed:  [][]int64{{0, 0, 0, 5, 10, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+		Pods:    []string{"a", OtherPods}, PodOK: [][]int64{{5, 5, 5, 5, 0, 5, 5, 5, 5, 5}, {5, 5, 5, 0, 0, 5, 5, 5, 5, 5}},
+		Markers: []Marker{
+			{Time: start.Add(3 * time.Second), Type: "drain-start", Object: "node/w2"},
+			{Time: start.Add(3*time.Second + 10*time.Millisecond), Type: "pod-terminating", Object: "pod/ns/a"},
+			{Time: start.Add(7 * time.Second), Type: "node-removed", Object: "node/w2", Message: `<b>"gone"</b>`},
+		},
+	}
+	windows := []reports.FailureWindow{{Index: 0, Start: start.Add(3 * time.Second), End: start.Add(5 * time.Second), Failed: 16}}
+	for name, doc := range map[string]string{
+		"timeline": TimelineSVG(tl, windows, "t <1>"),
+		"podshare": PodShareSVG(tl, windows, map[string]float64{"a": 0.5, OtherPods: 0.5}, "p"),
+	} {
+		dec := xml.NewDecoder(strings.NewReader(doc))
+		for {
+			_, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: not well-formed: %v\n%s", name, err, doc)
+			}
+		}
+	}
+	doc := TimelineSVG(tl, windows, "t")
+	for _, want := range []string{
+		`class="series-failed series-refused"`, `class="series-failed series-http-503"`, `class="series-ok"`,
+		`<g class="window">`, `>W0</text>`,
+		`class="marker marker-drain-start"`, `class="marker marker-node-removed"`,
+		`drain-start w2 +1</text>`, // two markers 10 ms apart share a label
+		`&lt;b&gt;&#34;gone&#34;&lt;/b&gt;`,
+		`ok 85`, `refused 15`, `http-503 1`,
+	} {
+		if !strings.Contains(doc, want) && !strings.Contains(doc, strings.ReplaceAll(want, "&#34;", "&quot;")) {
+			t.Errorf("timeline SVG lacks %s", want)
+		}
+	}
+}
