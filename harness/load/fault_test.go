@@ -399,12 +399,36 @@ func faultRun(t *testing.T, keepAlive bool) {
 	wantClass := map[string]string{modeBlackhole: runfile.ClassTimeout, modeRefuse: runfile.ClassRefused, mode503: "http-503"}
 	for i, in := range injected {
 		fw := sc.FailureWindows[i]
-		ds, de := fw.Start.Sub(in.start), fw.End.Sub(in.end)
-		t.Logf("%-9s injected %s-%s, found %s (start %+.1fms, end %+.1fms)", in.mode,
-			in.start.Format("05.000"), in.end.Format("05.000"), verdict.WindowText(fw), ms(ds), ms(de))
+		// The window the load could see: from the first request sent once
+		// the fault was on to the last one sent before it went off. At 100/s
+		// that is within 10 ms of the switches, unless the whole process
+		// was frozen (a loaded machine) and sent nothing for a while.
+		var first, last time.Time
+		for _, r := range resultsByID {
+			if !r.Time.Before(in.start) && (first.IsZero() || r.Time.Before(first)) {
+				first = r.Time
+			}
+			if r.Time.Before(in.end) && r.Time.After(last) {
+				last = r.Time
+			}
+		}
+		if first.Sub(in.start) > 20*time.Millisecond || in.end.Sub(last) > 20*time.Millisecond {
+			t.Logf("%s: the load sent nothing for %v after the fault began or %v before it ended (process stalled)",
+				in.mode, first.Sub(in.start), in.end.Sub(last))
+		}
+		ds, de := fw.Start.Sub(first), fw.End.Sub(last)
+		t.Logf("%-9s injected %s-%s (sends %s-%s), found %s (start %+.1fms, end %+.1fms)", in.mode,
+			in.start.Format("05.000"), in.end.Format("05.000"), first.Format("05.000"), last.Format("05.000"),
+			verdict.WindowText(fw), ms(ds), ms(de))
+		// The found window covers every send during the fault and lies
+		// within the fault's span, both within the tolerance.
 		if ds.Abs() > tolerance || de.Abs() > tolerance {
-			t.Errorf("%s window found at %s..%s, injected %s..%s: off by %v/%v, tolerance %v",
-				in.mode, fw.Start, fw.End, in.start, in.end, ds, de, tolerance)
+			t.Errorf("%s window found at %s..%s, injected %s..%s (sends during it %s..%s): off by %v/%v, tolerance %v",
+				in.mode, fw.Start, fw.End, in.start, in.end, first, last, ds, de, tolerance)
+		}
+		if fw.Start.Before(in.start.Add(-tolerance)) || fw.End.After(in.end.Add(tolerance)) {
+			t.Errorf("%s window found at %s..%s reaches outside the injected %s..%s by more than %v",
+				in.mode, fw.Start, fw.End, in.start, in.end, tolerance)
 		}
 		// Exact count: every failure in the window is one the proxy caused
 		// in this fault's time span.
