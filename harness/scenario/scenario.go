@@ -113,6 +113,7 @@ type Run struct {
 	Observer *observe.Observer
 
 	w        *runfile.Writer
+	sink     *deferredSink
 	load     *load.Load
 	running  *load.Running
 	cancel   context.CancelFunc
@@ -172,13 +173,10 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 
 	r.RunFile = filepath.Join(r.Dir, "run.jsonl")
 	_ = os.Remove(r.RunFile) // a re-run of the same scenario replaces its old evidence
-	r.w, err = runfile.Create(r.RunFile, runfile.Meta{
-		RunID: runfile.NewRunID(), ToolVersion: env.ToolVersion, Scenario: spec.ScenarioSpec,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
-	}
-	r.Kube = kube.New(env.Clientset, kube.WithEventSink(r.w))
+	// The run file's header names the load, which needs the LB address, so
+	// events of the deployment wait in memory until the file exists.
+	r.sink = &deferredSink{}
+	r.Kube = kube.New(env.Clientset, kube.WithEventSink(r.sink))
 	r.step("deploy", "namespace", cfg.Namespace, "workload", cfg.String())
 
 	objs := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace,
@@ -206,11 +204,27 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	}
 	r.step("serving", "url", r.URL)
 
+	if spec.SkipLoad {
+		if err := r.createRunFile(nil); err != nil {
+			return nil, err
+		}
+	} else {
+		opts = append(opts, load.WithTargets(r.URL), load.WithRunID(runIDPrefix(spec.Name)))
+		r.load, err = load.New(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: load: %w", spec.Name, err)
+		}
+		settings := r.load.Settings()
+		if err := r.createRunFile(&settings); err != nil {
+			return nil, err
+		}
+	}
+
 	if env.LBEvents != nil {
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
-			if err := env.LBEvents(runCtx, r.w); err != nil && runCtx.Err() == nil {
+			if err := env.LBEvents(runCtx, r.sink); err != nil && runCtx.Err() == nil {
 				r.log.Warn("load balancer event stream ended", "err", err)
 				r.Kube.Note("lb", "load balancer event stream ended: "+err.Error())
 			}
@@ -218,17 +232,12 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	}
 	r.Observer = observe.New(env.Clientset, observe.Target{
 		Namespace: cfg.Namespace, Service: cfg.Name, PodSelector: selector(cfg.SelectorLabels()),
-	}, r.w)
+	}, r.sink)
 	if err := r.Observer.Start(runCtx); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
 	if spec.SkipLoad {
 		return r, nil
-	}
-	opts = append(opts, load.WithTargets(r.URL), load.WithRunID(runIDPrefix(spec.Name)))
-	r.load, err = load.New(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: load: %w", spec.Name, err)
 	}
 	r.running, err = r.load.Start(runCtx, r.w)
 	if err != nil {
@@ -369,6 +378,11 @@ func (r *Run) abort(ctx context.Context, cause error) {
 		r.cancel()
 	}
 	r.bg.Wait()
+	if r.w == nil && r.sink != nil {
+		// Keep the evidence of what broke even when the run never got as
+		// far as its load.
+		_ = r.createRunFile(nil)
+	}
 	if r.w != nil {
 		_ = r.w.CloseWithError(cause)
 	}
@@ -493,4 +507,48 @@ func AddReason(v *reports.Verdict, reason reports.Reason) {
 
 // Events is the run file as an event sink, for steps taken outside Kube
 // (a cluster provider adding a nodepool, say).
-func (r *Run) Events() runfile.EventSink { return r.w }
+func (r *Run) Events() runfile.EventSink { return r.sink }
+
+// createRunFile creates the run file and sends the events held so far to
+// it.
+func (r *Run) createRunFile(settings *reports.LoadSettings) error {
+	w, err := runfile.Create(r.RunFile, runfile.Meta{
+		RunID: runfile.NewRunID(), ToolVersion: r.Env.ToolVersion, Scenario: r.Spec.ScenarioSpec, Load: settings,
+	})
+	if err != nil {
+		return fmt.Errorf("scenario %s: %w", r.Spec.Name, err)
+	}
+	r.w = w
+	return r.sink.attach(w)
+}
+
+// deferredSink holds events until the run file exists, then forwards them.
+type deferredSink struct {
+	mu  sync.Mutex
+	buf []runfile.Event
+	w   runfile.EventSink
+}
+
+func (d *deferredSink) Event(e runfile.Event) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.w == nil {
+		d.buf = append(d.buf, e)
+		return nil
+	}
+	return d.w.Event(e)
+}
+
+func (d *deferredSink) attach(w runfile.EventSink) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.w = w
+	var errs []error
+	for _, e := range d.buf {
+		if err := w.Event(e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.buf = nil
+	return errors.Join(errs...)
+}
