@@ -106,15 +106,26 @@ func Check(m *Manifests, opts ...Option) *Report {
 			o(&cfg)
 		}
 	}
-	rep := &Report{Profile: cfg.profile.Name, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: m.Skipped}
+	rep := &Report{Profile: cfg.profile.Name, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...)}
 
-	var services, workloads, pdbs, routes []*Object
-	for _, orig := range m.Objects {
-		// Copy, so defaulting the namespace leaves the input untouched.
+	// Copy, so defaulting the namespace leaves the input untouched.
+	objs := make([]*Object, len(m.Objects))
+	last := map[string]int{}
+	for i, orig := range m.Objects {
 		cp := *orig
-		o := &cp
-		if o.Namespace == "" {
-			o.Namespace = cfg.namespace
+		if cp.Namespace == "" {
+			cp.Namespace = cfg.namespace
+		}
+		objs[i] = &cp
+		last[apiGroup(cp.APIVersion)+"|"+cp.Ref()] = i
+	}
+	var services, workloads, pdbs, routes []*Object
+	for i, o := range objs {
+		// Like kubectl apply, a later definition of the same object wins.
+		if j := last[apiGroup(o.APIVersion)+"|"+o.Ref()]; j != i {
+			rep.Skipped = append(rep.Skipped, Skip{Source: o.Source,
+				Reason: fmt.Sprintf("%s is defined again at %s, which wins", o.Ref(), objs[j].Source)})
+			continue
 		}
 		switch {
 		case o.routes != nil:
@@ -259,4 +270,13 @@ func selectorString(sel map[string]string) string {
 		parts[i] = k + "=" + sel[k]
 	}
 	return strings.Join(parts, ",")
+}
+
+// apiGroup is the group of an apiVersion ("apps" of "apps/v1", "" for "v1"):
+// the same object may be written in two versions of one group.
+func apiGroup(apiVersion string) string {
+	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -50,6 +51,18 @@ func (p LBProfile) Describe() string {
 		return "no health check"
 	}
 	return fmt.Sprintf("%v x %d = %v", p.Interval, p.UnhealthyThreshold, p.RemovalLag())
+}
+
+// MarshalJSON writes durations as text ("8s") and adds the lags.
+func (p LBProfile) MarshalJSON() ([]byte, error) {
+	type plain LBProfile
+	return json.Marshal(struct {
+		plain
+		Interval    string `json:"interval"`
+		Timeout     string `json:"timeout"`
+		RemovalLag  string `json:"removalLag"`
+		AdditionLag string `json:"additionLag"`
+	}{plain(p), p.Interval.String(), p.Timeout.String(), p.RemovalLag().String(), p.AdditionLag().String()})
 }
 
 // DefaultProfile is used when neither the flag nor the Service picks one.

@@ -30,6 +30,11 @@ const MaxFileSize = 32 << 20
 // maxListDepth bounds nested List kinds; real manifests nest at most once.
 const maxListDepth = 8
 
+// MaxObjects bounds the documents and List items of one input. YAML aliases
+// let a few hundred bytes name a List item millions of times (items: [*a,
+// *a, ...] nested); go-yaml's own alias limit only guards decoding.
+const MaxObjects = 100000
+
 // StdinName is how "-" appears in findings.
 const StdinName = "<stdin>"
 
@@ -365,6 +370,7 @@ func parse(name string, data []byte) (*Manifests, error) {
 	m := &Manifests{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	lastLine := 1
+	budget := MaxObjects
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
@@ -389,7 +395,7 @@ func parse(name string, data []byte) (*Manifests, error) {
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 			continue // an empty document: "---" followed by a comment
 		}
-		if err := addObject(m, name, root, 0); err != nil {
+		if err := addObject(m, name, root, 0, &budget); err != nil {
 			return nil, err
 		}
 	}
@@ -415,8 +421,11 @@ type header struct {
 	} `json:"metadata"`
 }
 
-func addObject(m *Manifests, file string, n *yaml.Node, depth int) error {
+func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) error {
 	src := Source{File: file, Line: n.Line}
+	if *budget--; *budget < 0 {
+		return &InputError{File: file, Line: n.Line, Err: fmt.Errorf("more than %d objects (documents and List items, counting YAML aliases); split the input", MaxObjects)}
+	}
 	if n.Kind != yaml.MappingNode {
 		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: "not a Kubernetes object (the document is not a mapping)"})
 		return nil
@@ -450,7 +459,7 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int) error {
 			return &InputError{File: file, Line: items.Line, Err: fmt.Errorf("%s items must be a list", h.Kind)}
 		}
 		for _, it := range items.Content {
-			if err := addObject(m, file, resolveAlias(it), depth+1); err != nil {
+			if err := addObject(m, file, resolveAlias(it), depth+1, budget); err != nil {
 				return err
 			}
 		}

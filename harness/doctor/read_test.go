@@ -300,3 +300,45 @@ func TestReadTooLarge(t *testing.T) {
 		t.Errorf("err = %v, want a size error", err)
 	}
 }
+
+// TestReadAliasFanOut: a few hundred bytes of aliases naming nested Lists
+// must not turn into millions of objects.
+func TestReadAliasFanOut(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n- &l0 {apiVersion: v1, kind: Service, metadata: {name: x}}\n")
+	for lvl := 1; lvl <= 6; lvl++ {
+		prev := "*l" + string(rune('0'+lvl-1))
+		b.WriteString("- &l" + string(rune('0'+lvl)) + " {apiVersion: v1, kind: List, items: [")
+		b.WriteString(strings.TrimSuffix(strings.Repeat(prev+", ", 10), ", "))
+		b.WriteString("]}\n")
+	}
+	if b.Len() > 1000 {
+		t.Fatalf("bomb is %d bytes; the point is that it is small", b.Len())
+	}
+	_, err := Read("bomb.yaml", strings.NewReader(b.String()))
+	var ie *InputError
+	// go-yaml's alias-ratio guard or the doctor's object budget, whichever
+	// trips first; both are bad input naming the file.
+	if !errors.As(err, &ie) || ie.File != "bomb.yaml" ||
+		!(strings.Contains(err.Error(), "more than") || strings.Contains(err.Error(), "excessive aliasing")) {
+		t.Fatalf("err = %v, want an alias or object budget error", err)
+	}
+}
+
+// TestDuplicateObjectsLastWins: like kubectl apply, the later definition of an
+// object is the one that counts, and the earlier one is reported as skipped.
+func TestDuplicateObjectsLastWins(t *testing.T) {
+	good := m{}.yaml(t)
+	bad := m{Readiness: "-"}.yaml(t)
+	r := checkYAML(t, append(append(bad, []byte("---\n")...), good...))
+	if _, ok := bySeverity(r)["ZD030"]; ok {
+		t.Errorf("the earlier, replaced Deployment was checked: %s", summary(r))
+	}
+	if len(r.Services) != 1 || len(r.Skipped) != 3 {
+		t.Errorf("services %d, skipped %+v; want 1 Service and the 3 earlier objects skipped", len(r.Services), r.Skipped)
+	}
+	r = checkYAML(t, append(append(good, []byte("---\n")...), bad...))
+	if got := bySeverity(r)["ZD030"]; got != Error {
+		t.Errorf("the later Deployment without readiness probe was not checked: %s", summary(r))
+	}
+}
