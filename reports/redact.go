@@ -12,31 +12,39 @@ const Redacted = "[REDACTED]"
 // texts or config values (a kubectl error quoting a kubeconfig, an
 // Authorization header in a URL error, cloud keys in an environment dump).
 // Each keeps its first group (the key or scheme) and replaces the secret.
+// hints are substrings (of the lower-cased text) at least one of which any
+// match contains: a pattern whose hints are all absent is skipped, which
+// keeps scrubbing a large HTML page cheap.
 var secretPatterns = []struct {
-	re   *regexp.Regexp
-	repl string
+	hints []string
+	re    *regexp.Regexp
+	repl  string
 }{
 	// PEM blocks: keys and certificates.
-	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----[\s\S]*?(?:-----END [A-Z0-9 ]+-----|$)`), Redacted},
+	{[]string{"-----begin "}, regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----[\s\S]*?(?:-----END [A-Z0-9 ]+-----|$)`), Redacted},
 	// HTTP authorization schemes.
 	// "basic" alone is common prose ("AKS basic pool"), so only after a header.
-	{regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*`), "${1}" + Redacted},
-	{regexp.MustCompile(`(?i)(authorization\s*[:=]\s*["']?(?:bearer|basic|digest|negotiate|token)?\s*)[A-Za-z0-9\-._~+/]{6,}=*`), "${1}" + Redacted},
+	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*`), "${1}" + Redacted},
+	{[]string{"authorization"}, regexp.MustCompile(`(?i)(authorization\s*[:=]\s*["']?(?:bearer|basic|digest|negotiate|token)?\s*)[A-Za-z0-9\-._~+/]{6,}=*`), "${1}" + Redacted},
 	// JSON Web Tokens (service-account tokens) wherever they appear.
-	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Redacted},
+	{[]string{"eyj"}, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Redacted},
 	// AWS access key ids.
-	{regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b`), Redacted},
+	{[]string{"akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"},
+		regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b`), Redacted},
 	// GitHub and GitLab tokens.
-	{regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,})`), Redacted},
-	// Credentials in URLs: scheme://user:password@host.
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@`), "${1}" + Redacted + "@"},
+	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-"},
+		regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,})`), Redacted},
+	// Credentials in URLs: scheme://user:password@host. Anchored on the
+	// literal "://" so the scan is fast.
+	{[]string{"@"}, regexp.MustCompile(`://[^/\s:@"'<>]+:[^/\s@"'<>]+@`), "://" + Redacted + "@"},
 	// key: value and key=value where the key names a secret (kubeconfig
 	// fields, environment variables, flags, JSON).
-	{regexp.MustCompile(`(?i)((?:client-key-data|client-certificate-data|certificate-authority-data|` +
-		`id-token|refresh-token|access[_-]?token|auth[_-]?token|token|password|passwd|secret|` +
-		`client[_-]?secret|api[_-]?key|access[_-]?key(?:[_-]?id)?|secret[_-]?access[_-]?key|` +
-		`session[_-]?token|aws_secret_access_key|aws_session_token|aws_access_key_id|` +
-		`azure_client_secret|private[_-]?key)["']?\s*[:=]\s*["']?)[^\s"',;}&]+`), "${1}" + Redacted},
+	{[]string{"token", "passw", "passwd", "secret", "key"},
+		regexp.MustCompile(`(?i)((?:client-key-data|client-certificate-data|certificate-authority-data|` +
+			`id-token|refresh-token|access[_-]?token|auth[_-]?token|token|password|passwd|secret|` +
+			`client[_-]?secret|api[_-]?key|access[_-]?key(?:[_-]?id)?|secret[_-]?access[_-]?key|` +
+			`session[_-]?token|aws_secret_access_key|aws_session_token|aws_access_key_id|` +
+			`azure_client_secret|private[_-]?key)["']?\s*[:=]\s*["']?)[^\s"',;}&]+`), "${1}" + Redacted},
 }
 
 // secretKey matches config and field names whose value is a secret as a
@@ -60,10 +68,24 @@ func RedactString(s string) string {
 // (Markdown, HTML, XML) without RedactString's whole-value rules, as a last
 // pass after the values in it were redacted one by one.
 func ScrubText(s string) string {
+	lower := strings.ToLower(s)
 	for _, p := range secretPatterns {
+		if !containsAny(lower, p.hints) {
+			continue
+		}
 		s = p.re.ReplaceAllString(s, p.repl)
+		lower = strings.ToLower(s)
 	}
 	return s
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func looksLikeKubeconfig(s string) bool {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,11 +19,45 @@ import (
 	"zerodrop/reports/render/rendertest"
 )
 
-// twoRuns writes two suite runs on different Kubernetes versions: in the
-// second, drain-node passes and source-ip lost its run file.
+// shared holds the two sample runs, written once for the package's tests:
+// they only read them.
+var shared struct {
+	once sync.Once
+	root string
+	dirs []string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.root != "" {
+		_ = os.RemoveAll(shared.root)
+	}
+	os.Exit(code)
+}
+
+// twoRuns returns two suite runs on different Kubernetes versions: in the
+// second, drain-node passes and source-ip lost its run file. They are
+// written once and must not be modified.
 func twoRuns(t *testing.T) (root string, dirs []string) {
 	t.Helper()
-	root = t.TempDir()
+	shared.once.Do(func() {
+		shared.root, shared.err = os.MkdirTemp("", "zerodrop-render-")
+		if shared.err == nil {
+			shared.dirs = writeTwoRuns(t, shared.root)
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	if len(shared.dirs) != 2 {
+		t.Fatal("writing the sample runs failed in an earlier test")
+	}
+	return shared.root, shared.dirs
+}
+
+func writeTwoRuns(t *testing.T, root string) []string {
+	t.Helper()
 	a := filepath.Join(root, "kind-v1.34.2")
 	b := filepath.Join(root, "kind-v1.33.4")
 	for _, d := range []string{a, b} {
@@ -35,7 +70,7 @@ func twoRuns(t *testing.T) (root string, dirs []string) {
 	cs[2].Outages = nil
 	cs[3].NoRunFile = true
 	rendertest.WriteRun(t, b, rendertest.Env{Provider: "kind", Kubernetes: "v1.33.4", LB: "metallb"}, cs)
-	return root, []string{a, b}
+	return []string{a, b}
 }
 
 func renderAll(t *testing.T, runs []*Run, outDir string) (md, html, junit string) {
@@ -325,6 +360,7 @@ func TestMarkdownFitsAComment(t *testing.T) {
 	for i := range cases {
 		cases[i].Duration = 6 * time.Second
 		cases[i].Outages = []rendertest.Outage{{From: time.Second, For: 4 * time.Second, Kind: "503", Every: 3}}
+		cases[i].NoRunFile = true // the summary needs the reports only
 	}
 	for i := range 30 {
 		d := filepath.Join(root, "run"+string(rune('a'+i%26))+string(rune('a'+i/26)))
