@@ -44,6 +44,7 @@ func commandTable() []command {
 		clusterCommand(),
 		doctorCommand(),
 		reportCommand(),
+		lbCommand(),
 	}
 }
 

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"zerodrop/harness/lb"
+	"zerodrop/harness/runfile"
+)
+
+func lbCommand() command {
+	return command{name: "lb", summary: "inspect the cloud-style LB (LB=cloud): profiles, state, events", run: runLB}
+}
+
+const lbDescription = `
+Subcommands:
+  profiles      list the LB profiles (stock, plus --profile-dir) with their timing
+  state         what the LB does per Service (backends, health, endpoints), JSON
+  events        follow the LB's events as JSON lines until Ctrl-C
+
+The LB is found as the container <cluster>-cloud-lb on the kind network, or
+given with --url http://IP:9100.`
+
+func runLB(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "lb", "profiles|state|events [flags]", lbDescription)
+	name := fs.String("cluster", "zerodrop", "kind cluster `name`")
+	url := fs.String("url", "", "LB admin `URL` (default: find the cluster's LB container)")
+	dir := fs.String("profile-dir", "", "profiles: extra profile `dir`")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if code, ok := parseFlags(c, fs, args); !ok {
+			return code
+		}
+		return badInput(c, "lb", "missing subcommand: profiles, state or events")
+	}
+	sub := args[0]
+	if code, ok := parseFlags(c, fs, args[1:]); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return badInput(c, "lb", "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	switch sub {
+	case "profiles":
+		ps, err := lb.LoadProfiles(*dir)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop lb profiles: %v\n", err)
+			return exitBroken
+		}
+		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tMODE\tCHECK\tREMOVAL LAG\tCORDONED\tPOOL\tUNHEALTHY FLOWS\tREMOVED FLOWS")
+		for _, n := range ps.Names() {
+			p := ps[n]
+			h := p.HealthCheck
+			pool := "-"
+			if p.Eligibility.PoolLabel != "" {
+				pool = p.Eligibility.PoolLabel + " (default " + p.Eligibility.DefaultPool + ")"
+			}
+			cordon := "kept"
+			if p.Eligibility.ExcludeUnschedulable {
+				cordon = "dropped"
+			}
+			removed := string(p.Flows.OnRemoved)
+			if p.Flows.OnRemoved == lb.FlowDrain {
+				removed += " " + p.Flows.DrainTimeout.D().String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%v/%v %d↑ %d↓\t%v\t%s\t%s\t%s\t%s\n", n, p.Mode, h.Interval.D(), h.Timeout.D(), h.HealthyThreshold,
+				h.UnhealthyThreshold, h.DetectionTime(), cordon, pool, p.Flows.OnUnhealthy, removed)
+		}
+		_ = tw.Flush()
+		return exitOK
+	case "state", "events":
+	default:
+		return badInput(c, "lb", "unknown subcommand %q: want profiles, state or events", sub)
+	}
+	base := *url
+	if base == "" {
+		k, err := lb.FindKind(ctx, *name, "kind")
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop lb %s: %v\n", sub, err)
+			return exitBroken
+		}
+		if k == nil {
+			fmt.Fprintf(c.stderr, "zerodrop lb %s: cluster %q has no cloud LB (bring it up with `make cluster LB=cloud`) \n", sub, *name)
+			return exitBroken
+		}
+		base = k.AdminURL()
+	}
+	if sub == "state" {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, base+"/state", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop lb state: %v\n", err)
+			return exitFailed
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(c.stdout, resp.Body)
+		return exitOK
+	}
+	enc := json.NewEncoder(c.stdout)
+	err := lb.SubscribeEvents(ctx, base, runfile.EventFunc(func(e runfile.Event) error { return enc.Encode(e) }), nil)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(c.stderr, "zerodrop lb events: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
