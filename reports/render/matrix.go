@@ -11,15 +11,19 @@ type Column struct {
 	Provider, Kubernetes, LB string
 }
 
-// String is "kind · v1.34.2 · metallb", with "?" for what is unknown.
+// String is "kind · v1.34.2 · metallb", leaving out what is unknown (a
+// plain URL load is just "none").
 func (c Column) String() string {
-	part := func(s string) string {
-		if s == "" {
-			return "?"
+	var parts []string
+	for _, p := range []string{c.Provider, c.Kubernetes, c.LB} {
+		if p != "" {
+			parts = append(parts, p)
 		}
-		return s
 	}
-	return part(c.Provider) + " · " + part(c.Kubernetes) + " · " + part(c.LB)
+	if len(parts) == 0 {
+		return "unknown environment"
+	}
+	return strings.Join(parts, " · ")
 }
 
 // Row is a scenario case of the readiness matrix: scenario, policy, profile

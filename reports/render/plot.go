@@ -132,12 +132,16 @@ func TimelineSVG(t *Timeline, windows []reports.FailureWindow, title string) str
 	}
 	rows1 := legendRows(legendItems)
 	rows2 := legendRows(markerItems)
-	height := labelBand + reqHeight + axisBand + legendRow*float64(rows1+rows2) + 6
+	band := labelBand
+	if len(t.Markers) == 0 {
+		band = 16 // no labels to make room for
+	}
+	height := band + reqHeight + axisBand + legendRow*float64(rows1+rows2) + 6
 	d := svg.New(plotWidth, height, svg.A("class", "plot timeline", "role", "img", "aria-label", title,
 		"font-family", "system-ui, -apple-system, Segoe UI, sans-serif", "font-size", svg.Num(fontSize))...)
 	d.Title(title)
 	x := newXScale(t)
-	top, bottom := labelBand, labelBand+reqHeight
+	top, bottom := band, band+reqHeight
 
 	// Y axis: requests per bucket.
 	ymax := int64(1)
