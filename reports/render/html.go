@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"zerodrop/reports"
@@ -31,6 +32,9 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 type HTMLOptions struct {
 	// Title heads the page (default "zerodrop readiness report").
 	Title string
+	// OutDir is where the page is written: links to run files and reports
+	// are made relative to it ("" leaves them as given).
+	OutDir string
 }
 
 // docLegend explains the documentation badge in the page header.
@@ -83,6 +87,9 @@ type scenarioView struct {
 	ErrorCodes  string
 	StatusCodes string
 	Start       string
+	// RunFileLink and ReportLink point at the evidence, relative to the page.
+	RunFileLink string
+	ReportLink  string
 }
 
 type windowView struct {
@@ -138,7 +145,12 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 			Start: run.Report.Run.Start.UTC().Format("2006-01-02 15:04:05 UTC"),
 			End:   run.Report.Run.End.UTC().Format("2006-01-02 15:04:05 UTC")}
 		for _, sc := range run.Scenarios {
-			rv.Scenarios = append(rv.Scenarios, scenarioViewOf(sc))
+			sv := scenarioViewOf(sc)
+			if sc.RunFileExists {
+				sv.RunFileLink = relLink(sc.RunFilePath, opt.OutDir)
+			}
+			sv.ReportLink = relLink(filepath.Join(run.Dir, ReportFileName), opt.OutDir)
+			rv.Scenarios = append(rv.Scenarios, sv)
 		}
 		v.Runs = append(v.Runs, rv)
 	}

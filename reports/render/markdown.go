@@ -161,12 +161,18 @@ func evidenceLink(sc *Scenario, outDir string) string {
 	if sc.RunFileExists {
 		target = sc.RunFilePath
 	}
+	return relLink(target, outDir)
+}
+
+// relLink is target as a URL path relative to outDir (as given when outDir
+// is empty or unrelated).
+func relLink(target, outDir string) string {
 	if outDir != "" {
 		if rel, err := filepath.Rel(outDir, target); err == nil {
 			target = rel
 		}
 	}
-	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(filepath.ToSlash(target))
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "#", "%23", "?", "%3F").Replace(filepath.ToSlash(target))
 }
 
 // mdCell makes s safe inside a Markdown table cell: no pipes breaking the

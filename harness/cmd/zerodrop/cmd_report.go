@@ -97,7 +97,7 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "zerodrop report: %v\n", err)
 		return exitBroken
 	}
-	if err := render.HTML(&html, runs, render.HTMLOptions{Title: *title}); err != nil {
+	if err := render.HTML(&html, runs, render.HTMLOptions{Title: *title, OutDir: *out}); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop report: %v\n", err)
 		return exitBroken
 	}

@@ -55,6 +55,14 @@ func TestReportCommand(t *testing.T) {
 		if !strings.Contains(string(md), "(../failing/drain-node-cluster-hardened/run.jsonl)") {
 			t.Errorf("evidence links are not relative to --out:\n%s", md)
 		}
+		html, err := os.ReadFile(filepath.Join(out, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(html), `<a href="../failing/drain-node-cluster-hardened/run.jsonl">run file</a>`) ||
+			!strings.Contains(string(html), `<a href="../passing/report.json">report.json</a>`) {
+			t.Errorf("report.html does not link the evidence relative to --out")
+		}
 	})
 	t.Run("ginkgo junit present: auto skips ours", func(t *testing.T) {
 		d := filepath.Join(root, "ginkgo")
