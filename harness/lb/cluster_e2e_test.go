@@ -115,6 +115,9 @@ func (e *env) deploy(t *testing.T, w *fixtures.Workload) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := w.Config.Namespace
+	// Classed, so the cloud LB takes it even next to MetalLB (which ignores classed Services).
+	class := lb.DefaultClass
+	w.Service.Spec.LoadBalancerClass = &class
 	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, w.Service, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

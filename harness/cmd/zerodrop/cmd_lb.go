@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,6 +22,10 @@ func lbCommand() command {
 
 const lbDescription = `
 Subcommands:
+  start         run the LB next to a kind cluster (make cluster LB=cloud does this;
+                with MetalLB present use --claim-unclassed=false: the LB then only
+                takes Services with spec.loadBalancerClass zerodrop.dev/cloud-lb)
+  stop          remove the cluster's LB container
   profiles      list the LB profiles (stock, plus --profile-dir) with their timing
   state         what the LB does per Service (backends, health, endpoints), JSON
   events        follow the LB's events as JSON lines until Ctrl-C
@@ -32,12 +37,15 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "lb", "profiles|state|events [flags]", lbDescription)
 	name := fs.String("cluster", "zerodrop", "kind cluster `name`")
 	url := fs.String("url", "", "LB admin `URL` (default: find the cluster's LB container)")
-	dir := fs.String("profile-dir", "", "profiles: extra profile `dir`")
+	dir := fs.String("profile-dir", "", "profiles, start: extra profile `dir`")
+	nodeImage := fs.String("node-image", os.Getenv("KIND_NODE_IMAGE"), "start: local `image` to build the LB image FROM (the kind node image; default $KIND_NODE_IMAGE)")
+	profile := fs.String("lb-profile", os.Getenv("LB_PROFILE"), "start: default `profile` (default $LB_PROFILE, else generic)")
+	claim := fs.Bool("claim-unclassed", true, "start: also take LoadBalancer Services without a loadBalancerClass")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if code, ok := parseFlags(c, fs, args); !ok {
 			return code
 		}
-		return badInput(c, "lb", "missing subcommand: profiles, state or events")
+		return badInput(c, "lb", "missing subcommand: start, stop, profiles, state or events")
 	}
 	sub := args[0]
 	if code, ok := parseFlags(c, fs, args[1:]); !ok {
@@ -75,9 +83,29 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 		}
 		_ = tw.Flush()
 		return exitOK
+	case "start":
+		if *nodeImage == "" {
+			return badInput(c, "lb", "start needs --node-image (or $KIND_NODE_IMAGE): the local kind node image to build FROM")
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		k, err := lb.StartKind(sctx, lb.KindOptions{Cluster: *name, BaseImage: *nodeImage, Profile: *profile, ProfileDir: *dir,
+			ClaimAll: *claim, Progress: func(m string) { fmt.Fprintln(c.stdout, m) }})
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop lb start: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(c.stdout, "cloud LB %s ready: admin %s, addresses %s-%s\n", k.Container, k.AdminURL(), k.VIPFirst, k.VIPLast)
+		return exitOK
+	case "stop":
+		if err := lb.RemoveKind(ctx, *name); err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop lb stop: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
 	case "state", "events":
 	default:
-		return badInput(c, "lb", "unknown subcommand %q: want profiles, state or events", sub)
+		return badInput(c, "lb", "unknown subcommand %q: want start, stop, profiles, state or events", sub)
 	}
 	base := *url
 	if base == "" {
