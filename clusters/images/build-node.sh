@@ -170,7 +170,9 @@ DOCKERFILE
     grep -qx "$img" "$CACHE/logs/node-images.txt" || grep -qx "docker.io/$img" "$CACHE/logs/node-images.txt" \
       || die "image $img missing from the node's containerd after import (have: $(tr '\n' ' ' <"$CACHE/logs/node-images.txt"))"
   done
-  docker exec "$bc" bash -c 'pkill containerd; for i in $(seq 1 30); do pgrep containerd >/dev/null || exit 0; sleep 1; done; exit 1' \
+  # PID 1 of the build container is sleep, which never reaps: a stopped
+  # containerd stays a zombie, so wait for no live (non-Z) containerd.
+  docker exec "$bc" bash -c 'pkill -x containerd; for i in $(seq 1 30); do ps -C containerd -o stat= | grep -qv "^Z" || exit 0; sleep 1; done; exit 1' \
     || die "containerd in the build container did not stop"
   docker exec "$bc" rm -f /var/log/containerd-build.log
   step node-commit docker commit \
