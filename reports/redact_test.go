@@ -2,6 +2,8 @@ package reports
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -100,5 +102,24 @@ func TestReportRedact(t *testing.T) {
 		if !strings.Contains(out, s) {
 			t.Errorf("redaction removed %q:\n%s", s, out)
 		}
+	}
+}
+
+func TestWriteFileRedacts(t *testing.T) {
+	r := New(RunMeta{Provider: "kind"})
+	r.Scenarios = append(r.Scenarios, Scenario{
+		ScenarioSpec: ScenarioSpec{Name: "s", Role: RoleAssertion, Config: map[string]string{"auth": "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789"}},
+		Verdict:      Verdict{Status: Pass},
+	})
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := r.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "abcdefghijklmnopqrstuvwxyz0123456789") {
+		t.Errorf("report.json keeps the bearer token:\n%s", b)
 	}
 }

@@ -385,8 +385,10 @@ func (r *Report) Validate() error {
 
 // WriteFile writes the report as indented JSON. It writes a temporary file
 // next to path and renames it, so a reader never sees half a report and a
-// failed write leaves the previous report (or nothing) behind.
+// failed write leaves the previous report (or nothing) behind. Credentials
+// are redacted first (in r too), so no writer of report.json can leak one.
 func (r *Report) WriteFile(path string) error {
+	r.Redact()
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode report for %s: %w", path, err)
