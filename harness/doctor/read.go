@@ -395,6 +395,9 @@ func parse(name string, data []byte) (*Manifests, error) {
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 			continue // an empty document: "---" followed by a comment
 		}
+		if err := checkExpansion(root); err != nil {
+			return nil, &InputError{File: name, Line: root.Line, Err: err}
+		}
 		if err := addObject(m, name, root, 0, &budget); err != nil {
 			return nil, err
 		}
@@ -430,15 +433,11 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: "not a Kubernetes object (the document is not a mapping)"})
 		return nil
 	}
-	raw, err := nodeJSON(n)
+	// The header is read from the tree, not decoded: decoding a List
+	// would decode every item twice.
+	h, line, err := nodeHeader(n)
 	if err != nil {
-		// Decoder errors ("line 5: mapping key already defined") are
-		// 1-based and absolute in the stream.
-		return &InputError{File: file, Line: yamlErrorLine(err, n.Line), Err: err}
-	}
-	var h header
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return &InputError{File: file, Line: n.Line, Err: fmt.Errorf("apiVersion, kind or metadata has the wrong type: %w", err)}
+		return &InputError{File: file, Line: line, Err: err}
 	}
 	if h.Kind == "" || h.APIVersion == "" {
 		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: "not a Kubernetes object (no apiVersion or kind)"})
@@ -465,6 +464,12 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 		}
 		return nil
 	}
+	raw, err := nodeJSON(n)
+	if err != nil {
+		// Decoder errors ("line 5: mapping key already defined") are
+		// 1-based and absolute in the stream.
+		return &InputError{File: file, Line: yamlErrorLine(err, n.Line), Err: err}
+	}
 	obj := &Object{
 		APIVersion: h.APIVersion, Kind: h.Kind, Name: h.Metadata.Name, Namespace: h.Metadata.Namespace,
 		Source: src, node: n,
@@ -477,6 +482,78 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 	}
 	m.Objects = append(m.Objects, obj)
 	return nil
+}
+
+// nodeHeader reads apiVersion, kind, metadata.name and metadata.namespace
+// from the tree. A field of the wrong shape is an error with its line.
+func nodeHeader(n *yaml.Node) (header, int, error) {
+	var h header
+	str := func(parent *yaml.Node, key string) (string, int, error) {
+		v := mapValue(parent, key)
+		if v == nil || (v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null") {
+			return "", 0, nil
+		}
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+			return "", v.Line, fmt.Errorf("%s must be a string", key)
+		}
+		return v.Value, 0, nil
+	}
+	var err error
+	var line int
+	if h.APIVersion, line, err = str(n, "apiVersion"); err != nil {
+		return h, line, err
+	}
+	if h.Kind, line, err = str(n, "kind"); err != nil {
+		return h, line, err
+	}
+	md := mapValue(n, "metadata")
+	if md == nil || (md.Kind == yaml.ScalarNode && md.ShortTag() == "!!null") {
+		return h, 0, nil
+	}
+	if md.Kind != yaml.MappingNode {
+		return h, md.Line, errors.New("metadata must be a mapping")
+	}
+	if h.Metadata.Name, line, err = str(md, "name"); err != nil {
+		return h, line, fmt.Errorf("metadata.%w", err)
+	}
+	if h.Metadata.Namespace, line, err = str(md, "namespace"); err != nil {
+		return h, line, fmt.Errorf("metadata.%w", err)
+	}
+	return h, 0, nil
+}
+
+// checkExpansion refuses a document whose aliases expand it far beyond what
+// is written: decoding it would cost time and memory out of proportion to the
+// input (go-yaml's own alias limit allows millions of nodes).
+func checkExpansion(root *yaml.Node) error {
+	literal := countNodes(root, false, math.MaxInt)
+	limit := 4*literal + 100000
+	if got := countNodes(root, true, limit); got > limit {
+		return fmt.Errorf("YAML aliases expand this document to more than %d nodes (%d written); expand them or split the input", limit, literal)
+	}
+	return nil
+}
+
+// countNodes counts nodes, following aliases if asked, and stops past limit.
+func countNodes(root *yaml.Node, followAliases bool, limit int) int {
+	count := 0
+	stack := []*yaml.Node{root}
+	for len(stack) > 0 && count <= limit {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n == nil {
+			continue
+		}
+		count++
+		if n.Kind == yaml.AliasNode {
+			if followAliases {
+				stack = append(stack, n.Alias)
+			}
+			continue
+		}
+		stack = append(stack, n.Content...)
+	}
+	return count
 }
 
 func isList(kind string) bool {

@@ -92,8 +92,14 @@ func TestRead(t *testing.T) {
 		{
 			name:     "kind of the wrong type",
 			in:       "apiVersion: v1\nkind: [Service]\n",
-			errLine:  1,
-			errMatch: "wrong type",
+			errLine:  2,
+			errMatch: "kind must be a string",
+		},
+		{
+			name:     "metadata.name of the wrong type",
+			in:       "apiVersion: v1\nkind: Service\nmetadata:\n  name: 12\n",
+			errLine:  4,
+			errMatch: "metadata.name must be a string",
 		},
 		{
 			name:     "items that are not a list",
@@ -322,6 +328,29 @@ func TestReadAliasFanOut(t *testing.T) {
 	if !errors.As(err, &ie) || ie.File != "bomb.yaml" ||
 		!(strings.Contains(err.Error(), "more than") || strings.Contains(err.Error(), "excessive aliasing")) {
 		t.Fatalf("err = %v, want an alias or object budget error", err)
+	}
+}
+
+// TestReadAliasExpansion: aliases that multiply a document far beyond its
+// written size are refused before decoding.
+func TestReadAliasExpansion(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+	b.WriteString("l0: &l0 [a, b, c, d, e, f, g, h]\n")
+	for lvl := 1; lvl <= 6; lvl++ {
+		prev := "*l" + string(rune('0'+lvl-1))
+		b.WriteString("l" + string(rune('0'+lvl)) + ": &l" + string(rune('0'+lvl)) + " [")
+		b.WriteString(strings.TrimSuffix(strings.Repeat(prev+", ", 8), ", "))
+		b.WriteString("]\n")
+	}
+	_, err := Read("wide.yaml", strings.NewReader(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "expand") {
+		t.Fatalf("err = %v, want an alias expansion error", err)
+	}
+	// A few aliases that expand modestly are fine.
+	ok := "apiVersion: v1\nkind: Service\nmetadata: &m {name: a, labels: {x: y}}\nspec:\n  selector: {x: y}\nextra: [*m, *m, *m]\n"
+	if _, err := Read("ok.yaml", strings.NewReader(ok)); err != nil {
+		t.Errorf("modest aliases refused: %v", err)
 	}
 }
 
