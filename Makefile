@@ -68,3 +68,9 @@ cluster: ## test cluster up (PROVIDER=kind: host set-up, images, nodes, flannel,
 
 cluster-down: ## remove everything 'make cluster' made and restore host sysctls
 	PROVIDER=$(PROVIDER) GO=$(GO) ./clusters/cluster.sh down
+
+FUZZTIME ?= 5m
+
+.PHONY: fuzz-doctor
+fuzz-doctor: ## fuzz zerodrop doctor's manifest reader for FUZZTIME (default 5m)
+	$(GO) test ./harness/doctor -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
