@@ -75,7 +75,7 @@ const DefaultProfile = "generic"
 // applyAnnotations.
 var profiles = []LBProfile{
 	{
-		Name: "generic", Interval: 10 * time.Second, Timeout: 5 * time.Second,
+		Name: "generic", Interval: 10 * time.Second, Timeout: 2 * time.Second,
 		HealthyThreshold: 2, UnhealthyThreshold: 3,
 		Source: "zerodrop's own middle ground (10s x 3), not any vendor's default; the same numbers as fixtures.GenericLB " +
 			"and the generic profile of the cloud-style LB (issue 9)",
@@ -89,9 +89,10 @@ var profiles = []LBProfile{
 	},
 	{
 		Name: "azure-lb", Aliases: []string{"azure", "azure-basic", "aks"},
-		Interval: 5 * time.Second, Timeout: 5 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2,
+		Interval: 5 * time.Second, Timeout: 5 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 2,
 		Source: "kubernetes-sigs/cloud-provider-azure pkg/consts/consts.go: HealthProbeDefaultProbeInterval=5, " +
-			"HealthProbeDefaultNumOfProbe=2 (annotations azure-load-balancer-health-probe-interval / -num-of-probe)",
+			"HealthProbeDefaultNumOfProbe=2 (annotations azure-load-balancer-health-probe-interval / -num-of-probe); " +
+			"back in rotation after one successful probe, as the cloud-style LB's azure-lb profile reads Azure's docs",
 	},
 	{
 		Name: "aws-nlb", Aliases: []string{"aws", "eks"},
@@ -200,10 +201,7 @@ func serviceProfile(svc *corev1.Service, def LBProfile) (LBProfile, []string) {
 	setCount(annAWSUnhealthy, &p.UnhealthyThreshold)
 	setCount(annAWSHealthy, &p.HealthyThreshold)
 	setSeconds(annAzInterval, &p.Interval)
-	if _, ok := svc.Annotations[annAzProbes]; ok {
-		setCount(annAzProbes, &p.UnhealthyThreshold)
-		p.HealthyThreshold = p.UnhealthyThreshold
-	}
+	setCount(annAzProbes, &p.UnhealthyThreshold)
 	if overridden {
 		p.Name += " + Service annotations"
 	}
