@@ -7,7 +7,9 @@ package cluster
 //
 //	go test -tags e2e -run TestKindE2E -v -timeout 30m ./harness/cluster/
 //
-// ZERODROP_E2E_KEEP=1 leaves the cluster running afterwards.
+// ZERODROP_E2E_KEEP=1 leaves the cluster running afterwards;
+// ZERODROP_E2E_CLUSTER names the cluster (default zde2e; an existing cluster
+// of that name, e.g. "zerodrop" from make cluster, is reused).
 
 import (
 	"context"
@@ -47,7 +49,11 @@ func TestKindE2E(t *testing.T) {
 	if cacheDir == "" {
 		cacheDir = "/var/cache/zerodrop"
 	}
-	p := NewKind(WithName("zde2e"), WithNodeImage(image), WithStateDir(filepath.Join(cacheDir, "state")),
+	name := os.Getenv("ZERODROP_E2E_CLUSTER")
+	if name == "" {
+		name = "zde2e"
+	}
+	p := NewKind(WithName(name), WithNodeImage(image), WithStateDir(filepath.Join(cacheDir, "state")),
 		WithKubeconfig(filepath.Join(t.TempDir(), "kubeconfig")), WithEventSink(sink),
 		WithProgress(func(m string) { t.Log(m) }))
 	start := time.Now()
@@ -178,7 +184,7 @@ func TestKindE2E(t *testing.T) {
 		if pools["pool-a"] != 0 || pools["pool-b"] != 1 || pools["pool-c"] != 1 {
 			t.Fatalf("pools after re-pooling = %v", pools)
 		}
-		out, err := docker(ctx, nil, "ps", "-a", "--filter", "label=io.x-k8s.kind.cluster=zde2e", "--format", "{{.Names}}")
+		out, err := docker(ctx, nil, "ps", "-a", "--filter", "label=io.x-k8s.kind.cluster="+name, "--format", "{{.Names}}")
 		if err != nil {
 			t.Fatal(err)
 		}
