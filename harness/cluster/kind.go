@@ -248,11 +248,20 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 	o := &k.o
 	cp := k.controlPlane()
 	o.progress("installing MetalLB (L2)")
-	if _, err := nodeExec(ctx, cp, nil, "test", "-f", metallbManifestPath); err != nil {
-		return fmt.Errorf("node image %s has no %s (it is added by `make node-image`; stock kind images need MetalLB installed another way): %w", o.nodeImage, metallbManifestPath, err)
-	}
-	if _, err := nodeExec(ctx, cp, nil, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "apply", "--server-side", "-f", metallbManifestPath); err != nil {
-		return fmt.Errorf("install MetalLB: %w", err)
+	apply := []string{"kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "apply", "--server-side", "-f"}
+	if _, err := nodeExec(ctx, cp, nil, "test", "-f", metallbManifestPath); err == nil {
+		// The offline node image carries the manifest (make node-image).
+		if _, err := nodeExec(ctx, cp, nil, append(apply, metallbManifestPath)...); err != nil {
+			return fmt.Errorf("install MetalLB: %w", err)
+		}
+	} else {
+		m, err := hostMetalLBManifest(ctx)
+		if err != nil {
+			return fmt.Errorf("install MetalLB: node image %s has no %s and the host cannot provide it: %w", o.nodeImage, metallbManifestPath, err)
+		}
+		if _, err := nodeExec(ctx, cp, strings.NewReader(m), append(apply, "-")...); err != nil {
+			return fmt.Errorf("install MetalLB: %w", err)
+		}
 	}
 	if err := waitDeployment(ctx, cs, o.readyTimeout, "metallb-system", "controller"); err != nil {
 		return fmt.Errorf("MetalLB: %w", err)
