@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make cluster / make cluster-down: everything a test cluster needs, in order,
-# with progress lines. Usage: cluster.sh up|down   (PROVIDER=kind|existing)
+# with progress lines. Usage: cluster.sh up|down
+# Environment: PROVIDER=kind|existing, CLUSTER_NAME (default zerodrop),
+# ZERODROP_KUBECONFIG (default out/kubeconfig), KIND_NODE_IMAGE.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -22,6 +24,7 @@ say "building the zerodrop CLI"
 mkdir -p "$repo/bin"
 (cd "$repo" && CGO_ENABLED=0 "$GO" build -trimpath -o bin/zerodrop ./harness/cmd/zerodrop)
 zd="$repo/bin/zerodrop"
+name="${CLUSTER_NAME:-zerodrop}"
 kubeconfig="${ZERODROP_KUBECONFIG:-$repo/out/kubeconfig}"
 
 if [ "$action" = down ]; then
@@ -29,7 +32,7 @@ if [ "$action" = down ]; then
     say "docker is not running: no kind cluster to remove"
     exit 0
   fi
-  exec "$zd" cluster down --provider "$PROVIDER" --kubeconfig "$kubeconfig"
+  exec "$zd" cluster down --provider "$PROVIDER" --name "$name" --kubeconfig "$kubeconfig"
 fi
 
 if [ "$PROVIDER" = existing ]; then
@@ -42,5 +45,5 @@ export ZERODROP_START_SECONDS=$t0
 img="$("$here/node-image.sh" | tail -1)"
 say "node image: $img"
 mkdir -p "$(dirname "$kubeconfig")"
-"$zd" cluster up --provider kind --node-image "$img" --kubeconfig "$kubeconfig"
+"$zd" cluster up --provider kind --name "$name" --node-image "$img" --kubeconfig "$kubeconfig"
 say "done"

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
+	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 )
 
@@ -92,6 +93,14 @@ func (k *Kind) Create(ctx context.Context) (err error) {
 	}
 	if exists {
 		o.progress(fmt.Sprintf("kind cluster %q already exists: reusing it", o.name))
+		// Two LoadBalancer implementations would both claim every Service.
+		if o.metallb {
+			if l, err := lb.FindKind(ctx, o.name, kindNetwork); err != nil {
+				return err
+			} else if l != nil {
+				return fmt.Errorf("kind cluster %q already runs the cloud LB (container %s); not adding MetalLB to it: reuse it with the cloud LB option, or remove it first (make cluster-down)", o.name, l.Container)
+			}
+		}
 		if err := k.kp.ExportKubeConfig(o.name, o.kubeconfig, false); err != nil {
 			return fmt.Errorf("export kubeconfig of existing cluster %q: %w", o.name, err)
 		}
