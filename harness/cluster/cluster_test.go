@@ -305,6 +305,16 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := removeState(dir, "zd"); err != nil {
 		t.Fatalf("second remove: %v", err)
 	}
+	if err := saveState(dir, &hostState{Cluster: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveState(dir, &hostState{Cluster: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	others, err := otherStates(dir, "a")
+	if err != nil || len(others) != 1 || others[0].Cluster != "b" {
+		t.Fatalf("otherStates = %+v, %v", others, err)
+	}
 	if err := os.WriteFile(statePath(dir, "bad"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}

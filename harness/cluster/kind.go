@@ -145,6 +145,15 @@ func (k *Kind) recordHostState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("record host sysctls before kubelet changes them: %w", err)
 	}
+	// Another zerodrop cluster's kubelets may have changed them already; its
+	// record holds the values from before any kubelet ran.
+	others, err := otherStates(o.stateDir, o.name)
+	if err != nil {
+		return err
+	}
+	if len(others) > 0 && len(others[0].Sysctls) > 0 {
+		sys = others[0].Sysctls
+	}
 	had, err := networkExists(ctx, kindNetwork)
 	if err != nil {
 		return fmt.Errorf("is docker reachable? %w", err)
@@ -334,12 +343,22 @@ func (k *Kind) Delete(ctx context.Context) error {
 				o.progress("removed docker network " + st.Network)
 			}
 		}
-		changed, err := sysctlFS{root: "/proc/sys"}.restore(st.Sysctls)
+		others, err := otherStates(o.stateDir, o.name)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		for _, c := range changed {
-			o.progress("restored host sysctl " + c)
+		if len(others) > 0 {
+			// Restoring under another cluster's running kubelets would pull
+			// the host out from under them; the last one out restores.
+			o.progress(fmt.Sprintf("host sysctls left as they are: %d other zerodrop cluster(s) still recorded (%s)", len(others), others[0].Cluster))
+		} else {
+			changed, err := sysctlFS{root: "/proc/sys"}.restore(st.Sysctls)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, c := range changed {
+				o.progress("restored host sysctl " + c)
+			}
 		}
 		if len(errs) == 0 {
 			if err := removeState(o.stateDir, o.name); err != nil {

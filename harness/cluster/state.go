@@ -105,3 +105,26 @@ func (s sysctlFS) restore(want map[string]string) (changed []string, err error) 
 	}
 	return changed, errors.Join(errs...)
 }
+
+// otherStates lists the recorded host states of other clusters in dir.
+func otherStates(dir, cluster string) ([]*hostState, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, "kind-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*hostState
+	for _, m := range matches {
+		if m == statePath(dir, cluster) {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "kind-"), ".json")
+		s, err := loadState(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
