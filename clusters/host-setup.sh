@@ -135,6 +135,21 @@ else
   say "privileged containers work through $CAPWRAP_BIN"
 fi
 
+# kind's known issue: every node runs systemd, containerd and kubelet, each
+# taking inotify instances; Debian's default of 128 per user runs out at
+# about one cluster, and then kube-proxy and flannel die with "too many open
+# files". Raised only when lower than kind's documented values.
+raise_sysctl() {
+  local key="$1" want="$2" have
+  have="$(sysctl -n "$key" 2>/dev/null || echo 0)"
+  if [ "$have" -lt "$want" ]; then
+    sysctl -qw "$key=$want" || die "could not raise $key to $want (kind nodes need it)"
+    changed+=("raised $key from $have to $want")
+  fi
+}
+raise_sysctl fs.inotify.max_user_instances 512
+raise_sysctl fs.inotify.max_user_watches 524288
+
 if [ "${#changed[@]}" -eq 0 ]; then
   say "nothing to change"
 else
