@@ -209,8 +209,15 @@ func TestKindE2E(t *testing.T) {
 		}
 		ip := svc.Status.LoadBalancer.Ingress[0].IP
 		if err := retry(ctx, "echo server after re-pooling", 3*time.Minute, time.Second, func(ctx context.Context) error {
-			_, err := getJSON(ctx, "http://"+ip+"/")
-			return err
+			resp, err := getJSON(ctx, "http://"+ip+"/")
+			if err != nil {
+				return err
+			}
+			if n, _ := resp["node"].(string); nodePool(nodes, n) == "" || nodePool(nodes, n) == "pool-a" {
+				return fmt.Errorf("answered from node %q, not one of the remaining pools' nodes", n)
+			}
+			t.Logf("echo answers after re-pooling from node %v", resp["node"])
+			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -251,13 +258,18 @@ func deployEcho(ctx context.Context, t *testing.T, cs kubernetes.Interface) (str
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "echo", Image: echoImage, ImagePullPolicy: corev1.PullNever,
-					Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
-					Env: []corev1.EnvVar{env("POD_NAME", "metadata.name"), env("POD_NAMESPACE", "metadata.namespace"),
-						env("NODE_NAME", "spec.nodeName"), env("POD_IP", "status.podIP")},
-					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-				}}},
+				Spec: corev1.PodSpec{
+					// Prefer pool-a so that removing pool-a later moves the pod.
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+						Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: PoolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"pool-a"}}}},
+					}}}},
+					Containers: []corev1.Container{{
+						Name: "echo", Image: echoImage, ImagePullPolicy: corev1.PullNever,
+						Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+						Env: []corev1.EnvVar{env("POD_NAME", "metadata.name"), env("POD_NAMESPACE", "metadata.namespace"),
+							env("NODE_NAME", "spec.nodeName"), env("POD_IP", "status.podIP")},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+					}}},
 			},
 		},
 	}
@@ -334,4 +346,13 @@ func getJSON(ctx context.Context, url string) (map[string]any, error) {
 		return nil, fmt.Errorf("GET %s: decode: %w", url, err)
 	}
 	return m, nil
+}
+
+func nodePool(nodes []Node, name string) string {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n.Pool
+		}
+	}
+	return ""
 }
