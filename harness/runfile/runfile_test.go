@@ -338,3 +338,28 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestEventsAreRedacted(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Meta{RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWc"
+	fields := map[string]string{"authorization": "Bearer " + token, "node": "w1"}
+	if err := w.Event(Event{Source: SourceHarness, Type: Note, Message: "kubectl said: Authorization: Bearer " + token, Fields: fields}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), token) || strings.Contains(buf.String(), token[:24]) {
+		t.Errorf("run file keeps the token:\n%s", buf.String())
+	}
+	if !strings.Contains(buf.String(), `"node":"w1"`) {
+		t.Errorf("harmless fields lost:\n%s", buf.String())
+	}
+	if fields["authorization"] != "Bearer "+token {
+		t.Error("the caller's map was changed")
+	}
+}

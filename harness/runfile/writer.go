@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"zerodrop/reports"
 )
 
 // DefaultFlushInterval bounds how much a killed run can lose.
@@ -159,6 +161,18 @@ func (w *Writer) Event(e Event) error {
 	}
 	if e.Time.IsZero() {
 		e.Time = w.now()
+	}
+	// Events quote what tools printed (kubectl errors, LB messages), which
+	// can carry tokens or kubeconfigs; a run file is shared as evidence, so
+	// they are redacted on the way in. Fields is copied: the caller's map
+	// stays as it was.
+	e.Message = reports.RedactString(e.Message)
+	if len(e.Fields) > 0 {
+		f := make(map[string]string, len(e.Fields))
+		for k, v := range e.Fields {
+			f[k] = reports.RedactValue(k, v)
+		}
+		e.Fields = f
 	}
 	line, err := json.Marshal(eventLine{Kind: KindEvent, Event: &e})
 	if err != nil {

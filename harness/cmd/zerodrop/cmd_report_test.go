@@ -172,14 +172,36 @@ func TestReportRedactsSecrets(t *testing.T) {
 		cases = append(cases, c)
 	}
 	rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, cases)
-	// The report itself carries them (report.json is written unredacted by
-	// the harness today), so the renderer is what keeps them out.
+	// report.json and run-file events are redacted when written. A run
+	// file from elsewhere (an older version, a hand edit) may still carry a
+	// secret: plant one, so the renderer's own pass is what is tested.
 	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(raw), awsSec) {
-		t.Fatal("test setup: the secret is not in report.json")
+	if strings.Contains(string(raw), awsSec) {
+		t.Error("report.json holds the AWS secret: reports.WriteFile should have redacted it")
+	}
+	var planted int
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(path, ".jsonl") {
+			return nil
+		}
+		b, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return nil
+		}
+		// Before the end line, where a reader still takes events.
+		i := strings.LastIndex(strings.TrimRight(string(b), "\n"), "\n")
+		line := `{"kind":"event","time":"2026-11-21T02:00:03Z","source":"harness","type":"note","object":"node/kind-worker","message":"leaked AWS_SECRET_ACCESS_KEY=` + awsSec + ` Authorization: Bearer ` + jwt + `"}` + "\n"
+		out := string(b[:i+1]) + line + string(b[i+1:])
+		if werr := os.WriteFile(path, []byte(out), 0o644); werr == nil {
+			planted++
+		}
+		return nil
+	})
+	if planted == 0 {
+		t.Fatal("test setup: no run file to plant a secret in")
 	}
 	if code, out, errOut := runCLI(t, "report", "--junit=always", dir); code == exitBroken {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
