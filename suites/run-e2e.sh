@@ -2,6 +2,7 @@
 # make e2e / make e2e-smoke: the main job on a real cluster, from a bare
 # machine. Usage: run-e2e.sh [all|smoke]
 #   PROVIDER=kind|existing  LB=metallb|cloud  KEEP_CLUSTER=1  ZERODROP_OUT=dir
+#   CLUSTER_NAME=zerodrop   ZERODROP_KUBECONFIG=out/kubeconfig
 #   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -13,6 +14,7 @@ LB="${LB:-metallb}"
 GO="${GO:-go}"
 export ZERODROP_CACHE="${ZERODROP_CACHE:-/var/cache/zerodrop}"
 export ZERODROP_OUT="${ZERODROP_OUT:-$repo/out/e2e}"
+export CLUSTER_NAME="${CLUSTER_NAME:-zerodrop}"
 export ZERODROP_KUBECONFIG="${ZERODROP_KUBECONFIG:-$repo/out/kubeconfig}"
 t0=$SECONDS
 say() { printf '[e2e %4ds] %s\n' "$((SECONDS - t0))" "$*"; }
@@ -25,7 +27,7 @@ export PROVIDER LB
 
 cluster_existed=0
 if [ "$PROVIDER" = kind ] && timeout 10 docker info >/dev/null 2>&1 &&
-   [ -n "$(docker ps -aq --filter label=io.x-k8s.kind.cluster=zerodrop)" ]; then
+   [ -n "$(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME")" ]; then
   cluster_existed=1
 fi
 teardown() {

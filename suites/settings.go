@@ -21,6 +21,8 @@ import (
 type Settings struct {
 	// Provider is the cluster provider: kind or existing (PROVIDER).
 	Provider string
+	// ClusterName is the kind cluster's name (CLUSTER_NAME).
+	ClusterName string
 	// LB is the LoadBalancer implementation: metallb or cloud (LB).
 	LB string
 	// LBProfile is the cloud-style LB's default profile (LB_PROFILE).
@@ -53,6 +55,7 @@ var (
 func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, error) {
 	s := Settings{
 		Provider:     or(getenv("PROVIDER"), "kind"),
+		ClusterName:  or(getenv("CLUSTER_NAME"), "zerodrop"),
 		LB:           or(getenv("LB"), "metallb"),
 		LBProfile:    or(getenv("LB_PROFILE"), "generic"),
 		OutDir:       or(getenv("ZERODROP_OUT"), filepath.Join(repoRoot, "out", "e2e")),

@@ -46,7 +46,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	events := &SwitchSink{}
 	opts := []cluster.Option{
-		cluster.WithName("zerodrop"), cluster.WithKubeconfig(settings.Kubeconfig), cluster.WithEventSink(events),
+		cluster.WithName(settings.ClusterName), cluster.WithKubeconfig(settings.Kubeconfig), cluster.WithEventSink(events),
 		cluster.WithLogger(logger), cluster.WithProgress(func(msg string) { fmt.Fprintln(GinkgoWriter, "cluster:", msg) }),
 		cluster.WithStateDir(filepath.Join(or(os.Getenv("ZERODROP_CACHE"), "/var/cache/zerodrop"), "state")),
 	}
