@@ -52,8 +52,18 @@ image() {
   local ctx; ctx="$(mktemp -d "$CACHE/ctx.XXXXXX")"
   local f; for f in "$@"; do cp -a "$f" "$ctx/"; done
   printf '%s\nLABEL dev.zerodrop.key=%s\n' "$df" "$k" >"$ctx/Dockerfile"
+  local old; old="$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)"
   step "image-$(echo "$tag" | tr '/:' '__')" docker build -q -t "$tag" "$ctx"
   rm -rf "$ctx"
+  drop_if_dangling "$old"
+}
+
+# drop_if_dangling ID: removes an image this script built before and that no
+# tag names any more, so rebuilds do not pile up.
+drop_if_dangling() {
+  [ -n "$1" ] || return 0
+  local tags; tags="$(docker image inspect -f '{{len .RepoTags}}' "$1" 2>/dev/null || echo x)"
+  if [ "$tags" = 0 ]; then docker rmi "$1" >/dev/null 2>&1 || true; fi
 }
 
 # --- the shared Debian base -------------------------------------------------
@@ -175,6 +185,7 @@ DOCKERFILE
   docker exec "$bc" bash -c 'pkill -x containerd; for i in $(seq 1 30); do ps -C containerd -o stat= | grep -qv "^Z" || exit 0; sleep 1; done; exit 1' \
     || die "containerd in the build container did not stop"
   docker exec "$bc" rm -f /var/log/containerd-build.log
+  old_node="$(docker image inspect -f '{{.Id}}' "$NODE_REPO:$K8S_VERSION" 2>/dev/null || true)"
   step node-commit docker commit \
     --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
     --change 'ENV container=docker' \
@@ -185,5 +196,11 @@ DOCKERFILE
   log "node image $NODE: built ($(docker image inspect -f '{{.Size}}' "$NODE" | awk '{printf "%.0f MB", $1/1e6}'))"
 fi
 docker tag "$NODE" "$NODE_REPO:$K8S_VERSION"
+drop_if_dangling "${old_node:-}"
+# Older keyed node images go too; docker refuses (and we ignore) the ones a
+# container still runs from.
+for t in $(docker images "$NODE_REPO" --format '{{.Repository}}:{{.Tag}}'); do
+  case "$t" in "$NODE"|"$NODE_REPO:$K8S_VERSION"|"$NODE_REPO:stage1") ;; *) docker rmi "$t" >/dev/null 2>&1 || true ;; esac
+done
 echo "$NODE" >"$CACHE/node-image.ref"
 echo "$NODE"
