@@ -253,12 +253,13 @@ func (e *env) startLoad(t *testing.T, vip string, rate int, d time.Duration, kee
 	}
 }
 
-func (r *results) lbEvents(typ string) []runfile.Event {
+// lbEvents returns the LB's events of one type for one Service ("" = any).
+func (r *results) lbEvents(typ string, service ...string) []runfile.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []runfile.Event
 	for _, e := range r.evs {
-		if e.Source == runfile.SourceLB && e.Type == typ {
+		if e.Source == runfile.SourceLB && e.Type == typ && (len(service) == 0 || e.Fields["service"] == service[0]) {
 			out = append(out, e)
 		}
 	}
@@ -451,8 +452,8 @@ func TestCluster(t *testing.T) {
 		waitT(t, 40*time.Second, node+" back in the backends", func() bool { return len(e.state(t, key).Active) == 3 })
 		sum := wait()
 		n, _, _ := res.failures()
-		t.Logf("500 rps for 50s while %s left and rejoined the backend set: %d requests, %d OK, %d failed; LB events: %d removed, %d added",
-			node, sum.Results, sum.OK, n, len(res.lbEvents(runfile.LBBackendRemoved)), len(res.lbEvents(runfile.LBBackendAdded)))
+		t.Logf("500 rps for 50s while %s left and rejoined the backend set: %d requests, %d OK, %d failed %v; LB events: %d removed, %d added",
+			node, sum.Results, sum.OK, n, sum.ErrorClasses, len(res.lbEvents(runfile.LBBackendRemoved)), len(res.lbEvents(runfile.LBBackendAdded)))
 		if n != 0 {
 			t.Fatalf("%d requests failed while only the backend set changed", n)
 		}
@@ -462,7 +463,8 @@ func TestCluster(t *testing.T) {
 		for _, ka := range []bool{true, false} {
 			ns := e.namespace(t, fmt.Sprintf("zdlb-gclb-%v", ka))
 			w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
-				fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyCluster), fixtures.WithLBProfile("gclb"), fixtures.WithKeepAlive(ka))
+				fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyCluster), fixtures.WithLBProfile("gclb"), fixtures.WithKeepAlive(ka),
+				fixtures.WithReadiness(&fixtures.Probe{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -475,14 +477,16 @@ func TestCluster(t *testing.T) {
 			}
 			victim := pods.Items[0].Name
 			ew := e.watchEndpoints(t, ns, w.Config.Name)
-			res, wait := e.startLoad(t, vip, 50, 25*time.Second, true)
+			res, wait := e.startLoad(t, vip, 50, 30*time.Second, true)
 			time.Sleep(5 * time.Second)
 			if err := e.cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(fmt.Sprintf("%s:%d", victim, fixtures.AdminPort)).
 				SubResource("proxy").Suffix("admin/ready").Param("value", "false").Do(ctx).Error(); err != nil {
 				t.Fatalf("make %s unready: %v", victim, err)
 			}
 			wait()
+			ew.mu.Lock()
 			removed := ew.removed[victim]
+			ew.mu.Unlock()
 			if removed.IsZero() {
 				t.Fatalf("endpoint of %s was never removed", victim)
 			}
@@ -538,7 +542,7 @@ func TestCluster(t *testing.T) {
 			sum := wait()
 			n, first, last := res.failures()
 			msg := ""
-			if evs := res.lbEvents(runfile.LBBackendRemoved); len(evs) > 0 {
+			if evs := res.lbEvents(runfile.LBBackendRemoved, key); len(evs) > 0 {
 				msg = evs[0].Message
 			}
 			t.Logf("%s: cordoned pool-a %v for 15s under 100 rps: %d of %d failed (first %v after cordon, last %v); LB said: %q",
@@ -580,7 +584,7 @@ func TestCluster(t *testing.T) {
 			time.Sleep(30 * time.Second) // the LB catches up with the last change
 			sum := stop()
 			n, first, last := res.failures()
-			unhealthy := res.lbEvents(runfile.LBNodeUnhealthy)
+			unhealthy := res.lbEvents(runfile.LBNodeUnhealthy, key)
 			var uh []string
 			for _, u := range unhealthy {
 				uh = append(uh, u.Time.Sub(start).Round(100*time.Millisecond).String()+" "+u.Object)

@@ -434,11 +434,13 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		}
 		for n := range eligible {
 			if !active[n] {
-				r := "failed health check"
+				r := "not yet passed a health check"
 				if res, ok := c.mon.Last(ProbeKey{Service: key, Node: n}); ok {
-					r += ": " + res.String()
-				} else {
-					r = "not yet passed a health check"
+					if res.OK {
+						r = fmt.Sprintf("not yet healthy (needs %d consecutive passes; last: %s)", prof.HealthCheck.HealthyThreshold, res)
+					} else {
+						r = "failed health check: " + res.String()
+					}
 				}
 				reasons[n] = r
 			}

@@ -74,6 +74,8 @@ type Dataplane struct {
 	vips     map[netip.Addr]bool
 	seed     uint32
 	prepared bool
+	announce func(netip.Addr) error
+	fresh    []netip.Addr // VIPs added by this Apply, announced after the rules are in
 }
 
 // DataplaneOption configures a Dataplane.
@@ -81,6 +83,12 @@ type DataplaneOption func(*Dataplane)
 
 // WithTable sets the nftables table name (default zerodrop_lb).
 func WithTable(name string) DataplaneOption { return func(d *Dataplane) { d.table = name } }
+
+// WithAnnounce sets how a newly added VIP is announced on the network
+// (production: GratuitousARP on dev). Without it nothing is announced.
+func WithAnnounce(f func(netip.Addr) error) DataplaneOption {
+	return func(d *Dataplane) { d.announce = f }
+}
 
 // NewDataplane returns a data plane that forwards through interface dev.
 func NewDataplane(run Runner, dev string, opts ...DataplaneOption) *Dataplane {
@@ -203,6 +211,14 @@ func (d *Dataplane) Apply(ctx context.Context, cfg DPConfig) error {
 		return fmt.Errorf("data plane: apply nftables ruleset: %w\n%s", err, script)
 	}
 	d.chains = chains
+	if d.announce != nil {
+		for _, v := range d.fresh {
+			// Best effort: a host with a stale entry otherwise recovers on its own
+			// once the entry fails.
+			_ = d.announce(v)
+		}
+	}
+	d.fresh = nil
 	return d.applyVIPs(ctx, cfg, false)
 }
 
@@ -299,6 +315,7 @@ func (d *Dataplane) applyVIPs(ctx context.Context, cfg DPConfig, add bool) error
 				return fmt.Errorf("data plane: add VIP %s: %w", v, err)
 			}
 			d.vips[v] = true
+			d.fresh = append(d.fresh, v)
 		}
 		return nil
 	}

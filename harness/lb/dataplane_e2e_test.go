@@ -223,14 +223,28 @@ func other(n string) string {
 func TestDataplaneE2E(t *testing.T) {
 	tp := newTopo(t)
 	ctx := context.Background()
-	dp := NewDataplane(ExecRunner(tp.ns("lb")), "eth0")
+	dp := NewDataplane(ExecRunner(tp.ns("lb")), "eth0", WithAnnounce(func(ip netip.Addr) error {
+		return InNetns(tp.ns("lb"), func() error { return GratuitousARP("eth0", ip) })
+	}))
 	if err := dp.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dp.Close(context.Background()) })
+	// The client still remembers the VIP at another MAC (a previous LB): the
+	// gratuitous ARP of the new VIP must correct it.
+	sh(t, "ip", "-n", tp.ns("cl"), "neigh", "replace", e2eVIP, "lladdr", "02:00:00:00:00:01", "dev", "eth0", "nud", "stale")
+	time.Sleep(1100 * time.Millisecond) // past the neighbour locktime
 	if err := dp.Apply(ctx, svcConfig([]string{"n1", "n2"}, nil, CloseReset)); err != nil {
 		t.Fatal(err)
 	}
+	lbMAC, err := exec.Command("ip", "-n", tp.ns("lb"), "-br", "link", "show", "eth0").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the client's ARP entry for the VIP to point at the LB", func() bool {
+		out, _ := exec.Command("ip", "-n", tp.ns("cl"), "neigh", "show", e2eVIP).Output()
+		return strings.Contains(string(out), strings.Fields(string(lbMAC))[2])
+	})
 
 	t.Run("client address preserved, replies from the VIP, spread over nodes", func(t *testing.T) {
 		got := tp.spread(t, 40)
@@ -289,6 +303,8 @@ func TestDataplaneE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, err := c.get(true)
+		// Abort (RST) rather than close: no TIME_WAIT, so the port is free at once.
+		_ = c.c.(*net.TCPConn).SetLinger(0)
 		c.c.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -83,7 +84,14 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	dp := lb.NewDataplane(lb.ExecRunner(""), *iface)
+	dev := *iface
+	dp := lb.NewDataplane(lb.ExecRunner(""), dev, lb.WithAnnounce(func(ip netip.Addr) error {
+		err := lb.GratuitousARP(dev, ip)
+		if err != nil {
+			log.Warn("gratuitous ARP failed", "vip", ip.String(), "err", err)
+		}
+		return err
+	}))
 	if err := dp.Prepare(ctx); err != nil {
 		return fmt.Errorf("%w (the LB needs NET_ADMIN and nft/ip/sysctl in its container)", err)
 	}
