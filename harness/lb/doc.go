@@ -40,7 +40,10 @@
 // preserved (seed 001, 003).
 //
 //   - The VIPs sit on the LB's lo, so the LB answers ARP for them on the kind
-//     network and the host reaches them with no route of its own. The local
+//     network and the host reaches them with no route of its own. A new VIP
+//     is announced with a gratuitous ARP: a host that cached the address at
+//     a previous LB container's MAC would otherwise send into the void until
+//     its neighbour entry fails. The local
 //     routing table moves from rule priority 0 to 200, behind the fwmark rules
 //     (priority 100), so a marked packet to a local VIP is forwarded instead
 //     of delivered.
