@@ -116,24 +116,38 @@ func TestLBRange(t *testing.T) {
 	tests := []struct {
 		subnet      string
 		count       int
+		block       int
 		first, last string
 		wantErr     bool
 	}{
-		{"172.18.0.0/16", 32, "172.18.255.222", "172.18.255.253", false},
-		{"172.19.0.0/24", 8, "172.19.0.246", "172.19.0.253", false},
-		{"172.18.3.4/16", 1, "172.18.255.253", "172.18.255.253", false},
-		{"10.0.0.0/30", 1, "", "", true},
-		{"172.19.0.0/24", 65, "", "", true},
-		{"172.19.0.0/24", 0, "", "", true},
-		{"fc00::/64", 4, "", "", true},
+		{"172.18.0.0/16", 32, 0, "172.18.255.222", "172.18.255.253", false},
+		{"172.18.0.0/16", 32, 2, "172.18.255.158", "172.18.255.189", false},
+		{"172.19.0.0/24", 8, 0, "172.19.0.246", "172.19.0.253", false},
+		{"172.19.0.0/24", 32, 17, "172.19.0.222", "172.19.0.253", false}, // too small to move: top block
+		{"172.18.3.4/16", 1, 0, "172.18.255.253", "172.18.255.253", false},
+		{"10.0.0.0/30", 1, 0, "", "", true},
+		{"172.19.0.0/24", 65, 0, "", "", true},
+		{"172.19.0.0/24", 0, 0, "", "", true},
+		{"fc00::/64", 4, 0, "", "", true},
 	}
 	for _, tt := range tests {
-		first, last, err := lbRange(netip.MustParsePrefix(tt.subnet), tt.count)
+		first, last, err := lbRange(netip.MustParsePrefix(tt.subnet), tt.count, tt.block)
 		if (err != nil) != tt.wantErr {
 			t.Fatalf("lbRange(%s, %d) err = %v", tt.subnet, tt.count, err)
 		}
 		if err == nil && (first.String() != tt.first || last.String() != tt.last) {
 			t.Errorf("lbRange(%s, %d) = %s-%s, want %s-%s", tt.subnet, tt.count, first, last, tt.first, tt.last)
+		}
+	}
+}
+
+func TestLBBlock(t *testing.T) {
+	if lbBlock("zerodrop") != 0 {
+		t.Error("the default cluster must keep the top block")
+	}
+	for _, n := range []string{"zde2e", "zdlead", "zdsub", "x"} {
+		if b := lbBlock(n); b < 2 || b > 17 || b != lbBlock(n) {
+			t.Errorf("lbBlock(%q) = %d, want a stable 2..17", n, b)
 		}
 	}
 }

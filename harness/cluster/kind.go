@@ -291,7 +291,7 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 	if err != nil {
 		return fmt.Errorf("MetalLB address pool: %w", err)
 	}
-	first, last, err := lbRange(nw.IPv4, o.lbAddressCount)
+	first, last, err := lbRange(nw.IPv4, o.lbAddressCount, lbBlock(o.name))
 	if err != nil {
 		return fmt.Errorf("MetalLB address pool: %w", err)
 	}
