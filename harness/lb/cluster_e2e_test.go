@@ -518,7 +518,10 @@ func TestCluster(t *testing.T) {
 			}
 			vip := e.deploy(t, w)
 			key := ns + "/" + w.Config.Name
-			waitT(t, time.Minute, "backends", func() bool { return len(e.state(t, key).Active) > 0 })
+			waitT(t, time.Minute, "LB backends = endpoint nodes", func() bool {
+				s := e.state(t, key)
+				return len(s.Active) > 0 && fmt.Sprint(s.Active) == fmt.Sprint(s.EndpointNodes)
+			})
 			var poolA []string
 			for _, n := range e.nodes {
 				if n.Labels[fixtures.PoolLabel] == "pool-a" {
@@ -542,8 +545,10 @@ func TestCluster(t *testing.T) {
 			sum := wait()
 			n, first, last := res.failures()
 			msg := ""
-			if evs := res.lbEvents(runfile.LBBackendRemoved, key); len(evs) > 0 {
-				msg = evs[0].Message
+			for _, ev := range res.lbEvents(runfile.LBBackendRemoved, key) {
+				if ev.Time.After(at) && (msg == "" || strings.Contains(ev.Message, "cordoned")) {
+					msg = ev.Message
+				}
 			}
 			t.Logf("%s: cordoned pool-a %v for 15s under 100 rps: %d of %d failed (first %v after cordon, last %v); LB said: %q",
 				prof, poolA, n, sum.Results, first.Sub(at).Round(time.Millisecond), last.Sub(at).Round(time.Millisecond), msg)
