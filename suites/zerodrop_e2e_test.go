@@ -86,7 +86,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// about a second; it runs no health checks of its own.
 		suite.LBCheck = fixtures.LBHealthCheck{Interval: time.Second, HealthyThreshold: 1, UnhealthyThreshold: 1}
 	default:
-		configureCloudLB(suite)
+		configureCloudLB(ctx, suite)
 	}
 	collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), reports.RunMeta{
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
