@@ -441,3 +441,23 @@ func TestHostMetalLBManifest(t *testing.T) {
 		}
 	}
 }
+
+func TestRememberImages(t *testing.T) {
+	dir := t.TempDir()
+	k := NewKind(WithName("zd"), WithStateDir(dir))
+	if err := k.rememberImages([]string{"a:1"}); err != nil {
+		t.Fatalf("no state yet must be a no-op: %v", err)
+	}
+	if err := saveState(dir, &hostState{Cluster: "zd"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, imgs := range [][]string{{"a:1"}, {"a:1", "b:2"}} {
+		if err := k.rememberImages(imgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := k.rememberedImages()
+	if err != nil || strings.Join(got, ",") != "a:1,b:2" {
+		t.Fatalf("remembered %v, %v", got, err)
+	}
+}

@@ -438,6 +438,16 @@ func (k *Kind) LoadImages(ctx context.Context, images ...string) error {
 	if len(ns) == 0 {
 		return fmt.Errorf("kind cluster %q has no nodes (create it first)", o.name)
 	}
+	if err := k.loadInto(ctx, ns, images); err != nil {
+		return err
+	}
+	// Nodes added later get them too, as a cloud node would pull them.
+	return k.rememberImages(images)
+}
+
+// loadInto saves each image once from the local Docker and streams it into
+// the given nodes' containerd.
+func (k *Kind) loadInto(ctx context.Context, ns []nodes.Node, images []string) error {
 	dir, err := os.MkdirTemp("", "zerodrop-images-")
 	if err != nil {
 		return err
@@ -456,9 +466,32 @@ func (k *Kind) LoadImages(ctx context.Context, images ...string) error {
 				return fmt.Errorf("load image %s into node %s: %w", img, n.String(), err)
 			}
 		}
-		o.emit(runfile.Action, "image/"+img, fmt.Sprintf("loaded into %d nodes", len(ns)), nil)
+		k.o.emit(runfile.Action, "image/"+img, fmt.Sprintf("loaded into %d nodes", len(ns)), nil)
 	}
 	return nil
+}
+
+// rememberImages records side-loaded images in the host state, so that
+// AddNodePool, even from another process, loads them into new nodes.
+func (k *Kind) rememberImages(images []string) error {
+	st, err := loadState(k.o.stateDir, k.o.name)
+	if err != nil || st == nil {
+		return err
+	}
+	for _, img := range images {
+		if !slices.Contains(st.Images, img) {
+			st.Images = append(st.Images, img)
+		}
+	}
+	return saveState(k.o.stateDir, st)
+}
+
+func (k *Kind) rememberedImages() ([]string, error) {
+	st, err := loadState(k.o.stateDir, k.o.name)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	return st.Images, nil
 }
 
 func loadArchive(n nodes.Node, tar string) error {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
 	"zerodrop/harness/runfile"
 )
@@ -174,6 +176,9 @@ func (k *Kind) AddNodePool(ctx context.Context, name string, count int, labels m
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("add nodepool %s: %w", name, err)
 	}
+	if err := k.loadRemembered(ctx, names); err != nil {
+		return fmt.Errorf("add nodepool %s: %w", name, err)
+	}
 	if err := waitNodesReady(ctx, cs, o.readyTimeout, names...); err != nil {
 		return fmt.Errorf("add nodepool %s: %w", name, err)
 	}
@@ -215,6 +220,30 @@ func (k *Kind) joinNode(ctx context.Context, j joinConfig, pool, image string) e
 		return fmt.Errorf("kubeadm join on %s: %w", j.NodeName, err)
 	}
 	return nil
+}
+
+// loadRemembered loads the images earlier LoadImages calls side-loaded into
+// the named new nodes.
+func (k *Kind) loadRemembered(ctx context.Context, names []string) error {
+	images, err := k.rememberedImages()
+	if err != nil || len(images) == 0 {
+		return err
+	}
+	all, err := k.kp.ListNodes(k.o.name)
+	if err != nil {
+		return fmt.Errorf("list nodes of %q: %w", k.o.name, err)
+	}
+	var fresh []nodes.Node
+	for _, n := range all {
+		if slices.Contains(names, n.String()) {
+			fresh = append(fresh, n)
+		}
+	}
+	if len(fresh) != len(names) {
+		return fmt.Errorf("found %d of the new node containers %v", len(fresh), names)
+	}
+	k.o.progress(fmt.Sprintf("loading %d side-loaded image(s) into the new nodes", len(images)))
+	return k.loadInto(ctx, fresh, images)
 }
 
 func poolNodes(ctx context.Context, cs kubernetes.Interface, pool string) ([]string, error) {

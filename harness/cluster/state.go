@@ -22,6 +22,8 @@ type hostState struct {
 	NetworkCreated bool              `json:"network_created"`
 	Sysctls        map[string]string `json:"sysctls"`
 	Kubeconfig     string            `json:"kubeconfig,omitempty"`
+	// Images side-loaded with LoadImages, loaded into nodes added later.
+	Images []string `json:"images,omitempty"`
 }
 
 func statePath(dir, cluster string) string { return filepath.Join(dir, "kind-"+cluster+".json") }
