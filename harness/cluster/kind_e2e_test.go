@@ -167,6 +167,14 @@ func TestKindE2E(t *testing.T) {
 		if err := p.AddNodePool(ctx, "pool-c", 1, nil, nil); err == nil {
 			t.Error("adding an existing pool again succeeded")
 		}
+		// The side-loaded echo image must be on the new node too.
+		imgs, err := nodeExec(ctx, name+"-pool-c-1", nil, "ctr", "--namespace=k8s.io", "images", "list", "-q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(imgs, echoImage) {
+			t.Errorf("%s missing on the new pool-c node: %s", echoImage, imgs)
+		}
 		if err := p.RemoveNodePool(ctx, "pool-a"); err != nil {
 			t.Fatal(err)
 		}
