@@ -26,7 +26,7 @@ help: ## list targets
 # The smoke subset of the main job runs inside `make test` wherever this
 # host can run Docker (an engine answers, or we are root with apt to install
 # one); ZERODROP_SMOKE=0 leaves it out, ZERODROP_SMOKE=1 insists on it.
-ZERODROP_SMOKE ?= 0
+ZERODROP_SMOKE ?= auto
 
 test: vet fmt-check unit smoke-if-docker ## vet, gofmt check, unit tests under -race, then e2e-smoke where Docker can run
 
