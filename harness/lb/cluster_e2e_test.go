@@ -475,7 +475,7 @@ func TestCluster(t *testing.T) {
 		sum := wait()
 		n, _, _ := res.failures()
 		t.Logf("500 rps for 50s while %s left and rejoined the backend set: %d requests, %d OK, %d failed %v; LB events: %d removed, %d added",
-			node, sum.Results, sum.OK, n, sum.ErrorClasses, len(res.lbEvents(runfile.LBBackendRemoved)), len(res.lbEvents(runfile.LBBackendAdded)))
+			node, sum.Results, sum.OK, n, sum.ErrorClasses, len(res.lbEvents(runfile.LBBackendRemoved, key)), len(res.lbEvents(runfile.LBBackendAdded, key)))
 		if n != 0 {
 			t.Fatalf("%d requests failed while only the backend set changed", n)
 		}
