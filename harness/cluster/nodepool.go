@@ -18,9 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubectl/pkg/drain"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
+	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"
 )
 
@@ -296,39 +296,11 @@ func (k *Kind) RemoveNodePool(ctx context.Context, name string) error {
 	return nil
 }
 
-// drainNode cordons and drains one node with kubectl's drain library.
+// drainNode cordons and drains one node that is about to be destroyed.
 func drainNode(ctx context.Context, cs kubernetes.Interface, o *options, node string) error {
-	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("get node %s: %w", node, err)
+	res := kube.New(cs, kube.WithEventSink(o.sink)).Drain(ctx, node, o.drainTimeout, kube.Force())
+	if !res.Completed {
+		return res.Err
 	}
-	var out, errOut strings.Builder
-	h := &drain.Helper{
-		Ctx:                 ctx,
-		Client:              cs,
-		Force:               true, // bare pods die with their machine anyway
-		GracePeriodSeconds:  -1,   // each pod's own terminationGracePeriodSeconds
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  true,
-		Timeout:             o.drainTimeout,
-		Out:                 &out,
-		ErrOut:              &errOut,
-		OnPodDeletionOrEvictionStarted: func(pod *corev1.Pod, usingEviction bool) {
-			how := "delete"
-			if usingEviction {
-				how = "evict"
-			}
-			o.emit(runfile.Action, "pod/"+pod.Namespace+"/"+pod.Name, how+" for drain of "+node, map[string]string{"node": node})
-		},
-	}
-	if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
-		return fmt.Errorf("cordon %s: %w", node, err)
-	}
-	o.emit(runfile.Cordon, "node/"+node, "cordoned", nil)
-	o.emit(runfile.DrainStart, "node/"+node, "drain started", nil)
-	if err := drain.RunNodeDrain(h, node); err != nil {
-		return fmt.Errorf("drain %s: %w (%s)", node, err, strings.TrimSpace(errOut.String()))
-	}
-	o.emit(runfile.DrainEnd, "node/"+node, "drained", nil)
 	return nil
 }

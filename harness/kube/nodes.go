@@ -61,13 +61,18 @@ type DrainResult struct {
 // PodDisruptionBudgets, for at most timeout. A drain that a budget blocks is
 // not an error of the harness: it comes back as a result with Completed
 // false and the pods left behind, since seed 000 is exactly that.
-func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration) DrainResult {
+func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration, opts ...DrainOption) DrainResult {
+	var o drainOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	start := c.now()
 	res := DrainResult{Node: node}
 	var errOut strings.Builder
 	h := &drain.Helper{
 		Ctx:                 ctx,
 		Client:              c.cs,
+		Force:               o.force,
 		GracePeriodSeconds:  -1,
 		IgnoreAllDaemonSets: true,
 		DeleteEmptyDirData:  true,
@@ -108,6 +113,15 @@ func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration) 
 		map[string]string{"completed": "false"})
 	return res
 }
+
+// DrainOption adjusts a drain.
+type DrainOption func(*drainOptions)
+
+type drainOptions struct{ force bool }
+
+// Force also deletes pods no controller manages (kubectl drain --force):
+// right when the machine is destroyed next, since such pods die with it.
+func Force() DrainOption { return func(o *drainOptions) { o.force = true } }
 
 func isDaemonSetPod(p *corev1.Pod) bool {
 	for _, o := range p.OwnerReferences {
