@@ -118,7 +118,7 @@ func StartKind(ctx context.Context, o KindOptions) (*KindLB, error) {
 	if err != nil {
 		return nil, err
 	}
-	first, last, err := KindVIPRange(subnet)
+	first, last, err := KindVIPRange(subnet, o.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func FindKind(ctx context.Context, cluster, network string) (*KindLB, error) {
 	if err != nil {
 		return nil, err
 	}
-	first, last, err := KindVIPRange(subnet)
+	first, last, err := KindVIPRange(subnet, cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -35,12 +35,25 @@ func TestVIPPool(t *testing.T) {
 }
 
 func TestKindVIPRange(t *testing.T) {
-	first, last, err := KindVIPRange(netip.MustParsePrefix("172.18.0.0/16"))
+	subnet := netip.MustParsePrefix("172.18.0.0/16")
+	first, last, err := KindVIPRange(subnet, "zerodrop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// MetalLB (harness/cluster lbRange, 32 addresses) ends at .255.253 and starts at .255.222.
+	// MetalLB of "zerodrop" (harness/cluster lbRange block 0, 32 addresses) ends at .255.253 and starts at .255.222.
 	if first.String() != "172.18.255.190" || last.String() != "172.18.255.221" {
 		t.Fatalf("range %s-%s", first, last)
+	}
+	// Another cluster name: below every MetalLB block (blocks 2-17 end above .253.190).
+	f2, l2, err := KindVIPRange(subnet, "zde2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowestMetalLB := netip.MustParseAddr("172.18.253.190") // block 17's first address
+	if !l2.Less(lowestMetalLB) || f2 == first {
+		t.Fatalf("range of another cluster %s-%s overlaps MetalLB's blocks or the default cloud LB", f2, l2)
+	}
+	if _, _, err := KindVIPRange(netip.MustParsePrefix("10.0.0.0/24"), "zerodrop"); err == nil {
+		t.Fatal("a /24 is too small for the blocks")
 	}
 }
