@@ -16,7 +16,7 @@ export ZERODROP_CACHE
 
 ECHO_IMAGE   ?= zerodrop/echo-server:dev
 
-.PHONY: all test smoke-if-docker bench long vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
+.PHONY: all test smoke-if-docker bench long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
 
 all: build
 
@@ -53,6 +53,9 @@ unit: ## go test -race ./...
 bench: ## benchmarks: echo handler vs hello, attributed load vs vegeta, run-file encoding
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./harness/load/ ./harness/runfile/
 	$(GO) test -run '^$$' -bench . ./echo-server/echo/
+
+lb-e2e: ## the cloud LB's own checks: data plane in namespaces and on a Docker bridge; TestCluster needs `make cluster LB=cloud` and `make image`
+	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'DataplaneE2E|DockerBridge|TestCluster' ./harness/lb/
 
 long: ## the 60 s / 500 rps clean loopback run
 	$(GO) test -tags long -run CleanRun60s -v -timeout 10m ./harness/load/
