@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"zerodrop/harness/jsonstr"
 )
 
 // stdJSONString is encoding/json's rendering of s without HTML escaping,
@@ -24,9 +26,9 @@ func TestAppendJSONString(t *testing.T) {
 		"<html>&amp;", "héllo wörld ✓ 🚀", "bad \xff utf8 \xc3", "\xe2\x80\xa8 line sep \u2029 para sep",
 		"10.0.0.1, 192.0.2.9", "\xed\xa0\x80 surrogate",
 	} {
-		got := string(appendJSONString(nil, s))
+		got := string(jsonstr.Append(nil, s))
 		if want := stdJSONString(t, s); got != want {
-			t.Errorf("appendJSONString(%q)\n got %s\nwant %s", s, got, want)
+			t.Errorf("jsonstr.Append(%q)\n got %s\nwant %s", s, got, want)
 		}
 	}
 }
@@ -36,9 +38,9 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := appendJSONString([]byte("x"), s)
+		got := jsonstr.Append([]byte("x"), s)
 		if want := "x" + stdJSONString(t, s); string(got) != want {
-			t.Fatalf("appendJSONString(%q)\n got %s\nwant %s", s, got, want)
+			t.Fatalf("jsonstr.Append(%q)\n got %s\nwant %s", s, got, want)
 		}
 	})
 }

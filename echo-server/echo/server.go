@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"zerodrop/harness/jsonstr"
 )
 
 const (
@@ -105,13 +107,13 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
 
 	b := append([]byte(nil), `{"pod":`...)
-	b = appendJSONString(b, cfg.Identity.Pod)
+	b = jsonstr.Append(b, cfg.Identity.Pod)
 	b = append(b, `,"node":`...)
-	b = appendJSONString(b, cfg.Identity.Node)
+	b = jsonstr.Append(b, cfg.Identity.Node)
 	b = append(b, `,"namespace":`...)
-	b = appendJSONString(b, cfg.Identity.Namespace)
+	b = jsonstr.Append(b, cfg.Identity.Namespace)
 	b = append(b, `,"pod_ip":`...)
-	b = appendJSONString(b, cfg.Identity.PodIP)
+	b = jsonstr.Append(b, cfg.Identity.PodIP)
 	s.identityJSON = b
 
 	reg, err := s.newRegistry()
@@ -187,7 +189,7 @@ func appendPeer(b []byte, remote string) []byte {
 		port, _ = strconv.Atoi(p)
 	}
 	b = append(b, `,"client_ip":`...)
-	b = appendJSONString(b, ip)
+	b = jsonstr.Append(b, ip)
 	b = append(b, `,"client_port":`...)
 	return strconv.AppendInt(b, int64(port), 10)
 }
@@ -287,7 +289,7 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 		b = appendPeer(b, r.RemoteAddr)
 	}
 	b = append(b, `,"x_forwarded_for":`...)
-	b = appendJSONString(b, headerJoined(r.Header, "X-Forwarded-For"))
+	b = jsonstr.Append(b, headerJoined(r.Header, "X-Forwarded-For"))
 	b = append(b, `,"ready":`...)
 	b = appendJSONBool(b, ready)
 	b = append(b, `,"draining":`...)
@@ -310,7 +312,7 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 	b = append(b, `","request_id":`...)
 	rid := r.Header["X-Request-Id"]
 	if len(rid) > 0 {
-		b = appendJSONString(b, rid[0])
+		b = jsonstr.Append(b, rid[0])
 	} else {
 		b = append(b, `""`...)
 	}

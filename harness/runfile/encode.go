@@ -3,7 +3,8 @@ package runfile
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"zerodrop/harness/jsonstr"
 )
 
 // appendResultLine encodes a result line without reflection: one per
@@ -13,7 +14,7 @@ func appendResultLine(b []byte, r *Result) []byte {
 	b = append(b, `{"kind":"result","seq":`...)
 	b = strconv.AppendUint(b, r.Seq, 10)
 	b = append(b, `,"id":`...)
-	b = appendString(b, r.ID)
+	b = jsonstr.Append(b, r.ID)
 	if r.Target != 0 {
 		b = append(b, `,"target":`...)
 		b = strconv.AppendInt(b, int64(r.Target), 10)
@@ -46,7 +47,7 @@ func appendOptString(b []byte, key, v string) []byte {
 	if v == "" {
 		return b
 	}
-	return appendString(append(b, key...), v)
+	return jsonstr.Append(append(b, key...), v)
 }
 
 func appendOptBool(b []byte, key string, v *bool) []byte {
@@ -54,56 +55,4 @@ func appendOptBool(b []byte, key string, v *bool) []byte {
 		return b
 	}
 	return strconv.AppendBool(append(b, key...), *v)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD and
-// U+2028/U+2029 are escaped, as encoding/json does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
