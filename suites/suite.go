@@ -73,18 +73,16 @@ func (s *Suite) AddPoolLater(ctx context.Context, pool string) error {
 	return nil
 }
 
-// AddPool adds a nodepool under a running scenario and loads the echo image
-// into its nodes (a new node has only what its node image carries).
+// AddPool adds a nodepool under a running scenario. The provider loads the
+// images the suite side-loaded (the echo server) into the new nodes itself,
+// as a cloud node would pull them.
 func (s *Suite) AddPool(ctx context.Context, run *scenario.Run, pool string, count int) error {
 	run.Kube.Action("pool/"+pool, fmt.Sprintf("add nodepool %s (%d nodes)", pool, count))
 	start := time.Now()
 	if err := s.Provider.AddNodePool(ctx, pool, count, nil, nil); err != nil {
 		return fmt.Errorf("add nodepool %s: %w", pool, err)
 	}
-	if err := s.Provider.LoadImages(ctx, s.Settings.EchoImage); err != nil {
-		return fmt.Errorf("load %s into nodepool %s: %w", s.Settings.EchoImage, pool, err)
-	}
-	run.Kube.Note("pool/"+pool, fmt.Sprintf("nodepool %s ready with the echo image in %s", pool, time.Since(start).Round(time.Second)))
+	run.Kube.Note("pool/"+pool, fmt.Sprintf("nodepool %s ready in %s", pool, time.Since(start).Round(time.Second)))
 	return nil
 }
 
@@ -102,7 +100,7 @@ func (s *Suite) RestorePool(ctx context.Context, pool string, count int) error {
 	if err := s.Provider.AddNodePool(ctx, pool, count, nil, nil); err != nil {
 		return fmt.Errorf("restore nodepool %s: %w", pool, err)
 	}
-	return s.Provider.LoadImages(ctx, s.Settings.EchoImage)
+	return nil
 }
 
 // SwitchSink forwards events to whichever run is current; events outside a

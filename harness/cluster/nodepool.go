@@ -247,15 +247,7 @@ func (k *Kind) loadRemembered(ctx context.Context, names []string) error {
 }
 
 func poolNodes(ctx context.Context, cs kubernetes.Interface, pool string) ([]string, error) {
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: PoolLabel + "=" + pool})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes of pool %s: %w", pool, err)
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, n := range list.Items {
-		names = append(names, n.Name)
-	}
-	return names, nil
+	return kube.New(cs).NodesInPool(ctx, pool)
 }
 
 // RemoveNodePool implements Provider: each node is cordoned and drained

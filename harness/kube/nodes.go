@@ -148,9 +148,12 @@ func (c *Client) DrainAll(ctx context.Context, nodes []string, timeout time.Dura
 	return out
 }
 
+// PoolLabel is the node label naming the nodepool a node belongs to.
+const PoolLabel = "zerodrop.dev/pool"
+
 // NodesInPool lists the names of the nodes labelled with the pool.
 func (c *Client) NodesInPool(ctx context.Context, pool string) ([]string, error) {
-	l, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "zerodrop.dev/pool=" + pool})
+	l, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: PoolLabel + "=" + pool})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes of pool %s: %w", pool, err)
 	}

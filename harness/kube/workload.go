@@ -112,27 +112,35 @@ func (c *Client) Endpoints(ctx context.Context, namespace, service string) ([]En
 		return nil, fmt.Errorf("list EndpointSlices of %s/%s: %w", namespace, service, err)
 	}
 	var out []Endpoint
-	for _, s := range l.Items {
-		for _, ep := range s.Endpoints {
-			e := Endpoint{
-				Ready:       ep.Conditions.Ready == nil || *ep.Conditions.Ready,
-				Serving:     ep.Conditions.Serving == nil || *ep.Conditions.Serving,
-				Terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating,
-			}
-			if ep.TargetRef != nil {
-				e.Pod = ep.TargetRef.Name
-			}
-			if ep.NodeName != nil {
-				e.Node = *ep.NodeName
-			}
-			if len(ep.Addresses) > 0 {
-				e.Address = ep.Addresses[0]
-			}
-			out = append(out, e)
-		}
+	for i := range l.Items {
+		out = append(out, SliceEndpoints(&l.Items[i])...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	return out, nil
+}
+
+// SliceEndpoints reads one EndpointSlice. Conditions left unset mean
+// ready and serving, as the API documents; terminating only when set.
+func SliceEndpoints(s *discoveryv1.EndpointSlice) []Endpoint {
+	out := make([]Endpoint, 0, len(s.Endpoints))
+	for _, ep := range s.Endpoints {
+		e := Endpoint{
+			Ready:       ep.Conditions.Ready == nil || *ep.Conditions.Ready,
+			Serving:     ep.Conditions.Serving == nil || *ep.Conditions.Serving,
+			Terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating,
+		}
+		if ep.TargetRef != nil {
+			e.Pod = ep.TargetRef.Name
+		}
+		if ep.NodeName != nil {
+			e.Node = *ep.NodeName
+		}
+		if len(ep.Addresses) > 0 {
+			e.Address = ep.Addresses[0]
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // WaitReadyEndpoints waits until the Service has exactly want ready

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"
 )
 
@@ -78,14 +79,8 @@ type podState struct {
 	terminating bool
 }
 
-type endpointState struct {
-	pod         string
-	node        string
-	address     string
-	ready       bool
-	serving     bool
-	terminating bool
-}
+// endpointState is an endpoint as the Service's EndpointSlices say.
+type endpointState = kube.Endpoint
 
 // New returns an Observer; Run starts it.
 func New(client kubernetes.Interface, target Target, sink runfile.EventSink, opts ...Option) *Observer {
@@ -217,7 +212,7 @@ func (o *Observer) onNode(obj any, deleted bool) {
 }
 
 // PoolLabel is the node label naming the nodepool a node belongs to.
-const PoolLabel = "zerodrop.dev/pool"
+const PoolLabel = kube.PoolLabel
 
 type change struct {
 	typ, object, msg string
@@ -345,26 +340,12 @@ func (o *Observer) onSlice(obj any, deleted bool) {
 
 func sliceEndpoints(s *discoveryv1.EndpointSlice) map[string]endpointState {
 	out := map[string]endpointState{}
-	for _, ep := range s.Endpoints {
-		st := endpointState{
-			ready:       ep.Conditions.Ready == nil || *ep.Conditions.Ready,
-			serving:     ep.Conditions.Serving == nil || *ep.Conditions.Serving,
-			terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating,
-		}
-		if len(ep.Addresses) > 0 {
-			st.address = ep.Addresses[0]
-		}
-		if ep.NodeName != nil {
-			st.node = *ep.NodeName
-		}
-		if ep.TargetRef != nil {
-			st.pod = ep.TargetRef.Name
-		}
-		key := st.pod
+	for _, e := range kube.SliceEndpoints(s) {
+		key := e.Pod
 		if key == "" {
-			key = st.address
+			key = e.Address
 		}
-		out[key] = st
+		out[key] = e
 	}
 	return out
 }
@@ -393,7 +374,7 @@ func endpointChanges(svc string, prev, now map[string]endpointState) []change {
 		n, hasN := now[k]
 		fields := func(s endpointState) map[string]string {
 			f := map[string]string{"service": svc}
-			for kk, v := range map[string]string{"pod": s.pod, "node": s.node, "address": s.address} {
+			for kk, v := range map[string]string{"pod": s.Pod, "node": s.Node, "address": s.Address} {
 				if v != "" {
 					f[kk] = v
 				}
@@ -401,18 +382,18 @@ func endpointChanges(svc string, prev, now map[string]endpointState) []change {
 			return f
 		}
 		obj := "endpoint/" + svc + "/" + k
-		wasIn := hadP && p.ready
-		isIn := hasN && n.ready
+		wasIn := hadP && p.Ready
+		isIn := hasN && n.Ready
 		switch {
 		case !wasIn && isIn:
 			out = append(out, change{runfile.EndpointAdded, obj, "endpoint ready: receives new connections", fields(n)})
-		case wasIn && !isIn && hasN && n.terminating && n.serving:
+		case wasIn && !isIn && hasN && n.Terminating && n.Serving:
 			out = append(out, change{runfile.EndpointTerminating, obj, "endpoint terminating but still serving (no new connections)", fields(n)})
 		case wasIn && !isIn && hasN:
-			out = append(out, change{runfile.EndpointRemoved, obj, fmt.Sprintf("endpoint not ready (serving=%t terminating=%t)", n.serving, n.terminating), fields(n)})
+			out = append(out, change{runfile.EndpointRemoved, obj, fmt.Sprintf("endpoint not ready (serving=%t terminating=%t)", n.Serving, n.Terminating), fields(n)})
 		case hadP && !hasN:
 			out = append(out, change{runfile.EndpointRemoved, obj, "endpoint gone from EndpointSlice", fields(p)})
-		case !wasIn && !isIn && hadP && hasN && p.terminating && p.serving && !n.serving:
+		case !wasIn && !isIn && hadP && hasN && p.Terminating && p.Serving && !n.Serving:
 			out = append(out, change{runfile.Note, obj, "terminating endpoint stopped serving", fields(n)})
 		}
 	}

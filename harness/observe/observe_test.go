@@ -15,10 +15,10 @@ import (
 )
 
 func TestEndpointChanges(t *testing.T) {
-	ready := endpointState{pod: "p1", node: "n1", ready: true, serving: true}
-	terminating := endpointState{pod: "p1", node: "n1", ready: false, serving: true, terminating: true}
-	gone := endpointState{pod: "p1", node: "n1", ready: false, serving: false, terminating: true}
-	unready := endpointState{pod: "p1", node: "n1", ready: false, serving: false}
+	ready := endpointState{Pod: "p1", Node: "n1", Ready: true, Serving: true}
+	terminating := endpointState{Pod: "p1", Node: "n1", Ready: false, Serving: true, Terminating: true}
+	gone := endpointState{Pod: "p1", Node: "n1", Ready: false, Serving: false, Terminating: true}
+	unready := endpointState{Pod: "p1", Node: "n1", Ready: false, Serving: false}
 	tests := []struct {
 		name      string
 		prev, now map[string]endpointState
