@@ -82,9 +82,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	}
 	switch settings.LB {
 	case "metallb":
-		// MetalLB in L2 mode follows EndpointSlices and re-announces within
-		// about a second; it runs no health checks of its own.
-		suite.LBCheck = fixtures.LBHealthCheck{Interval: time.Second, HealthyThreshold: 1, UnhealthyThreshold: 1}
+		// MetalLB in L2 mode follows the EndpointSlices' serving condition
+		// and re-announces within about a second; no health checks.
+		suite.LBCheck = fixtures.MetalLBL2
 	default:
 		configureCloudLB(ctx, suite)
 	}

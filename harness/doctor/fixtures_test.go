@@ -86,7 +86,7 @@ func TestFixtureProfiles(t *testing.T) {
 func TestHardenedMatchesEveryProfile(t *testing.T) {
 	for _, p := range Profiles() {
 		t.Run(p.Name, func(t *testing.T) {
-			lb := fixtures.LBHealthCheck{Interval: p.Interval, HealthyThreshold: p.HealthyThreshold, UnhealthyThreshold: p.UnhealthyThreshold}
+			lb := fixtures.LBHealthCheck{Interval: p.Interval, HealthyThreshold: p.HealthyThreshold, UnhealthyThreshold: p.UnhealthyThreshold, FollowsServing: p.FollowsServing}
 			r := fixtureReport(t, []fixtures.Option{fixtures.WithLBHealthCheck(lb)}, WithLBProfile(p))
 			if got := ids(r, Error); len(got) > 0 {
 				t.Errorf("hardened fixture for %s has errors %v; %s", p.Name, got, summary(r))

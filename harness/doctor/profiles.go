@@ -31,6 +31,10 @@ type LBProfile struct {
 	// L7: an HTTP proxy that keeps connections to the nodes open and reuses
 	// them (GCE Ingress, seed 004).
 	L7 bool `json:"l7,omitempty"`
+	// FollowsServing: no health check; nodes are picked from the
+	// EndpointSlices' serving condition (MetalLB), so a terminating Pod that
+	// stays ready keeps its node in the LB until it exits.
+	FollowsServing bool `json:"followsServing,omitempty"`
 	// Source is where the numbers come from.
 	Source string `json:"source"`
 }
@@ -114,9 +118,10 @@ var profiles = []LBProfile{
 			"DefaultHealthCheckInterval=60s, DefaultTimeout=60s, DefaultHealthyThreshold=1, DefaultUnhealthyThreshold=10",
 	},
 	{
-		Name: "metallb", Aliases: []string{"kind"},
+		Name: "metallb", Aliases: []string{"kind"}, FollowsServing: true,
 		Source: "MetalLB has no health check: its speakers follow EndpointSlices and, with Local, announce only from " +
-			"nodes with a ready endpoint (metallb/metallb#322), so the lag is endpoint propagation, not an interval",
+			"nodes with an endpoint that is ready or serving (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe), " +
+			"so the lag is endpoint propagation, not an interval, and a terminating endpoint keeps its node announced",
 	},
 }
 

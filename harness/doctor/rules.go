@@ -90,7 +90,8 @@ var catalogue = []Rule{
 			"terminationGracePeriodSeconds. An app that fails readiness as soon as SIGTERM arrives is otherwise marked " +
 			"NotReady while still alive; KEP-1669 terminating endpoints then stop carrying its established connections " +
 			"and, with externalTrafficPolicy Local, the LB's connections to that node are blackholed. Error with Local, " +
-			"warning with Cluster.",
+			"warning with Cluster. Not checked with the metallb profile: MetalLB follows the serving condition, so " +
+			"there the app should fail readiness on SIGTERM and keep serving until the LB has moved.",
 		Fix: "Raise the preStop sleep or readiness periodSeconds*(failureThreshold-1), or lower " +
 			"terminationGracePeriodSeconds, until the inequality holds (seed 002: preStop 10s, period 10s, " +
 			"failureThreshold 3, grace 30s). Better still, keep the app ready while it drains.",
@@ -266,7 +267,10 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int64(d/time.Se
 func checkInequality(t *target) []result {
 	ps := containerPreStop(t.c)
 	r := t.c.ReadinessProbe
-	if r == nil || !ps.known {
+	// Behind an LB that follows the serving condition, failing readiness
+	// before the app stops is what moves the traffic; the inequality would
+	// keep the node announced until the Pod is gone.
+	if r == nil || !ps.known || t.profile.FollowsServing {
 		return nil
 	}
 	period, ft := probeTiming(r)

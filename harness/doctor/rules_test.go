@@ -224,16 +224,19 @@ func TestRules(t *testing.T) {
 		lineHas string // the first finding of the first fired rule points at a line containing this
 	}{
 		// ZD001: seed 002's inequality.
-		{name: "ZD001 fires: seed 002 numbers with a long grace", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+		{name: "ZD001 fires: seed 002 numbers with a long grace", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
 			fire: map[string]Severity{"ZD001": Error}, quiet: []string{"ZD002", "ZD003"}, lineHas: "terminationGracePeriodSeconds"},
-		{name: "ZD001 quiet: seed 002's own configuration", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+		{name: "ZD001 quiet: seed 002's own configuration", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
 			quiet: []string{"ZD001", "ZD002", "ZD003"}},
 		{name: "ZD001 is a warning with Cluster", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 5", Grace: "60"},
 			fire: map[string]Severity{"ZD001": Warning}, quiet: []string{"ZD002"}},
-		{name: "ZD001 uses the API defaults (grace 30, period 10, failure 3)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 9", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+		{name: "ZD001 uses the API defaults (grace 30, period 10, failure 3)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 9", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
 			fire: map[string]Severity{"ZD001": Error}},
-		{name: "ZD001 quiet at the boundary (10 + 10x2 = 30)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+		{name: "ZD001 quiet at the boundary (10 + 10x2 = 30)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
 			quiet: []string{"ZD001"}},
+
+		{name: "ZD001 quiet behind MetalLB, which follows the serving condition", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+			quiet: []string{"ZD001", "ZD002", "ZD003"}},
 
 		// ZD002: preStop vs LB lag, per profile.
 		{name: "ZD002 fires: no preStop with Local", in: m{Lifecycle: "-", Grace: "30"},
