@@ -161,6 +161,14 @@ func TestDrainTimeout(t *testing.T) {
 			// A connection that never sends a request holds a drain too:
 			// net/http gives a first request 5s to arrive.
 			silent := dial(t, srv.traffic)
+			// Both connections accepted before SIGTERM (on a busy machine the
+			// accept loop can lag a fixed sleep); then a moment for net/http
+			// to read the busy one's request.
+			for deadline := time.Now().Add(5 * time.Second); srv.stats(t).OpenConnections < 2; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("server never saw both connections: %+v", srv.stats(t))
+				}
+			}
 			time.Sleep(100 * time.Millisecond)
 			t0 := time.Now()
 			srv.signals <- syscall.SIGTERM

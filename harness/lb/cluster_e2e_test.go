@@ -275,6 +275,47 @@ func (e *env) startLoad(t *testing.T, vip string, rate int, d time.Duration, kee
 	}
 }
 
+// watchHealth polls a node's healthCheckNodePort every 50ms and reports
+// the first time it answers want (zero time if ctx ends first).
+func (e *env) watchHealth(ctx context.Context, node string, port int32, want int) <-chan time.Time {
+	out := make(chan time.Time, 1)
+	var ip string
+	for _, n := range e.nodes {
+		if n.Name == node {
+			for _, a := range n.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP {
+					ip = a.Address
+				}
+			}
+		}
+	}
+	go func() {
+		defer close(out)
+		if ip == "" {
+			return
+		}
+		c := &http.Client{Timeout: time.Second}
+		url := fmt.Sprintf("http://%s:%d/healthz", ip, port)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if resp, err := c.Get(url); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == want {
+					out <- time.Now()
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
 // lbEvents returns the LB's events of one type for one Service ("" = any).
 func (r *results) lbEvents(typ string, service ...string) []runfile.Event {
 	r.mu.Lock()
@@ -383,15 +424,30 @@ func TestCluster(t *testing.T) {
 		t.Logf("client_ip: %d/%d requests saw %s (the load generator's address on the kind network); backends matched endpoints %v after deploy",
 			sum.OK, sum.Results, e.hostIP, lag.Round(time.Millisecond))
 
-		// Move the pod to another worker; the LB must follow within interval x threshold.
+		// Move the pod to another worker; the LB must follow within interval x
+		// threshold of the health endpoint changing. The LB only sees kube-proxy's
+		// healthCheckNodePort, so the clock starts when that flips (polled here
+		// every 50ms on both nodes), not when the EndpointSlice changes: the
+		// difference is kube-proxy's own propagation, reported separately.
 		before := e.state(t, key)
+		from := before.EndpointNodes[0]
 		var target string
 		for _, n := range e.nodes {
-			if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; !cp && n.Name != before.EndpointNodes[0] {
+			if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; !cp && n.Name != from {
 				target = n.Name
 				break
 			}
 		}
+		svc, err := e.cs.CoreV1().Services(ns).Get(ctx, w.Config.Name, metav1.GetOptions{})
+		if err != nil || svc.Spec.HealthCheckNodePort == 0 {
+			t.Fatalf("service %s has no healthCheckNodePort: %v", key, err)
+		}
+		evs := &results{}
+		sctx, scancel := context.WithCancel(ctx)
+		defer scancel()
+		go func() { _ = lb.SubscribeEvents(sctx, e.lb.AdminURL(), evs, nil) }()
+		fromFlip := e.watchHealth(sctx, from, svc.Spec.HealthCheckNodePort, http.StatusServiceUnavailable)
+		toFlip := e.watchHealth(sctx, target, svc.Spec.HealthCheckNodePort, http.StatusOK)
 		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/hostname":%q}}}}}`, target)
 		if _, err := e.cs.AppsV1().Deployments(ns).Patch(ctx, w.Config.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
@@ -405,11 +461,33 @@ func TestCluster(t *testing.T) {
 			}
 			return false
 		})
-		lag = waitT(t, time.Minute, "LB backends follow", match)
-		t.Logf("endpoint moved %v -> %s; LB backend set equal to endpoint nodes %v later (gcp-nlb interval x threshold = 24s)",
-			before.EndpointNodes, target, time.Since(moved).Round(time.Millisecond))
-		if lag > 24*time.Second+2*time.Second {
-			t.Fatalf("LB took %v to follow, more than interval x threshold", lag)
+		waitT(t, time.Minute, "LB backends follow", match)
+		time.Sleep(300 * time.Millisecond) // the LB's events reach the subscriber
+		scancel()
+		eventAt := func(typ, node string) time.Time {
+			for _, ev := range evs.lbEvents(typ, key) {
+				if ev.Fields["node"] == node {
+					return ev.Time
+				}
+			}
+			t.Fatalf("no %s event for %s in %d LB events", typ, node, len(evs.lbEvents(typ)))
+			return time.Time{}
+		}
+		removed, added := eventAt(runfile.LBBackendRemoved, from), eventAt(runfile.LBBackendAdded, target)
+		fromAt, toAt := <-fromFlip, <-toFlip
+		if fromAt.IsZero() || toAt.IsZero() {
+			t.Fatalf("health endpoints never flipped: %s 503 at %v, %s 200 at %v", from, fromAt, target, toAt)
+		}
+		// gcp-nlb: 8s x 3 to remove, 8s x 1 to add. A check completes one
+		// round trip after it starts; 500ms covers that and event delivery.
+		const slack = 500 * time.Millisecond
+		removeLag, addLag := removed.Sub(fromAt), added.Sub(toAt)
+		t.Logf("endpoint moved %s -> %s (EndpointSlice seen %s); healthCheckNodePort flipped on %s after %v and on %s after %v; "+
+			"LB removed %s %v after its flip (bound 8s x 3 = 24s), added %s %v after its flip (bound 8s x 1 = 8s)",
+			from, target, moved.Format("15:04:05.000"), from, fromAt.Sub(moved).Round(time.Millisecond), target, toAt.Sub(moved).Round(time.Millisecond),
+			from, removeLag.Round(time.Millisecond), target, addLag.Round(time.Millisecond))
+		if removeLag > 24*time.Second+slack || addLag > 8*time.Second+slack {
+			t.Fatalf("LB took %v to remove and %v to add after the health endpoints changed: more than interval x threshold", removeLag, addLag)
 		}
 	})
 
