@@ -106,8 +106,13 @@ type ScenarioSpec struct {
 	Description string `json:"description,omitempty"`
 	// Seeds are the incident write-ups the scenario traces back to, by file
 	// name under shared/seeds (e.g. "000_45582324abe9cf8f.txt").
-	Seeds  []string          `json:"seeds,omitempty"`
-	Labels map[string]string `json:"labels,omitempty"`
+	Seeds []string `json:"seeds,omitempty"`
+	// PlatformLimit, on a documentation scenario, is the measured platform
+	// behaviour that makes zero drops impossible for it on this LB: the
+	// hardened profile runs, everything is reported, but the platform, not
+	// the workload, decides the outcome.
+	PlatformLimit string            `json:"platformLimit,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
 	// Config is the scenario's knobs as strings
 	// ("externalTrafficPolicy": "Local", "preStopSleep": "5s").
 	Config   map[string]string `json:"config,omitempty"`

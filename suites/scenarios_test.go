@@ -131,3 +131,35 @@ func TestAddPoolLaterNeedsAProvider(t *testing.T) {
 		t.Error("no provider accepted")
 	}
 }
+
+func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
+	var np Scenario
+	for _, sc := range Scenarios() {
+		for _, l := range sc.Limits {
+			if l.Reason == "" || l.LB == "" {
+				t.Errorf("%s: limit without LB or reason: %+v", sc.Name, l)
+			}
+		}
+		if sc.Name == "nodepool-replacement" {
+			np = sc
+		}
+	}
+	hardened := func(cs []Case) Case {
+		for _, c := range cs {
+			if c.Profile == fixtures.Hardened && c.Policy == localPolicy {
+				return c
+			}
+		}
+		t.Fatal("no local/hardened case")
+		return Case{}
+	}
+	if c := hardened(np.CasesOn("metallb")); c.Role != reports.RoleDocumentation || c.PlatformLimit == "" {
+		t.Errorf("on metallb: role %s, limit %q; want documentation with the reason", c.Role, c.PlatformLimit)
+	}
+	if c := hardened(np.CasesOn("cloud")); c.Role != reports.RoleAssertion || c.PlatformLimit != "" {
+		t.Errorf("on cloud: role %s, limit %q; want an assertion", c.Role, c.PlatformLimit)
+	}
+	if c := hardened(np.Cases); c.Role != reports.RoleAssertion {
+		t.Errorf("CasesOn changed the registry: role %s", c.Role)
+	}
+}

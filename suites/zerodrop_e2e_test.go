@@ -133,7 +133,7 @@ func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
 var _ = Describe("zerodrop", func() {
 	for _, sc := range Scenarios() {
 		Describe(sc.Name, Label("scenario:"+sc.Name), func() {
-			for _, c := range sc.Cases {
+			for _, c := range sc.CasesOn(or(os.Getenv("LB"), "metallb")) {
 				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
 					if sc.NeedsNodepools && suite.Settings.Provider == "existing" {
 						Skip("the existing provider cannot add or remove nodepools; run with PROVIDER=kind")
@@ -165,7 +165,8 @@ var _ = Describe("zerodrop", func() {
 // the report says what broke instead of leaving a gap.
 func brokenRun(sc Scenario, c Case, err error) reports.Scenario {
 	return reports.Scenario{
-		ScenarioSpec: reports.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds},
+		ScenarioSpec: reports.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
+			PlatformLimit: c.PlatformLimit},
 		Verdict: reports.Verdict{Status: reports.Error, Reasons: []reports.Reason{{
 			Check: "run", Status: reports.Error, Message: err.Error(),
 		}}},
@@ -178,6 +179,9 @@ func summary(s reports.Scenario) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%s] %s: %d requests, %d dropped, %d failure windows\n",
 		s.Name, s.Role, s.Verdict.Status, s.Results.Total, s.Results.Dropped, len(s.FailureWindows))
+	if s.PlatformLimit != "" {
+		fmt.Fprintf(&b, "  platform limit: %s\n", s.PlatformLimit)
+	}
 	for _, r := range s.Verdict.Reasons {
 		fmt.Fprintf(&b, "  %-4s %s: %s\n", r.Status, r.Check, r.Message)
 	}

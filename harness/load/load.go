@@ -216,6 +216,10 @@ type Summary struct {
 	Dropped      int64
 	ErrorClasses map[string]int64
 	StatusCodes  map[int]int64
+	// ByNode counts the answers per node that served them (the echo
+	// server's node field), so a scenario can find where the LB sends
+	// traffic while the load runs.
+	ByNode map[string]int64
 }
 
 // Rate is the achieved results per second between start and end.
@@ -311,6 +315,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 			Started:      time.Now(),
 			ErrorClasses: map[string]int64{},
 			StatusCodes:  map[int]int64{},
+			ByNode:       map[string]int64{},
 		},
 	}
 	r.event(runfile.Event{Time: r.sum.Started, Source: runfile.SourceLoad, Type: runfile.Action,
@@ -398,6 +403,7 @@ func (r *Running) Wait() (Summary, error) {
 	sum := r.sum
 	sum.ErrorClasses = copyMap(r.sum.ErrorClasses)
 	sum.StatusCodes = copyMap(r.sum.StatusCodes)
+	sum.ByNode = copyMap(r.sum.ByNode)
 	if r.sinkErr != nil {
 		return sum, fmt.Errorf("load stopped: recording a result failed: %w", r.sinkErr)
 	}
@@ -419,6 +425,7 @@ func (r *Running) Snapshot() Summary {
 	sum := r.sum
 	sum.ErrorClasses = copyMap(r.sum.ErrorClasses)
 	sum.StatusCodes = copyMap(r.sum.StatusCodes)
+	sum.ByNode = copyMap(r.sum.ByNode)
 	if sum.Ended.IsZero() {
 		sum.Ended = time.Now()
 	}
@@ -443,6 +450,9 @@ func (r *Running) consume(results <-chan *vegeta.Result, att *attempts, index ma
 		}
 		if res.Status != 0 {
 			r.sum.StatusCodes[res.Status]++
+		}
+		if res.Node != "" {
+			r.sum.ByNode[res.Node]++
 		}
 		r.mu.Unlock()
 		if failed {

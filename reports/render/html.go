@@ -170,6 +170,9 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 		Start: sc.Start.UTC().Format("2006-01-02 15:04:05 UTC")}
 	if sc.Role == reports.RoleDocumentation {
 		v.RoleText = "Documentation scenario: it measures a known hazard (for example a naive profile) and never fails the suite. Its verdict records what happens, not a defect of this run."
+		if sc.PlatformLimit != "" {
+			v.RoleText = "Documentation scenario: a hardened workload on a platform that cannot give zero drops here. Platform limit: " + sc.PlatformLimit
+		}
 	} else {
 		v.RoleText = "Assertion scenario: its verdict counts toward the suite's outcome."
 	}

@@ -127,6 +127,9 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			fmt.Fprintf(&b, "<details><summary>%s %s — %s</summary>\n\n", bd.Emoji, htmlText(sc.Name), htmlText(bd.Text))
 			if sc.Role == reports.RoleDocumentation {
 				b.WriteString("_Documentation scenario: it measures a known hazard and never fails the suite._\n\n")
+				if sc.PlatformLimit != "" {
+					fmt.Fprintf(&b, "_Platform limit: %s_\n\n", mdCell(sc.PlatformLimit))
+				}
 			}
 			for _, rs := range sc.Verdict.Reasons {
 				if rs.Status != reports.Pass {
