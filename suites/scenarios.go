@@ -343,10 +343,24 @@ func unreadyKeepalive(ctx context.Context, s *Suite, c Case) (reports.Scenario, 
 	if len(pods) == 0 {
 		return reports.Scenario{}, fmt.Errorf("unready-keepalive: no pods of %s", run.Config.Name)
 	}
-	victim := pods[0].Name
 	if err := run.Settle(ctx, 5*time.Second); err != nil {
 		return reports.Scenario{}, err
 	}
+	// The victim is the pod with the most answers so far: with keep-alive a
+	// few connections carry the load and a pod may get none, and an idle pod
+	// turning unready measures nothing.
+	served := run.Snapshot().ByPod
+	victim := pods[0].Name
+	for _, p := range pods {
+		if served[p.Name] > served[victim] {
+			victim = p.Name
+		}
+	}
+	if served[victim] == 0 {
+		return reports.Scenario{}, fmt.Errorf("unready-keepalive: no pod answered during the first 5s of load (per pod: %v); nothing to turn unready", served)
+	}
+	_ = run.Events().Event(runfile.Event{Time: time.Now(), Source: runfile.SourceHarness, Type: runfile.Note, Object: "pod/" + run.Config.Namespace + "/" + victim,
+		Message: fmt.Sprintf("chosen to turn unready: it answered %d of the %d requests so far (per pod: %v)", served[victim], sumCounts(served), served)})
 	if err := run.Kube.SetEchoReady(ctx, run.Config.Namespace, victim, false); err != nil {
 		return reports.Scenario{}, err
 	}

@@ -216,10 +216,11 @@ type Summary struct {
 	Dropped      int64
 	ErrorClasses map[string]int64
 	StatusCodes  map[int]int64
-	// ByNode counts the answers per node that served them (the echo
-	// server's node field), so a scenario can find where the LB sends
-	// traffic while the load runs.
+	// ByNode and ByPod count the answers per node and per pod that served
+	// them (the echo server's fields), so a scenario can find where the LB
+	// sends traffic while the load runs.
 	ByNode map[string]int64
+	ByPod  map[string]int64
 }
 
 // Rate is the achieved results per second between start and end.
@@ -316,6 +317,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 			ErrorClasses: map[string]int64{},
 			StatusCodes:  map[int]int64{},
 			ByNode:       map[string]int64{},
+			ByPod:        map[string]int64{},
 		},
 	}
 	r.event(runfile.Event{Time: r.sum.Started, Source: runfile.SourceLoad, Type: runfile.Action,
@@ -404,6 +406,7 @@ func (r *Running) Wait() (Summary, error) {
 	sum.ErrorClasses = copyMap(r.sum.ErrorClasses)
 	sum.StatusCodes = copyMap(r.sum.StatusCodes)
 	sum.ByNode = copyMap(r.sum.ByNode)
+	sum.ByPod = copyMap(r.sum.ByPod)
 	if r.sinkErr != nil {
 		return sum, fmt.Errorf("load stopped: recording a result failed: %w", r.sinkErr)
 	}
@@ -426,6 +429,7 @@ func (r *Running) Snapshot() Summary {
 	sum.ErrorClasses = copyMap(r.sum.ErrorClasses)
 	sum.StatusCodes = copyMap(r.sum.StatusCodes)
 	sum.ByNode = copyMap(r.sum.ByNode)
+	sum.ByPod = copyMap(r.sum.ByPod)
 	if sum.Ended.IsZero() {
 		sum.Ended = time.Now()
 	}
@@ -453,6 +457,9 @@ func (r *Running) consume(results <-chan *vegeta.Result, att *attempts, index ma
 		}
 		if res.Node != "" {
 			r.sum.ByNode[res.Node]++
+		}
+		if res.Pod != "" {
+			r.sum.ByPod[res.Pod]++
 		}
 		r.mu.Unlock()
 		if failed {

@@ -53,7 +53,8 @@ func TestFixedDurationAttributes(t *testing.T) {
 			name = "no-keepalive"
 		}
 		t.Run(name, func(t *testing.T) {
-			addr := startEcho(t, "echo-a", "node-1")
+			pod, node := "echo-a", "node-1"
+			addr := startEcho(t, pod, node)
 			sink := &memSink{}
 			opts := []load.Option{load.WithTargets("http://" + addr + "/"), load.WithRate(100), load.WithDuration(time.Second),
 				load.WithKeepAlive(keepAlive), load.WithTimeout(2 * time.Second), load.WithHost("echo.test")}
@@ -109,6 +110,9 @@ func TestFixedDurationAttributes(t *testing.T) {
 			}
 			if sum.OK != sum.Results || sum.Dropped != 0 || sum.Rate() < 80 {
 				t.Errorf("summary = %+v rate %.1f", sum, sum.Rate())
+			}
+			if sum.ByPod[pod] != sum.OK || sum.ByNode[node] != sum.OK || len(sum.ByPod) != 1 || len(sum.ByNode) != 1 {
+				t.Errorf("per pod %v, per node %v; want all %d answers on %s / %s", sum.ByPod, sum.ByNode, sum.OK, pod, node)
 			}
 		})
 	}
