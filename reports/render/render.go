@@ -129,11 +129,18 @@ func (sc *Scenario) headline() string {
 			return r.Message
 		}
 	}
+	limit := ""
+	if sc.PlatformLimit != "" {
+		limit = " (platform limit on this LB, see the scenario)"
+	}
 	if sc.Role == reports.RoleDocumentation && sc.Results.Dropped > 0 {
 		// Documentation cases set no drop limit, so no reason mentions the
 		// hazard they exist to show.
-		return fmt.Sprintf("documented hazard: %s of %s requests dropped in %d failure window(s)",
-			formatCount(sc.Results.Dropped), formatCount(sc.Results.Total), len(sc.FailureWindows))
+		return fmt.Sprintf("documented hazard: %s of %s requests dropped in %d failure window(s)%s",
+			formatCount(sc.Results.Dropped), formatCount(sc.Results.Total), len(sc.FailureWindows), limit)
+	}
+	if limit != "" {
+		return fmt.Sprintf("%s of %s requests dropped this time%s", formatCount(sc.Results.Dropped), formatCount(sc.Results.Total), limit)
 	}
 	for _, r := range sc.Verdict.Reasons {
 		if r.Check == "dropped" {

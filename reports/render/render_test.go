@@ -565,3 +565,19 @@ func BenchmarkBuildTimeline(b *testing.B) {
 	}
 	b.ReportMetric(float64(sc.Results.Total), "results/op")
 }
+
+func TestHeadlineNamesAPlatformLimit(t *testing.T) {
+	for _, tc := range []struct {
+		dropped int64
+		want    string
+	}{
+		{0, "0 of 100 requests dropped this time (platform limit"},
+		{3, "documented hazard: 3 of 100 requests dropped in 0 failure window(s) (platform limit"},
+	} {
+		sc := &Scenario{Scenario: reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Role: reports.RoleDocumentation, PlatformLimit: "the VIP moves"}}}
+		sc.Results.Total, sc.Results.Dropped = 100, tc.dropped
+		if got := sc.headline(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("dropped %d: headline %q, want prefix %q", tc.dropped, got, tc.want)
+		}
+	}
+}
