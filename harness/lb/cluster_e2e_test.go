@@ -449,6 +449,7 @@ func TestCluster(t *testing.T) {
 		fromFlip := e.watchHealth(sctx, from, svc.Spec.HealthCheckNodePort, http.StatusServiceUnavailable)
 		toFlip := e.watchHealth(sctx, target, svc.Spec.HealthCheckNodePort, http.StatusOK)
 		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/hostname":%q}}}}}`, target)
+		patched := time.Now()
 		if _, err := e.cs.AppsV1().Deployments(ns).Patch(ctx, w.Config.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -464,9 +465,11 @@ func TestCluster(t *testing.T) {
 		waitT(t, time.Minute, "LB backends follow", match)
 		time.Sleep(300 * time.Millisecond) // the LB's events reach the subscriber
 		scancel()
+		// The subscription replays the LB's history: only what followed the
+		// patch counts.
 		eventAt := func(typ, node string) time.Time {
 			for _, ev := range evs.lbEvents(typ, key) {
-				if ev.Fields["node"] == node {
+				if ev.Fields["node"] == node && ev.Time.After(patched) {
 					return ev.Time
 				}
 			}
