@@ -29,6 +29,9 @@ func configureCloudLB(ctx context.Context, s *Suite) {
 		HealthyThreshold:   p.HealthCheck.HealthyThreshold,
 		UnhealthyThreshold: p.HealthCheck.UnhealthyThreshold,
 	}
+	// Every Service names the profile its workload was tuned for, so the LB
+	// applies that timing whatever default the cluster was created with.
+	s.LBProfileFor = func(string) string { return p.Name }
 	if s.Settings.Provider != "kind" {
 		return
 	}
