@@ -275,6 +275,14 @@ func (e *env) startLoad(t *testing.T, vip string, rate int, d time.Duration, kee
 	}
 }
 
+// span is "first 1.5s, last 17.9s" from t0, or "none" without failures.
+func span(n int, first, last, t0 time.Time, round time.Duration) string {
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("first %v, last %v", first.Sub(t0).Round(round), last.Sub(t0).Round(round))
+}
+
 // watchHealth polls a node's healthCheckNodePort every 50ms and reports
 // the first time it answers want (zero time if ctx ends first).
 func (e *env) watchHealth(ctx context.Context, node string, port int32, want int) <-chan time.Time {
@@ -558,6 +566,28 @@ func TestCluster(t *testing.T) {
 		t.Logf("500 rps for 50s while %s left and rejoined the backend set: %d requests, %d OK, %d failed %v; LB events: %d removed, %d added",
 			node, sum.Results, sum.OK, n, sum.ErrorClasses, len(res.lbEvents(runfile.LBBackendRemoved, key)), len(res.lbEvents(runfile.LBBackendAdded, key)))
 		if n != 0 {
+			t0 := sum.Started
+			for _, ev := range append(res.lbEvents(runfile.LBBackendRemoved, key), res.lbEvents(runfile.LBBackendAdded, key)...) {
+				if ev.Time.After(t0) {
+					t.Logf("  %v %s", ev.Time.Sub(t0).Round(time.Millisecond), ev.Message)
+				}
+			}
+			t.Logf("failures per second from the load start: %s", res.histogram(t0))
+			res.mu.Lock()
+			shown := 0
+			var at []string
+			for _, x := range res.r {
+				if x.OK() {
+					continue
+				}
+				at = append(at, x.Time.Sub(t0).Round(time.Millisecond).String())
+				if shown < 4 {
+					shown++
+					t.Logf("  failed %v: %s %s reused=%t", x.Time.Sub(t0).Round(time.Millisecond), x.Class, x.Error, x.Reused)
+				}
+			}
+			res.mu.Unlock()
+			t.Logf("  every failure, sent at: %s", strings.Join(at, " "))
 			t.Fatalf("%d requests failed while only the backend set changed", n)
 		}
 	})
@@ -653,8 +683,8 @@ func TestCluster(t *testing.T) {
 					msg = ev.Message
 				}
 			}
-			t.Logf("%s: cordoned pool-a %v for 15s under 100 rps: %d of %d failed (first %v after cordon, last %v); LB said: %q",
-				prof, poolA, n, sum.Results, first.Sub(at).Round(time.Millisecond), last.Sub(at).Round(time.Millisecond), msg)
+			t.Logf("%s: cordoned pool-a %v for 15s under 100 rps: %d of %d failed (%s after the cordon); LB said: %q",
+				prof, poolA, n, sum.Results, span(n, first, last, at, time.Millisecond), msg)
 			if prof == "gke-legacy" && (n == 0 || !strings.Contains(msg, "cordoned")) {
 				t.Fatal("gke-legacy must blackhole traffic after the cordon and say the LB dropped the cordoned nodes")
 			}
@@ -717,8 +747,8 @@ func TestCluster(t *testing.T) {
 			for _, x := range ew.times() {
 				er = append(er, x.Sub(start).Round(100*time.Millisecond).String())
 			}
-			t.Logf("%s rolling update (gcp-nlb, Local, 200 rps, rollout took %v), times from the rollout start: %d of %d requests failed, first %v last %v; endpoints removed at %v; LB marked nodes unhealthy at %v",
-				prof, rolled.Round(time.Second), n, sum.Results, first.Sub(start).Round(100*time.Millisecond), last.Sub(start).Round(100*time.Millisecond), er, uh)
+			t.Logf("%s rolling update (gcp-nlb, Local, 200 rps, rollout took %v), times from the rollout start: %d of %d requests failed (%s); endpoints removed at %v; LB marked nodes unhealthy at %v",
+				prof, rolled.Round(time.Second), n, sum.Results, span(n, first, last, start, 100*time.Millisecond), er, uh)
 			t.Logf("%s: failures per second from the rollout start: %s; error classes %v", prof, res.histogram(start), sum.ErrorClasses)
 			if prof == fixtures.Naive && n == 0 {
 				t.Fatal("the naive rolling update dropped nothing: the seed 003 hazard did not show")
