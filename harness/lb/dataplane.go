@@ -76,6 +76,7 @@ type Dataplane struct {
 	prepared bool
 	announce func(netip.Addr) error
 	fresh    []netip.Addr // VIPs added by this Apply, announced after the rules are in
+	applied  string       // the last ruleset the kernel accepted
 }
 
 // DataplaneOption configures a Dataplane.
@@ -159,6 +160,7 @@ func (d *Dataplane) Prepare(ctx context.Context) error {
 		}
 	}
 	_, _ = d.run(ctx, "", "nft", "delete", "table", "ip", d.table)
+	d.applied = ""
 	d.prepared = true
 	return nil
 }
@@ -207,8 +209,15 @@ func (d *Dataplane) Apply(ctx context.Context, cfg DPConfig) error {
 		return err
 	}
 	script, chains := d.render(cfg)
-	if _, err := d.run(ctx, script, "nft", "-f", "-"); err != nil {
-		return fmt.Errorf("data plane: apply nftables ruleset: %w\n%s", err, script)
+	// The controller syncs on every informer event (node heartbeats every
+	// few seconds); an unchanged ruleset is not sent to the kernel again, so
+	// packets never race a needless transaction.
+	if script != d.applied {
+		if _, err := d.run(ctx, script, "nft", "-f", "-"); err != nil {
+			d.applied = ""
+			return fmt.Errorf("data plane: apply nftables ruleset: %w\n%s", err, script)
+		}
+		d.applied = script
 	}
 	d.chains = chains
 	if d.announce != nil {
@@ -333,6 +342,11 @@ func (d *Dataplane) applyVIPs(ctx context.Context, cfg DPConfig, add bool) error
 
 // render returns the nft script for cfg and the service chains it leaves.
 func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
+	// Sorted, so the same desired state always renders the same script.
+	cfg.Services = append([]DPService(nil), cfg.Services...)
+	sort.Slice(cfg.Services, func(i, j int) bool { return cfg.Services[i].Key < cfg.Services[j].Key })
+	cfg.VIPs = append([]netip.Addr(nil), cfg.VIPs...)
+	sort.Slice(cfg.VIPs, func(i, j int) bool { return cfg.VIPs[i].Less(cfg.VIPs[j]) })
 	var b strings.Builder
 	t := "ip " + d.table
 	key := "ip saddr . tcp sport . ip daddr . tcp dport"

@@ -138,3 +138,55 @@ func TestMarkLayout(t *testing.T) {
 		t.Fatalf("Mark(3,2) = %#x", got)
 	}
 }
+
+// An unchanged desired state sends nothing to the kernel: the controller
+// syncs on every node heartbeat, and every nft transaction is a chance for a
+// packet to race it.
+func TestDataplaneSkipsUnchangedRuleset(t *testing.T) {
+	rec := &recorder{}
+	d := NewDataplane(rec.run, "eth0")
+	ctx := context.Background()
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nfts := func() int {
+		n := 0
+		for _, c := range rec.cmds {
+			if c == "nft -f -" {
+				n++
+			}
+		}
+		return n
+	}
+	two := testConfig([]string{"n1", "n2"}, nil, CloseReset)
+	for i := 0; i < 3; i++ {
+		if err := d.Apply(ctx, two); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := nfts(); got != 1 {
+		t.Errorf("3 Applies of one state sent %d rulesets, want 1", got)
+	}
+	// The same state with services listed in another order is the same state.
+	other := two
+	other.Services = append([]DPService{{Key: "a/first", VIP: netip.MustParseAddr("10.0.0.201"), Ports: []uint16{80}, Active: []string{"n1"}}}, two.Services...)
+	other.VIPs = []netip.Addr{netip.MustParseAddr("10.0.0.201"), netip.MustParseAddr("10.0.0.200")}
+	swapped := other
+	swapped.Services = []DPService{other.Services[1], other.Services[0]}
+	swapped.VIPs = []netip.Addr{other.VIPs[1], other.VIPs[0]}
+	if err := d.Apply(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(ctx, swapped); err != nil {
+		t.Fatal(err)
+	}
+	if got := nfts(); got != 2 {
+		t.Errorf("a new state then the same one reordered: %d rulesets in all, want 2", got)
+	}
+	if err := d.Apply(ctx, testConfig([]string{"n1"}, []string{"n2"}, CloseReset)); err != nil {
+		t.Fatal(err)
+	}
+	if got := nfts(); got != 3 {
+		t.Errorf("a changed backend set was not sent: %d rulesets, want 3", got)
+	}
+}
