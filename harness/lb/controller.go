@@ -42,6 +42,7 @@ type L7Programmer interface {
 // Controller implements Services of type LoadBalancer the way a cloud does:
 // nodes as backends, chosen by profile rules and health checks.
 type Controller struct {
+	programDelay   time.Duration
 	cs             kubernetes.Interface
 	profiles       Profiles
 	defaultProfile string
@@ -77,6 +78,11 @@ type svcState struct {
 	endpointNodes []string
 	probes        map[string]Probe // node -> probe
 	err           string
+	// forwardFrom is when the data plane may take the VIP's traffic: the
+	// programming delay after the last sync that still had to write the
+	// status. Zero for a VIP the status already carried when first seen.
+	forwardFrom time.Time
+	forwarding  bool
 }
 
 // Option configures a Controller.
@@ -115,11 +121,20 @@ func WithEventSink(s runfile.EventSink) Option { return func(c *Controller) { c.
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(c *Controller) { c.log = l } }
 
+// WithProgrammingDelay sets how long after writing a Service's
+// status.loadBalancer the LB starts forwarding its traffic (default 3s).
+// kube-proxy programs a Service's LB address only once it sees that status;
+// a SYN that reaches a node before then is not DNATed, is routed back towards
+// the VIP (which lives on the LB) and leaves a conntrack entry on the node
+// that sends every later connection with the same source port the same way
+// for minutes. Clouds hide this behind their provisioning time.
+func WithProgrammingDelay(d time.Duration) Option { return func(c *Controller) { c.programDelay = d } }
+
 // NewController returns a controller for the cluster behind cs.
 func NewController(cs kubernetes.Interface, opts ...Option) (*Controller, error) {
 	c := &Controller{cs: cs, defaultProfile: DefaultProfileName, class: DefaultClass, claimUnclassed: true,
 		clk: clock.RealClock{}, sink: runfile.Discard, log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
-		trigger: make(chan struct{}, 1), svcs: map[string]*svcState{}}
+		trigger: make(chan struct{}, 1), svcs: map[string]*svcState{}, programDelay: 3 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
@@ -395,6 +410,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		}
 		if !hasIngress(svc, st.vip) {
 			statusUpdates = append(statusUpdates, svc)
+			st.forwardFrom = now.Add(c.programDelay)
 		}
 		// Backends.
 		st.eligible, st.excluded = EligibleNodes(prof, svc, nodeList)
@@ -451,7 +467,20 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		if d := st.backends.NextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
 			next = d
 		}
-		// Data plane.
+		// Data plane, once kube-proxy has had time to program the address.
+		if now.Before(st.forwardFrom) {
+			if next.IsZero() || st.forwardFrom.Before(next) {
+				next = st.forwardFrom
+			}
+			continue
+		}
+		if !st.forwarding {
+			st.forwarding = true
+			if !st.forwardFrom.IsZero() {
+				c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB forwards %s for service %s from now on (%s after its status was written, for kube-proxy to program the address)",
+					st.vip, key, c.programDelay), map[string]string{"service": key, "vip": st.vip.String()})
+			}
+		}
 		dp.VIPs = append(dp.VIPs, st.vip)
 		activeNodes := st.backends.Nodes(Active)
 		switch prof.Mode {

@@ -90,6 +90,10 @@ func kNode(name, ip string) *corev1.Node {
 	return n
 }
 
+// programDelay keeps the controller tests fast; TestProgrammingDelay checks
+// the delay itself.
+const programDelay = 50 * time.Millisecond
+
 func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "fast"}},
@@ -120,7 +124,8 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 	l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
 	ps, _ := StockProfiles()
 	ps["fast"] = fastProfile("fast", false)
-	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs))
+	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
+		WithProgrammingDelay(programDelay))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +191,7 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 	l4, evs := &fakeL4{}, &eventLog{}
 	ps := Profiles{"legacy": fastProfile("legacy", true), "generic": fastProfile("generic", false)}
 	var urls sync.Map
-	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs),
+	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs), WithProgrammingDelay(programDelay),
 		WithChecker(func(_ context.Context, url string) CheckResult {
 			urls.Store(url, true)
 			return CheckResult{URL: url, OK: true, Status: 200}
@@ -216,3 +221,59 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A new VIP takes traffic only once kube-proxy has had the programming delay
+// to see the status that carries it.
+func TestProgrammingDelay(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "fast"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
+	}
+	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"))
+	check := func(_ context.Context, url string) CheckResult {
+		return CheckResult{Time: time.Now(), URL: url, OK: true, Status: 200}
+	}
+	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+	l4, evs := &fakeL4{}, &eventLog{}
+	ps, _ := StockProfiles()
+	ps["fast"] = fastProfile("fast", false)
+	const delay = time.Second
+	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithChecker(check),
+		WithEventSink(evs), WithProgrammingDelay(delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	waitFor(t, "status.loadBalancer.ingress", func() bool {
+		s, err := cs.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && len(s.Status.LoadBalancer.Ingress) == 1
+	})
+	written := time.Now()
+	for time.Since(written) < delay/2 {
+		if _, ok := l4.service("default/web"); ok {
+			t.Fatalf("the data plane carried the service %v after its status was written, before the %v delay", time.Since(written), delay)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitFor(t, "service in the data plane after the delay", func() bool {
+		_, ok := l4.service("default/web")
+		return ok
+	})
+	if e := evs.find(runfile.Note, "service/default/web"); e == nil {
+		t.Error("no event for the service")
+	}
+	found := false
+	evs.mu.Lock()
+	for _, e := range evs.ev {
+		if strings.Contains(e.Message, "LB forwards 10.0.0.200 for service default/web from now on") {
+			found = true
+		}
+	}
+	evs.mu.Unlock()
+	if !found {
+		t.Error("no 'LB forwards ... from now on' event")
+	}
+}
