@@ -138,6 +138,17 @@ func (e *env) deploy(t *testing.T, w *fixtures.Workload) string {
 		}
 		return vip != ""
 	})
+	// The LB forwards a new address only after its programming delay.
+	c := &http.Client{Timeout: time.Second}
+	waitT(t, 30*time.Second, "the LB address "+vip+" answers", func() bool {
+		resp, err := c.Get("http://" + vip + "/")
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	return vip
 }
 
