@@ -615,14 +615,20 @@ func TestCluster(t *testing.T) {
 			vip := e.deploy(t, w)
 			key := ns + "/" + w.Config.Name
 			waitT(t, time.Minute, "gclb backends", func() bool { return len(e.state(t, key).Active) > 0 })
-			pods, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			if err != nil || len(pods.Items) == 0 {
-				t.Fatalf("pods: %v", err)
-			}
-			victim := pods.Items[0].Name
 			ew := e.watchEndpoints(t, ns, w.Config.Name)
 			res, wait := e.startLoad(t, vip, 50, 30*time.Second, true)
 			time.Sleep(5 * time.Second)
+			// The victim is the pod that answers now: with keep-alive the proxy
+			// may carry everything to one pod, and an idle pod proves nothing.
+			var victim string
+			for pod, n := range res.byPod() {
+				if victim == "" || n > res.byPod()[victim] {
+					victim = pod
+				}
+			}
+			if victim == "" {
+				t.Fatal("no pod answered in the first 5s of load")
+			}
 			if err := e.cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(fmt.Sprintf("%s:%d", victim, fixtures.AdminPort)).
 				SubResource("proxy").Suffix("admin/ready").Param("value", "false").Do(ctx).Error(); err != nil {
 				t.Fatalf("make %s unready: %v", victim, err)
