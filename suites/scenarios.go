@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"zerodrop/fixtures"
-	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
@@ -350,12 +349,11 @@ func unreadyKeepalive(ctx context.Context, s *Suite, c Case) (reports.Scenario, 
 	// few connections carry the load and a pod may get none, and an idle pod
 	// turning unready measures nothing.
 	served := run.Snapshot().ByPod
-	victim := pods[0].Name
+	names := make([]string, 0, len(pods))
 	for _, p := range pods {
-		if served[p.Name] > served[victim] {
-			victim = p.Name
-		}
+		names = append(names, p.Name)
 	}
+	victim := busiest(names, served)
 	if served[victim] == 0 {
 		return reports.Scenario{}, fmt.Errorf("unready-keepalive: no pod answered during the first 5s of load (per pod: %v); nothing to turn unready", served)
 	}
@@ -422,7 +420,13 @@ func drainNode(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) 
 	// that sends everything to one node (MetalLB L2) a node with an idle
 	// endpoint would prove nothing.
 	served := run.Snapshot().ByNode
-	node := busiestNode(eps, served)
+	nodes := make([]string, 0, len(eps))
+	for _, ep := range eps {
+		if ep.Node != "" {
+			nodes = append(nodes, ep.Node)
+		}
+	}
+	node := busiest(nodes, served)
 	_ = run.Events().Event(runfile.Event{Time: time.Now(), Source: runfile.SourceHarness, Type: runfile.Note, Object: "node/" + node,
 		Message: fmt.Sprintf("chosen for the drain: it served %d of the %d answers so far (per node: %v)", served[node], sumCounts(served), served)})
 	s.Cleanup(func(ctx context.Context) error { return run.Kube.Uncordon(ctx, node) })
@@ -538,13 +542,13 @@ func nodepoolReplacement(ctx context.Context, s *Suite, c Case) (reports.Scenari
 	return run.Finish(ctx)
 }
 
-// busiestNode is the endpoint node that served the most answers (the first
-// endpoint's node when none has served yet).
-func busiestNode(eps []kube.Endpoint, served map[string]int64) string {
-	best := eps[0].Node
-	for _, ep := range eps {
-		if ep.Node != "" && served[ep.Node] > served[best] {
-			best = ep.Node
+// busiest is the candidate (node or pod) with the most answers in served,
+// the first one on a tie or when none has answered; "" without candidates.
+func busiest(candidates []string, served map[string]int64) string {
+	best := ""
+	for i, c := range candidates {
+		if i == 0 || served[c] > served[best] {
+			best = c
 		}
 	}
 	return best

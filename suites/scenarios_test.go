@@ -163,3 +163,22 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 		t.Errorf("CasesOn changed the registry: role %s", c.Role)
 	}
 }
+
+func TestBusiest(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		candidates []string
+		served     map[string]int64
+		want       string
+	}{
+		{"most answers wins", []string{"a", "b", "c"}, map[string]int64{"a": 3, "b": 9, "c": 1}, "b"},
+		{"first on a tie", []string{"a", "b"}, map[string]int64{"a": 5, "b": 5}, "a"},
+		{"first when nobody answered", []string{"a", "b"}, map[string]int64{}, "a"},
+		{"traffic to a non-candidate does not count", []string{"a", "b"}, map[string]int64{"x": 100, "b": 1}, "b"},
+		{"no candidates", nil, map[string]int64{"x": 1}, ""},
+	} {
+		if got := busiest(tc.candidates, tc.served); got != tc.want {
+			t.Errorf("%s: busiest = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
