@@ -621,8 +621,9 @@ func TestCluster(t *testing.T) {
 			// The victim is the pod that answers now: with keep-alive the proxy
 			// may carry everything to one pod, and an idle pod proves nothing.
 			var victim string
-			for pod, n := range res.byPod() {
-				if victim == "" || n > res.byPod()[victim] {
+			served := res.byPod()
+			for pod, n := range served {
+				if victim == "" || n > served[victim] {
 					victim = pod
 				}
 			}

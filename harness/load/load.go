@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -402,34 +403,28 @@ func (r *Running) Wait() (Summary, error) {
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sum := r.sum
-	sum.ErrorClasses = copyMap(r.sum.ErrorClasses)
-	sum.StatusCodes = copyMap(r.sum.StatusCodes)
-	sum.ByNode = copyMap(r.sum.ByNode)
-	sum.ByPod = copyMap(r.sum.ByPod)
+	sum := r.sum.clone()
 	if r.sinkErr != nil {
 		return sum, fmt.Errorf("load stopped: recording a result failed: %w", r.sinkErr)
 	}
 	return sum, r.interrupted
 }
 
-func copyMap[K comparable](m map[K]int64) map[K]int64 {
-	out := make(map[K]int64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+// clone copies the tallies, so a caller's Summary stays put while the load
+// goes on counting.
+func (s Summary) clone() Summary {
+	s.ErrorClasses = maps.Clone(s.ErrorClasses)
+	s.StatusCodes = maps.Clone(s.StatusCodes)
+	s.ByNode = maps.Clone(s.ByNode)
+	s.ByPod = maps.Clone(s.ByPod)
+	return s
 }
 
 // Snapshot returns the tally so far.
 func (r *Running) Snapshot() Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sum := r.sum
-	sum.ErrorClasses = copyMap(r.sum.ErrorClasses)
-	sum.StatusCodes = copyMap(r.sum.StatusCodes)
-	sum.ByNode = copyMap(r.sum.ByNode)
-	sum.ByPod = copyMap(r.sum.ByPod)
+	sum := r.sum.clone()
 	if sum.Ended.IsZero() {
 		sum.Ended = time.Now()
 	}
