@@ -44,4 +44,8 @@ func configureCloudLB(ctx context.Context, s *Suite) {
 	s.Env.LBEvents = func(ctx context.Context, sink runfile.EventSink) error {
 		return lb.SubscribeEvents(ctx, url, sink, s.Env.Logger)
 	}
+	s.Env.WaitLB = func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
+		st, err := lb.WaitSettled(ctx, url, namespace+"/"+name, timeout)
+		return st.Summary(), err
+	}
 }

@@ -9,7 +9,6 @@ package lb_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -138,7 +137,14 @@ func (e *env) deploy(t *testing.T, w *fixtures.Workload) string {
 		}
 		return vip != ""
 	})
-	// The LB forwards a new address only after its programming delay.
+	// The LB forwards a new address only after its programming delay, and a
+	// case's load must not meet the LB's start-up (fail-open, first checks).
+	key := ns + "/" + w.Config.Name
+	st, err := lb.WaitSettled(ctx, e.lb.AdminURL(), key, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("LB settled %s: %s", key, st.Summary())
 	c := &http.Client{Timeout: time.Second}
 	waitT(t, 30*time.Second, "the LB address "+vip+" answers", func() bool {
 		resp, err := c.Get("http://" + vip + "/")
@@ -168,13 +174,10 @@ func (e *env) waitRollout(t *testing.T, ns, name string, d time.Duration) {
 
 func (e *env) state(t *testing.T, key string) lb.ServiceState {
 	t.Helper()
-	resp, err := http.Get(e.lb.AdminURL() + "/state")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	all, err := lb.FetchState(ctx, e.lb.AdminURL())
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var all []lb.ServiceState
-	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range all {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,9 @@ type svcState struct {
 	// status. Zero for a VIP the status already carried when first seen.
 	forwardFrom time.Time
 	forwarding  bool
+	// failOpen is whether the last reconcile spread new flows over every
+	// eligible node because none was healthy.
+	failOpen bool
 }
 
 // Option configures a Controller.
@@ -438,11 +442,28 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				active[n] = true
 			}
 		}
-		failOpen := len(active) == 0 && prof.NoHealthyBackends == NoHealthyFailOpen
+		healthy := sortedKeys(active)
+		failOpen := len(active) == 0 && len(eligible) > 0 && prof.NoHealthyBackends == NoHealthyFailOpen
 		if failOpen {
 			for n := range eligible {
 				active[n] = true
 			}
+		}
+		// Leaving fail-open removes every node that has not passed yet at
+		// once, the moment the first one passes: say so, or the evidence shows
+		// a healthy-looking node dropped for no reason.
+		endedFailOpen := ""
+		if st.failOpen && !failOpen {
+			endedFailOpen = fmt.Sprintf("fail-open over (%s passed its health check); ", strings.Join(healthy, ", "))
+		}
+		if failOpen != st.failOpen {
+			msg := fmt.Sprintf("LB fails open for service %s: no eligible node has passed its health check, so new flows go to every eligible node (%s)",
+				key, strings.Join(sortedKeys(eligible), ", "))
+			if !failOpen {
+				msg = fmt.Sprintf("LB stops failing open for service %s: %s passed its health check; new flows go to healthy nodes only", key, strings.Join(healthy, ", "))
+			}
+			c.emit(runfile.Note, "service/"+key, msg, map[string]string{"service": key, "profile": prof.Name, "failOpen": strconv.FormatBool(failOpen)})
+			st.failOpen = failOpen
 		}
 		reasons := map[string]string{}
 		for n, why := range st.excluded {
@@ -458,7 +479,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 						r = "failed health check: " + res.String()
 					}
 				}
-				reasons[n] = r
+				reasons[n] = endedFailOpen + r
 			}
 		}
 		for _, ch := range st.backends.Update(now, active, eligible, reasons) {
@@ -567,6 +588,17 @@ func (c *Controller) emitBackendChange(key string, prof Profile, ch BackendChang
 	}
 }
 
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func hasIngress(svc *corev1.Service, vip netip.Addr) bool {
 	ing := svc.Status.LoadBalancer.Ingress
 	return len(ing) == 1 && ing[0].IP == vip.String()
@@ -622,7 +654,24 @@ type ServiceState struct {
 	Active        []string              `json:"active"`
 	Draining      []Backend             `json:"draining,omitempty"`
 	EndpointNodes []string              `json:"endpointNodes"` // nodes with a ready endpoint (for comparing with Active)
-	Error         string                `json:"error,omitempty"`
+	// Pending are eligible nodes whose verdict is not in or not acted on
+	// yet: not checked, passing but short of the healthy threshold, or
+	// healthy but not yet a backend.
+	Pending []string `json:"pending,omitempty"`
+	// FailingOpen: no eligible node is healthy and the profile spreads new
+	// flows over all of them.
+	FailingOpen bool `json:"failingOpen,omitempty"`
+	// Forwarding: the data plane carries the VIP (after the programming delay).
+	Forwarding bool   `json:"forwarding"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Settled reports whether the LB has done what it will do for s's current
+// facts: its address is forwarded and every eligible node has a health verdict.
+// Load started before then measures the LB's start-up (fail-open, first checks),
+// not the scenario.
+func (s ServiceState) Settled() bool {
+	return s.VIP != "" && s.Forwarding && len(s.Pending) == 0 && s.Error == ""
 }
 
 // State returns the LB's view of every Service it implements.
@@ -632,19 +681,13 @@ func (c *Controller) State() []ServiceState {
 	var out []ServiceState
 	for key, st := range c.svcs {
 		s := ServiceState{Service: key, Profile: st.profile.Name, Eligible: st.eligible, EndpointNodes: st.endpointNodes,
-			Health: map[string]NodeHealth{}, Excluded: map[string]string{}, Error: st.err}
+			Health: map[string]NodeHealth{}, Excluded: map[string]string{}, Error: st.err,
+			FailingOpen: st.failOpen, Forwarding: st.forwarding}
 		if st.vip.IsValid() {
 			s.VIP = st.vip.String()
 		}
 		for n, why := range st.excluded {
 			s.Excluded[n] = string(why)
-		}
-		for n, p := range st.probes {
-			h := NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL}
-			if r, ok := c.mon.Last(p.Key); ok {
-				h.Last = &r
-			}
-			s.Health[n] = h
 		}
 		if st.backends != nil {
 			s.Active = st.backends.Nodes(Active)
@@ -654,6 +697,20 @@ func (c *Controller) State() []ServiceState {
 				}
 			}
 		}
+		// Read live from the monitor: a first check that fails flips nothing
+		// and triggers no reconcile, yet it is a verdict.
+		for n, p := range st.probes {
+			h := NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL}
+			r, checked := c.mon.Last(p.Key)
+			if checked {
+				h.Last = &r
+			}
+			s.Health[n] = h
+			if h.Healthy && !slices.Contains(s.Active, n) || !h.Healthy && (!checked || r.OK) {
+				s.Pending = append(s.Pending, n)
+			}
+		}
+		sort.Strings(s.Pending)
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })

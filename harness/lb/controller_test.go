@@ -277,3 +277,98 @@ func TestProgrammingDelay(t *testing.T) {
 		t.Error("no 'LB forwards ... from now on' event")
 	}
 }
+
+// A fail-open LB spreads new flows over every eligible node until one passes
+// its checks; then every node without a verdict leaves at once. The evidence
+// must say that this is the end of fail-open, not a health failure of the
+// node that leaves (it once read "not yet healthy" for a node about to pass).
+func TestFailOpenEnds(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "fo"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
+	}
+	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
+	var mu sync.Mutex
+	bUp, bPasses := false, 0
+	release := make(chan struct{}) // b's second passing check waits for it
+	check := func(_ context.Context, url string) CheckResult {
+		mu.Lock()
+		up := bUp
+		if up && strings.Contains(url, "10.0.0.2") {
+			bPasses++
+			if bPasses == 2 {
+				mu.Unlock()
+				<-release
+				mu.Lock()
+			}
+		}
+		defer mu.Unlock()
+		ok := strings.Contains(url, "10.0.0.1") || up
+		r := CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
+		if ok {
+			r.Status = 200
+		}
+		return r
+	}
+	prof := fastProfile("fo", false)
+	prof.HealthCheck.HealthyThreshold = 2
+	prof.NoHealthyBackends = NoHealthyFailOpen
+	prof.Flows.OnUnhealthy = FlowDrain
+	prof.Flows.DrainTimeout = Duration(time.Minute)
+	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+	l4, evs := &fakeL4{}, &eventLog{}
+	c, err := NewController(cs, WithProfiles(Profiles{"fo": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
+		WithChecker(check), WithEventSink(evs), WithProgrammingDelay(programDelay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	state := func() ServiceState {
+		for _, s := range c.State() {
+			if s.Service == "default/web" {
+				return s
+			}
+		}
+		return ServiceState{}
+	}
+
+	waitFor(t, "a alone active once it passed twice", func() bool {
+		s, _ := l4.service("default/web")
+		return fmt.Sprint(s.Active) == "[a]" && fmt.Sprint(s.Draining) == "[b]"
+	})
+	if e := evs.find(runfile.LBBackendAdded, "node/b"); e == nil || e.Fields["failOpen"] != "true" {
+		t.Fatalf("b was added while failing open; the event must say so: %+v", e)
+	}
+	e := evs.find(runfile.LBBackendRemoved, "node/b")
+	if e == nil || !strings.HasPrefix(e.Fields["reason"], "fail-open over (a passed its health check); failed health check") {
+		t.Fatalf("b's removal must name the end of fail-open and b's own check: %+v", e)
+	}
+	var opened, closed bool
+	evs.mu.Lock()
+	for _, e := range evs.ev {
+		opened = opened || strings.HasPrefix(e.Message, "LB fails open for service default/web")
+		closed = closed || strings.HasPrefix(e.Message, "LB stops failing open for service default/web: a passed")
+	}
+	evs.mu.Unlock()
+	if !opened || !closed {
+		t.Fatalf("want notes for the start (%t) and the end (%t) of fail-open", opened, closed)
+	}
+	// b has a verdict (failed): the LB has settled on a alone.
+	waitFor(t, "settled on a", func() bool { s := state(); return s.Settled() && !s.FailingOpen && len(s.Pending) == 0 })
+
+	mu.Lock()
+	bUp = true
+	mu.Unlock()
+	waitFor(t, "b pending while it passes once", func() bool { return fmt.Sprint(state().Pending) == "[b]" })
+	if state().Settled() {
+		t.Fatal("settled while b's verdict is pending")
+	}
+	close(release)
+	waitFor(t, "b back and settled", func() bool {
+		s := state()
+		return fmt.Sprint(s.Active) == "[a b]" && s.Settled()
+	})
+}

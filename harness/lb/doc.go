@@ -80,6 +80,11 @@
 // and the profile fails open). When it stops being active its flows follow the
 // profile: keep (GCP, Azure Standard: established flows continue on an
 // unhealthy backend), drain for a period (AWS deregistration delay) or close.
+// A new Service starts failing open (no node has passed yet); the first node
+// to pass ends that, and every node still short of its healthy threshold
+// leaves at once — the events name the end of fail-open as the reason, and
+// /state reports such nodes as pending. Settled (no pending node, address
+// forwarded) is what the suite and WaitSettled wait for before any load.
 //
 // Health checks (health.go): one HTTP GET per (service, node) every interval,
 // bounded by the timeout, on the healthCheckNodePort for Local and on

@@ -60,6 +60,11 @@ type Env struct {
 	// LBEvents, when set, subscribes to the load balancer's own events (the
 	// cloud-style LB) and writes them to sink until ctx is done.
 	LBEvents func(ctx context.Context, sink runfile.EventSink) error
+	// WaitLB, when set, waits until the load balancer has settled the
+	// Service (address forwarded, every node's first health verdict in) and
+	// describes what it settled on; the load starts only after. A cloud LB's
+	// start-up (fail-open, first checks) is not what a scenario measures.
+	WaitLB func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error)
 	// ToolVersion is recorded in every run file.
 	ToolVersion string
 	// Logger gets one line per step; default discards.
@@ -197,6 +202,14 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	r.Address, err = r.Kube.WaitLoadBalancer(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	if env.WaitLB != nil {
+		settled, err := env.WaitLB(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
+		r.step("lb-settled", "backends", settled)
+		r.Kube.Note("lb", "load balancer settled before the load: "+settled)
 	}
 	r.URL = "http://" + net.JoinHostPort(r.Address, strconv.Itoa(int(cfg.ServicePort))) + "/"
 	if err := WaitServing(ctx, r.URL, env.ReadyTimeout); err != nil {

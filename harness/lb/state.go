@@ -1,0 +1,128 @@
+package lb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// FetchState reads the LB's view of every Service from its admin server at
+// baseURL (GET /state).
+func FetchState(ctx context.Context, baseURL string) ([]ServiceState, error) {
+	u := baseURL + "/state"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("LB state %s: %w", u, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("LB state %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return nil, fmt.Errorf("LB state %s: HTTP %d: %s", u, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	var all []ServiceState
+	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
+		return nil, fmt.Errorf("LB state %s: %w", u, err)
+	}
+	return all, nil
+}
+
+// WaitSettled polls the LB at baseURL until it has settled for service
+// ("namespace/name"; see ServiceState.Settled) and returns that state. A
+// scenario's load must not start before: during the first health checks a
+// fail-open LB spreads flows over nodes that cannot serve them (Local), and
+// the move to the health-checked set is a backend change of its own.
+func WaitSettled(ctx context.Context, baseURL, service string, timeout time.Duration) (ServiceState, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last string
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		all, err := FetchState(rctx, baseURL)
+		rcancel()
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = "the LB does not implement it"
+			for _, s := range all {
+				if s.Service != service {
+					continue
+				}
+				if s.Settled() {
+					return s, nil
+				}
+				last = describeUnsettled(s)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return ServiceState{}, fmt.Errorf("cloud LB at %s did not settle service %s within %v (last: %s); `zerodrop lb state` shows what it does, `zerodrop lb events` why",
+					baseURL, service, timeout, last)
+			}
+			return ServiceState{}, fmt.Errorf("waiting for the cloud LB to settle service %s: %w", service, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Summary is one line on what the LB does for the Service: which nodes take
+// new flows, which do not and why.
+func (s ServiceState) Summary() string {
+	parts := []string{fmt.Sprintf("%s profile %s: active [%s]", s.VIP, s.Profile, strings.Join(s.Active, " "))}
+	var unhealthy []string
+	for _, n := range s.Eligible {
+		if h, ok := s.Health[n]; ok && !h.Healthy && !slices.Contains(s.Active, n) {
+			unhealthy = append(unhealthy, n)
+		}
+	}
+	if len(unhealthy) > 0 {
+		parts = append(parts, "unhealthy ["+strings.Join(unhealthy, " ")+"]")
+	}
+	var excluded []string
+	for n, why := range s.Excluded {
+		excluded = append(excluded, n+" ("+why+")")
+	}
+	if len(excluded) > 0 {
+		slices.Sort(excluded)
+		parts = append(parts, "not eligible: "+strings.Join(excluded, ", "))
+	}
+	if len(s.Draining) > 0 {
+		parts = append(parts, fmt.Sprintf("%d draining", len(s.Draining)))
+	}
+	if s.FailingOpen {
+		parts = append(parts, "failing open")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describeUnsettled(s ServiceState) string {
+	var why []string
+	if s.Error != "" {
+		why = append(why, "error: "+s.Error)
+	}
+	if s.VIP == "" {
+		why = append(why, "no address yet")
+	} else if !s.Forwarding {
+		why = append(why, "address "+s.VIP+" not forwarded yet (programming delay)")
+	}
+	for _, n := range s.Pending {
+		w := n + " has no verdict yet"
+		if h, ok := s.Health[n]; ok && h.Last != nil {
+			w += " (last: " + h.Last.String() + ")"
+		}
+		why = append(why, w)
+	}
+	if s.FailingOpen {
+		why = append(why, "failing open")
+	}
+	return strings.Join(why, "; ")
+}

@@ -1,0 +1,80 @@
+package lb
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestServiceStateSettled(t *testing.T) {
+	base := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true}
+	for _, tc := range []struct {
+		name string
+		edit func(*ServiceState)
+		want bool
+	}{
+		{"forwarded, every verdict in", func(*ServiceState) {}, true},
+		{"no address", func(s *ServiceState) { s.VIP = "" }, false},
+		{"in the programming delay", func(s *ServiceState) { s.Forwarding = false }, false},
+		{"a node short of its healthy threshold", func(s *ServiceState) { s.Pending = []string{"b"} }, false},
+		{"profile error", func(s *ServiceState) { s.Error = "bad" }, false},
+		{"failing open on verdicts (every node failed)", func(s *ServiceState) { s.FailingOpen = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base
+			tc.edit(&s)
+			if got := s.Settled(); got != tc.want {
+				t.Fatalf("Settled() = %t, want %t for %+v", got, tc.want, s)
+			}
+		})
+	}
+}
+
+func TestWaitSettled(t *testing.T) {
+	var calls atomic.Int32
+	pending := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Pending: []string{"b"},
+		Health: map[string]NodeHealth{"b": {Last: &CheckResult{URL: "http://10.0.0.2:10256/healthz", OK: true, Status: 200}}}}
+	settled := pending
+	settled.Pending, settled.Active = nil, []string{"a", "b"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/state" {
+			http.NotFound(w, r)
+			return
+		}
+		s := pending
+		if calls.Add(1) >= 3 {
+			s = settled
+		}
+		_ = json.NewEncoder(w).Encode([]ServiceState{{Service: "ns/other"}, s})
+	}))
+	defer srv.Close()
+
+	got, err := WaitSettled(context.Background(), srv.URL, "ns/web", 10*time.Second)
+	if err != nil || strings.Join(got.Active, ",") != "a,b" || calls.Load() < 3 {
+		t.Fatalf("WaitSettled = %+v, %v after %d polls", got, err, calls.Load())
+	}
+	_, err = WaitSettled(context.Background(), srv.URL, "ns/missing", 600*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "did not settle service ns/missing") || !strings.Contains(err.Error(), "does not implement it") {
+		t.Fatalf("missing service: %v", err)
+	}
+	calls.Store(-100)
+	_, err = WaitSettled(context.Background(), srv.URL, "ns/web", 600*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "b has no verdict yet (last: GET http://10.0.0.2:10256/healthz -> 200") {
+		t.Fatalf("pending node must be named with its last check: %v", err)
+	}
+}
+
+func TestServiceStateSummary(t *testing.T) {
+	s := ServiceState{VIP: "10.0.0.200", Profile: "gcp-nlb", Eligible: []string{"a", "b", "c"}, Active: []string{"a"},
+		Health:   map[string]NodeHealth{"a": {Healthy: true}, "b": {}, "c": {}},
+		Excluded: map[string]string{"d": "cordoned"}}
+	want := "10.0.0.200 profile gcp-nlb: active [a]; unhealthy [b c]; not eligible: d (cordoned)"
+	if got := s.Summary(); got != want {
+		t.Fatalf("Summary() = %q, want %q", got, want)
+	}
+}
