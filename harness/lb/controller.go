@@ -87,6 +87,9 @@ type svcState struct {
 	// failOpen is whether the last reconcile spread new flows over every
 	// eligible node because none was healthy.
 	failOpen bool
+	// local: externalTrafficPolicy Local, so only nodes holding a ready
+	// endpoint should pass the health check.
+	local bool
 }
 
 // Option configures a Controller.
@@ -419,6 +422,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		// Backends.
 		st.eligible, st.excluded = EligibleNodes(prof, svc, nodeList)
 		st.endpointNodes = c.readyEndpointNodes(svc)
+		st.local = svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 		eligible := map[string]bool{}
 		st.probes = map[string]Probe{}
 		for _, n := range st.eligible {
@@ -638,15 +642,20 @@ func (c *Controller) readyEndpointNodes(svc *corev1.Service) []string {
 
 // NodeHealth is one node's health-check standing for a Service.
 type NodeHealth struct {
-	Healthy bool         `json:"healthy"`
-	URL     string       `json:"url"`
-	Last    *CheckResult `json:"last,omitempty"`
+	Healthy bool `json:"healthy"`
+	// Expected is the verdict the cluster calls for: with Local, whether the
+	// node holds a ready endpoint; with Cluster, healthy (kube-proxy serves
+	// every node).
+	Expected bool         `json:"expected"`
+	URL      string       `json:"url"`
+	Last     *CheckResult `json:"last,omitempty"`
 }
 
 // ServiceState is what the LB does for one Service (GET /state).
 type ServiceState struct {
 	Service       string                `json:"service"`
 	Profile       string                `json:"profile,omitempty"`
+	Policy        string                `json:"policy,omitempty"` // externalTrafficPolicy: Local or Cluster
 	VIP           string                `json:"vip,omitempty"`
 	Eligible      []string              `json:"eligible"`
 	Excluded      map[string]string     `json:"excluded,omitempty"`
@@ -654,9 +663,10 @@ type ServiceState struct {
 	Active        []string              `json:"active"`
 	Draining      []Backend             `json:"draining,omitempty"`
 	EndpointNodes []string              `json:"endpointNodes"` // nodes with a ready endpoint (for comparing with Active)
-	// Pending are eligible nodes whose verdict is not in or not acted on
-	// yet: not checked, passing but short of the healthy threshold, or
-	// healthy but not yet a backend.
+	// Pending are eligible nodes whose verdict is not in, differs from the
+	// cluster's facts (NodeHealth.Expected: a check that ran before
+	// kube-proxy knew the endpoint, a node short of its healthy threshold),
+	// or is not acted on yet (healthy but not a backend).
 	Pending []string `json:"pending,omitempty"`
 	// FailingOpen: no eligible node is healthy and the profile spreads new
 	// flows over all of them.
@@ -667,7 +677,10 @@ type ServiceState struct {
 }
 
 // Settled reports whether the LB has done what it will do for s's current
-// facts: its address is forwarded and every eligible node has a health verdict.
+// facts: its address is forwarded and every eligible node's health verdict
+// matches the cluster and is acted on. A node that stays unexpectedly
+// unhealthy (kube-proxy down) keeps it unsettled: that is a broken
+// precondition, named by WaitSettled, not a state to measure from.
 // Load started before then measures the LB's start-up (fail-open, first checks),
 // not the scenario.
 func (s ServiceState) Settled() bool {
@@ -682,7 +695,10 @@ func (c *Controller) State() []ServiceState {
 	for key, st := range c.svcs {
 		s := ServiceState{Service: key, Profile: st.profile.Name, Eligible: st.eligible, EndpointNodes: st.endpointNodes,
 			Health: map[string]NodeHealth{}, Excluded: map[string]string{}, Error: st.err,
-			FailingOpen: st.failOpen, Forwarding: st.forwarding}
+			FailingOpen: st.failOpen, Forwarding: st.forwarding, Policy: "Cluster"}
+		if st.local {
+			s.Policy = "Local"
+		}
 		if st.vip.IsValid() {
 			s.VIP = st.vip.String()
 		}
@@ -700,13 +716,14 @@ func (c *Controller) State() []ServiceState {
 		// Read live from the monitor: a first check that fails flips nothing
 		// and triggers no reconcile, yet it is a verdict.
 		for n, p := range st.probes {
-			h := NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL}
+			h := NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL,
+				Expected: !st.local || slices.Contains(st.endpointNodes, n)}
 			r, checked := c.mon.Last(p.Key)
 			if checked {
 				h.Last = &r
 			}
 			s.Health[n] = h
-			if h.Healthy && !slices.Contains(s.Active, n) || !h.Healthy && (!checked || r.OK) {
+			if !checked || h.Healthy != h.Expected || h.Healthy && !slices.Contains(s.Active, n) {
 				s.Pending = append(s.Pending, n)
 			}
 		}

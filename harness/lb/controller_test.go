@@ -356,8 +356,12 @@ func TestFailOpenEnds(t *testing.T) {
 	if !opened || !closed {
 		t.Fatalf("want notes for the start (%t) and the end (%t) of fail-open", opened, closed)
 	}
-	// b has a verdict (failed): the LB has settled on a alone.
-	waitFor(t, "settled on a", func() bool { s := state(); return s.Settled() && !s.FailingOpen && len(s.Pending) == 0 })
+	// b fails kube-proxy's healthz although a Cluster service should pass on
+	// every node: not settled, and b is named.
+	waitFor(t, "b pending, not settled", func() bool {
+		s := state()
+		return !s.Settled() && !s.FailingOpen && fmt.Sprint(s.Pending) == "[b]" && s.Health["b"].Expected && !s.Health["b"].Healthy
+	})
 
 	mu.Lock()
 	bUp = true

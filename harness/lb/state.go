@@ -115,8 +115,24 @@ func describeUnsettled(s ServiceState) string {
 		why = append(why, "address "+s.VIP+" not forwarded yet (programming delay)")
 	}
 	for _, n := range s.Pending {
-		w := n + " has no verdict yet"
-		if h, ok := s.Health[n]; ok && h.Last != nil {
+		h, ok := s.Health[n]
+		var w string
+		switch {
+		case !ok || h.Last == nil:
+			w = n + " not checked yet"
+		case h.Healthy == h.Expected:
+			w = n + " healthy but not yet a backend"
+		default:
+			want := "healthy (kube-proxy serves every node with Cluster)"
+			if s.Policy == "Local" {
+				want = "healthy (Local: it holds a ready endpoint)"
+				if !h.Expected {
+					want = "unhealthy (Local: no ready endpoint on it)"
+				}
+			}
+			w = fmt.Sprintf("%s should turn %s, LB says %s", n, want, map[bool]string{true: "healthy", false: "unhealthy"}[h.Healthy])
+		}
+		if ok && h.Last != nil {
 			w += " (last: " + h.Last.String() + ")"
 		}
 		why = append(why, w)

@@ -37,8 +37,8 @@ func TestServiceStateSettled(t *testing.T) {
 
 func TestWaitSettled(t *testing.T) {
 	var calls atomic.Int32
-	pending := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Pending: []string{"b"},
-		Health: map[string]NodeHealth{"b": {Last: &CheckResult{URL: "http://10.0.0.2:10256/healthz", OK: true, Status: 200}}}}
+	pending := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Pending: []string{"b"}, Policy: "Cluster",
+		Health: map[string]NodeHealth{"b": {Expected: true, Last: &CheckResult{URL: "http://10.0.0.2:10256/healthz", OK: true, Status: 200}}}}
 	settled := pending
 	settled.Pending, settled.Active = nil, []string{"a", "b"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +64,7 @@ func TestWaitSettled(t *testing.T) {
 	}
 	calls.Store(-100)
 	_, err = WaitSettled(context.Background(), srv.URL, "ns/web", 600*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "b has no verdict yet (last: GET http://10.0.0.2:10256/healthz -> 200") {
+	if err == nil || !strings.Contains(err.Error(), "b should turn healthy (kube-proxy serves every node with Cluster), LB says unhealthy (last: GET http://10.0.0.2:10256/healthz -> 200") {
 		t.Fatalf("pending node must be named with its last check: %v", err)
 	}
 }
@@ -76,5 +76,32 @@ func TestServiceStateSummary(t *testing.T) {
 	want := "10.0.0.200 profile gcp-nlb: active [a]; unhealthy [b c]; not eligible: d (cordoned)"
 	if got := s.Summary(); got != want {
 		t.Fatalf("Summary() = %q, want %q", got, want)
+	}
+}
+
+func TestDescribeUnsettled(t *testing.T) {
+	last := &CheckResult{URL: "http://10.0.0.2:31000/healthz", Status: 503}
+	for _, tc := range []struct {
+		name string
+		s    ServiceState
+		want string
+	}{
+		{"programming delay", ServiceState{VIP: "10.0.0.200"}, "address 10.0.0.200 not forwarded yet (programming delay)"},
+		{"not checked", ServiceState{VIP: "v", Forwarding: true, Pending: []string{"a"}}, "a not checked yet"},
+		{"Local, endpoint not yet seen by the check", ServiceState{VIP: "v", Forwarding: true, Policy: "Local", Pending: []string{"b"},
+			Health: map[string]NodeHealth{"b": {Expected: true, Last: last}}},
+			"b should turn healthy (Local: it holds a ready endpoint), LB says unhealthy (last: GET http://10.0.0.2:31000/healthz -> 503 in 0s)"},
+		{"Local, endpoint gone", ServiceState{VIP: "v", Forwarding: true, Policy: "Local", Pending: []string{"b"},
+			Health: map[string]NodeHealth{"b": {Healthy: true, Last: &CheckResult{URL: "u", OK: true, Status: 200}}}},
+			"b should turn unhealthy (Local: no ready endpoint on it), LB says healthy (last: GET u -> 200 in 0s)"},
+		{"healthy, not acted on", ServiceState{VIP: "v", Forwarding: true, Pending: []string{"c"},
+			Health: map[string]NodeHealth{"c": {Healthy: true, Expected: true, Last: &CheckResult{URL: "u", OK: true, Status: 200}}}},
+			"c healthy but not yet a backend (last: GET u -> 200 in 0s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := describeUnsettled(tc.s); got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }
