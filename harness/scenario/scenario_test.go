@@ -12,8 +12,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/kube"
@@ -112,3 +117,56 @@ func TestBeginFailureKeepsEvidenceAndCleansUp(t *testing.T) {
 		t.Error("namespace left behind")
 	}
 }
+
+// A cloud LB that never settles stops the scenario before any load, with the
+// LB's reason, and the run leaves its evidence and no namespace behind.
+func TestBeginWaitsForTheLB(t *testing.T) {
+	ready := true
+	cs := fake.NewClientset(&discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: "zd-lb", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: ptr("w1"),
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	})
+	// The fake runs no controllers: a created Deployment is rolled out and a
+	// created Service has its address at once.
+	cs.PrependReactor("create", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.CreateAction).GetObject().(*appsv1.Deployment)
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		return false, nil, nil
+	})
+	cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.1"}} // loopback: nothing else may be aimed at
+		return false, nil, nil
+	})
+	var asked string
+	dir := t.TempDir()
+	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 5 * time.Second,
+		WaitLB: func(_ context.Context, ns, name string, _ time.Duration) (string, error) {
+			asked = ns + "/" + name
+			return "", errors.New("cloud LB did not settle service zd-lb/echo (last: w2 should turn healthy)")
+		}}
+	_, err := Begin(context.Background(), env, Spec{
+		ScenarioSpec: reports.ScenarioSpec{Name: "lb-never-settles", Role: reports.RoleAssertion},
+		Workload:     []fixtures.Option{fixtures.WithNamespace("zd-lb"), fixtures.WithReplicas(1)},
+	})
+	if err == nil || !strings.Contains(err.Error(), "w2 should turn healthy") {
+		t.Fatalf("err = %v, want the LB's reason", err)
+	}
+	if asked != "zd-lb/echo" {
+		t.Fatalf("WaitLB asked about %q, want zd-lb/echo", asked)
+	}
+	b, rerr := os.ReadFile(filepath.Join(dir, "lb-never-settles", "run.jsonl"))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !strings.Contains(string(b), "w2 should turn healthy") {
+		t.Errorf("run file lacks the LB's reason:\n%s", b)
+	}
+	if _, gerr := cs.CoreV1().Namespaces().Get(context.Background(), "zd-lb", metav1.GetOptions{}); gerr == nil {
+		t.Error("namespace left behind")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
