@@ -142,6 +142,7 @@ func DirName(name string) string {
 // starts observing and loading. On error everything it created is removed
 // again.
 func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
+	begun := time.Now()
 	env.defaults()
 	cfg, err := fixtures.NewConfig(spec.Workload...)
 	if err != nil {
@@ -237,7 +238,7 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
-			if err := env.LBEvents(runCtx, r.sink); err != nil && runCtx.Err() == nil {
+			if err := env.LBEvents(runCtx, lbEventsOf(cfg.Namespace+"/"+cfg.Name, begun, r.sink)); err != nil && runCtx.Err() == nil {
 				r.log.Warn("load balancer event stream ended", "err", err)
 				r.Kube.Note("lb", "load balancer event stream ended: "+err.Error())
 			}
@@ -285,6 +286,19 @@ func selector(l map[string]string) string {
 }
 
 func (r *Run) step(msg string, kv ...any) { r.log.Info(msg, kv...) }
+
+// lbEventsOf passes on the LB events about service from since on: the LB's
+// stream replays its whole history, every Service's, and a run file holds only
+// its own scenario's (a namespace reused by an earlier run on the same LB
+// included).
+func lbEventsOf(service string, since time.Time, sink runfile.EventSink) runfile.EventSink {
+	return runfile.EventFunc(func(e runfile.Event) error {
+		if e.Fields["service"] != service || e.Time.Before(since) {
+			return nil
+		}
+		return sink.Event(e)
+	})
+}
 
 func (r *Run) podsState(ctx context.Context) string {
 	pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))

@@ -22,6 +22,7 @@ import (
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/kube"
+	"zerodrop/harness/runfile"
 	"zerodrop/reports"
 )
 
@@ -170,3 +171,25 @@ func TestBeginWaitsForTheLB(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestLBEventsOf(t *testing.T) {
+	since := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	var got []string
+	sink := lbEventsOf("zd-a/echo", since, runfile.EventFunc(func(e runfile.Event) error {
+		got = append(got, e.Message)
+		return nil
+	}))
+	for _, e := range []runfile.Event{
+		{Time: since.Add(-time.Second), Message: "same service, earlier run", Fields: map[string]string{"service": "zd-a/echo"}},
+		{Time: since.Add(time.Second), Message: "other scenario", Fields: map[string]string{"service": "zd-b/echo"}},
+		{Time: since.Add(time.Second), Message: "no service"},
+		{Time: since, Message: "this scenario", Fields: map[string]string{"service": "zd-a/echo"}},
+	} {
+		if err := sink.Event(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, ",") != "this scenario" {
+		t.Fatalf("passed %q, want only this scenario's event", got)
+	}
+}
