@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -123,14 +121,14 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 	if sub == "state" {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, base+"/state", nil)
-		resp, err := http.DefaultClient.Do(req)
+		all, err := lb.FetchState(rctx, base)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop lb state: %v\n", err)
 			return exitFailed
 		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(c.stdout, resp.Body)
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(all)
 		return exitOK
 	}
 	enc := json.NewEncoder(c.stdout)
