@@ -61,7 +61,8 @@ type Env struct {
 	// cloud-style LB) and writes them to sink until ctx is done.
 	LBEvents func(ctx context.Context, sink runfile.EventSink) error
 	// WaitLB, when set, waits until the load balancer has settled the
-	// Service (address forwarded, every node's first health verdict in) and
+	// Service (address forwarded, every node's health verdict matching the
+	// cluster: see lb.ServiceState.Settled) and
 	// describes what it settled on; the load starts only after. A cloud LB's
 	// start-up (fail-open, first checks) is not what a scenario measures.
 	WaitLB func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error)
