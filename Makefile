@@ -16,7 +16,7 @@ export ZERODROP_CACHE
 
 ECHO_IMAGE   ?= zerodrop/echo-server:dev
 
-.PHONY: all test smoke-if-docker bench long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
+.PHONY: all test tracked-size smoke-if-docker bench long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
 
 all: build
 
@@ -28,7 +28,7 @@ help: ## list targets
 # one); ZERODROP_SMOKE=0 leaves it out, ZERODROP_SMOKE=1 insists on it.
 ZERODROP_SMOKE ?= auto
 
-test: vet fmt-check unit smoke-if-docker ## vet, gofmt check, unit tests under -race, then e2e-smoke where Docker can run
+test: tracked-size vet fmt-check unit smoke-if-docker ## tracked-file size check, vet, gofmt check, unit tests under -race, then e2e-smoke where Docker can run
 
 smoke-if-docker:
 	@case "$(ZERODROP_SMOKE)" in \
@@ -39,6 +39,13 @@ smoke-if-docker:
 	        else echo "test: e2e smoke skipped: no Docker engine and no way to install one here (not root with apt)"; fi;; \
 	  *) echo "test: ZERODROP_SMOKE=$(ZERODROP_SMOKE): want auto, 0 or 1" >&2; exit 2;; \
 	esac
+
+# Binaries, images and fetched files do not belong in git (a 95 MB build of
+# the CLI once landed on main): fail on any tracked file over 1 MiB.
+TRACKED_MAX_BYTES ?= 1048576
+tracked-size: ## fail when a file tracked by git is over 1 MiB
+	@big="$$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk -v max=$(TRACKED_MAX_BYTES) '$$1 > max')"; \
+	if [ -n "$$big" ]; then echo "tracked files over $(TRACKED_MAX_BYTES) bytes (build outputs and binaries belong in .gitignore, not git):"; echo "$$big"; exit 1; fi
 
 vet: ## go vet
 	$(GO) vet ./...
