@@ -104,8 +104,9 @@ type ScenarioSpec struct {
 	Name        string `json:"name"`
 	Role        Role   `json:"role"`
 	Description string `json:"description,omitempty"`
-	// Seeds are the incident write-ups the scenario traces back to, by file
-	// name under shared/seeds (e.g. "000_45582324abe9cf8f.txt").
+	// Seeds are the incidents the scenario traces back to, by the
+	// identifiers docs/incidents.md gives them (e.g.
+	// "000_45582324abe9cf8f.txt").
 	Seeds []string `json:"seeds,omitempty"`
 	// PlatformLimit, on a documentation scenario, is the measured platform
 	// behaviour that makes zero drops impossible for it on this LB: the
@@ -175,6 +176,37 @@ type LoadSettings struct {
 	MaxConnections int     `json:"maxConnections,omitempty"`
 	KeepAlive      bool    `json:"keepAlive"`
 	TimeoutMs      float64 `json:"timeoutMs"`
+	// MaxInFlight caps the requests in flight, which bounds the load
+	// generator's memory; a request due while the cap is full is not sent
+	// and is recorded as unsent. 0 in run files from before the cap.
+	MaxInFlight int `json:"maxInFlight,omitempty"`
+	// MaxSendLagMs is the instrument's time resolution: a request sent
+	// later than this after its scheduled time (or not sent at all) leaves
+	// a blind span in which a failure could go unseen, so the verdict does
+	// not pass it. 0 means the default, SendLagBound.
+	MaxSendLagMs float64 `json:"maxSendLagMs,omitempty"`
+}
+
+// MinDeliveredRatio is the share of the requested rate the load must
+// achieve in every whole second for a run to be judged at all: below it the
+// load generator, not the target, decided what was measured.
+const MinDeliveredRatio = 0.97
+
+// DefaultMinSendLag is the floor of the default send-lag bound: below it
+// the bound would flag ordinary scheduling noise of a busy host.
+const DefaultMinSendLag = 50 * time.Millisecond
+
+// SendLagBound is the largest send lag the verdict accepts: MaxSendLagMs
+// when set, else three inter-request intervals but at least
+// DefaultMinSendLag (200/s: 50 ms; 10/s: 300 ms).
+func (l LoadSettings) SendLagBound() time.Duration {
+	if l.MaxSendLagMs > 0 {
+		return time.Duration(l.MaxSendLagMs * float64(time.Millisecond))
+	}
+	if l.Rate <= 0 {
+		return DefaultMinSendLag
+	}
+	return max(3*time.Second/time.Duration(l.Rate), DefaultMinSendLag)
 }
 
 // Scenario is one scenario's measured outcome.
@@ -203,11 +235,14 @@ type Results struct {
 	OK int64 `json:"ok"`
 	// Dropped = Errors + Non2xx.
 	Dropped int64 `json:"dropped"`
-	// Errors are requests without any HTTP response.
+	// Errors are requests without an HTTP response to their first attempt:
+	// no response at all, or one the HTTP client got only by re-sending the
+	// request on its own (class "retried").
 	Errors int64 `json:"errors"`
 	// Non2xx are HTTP responses with a status outside 200-299.
 	Non2xx int64 `json:"non2xx"`
-	// ErrorClasses counts Errors by class: refused, reset, timeout, dns, other.
+	// ErrorClasses counts Errors by class: refused, reset, timeout, dns,
+	// other, retried.
 	ErrorClasses map[string]int64 `json:"errorClasses,omitempty"`
 	// StatusCodes counts responses by status code ("200", "503").
 	StatusCodes  map[string]int64 `json:"statusCodes,omitempty"`
@@ -238,6 +273,64 @@ type Results struct {
 	// ClientIPMismatches counts attributed responses whose client_ip differs
 	// from ExpectedClientIP (only when one is expected).
 	ClientIPMismatches int64 `json:"clientIPMismatches"`
+	// Retried counts requests the HTTP client re-sent on its own after a
+	// failed attempt; they are dropped (class "retried").
+	Retried int64 `json:"retried"`
+	// Delivery is how closely the load generator kept its schedule; nil
+	// when the run file says nothing about the load (no load settings).
+	Delivery *Delivery `json:"delivery,omitempty"`
+}
+
+// Delivery judges the instrument rather than the target: a load that fell
+// behind its schedule, stalled or hit its in-flight cap did not measure the
+// spans it missed, so a run with any of those is not PASS.
+type Delivery struct {
+	// RequestedRate is the load's rate in requests per second.
+	RequestedRate float64 `json:"requestedRate"`
+	// Seconds counts the whole seconds of the schedule that were judged
+	// (from the load's start, by scheduled time; the last partial second
+	// is left out).
+	Seconds int `json:"seconds"`
+	// MinSecondRate is the fewest requests sent in any judged second.
+	MinSecondRate float64 `json:"minSecondRate"`
+	// ShortSeconds are the judged seconds below MinDeliveredRatio of the
+	// requested rate, in order (at most 100 listed; ShortSecondsTotal
+	// counts them all).
+	ShortSeconds      []DeliverySecond `json:"shortSeconds"`
+	ShortSecondsTotal int              `json:"shortSecondsTotal"`
+	// Unsent counts requests due that were never sent; Late those sent
+	// more than LagBoundMs after their scheduled time.
+	Unsent     int64   `json:"unsent"`
+	Late       int64   `json:"late"`
+	MaxLagMs   float64 `json:"maxLagMs"`
+	LagBoundMs float64 `json:"lagBoundMs"`
+	// Stalls are the spans (by scheduled time) with unsent or late
+	// requests, merged when closer than the lag bound (at most 100 listed).
+	Stalls []Stall `json:"stalls"`
+}
+
+// DeliverySecond is one second of the schedule and what was sent in it.
+type DeliverySecond struct {
+	Start time.Time `json:"start"`
+	Sent  int64     `json:"sent"`
+}
+
+// Stall is a span of the schedule the load generator did not keep.
+type Stall struct {
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	DurationMs float64   `json:"durationMs"`
+	Unsent     int64     `json:"unsent"`
+	Late       int64     `json:"late"`
+	MaxLagMs   float64   `json:"maxLagMs"`
+	// Reason is what the load generator said about its unsent requests
+	// ("in-flight cap 2048 reached", "312 ms behind schedule").
+	Reason string `json:"reason,omitempty"`
+}
+
+// OK reports whether the load was delivered as scheduled.
+func (d *Delivery) OK() bool {
+	return d == nil || (d.Unsent == 0 && d.Late == 0 && d.ShortSecondsTotal == 0)
 }
 
 // Latency is a latency summary in milliseconds. Percentiles come from a

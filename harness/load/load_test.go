@@ -24,7 +24,9 @@ func TestNewValidates(t *testing.T) {
 		{"negative duration", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithDuration(-time.Second)}, "duration"},
 		{"zero connections", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithConnections(0)}, "connections 0"},
 		{"zero timeout", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithTimeout(0)}, "timeout"},
-		{"workers", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithWorkers(5, 2)}, "workers"},
+		{"port out of range", []load.Option{load.WithTargets("http://127.0.0.1:70000/"), load.WithRate(1)}, "port 70000"},
+		{"zero in-flight cap", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithMaxInFlight(0)}, "max in flight 0"},
+		{"negative lag bound", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithMaxSendLag(-time.Millisecond)}, "max send lag"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +43,9 @@ func TestNewValidates(t *testing.T) {
 	}
 	s := l.Settings()
 	if len(s.Targets) != 2 || s.Rate != 50 || s.DurationMs != 2000 || s.KeepAlive || s.Host != "svc.example" ||
-		s.Connections != load.DefaultConnections || s.TimeoutMs != 5000 {
+		s.Connections != load.DefaultConnections || s.TimeoutMs != 5000 ||
+		s.MaxInFlight != load.DefaultMaxInFlight || s.MaxSendLagMs != 60 {
+		// 50/s: three intervals are 60 ms, above the 50 ms floor.
 		t.Errorf("Settings = %+v", s)
 	}
 }
@@ -120,12 +124,16 @@ func TestFixedDurationAttributes(t *testing.T) {
 
 func TestOpenEndedStop(t *testing.T) {
 	addr := startEcho(t, "echo-a", "node-1")
-	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(200))
-	if err != nil {
-		t.Fatal(err)
+	newLoad := func(t *testing.T) *load.Load {
+		l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
 	}
 
 	t.Run("context cancel is the normal end", func(t *testing.T) {
+		l := newLoad(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		sink := &memSink{}
 		r, err := l.Start(ctx, sink)
@@ -149,7 +157,7 @@ func TestOpenEndedStop(t *testing.T) {
 		}
 	})
 	t.Run("Stop", func(t *testing.T) {
-		r, err := l.Start(context.Background(), &memSink{})
+		r, err := newLoad(t).Start(context.Background(), &memSink{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,27 +224,17 @@ func TestSinkFailureStopsLoad(t *testing.T) {
 	_ = sum
 }
 
-func TestRestartKeepsIDsUnique(t *testing.T) {
+func TestStartsOnce(t *testing.T) {
 	addr := startEcho(t, "echo-a", "node-1")
-	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(50), load.WithDuration(200*time.Millisecond))
+	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(50), load.WithDuration(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sink := &memSink{}
-	for range 2 {
-		if _, err := l.Run(context.Background(), sink); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := l.Run(context.Background(), sink); err != nil {
+		t.Fatal(err)
 	}
-	results, _ := sink.snapshot()
-	seen := map[string]bool{}
-	for _, r := range results {
-		if seen[r.ID] {
-			t.Fatalf("request id %s used twice across two starts of one Load", r.ID)
-		}
-		seen[r.ID] = true
-	}
-	if len(seen) < 10 {
-		t.Errorf("only %d results over two runs", len(seen))
+	if _, err := l.Run(context.Background(), sink); err == nil || !strings.Contains(err.Error(), "runs once") {
+		t.Fatalf("second start of one Load: err = %v, want a refusal (request ids and the schedule belong to one run)", err)
 	}
 }

@@ -8,74 +8,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// seqHeader is set by the vegeta attacker on every request; it links the
-// request our RoundTripper sees to the vegeta Result that comes out.
-const seqHeader = "X-Vegeta-Seq"
+	"zerodrop/harness/runfile"
+)
 
 // RequestIDHeader carries the unique id of every request.
 const RequestIDHeader = "X-Request-Id"
-
-// attempt is what the RoundTripper learns about one request that vegeta's
-// Result cannot carry: the id sent, the error chain's class, and whether the
-// connection was reused.
-type attempt struct {
-	id     string
-	reused atomic.Bool
-	mu     sync.Mutex
-	class  string
-}
-
-func (a *attempt) fail(class string) {
-	a.mu.Lock()
-	if a.class == "" {
-		a.class = class
-	}
-	a.mu.Unlock()
-}
-
-func (a *attempt) errClass() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.class
-}
-
-// attempts maps vegeta sequence numbers to attempts. Entries live only
-// between RoundTrip and the consumer reading the Result, so its size is the
-// number of requests in flight and memory stays flat over a long run.
-type attempts struct {
-	mu sync.Mutex
-	m  map[uint64]*attempt
-}
-
-func (t *attempts) put(seq uint64, a *attempt) {
-	t.mu.Lock()
-	t.m[seq] = a
-	t.mu.Unlock()
-}
-
-func (t *attempts) take(seq uint64) *attempt {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	a := t.m[seq]
-	delete(t.m, seq)
-	return a
-}
-
-// roundTripper stamps the request id, enforces the per-request timeout with
-// a cause we can recognise, and classifies errors from the error chain
-// before net/http and vegeta flatten them to text.
-type roundTripper struct {
-	base     *http.Transport
-	timeout  time.Duration
-	runID    string
-	attempts *attempts
-}
 
 func newTransport(c *config) *http.Transport {
 	dialer := &net.Dialer{Timeout: c.timeout, KeepAlive: 30 * time.Second}
@@ -83,8 +25,14 @@ func newTransport(c *config) *http.Transport {
 		dialer.KeepAlive = -1
 	}
 	return &http.Transport{
-		Proxy:               nil, // never route load through an environment proxy
-		DialContext:         dialer.DialContext,
+		Proxy: nil, // never route load through an environment proxy
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &trackedConn{Conn: conn}, nil
+		},
 		MaxIdleConnsPerHost: c.connections,
 		MaxConnsPerHost:     c.maxConnections,
 		IdleConnTimeout:     90 * time.Second,
@@ -98,51 +46,168 @@ func newTransport(c *config) *http.Transport {
 	}
 }
 
-func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	seqText := req.Header.Get(seqHeader)
-	seq, err := strconv.ParseUint(seqText, 10, 64)
-	if err != nil {
-		return nil, errors.New("zerodrop load: request without a vegeta sequence number")
-	}
-	a := &attempt{id: rt.runID + "-" + seqText}
-	rt.attempts.put(seq, a)
-	// vegeta builds a fresh header map per request, so setting the id here
-	// touches nothing shared.
-	req.Header.Set(RequestIDHeader, a.id)
-
-	ctx, cancel := context.WithTimeoutCause(req.Context(), rt.timeout, errRequestTimeout)
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) { a.reused.Store(info.Reused) },
-	})
-	resp, err := rt.base.RoundTrip(req.WithContext(ctx))
-	if err != nil {
-		a.fail(classifyAttempt(ctx, err))
-		cancel()
-		return nil, err
-	}
-	resp.Body = &trackedBody{rc: resp.Body, ctx: ctx, cancel: cancel, a: a}
-	return resp, nil
+// trackedConn remembers the last error its connection met, so that when the
+// transport silently retries a request on a new connection, the result can
+// say what broke the first one.
+type trackedConn struct {
+	net.Conn
+	err atomic.Pointer[error]
 }
 
-// trackedBody keeps the request's deadline running until the body is read
-// and closed, and classifies read errors (a reset mid-body, a timeout).
-type trackedBody struct {
-	rc     io.ReadCloser
-	ctx    context.Context
-	cancel context.CancelFunc
-	a      *attempt
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		b.a.fail(classifyAttempt(b.ctx, err))
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.err.Store(&err)
 	}
 	return n, err
 }
 
-func (b *trackedBody) Close() error {
-	err := b.rc.Close()
-	b.cancel()
-	return err
+func (c *trackedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil {
+		c.err.Store(&err)
+	}
+	return n, err
+}
+
+// lastErr is the connection's last read or write error, if any.
+func (c *trackedConn) lastErr() error {
+	if p := c.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// connOf unwraps a TLS connection to the tracked one under it.
+func connOf(c net.Conn) *trackedConn {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = tc.NetConn()
+	}
+	t, _ := c.(*trackedConn)
+	return t
+}
+
+// attempt follows one request through the transport: every connection it
+// got (more than one means the transport retried on its own) and the error
+// that made it give up on the previous one.
+type attempt struct {
+	mu       sync.Mutex
+	conns    int
+	reused   bool
+	prev     *trackedConn
+	retryErr error
+}
+
+func (a *attempt) gotConn(info httptrace.GotConnInfo) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.conns++
+	if a.conns > 1 && a.retryErr == nil {
+		a.retryErr = errors.New("the previous attempt's connection broke before a response")
+		if a.prev != nil {
+			if err := a.prev.lastErr(); err != nil {
+				a.retryErr = err
+			}
+		}
+	}
+	a.reused = info.Reused
+	a.prev = connOf(info.Conn)
+}
+
+// roundTripper sends one request and measures it: the per-request timeout
+// with a cause we can recognise, errors classified from the error chain
+// before they are flattened to text, and the transport's own retries.
+type roundTripper struct {
+	base    *http.Transport
+	timeout time.Duration
+	host    string
+	bufs    sync.Pool
+}
+
+// do sends a GET to u with the given request id and returns its result (not
+// yet numbered: the caller sets Seq, Target and Lag).
+func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) runfile.Result {
+	var a attempt
+	ctx, cancel := context.WithTimeoutCause(parent, rt.timeout, errRequestTimeout)
+	defer cancel()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: a.gotConn})
+	uc := *u
+	req := &http.Request{
+		Method:     http.MethodGet,
+		URL:        &uc,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     http.Header{RequestIDHeader: []string{id}},
+		Host:       rt.host,
+	}
+	req = req.WithContext(ctx)
+
+	res := runfile.Result{ID: id, Time: time.Now()}
+	resp, err := rt.base.RoundTrip(req)
+	var body []byte
+	if err == nil {
+		res.Status = resp.StatusCode
+		bp := rt.buffer()
+		body, err = readBody(resp.Body, *bp)
+		*bp = body[:0]
+		defer rt.bufs.Put(bp)
+	}
+	res.Latency = time.Since(res.Time)
+
+	a.mu.Lock()
+	res.Reused = a.reused
+	if a.conns > 1 {
+		res.Retries = a.conns - 1
+		res.RetryError = Classify(a.retryErr) + ": " + a.retryErr.Error()
+	}
+	a.mu.Unlock()
+
+	if err != nil {
+		// A failure reading the body is a failure of the request, whatever
+		// status line came before it.
+		res.Status = 0
+		res.Class = classifyAttempt(ctx, err)
+		res.Error = err.Error()
+		return res
+	}
+	if len(body) > 0 {
+		var e echoReply
+		if parseEcho(body, &e) {
+			res.Pod, res.Node, res.ClientIP = e.Pod, e.Node, e.ClientIP
+			res.Ready, res.Draining = e.Ready, e.Draining
+			res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
+		}
+	}
+	return res
+}
+
+func (rt *roundTripper) buffer() *[]byte {
+	if bp, ok := rt.bufs.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+// readBody reads up to maxBody bytes of the body into buf, discards the rest
+// (so the connection can be reused) and closes it.
+func readBody(rc io.ReadCloser, buf []byte) ([]byte, error) {
+	defer rc.Close()
+	buf = buf[:0]
+	for len(buf) < maxBody {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rc.Read(buf[len(buf):min(cap(buf), maxBody)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	_, err := io.Copy(io.Discard, rc)
+	return buf, err
 }

@@ -24,9 +24,13 @@
 //     with nanoseconds), latency_ns, status (HTTP status, 0 when there was no
 //     response), class (error class when status is 0: refused, reset,
 //     timeout, dns, other), error (the error text), reused (the client reused
-//     a kept-alive connection), and from the echo server's JSON body: pod,
-//     node, client_ip, ready, draining, conn_id, conn_request. Empty fields
-//     are omitted; ready and draining are omitted when the body did not say.
+//     a kept-alive connection), lag_ns (how late after its scheduled time
+//     it was sent), retries and retry_error (attempts the HTTP client made
+//     on its own after a failed one, and that failure: such a request
+//     counts as dropped, class "retried"), and from the echo server's JSON
+//     body: pod, node, client_ip, ready, draining, conn_id, conn_request.
+//     Empty fields are omitted; ready and draining are omitted when the
+//     body did not say.
 //   - event: an Event (see the type) from the harness, Kubernetes, the LB or
 //     the load generator.
 //   - end: the last line, written by Close: end time, the number of result

@@ -40,6 +40,15 @@ func appendResultLine(b []byte, r *Result) []byte {
 		b = append(b, `,"conn_request":`...)
 		b = strconv.AppendInt(b, int64(r.ConnRequest), 10)
 	}
+	if r.Lag != 0 {
+		b = append(b, `,"lag_ns":`...)
+		b = strconv.AppendInt(b, int64(r.Lag), 10)
+	}
+	if r.Retries != 0 {
+		b = append(b, `,"retries":`...)
+		b = strconv.AppendInt(b, int64(r.Retries), 10)
+	}
+	b = appendOptString(b, `,"retry_error":`, r.RetryError)
 	return append(b, '}')
 }
 

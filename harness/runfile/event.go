@@ -44,6 +44,16 @@ const (
 	LBBackendRemoved    = "lb-backend-removed"
 	LBNodeHealthy       = "lb-node-healthy"
 	LBNodeUnhealthy     = "lb-node-unhealthy"
+	// LoadStart and LoadStop bracket a load stream (source "load"): the
+	// verdict judges delivery between them.
+	LoadStart = "load-start"
+	LoadStop  = "load-stop"
+	// Unsent (source "load") records requests the load generator was due to
+	// send and did not, because it was too far behind its schedule or its
+	// in-flight cap was full. Fields: from and to (the first and last due
+	// time, RFC 3339 with nanoseconds), requests, reason. The instrument
+	// was blind for that span, so the verdict cannot pass it.
+	Unsent = "unsent"
 	// Action is a free-form harness step ("scale deployment to 3").
 	Action = "action"
 	// Note is anything worth recording that is not a step.

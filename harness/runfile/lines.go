@@ -31,6 +31,12 @@ const (
 	ClassDNS = "dns"
 	// ClassOther: anything else (TLS, malformed response, ...).
 	ClassOther = "other"
+	// ClassRetried: the HTTP client re-sent the request on its own after
+	// an attempt failed (Go's transport re-sends an idempotent request when
+	// a reused connection breaks). Whatever the last attempt got, a client
+	// without that retry saw the failure, so the request counts as dropped;
+	// retry_error says what the failed attempt met.
+	ClassRetried = "retried"
 )
 
 // Meta is the header line: what the run is, so the file can be analysed on
@@ -62,10 +68,23 @@ type Result struct {
 	Draining    *bool         `json:"draining,omitempty"`
 	ConnID      string        `json:"conn_id,omitempty"`
 	ConnRequest int           `json:"conn_request,omitempty"`
+	// Lag is how long after its scheduled (due) time the request was sent:
+	// due = Time - Lag. A constant-rate load that sends late was not
+	// measuring during the delay.
+	Lag time.Duration `json:"lag_ns,omitempty"`
+	// Retries counts the attempts the HTTP client made on its own after
+	// the first one failed; RetryError is what the first failed attempt
+	// met.
+	Retries    int    `json:"retries,omitempty"`
+	RetryError string `json:"retry_error,omitempty"`
 }
 
-// OK reports whether the request got a 2xx response.
-func (r *Result) OK() bool { return r.Status >= 200 && r.Status <= 299 }
+// OK reports whether the request got a 2xx response on its first attempt.
+// A 2xx that needed a hidden retry is not OK: see ClassRetried.
+func (r *Result) OK() bool { return r.Status >= 200 && r.Status <= 299 && r.Retries == 0 }
+
+// Due is when the load generator was scheduled to send the request.
+func (r *Result) Due() time.Time { return r.Time.Add(-r.Lag) }
 
 // FailureKind is "" for a 2xx result, the error class for a request without
 // a response, and "http-NNN" for any other status.
@@ -73,6 +92,8 @@ func (r *Result) FailureKind() string {
 	switch {
 	case r.OK():
 		return ""
+	case r.Retries > 0 && r.Status >= 200 && r.Status <= 299:
+		return ClassRetried
 	case r.Status == 0:
 		if r.Class == "" {
 			return ClassOther

@@ -93,6 +93,7 @@ type analysis struct {
 	events        []runfile.Event
 	eventsDropped int64
 	lastLine      int
+	deliv         *delivery
 }
 
 // AnalyzeFile reads the run file at path and returns the scenario with its
@@ -142,6 +143,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 				if o.criteria == nil {
 					crit = rec.Meta.Scenario.Criteria
 				}
+				a.deliv = newDelivery(rec.Meta.Load)
 			}
 		case runfile.KindResult:
 			if a.gap == 0 {
@@ -230,6 +232,12 @@ func gapOf(c reports.Criteria) time.Duration {
 
 func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
 	a.res.Total++
+	if a.deliv != nil {
+		a.deliv.addResult(r)
+	}
+	if r.Retries > 0 {
+		a.res.Retried++
+	}
 	t := r.Time.UnixNano()
 	if a.first == 0 || t < a.first {
 		a.first = t
@@ -242,7 +250,7 @@ func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
 		a.res.StatusCodes[strconv.Itoa(r.Status)]++
 	}
 	if kind := r.FailureKind(); kind != "" {
-		if r.Status == 0 {
+		if r.Status == 0 || kind == runfile.ClassRetried {
 			a.res.Errors++
 			a.res.ErrorClasses[kind]++
 		} else {
@@ -302,6 +310,9 @@ func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
 }
 
 func (a *analysis) addEvent(e runfile.Event) {
+	if a.deliv != nil {
+		a.deliv.addEvent(e)
+	}
 	if len(a.events) >= maxRetainedEvents {
 		a.eventsDropped++
 		return
@@ -410,6 +421,7 @@ func reportEvent(e runfile.Event) reports.Event {
 func (a *analysis) results(crit reports.Criteria) reports.Results {
 	r := a.res
 	r.Dropped = r.Errors + r.Non2xx
+	r.Delivery = a.deliv.report()
 	r.Latency = a.hist.summary()
 	r.LatencyOK = a.histOK.summary()
 	if a.first != 0 {
@@ -488,6 +500,8 @@ func (a *analysis) problems(crit reports.Criteria) []string {
 		p = append(p, "run file has no meta line: not a zerodrop run file, or it was cut off before anything was written")
 	} else if a.meta.Schema != runfile.Schema {
 		p = append(p, fmt.Sprintf("run file schema %q is not %q", a.meta.Schema, runfile.Schema))
+	} else if a.deliv == nil {
+		p = append(p, "run file's header has no load settings (rate): whether the load generator delivered its load cannot be judged")
 	}
 	if a.truncated {
 		p = append(p, fmt.Sprintf("run file's last line (%d) is cut off: the run was killed while writing", a.lastLine+1))

@@ -339,7 +339,11 @@ func TestCriteriaOverrideAndEvents(t *testing.T) {
 }
 
 func TestBuildReport(t *testing.T) {
-	pass := writeRun(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: []runfile.Result{ok(0, "a", "n"), ok(5000, "a", "n")}})
+	var steady []runfile.Result // 100/s for 5 s, as the header's rate says
+	for ms := 10; ms <= 5000; ms += 10 {
+		steady = append(steady, ok(ms, "a", "n"))
+	}
+	pass := writeRun(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: steady})
 	failing := writeRun(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: []runfile.Result{ok(0, "a", "n"), status(10, 503)}})
 	rep, err := BuildReport(context.Background(), reports.RunMeta{Provider: "none"}, []string{pass, failing})
 	if err != nil {

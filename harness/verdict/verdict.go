@@ -21,6 +21,9 @@ func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []rep
 			"run complete: %d results sent %s to %s (%.1f/s)",
 			r.Total, clock(r.FirstSend), clock(r.LastSend), r.AchievedRate)})
 	}
+	if r.Delivery != nil {
+		reasons = append(reasons, deliveryReason(r.Delivery))
+	}
 	allWindows := make([]int, len(ws))
 	for i := range ws {
 		allWindows[i] = i

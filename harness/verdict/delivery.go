@@ -1,0 +1,246 @@
+package verdict
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"zerodrop/harness/runfile"
+	"zerodrop/reports"
+)
+
+// maxListed bounds the short seconds and stalls a report lists.
+const maxListed = 100
+
+// delivery judges the instrument from the run file alone: every result's
+// scheduled time (send time minus lag), the generator's own "unsent" events,
+// and the load's rate from the header. Memory grows with the run's seconds
+// and stalls, never with its requests.
+type delivery struct {
+	settings *reports.LoadSettings
+	bound    time.Duration
+
+	perSecond  map[int64]int64 // unix second of the scheduled time -> sends
+	lo, hi     time.Time       // the schedule's extent
+	late       int64
+	maxLag     time.Duration
+	unsent     int64
+	stallSlots map[int64]*stallSlot
+}
+
+type stallSlot struct {
+	start, end time.Time
+	unsent     int64
+	late       int64
+	maxLag     time.Duration
+	reason     string
+}
+
+func newDelivery(s *reports.LoadSettings) *delivery {
+	if s == nil || s.Rate <= 0 {
+		return nil
+	}
+	return &delivery{settings: s, bound: s.SendLagBound(), perSecond: map[int64]int64{}, stallSlots: map[int64]*stallSlot{}}
+}
+
+func (d *delivery) widen(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if d.lo.IsZero() || t.Before(d.lo) {
+		d.lo = t
+	}
+	if t.After(d.hi) {
+		d.hi = t
+	}
+}
+
+func (d *delivery) addResult(r *runfile.Result) {
+	due := r.Due()
+	d.widen(due)
+	d.perSecond[due.Unix()]++
+	d.maxLag = max(d.maxLag, r.Lag)
+	if r.Lag > d.bound {
+		d.late++
+		d.stall(due, due, 0, 1, r.Lag, "")
+	}
+}
+
+func (d *delivery) addEvent(e runfile.Event) {
+	if e.Source != runfile.SourceLoad {
+		return
+	}
+	switch e.Type {
+	case runfile.LoadStart:
+		d.widen(e.Time)
+	case runfile.LoadStop:
+		if t, err := time.Parse(time.RFC3339Nano, e.Fields["last_due"]); err == nil {
+			d.widen(t)
+		}
+	case runfile.Unsent:
+		from, err1 := time.Parse(time.RFC3339Nano, e.Fields["from"])
+		to, err2 := time.Parse(time.RFC3339Nano, e.Fields["to"])
+		n, err3 := strconv.ParseInt(e.Fields["requests"], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || n < 1 {
+			// A generator that says it skipped requests but not which is
+			// still a generator that skipped requests.
+			from, to, n = e.Time, e.Time, max(n, 1)
+		}
+		d.widen(from)
+		d.widen(to)
+		d.unsent += n
+		d.stall(from, to, n, 0, 0, e.Fields["reason"])
+	}
+}
+
+// stall records a span of the schedule that was not kept, in slots one lag
+// bound wide so that memory stays bounded; report merges them.
+func (d *delivery) stall(from, to time.Time, unsent, late int64, lag time.Duration, reason string) {
+	key := from.UnixNano() / int64(d.bound)
+	s := d.stallSlots[key]
+	if s == nil {
+		s = &stallSlot{start: from, end: to}
+		d.stallSlots[key] = s
+	}
+	if from.Before(s.start) {
+		s.start = from
+	}
+	if to.After(s.end) {
+		s.end = to
+	}
+	s.unsent += unsent
+	s.late += late
+	s.maxLag = max(s.maxLag, lag)
+	if s.reason == "" {
+		s.reason = reason
+	}
+}
+
+func (d *delivery) report() *reports.Delivery {
+	if d == nil {
+		return nil
+	}
+	rate := float64(d.settings.Rate)
+	out := &reports.Delivery{
+		RequestedRate: rate,
+		ShortSeconds:  []reports.DeliverySecond{},
+		Stalls:        []reports.Stall{},
+		Unsent:        d.unsent,
+		Late:          d.late,
+		MaxLagMs:      ms(d.maxLag.Nanoseconds()),
+		LagBoundMs:    ms(d.bound.Nanoseconds()),
+		MinSecondRate: math.NaN(),
+	}
+	// Whole seconds only: the schedule's first and last seconds are partial.
+	if !d.lo.IsZero() {
+		first, last := d.lo.Unix()+1, d.hi.Unix()-1
+		if d.lo.Equal(time.Unix(d.lo.Unix(), 0)) {
+			first = d.lo.Unix()
+		}
+		for s := first; s <= last; s++ {
+			n := d.perSecond[s]
+			out.Seconds++
+			if math.IsNaN(out.MinSecondRate) || float64(n) < out.MinSecondRate {
+				out.MinSecondRate = float64(n)
+			}
+			if float64(n) < reports.MinDeliveredRatio*rate {
+				out.ShortSecondsTotal++
+				if len(out.ShortSeconds) < maxListed {
+					out.ShortSeconds = append(out.ShortSeconds, reports.DeliverySecond{Start: time.Unix(s, 0).UTC(), Sent: n})
+				}
+			}
+		}
+	}
+	if math.IsNaN(out.MinSecondRate) {
+		out.MinSecondRate = 0
+	}
+	keys := make([]int64, 0, len(d.stallSlots))
+	for k := range d.stallSlots {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var cur *reports.Stall
+	for _, k := range keys {
+		s := d.stallSlots[k]
+		if cur != nil && s.start.Sub(cur.End) <= d.bound {
+			cur.End = maxTime(cur.End, s.end)
+			cur.Unsent += s.unsent
+			cur.Late += s.late
+			cur.MaxLagMs = max(cur.MaxLagMs, ms(s.maxLag.Nanoseconds()))
+			if cur.Reason == "" {
+				cur.Reason = s.reason
+			}
+			continue
+		}
+		if cur != nil {
+			out.Stalls = appendStall(out.Stalls, *cur)
+		}
+		cur = &reports.Stall{Start: s.start.UTC(), End: s.end.UTC(), Unsent: s.unsent, Late: s.late,
+			MaxLagMs: ms(s.maxLag.Nanoseconds()), Reason: s.reason}
+	}
+	if cur != nil {
+		out.Stalls = appendStall(out.Stalls, *cur)
+	}
+	return out
+}
+
+func appendStall(ss []reports.Stall, s reports.Stall) []reports.Stall {
+	if len(ss) >= maxListed {
+		return ss
+	}
+	s.DurationMs = ms(s.End.Sub(s.Start).Nanoseconds())
+	return append(ss, s)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// deliveryReason is the "load" check: the run passes only where the load
+// generator kept its schedule, since a span it missed is a span it did not
+// measure (a blackhole shorter than a stall can fall between requests).
+func deliveryReason(d *reports.Delivery) reports.Reason {
+	if d.OK() {
+		return reports.Reason{Check: "load", Status: reports.Pass, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
+			Message: fmt.Sprintf("load delivered as scheduled: %d whole seconds, each at least %.0f of %.0f/s; no request unsent; max send lag %.1f ms (bound %.0f ms)",
+				d.Seconds, d.MinSecondRate, d.RequestedRate, d.MaxLagMs, d.LagBoundMs)}
+	}
+	var parts []string
+	if d.ShortSecondsTotal > 0 {
+		secs := make([]string, 0, min(len(d.ShortSeconds), 5))
+		for i, s := range d.ShortSeconds {
+			if i == 5 {
+				secs = append(secs, fmt.Sprintf("%d more", d.ShortSecondsTotal-i))
+				break
+			}
+			secs = append(secs, fmt.Sprintf("%s %d/s", clock(s.Start), s.Sent))
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d whole seconds below %.0f%% of %.0f/s (%s)",
+			d.ShortSecondsTotal, d.Seconds, 100*reports.MinDeliveredRatio, d.RequestedRate, strings.Join(secs, ", ")))
+	}
+	if d.Unsent > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests due were never sent", d.Unsent))
+	}
+	if d.Late > 0 {
+		parts = append(parts, fmt.Sprintf("%d sent more than %.0f ms late (max %.0f ms)", d.Late, d.LagBoundMs, d.MaxLagMs))
+	}
+	for i, s := range d.Stalls {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more stalls", len(d.Stalls)-i))
+			break
+		}
+		t := fmt.Sprintf("stalled %s-%s (%.0f ms", clock(s.Start), clock(s.End), s.DurationMs)
+		if s.Reason != "" {
+			t += ": " + s.Reason
+		}
+		parts = append(parts, t+")")
+	}
+	return reports.Reason{Check: "load", Status: reports.Error, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
+		Message: "the load generator could not deliver the load, so these spans were not measured and the run cannot pass: " + strings.Join(parts, "; ")}
+}
