@@ -30,6 +30,15 @@ then writes the analysis and verdict to DIR/report.json.
 
 --duration 0 runs until interrupted (Ctrl-C); an interrupted fixed-duration
 run is reported as broken (exit 2), with everything measured so far kept.
+A first Ctrl-C lets the requests in flight finish (at most --timeout); a
+second abandons them.
+
+The verdict judges the load generator too: a run in which it fell behind
+its schedule (any whole second below 97% of --rate), sent a request later
+than --max-send-lag, or left requests unsent because --max-in-flight was
+full is broken (exit 2), never a pass: the spans it missed were not
+measured. A request Go's HTTP client re-sent on its own after a failed
+attempt counts as dropped.
 
 Exit status: 0 nothing dropped, 1 something dropped (or another criterion
 failed), 2 bad input or the run broke.`
@@ -49,6 +58,9 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	maxConns := fs.Int("max-connections", 0, "cap on connections per target host (0: no cap)")
 	keepAlive := fs.Bool("keepalive", true, "reuse connections (--keepalive=false opens one per request)")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout, connect to last byte")
+	maxInFlight := fs.Int("max-in-flight", load.DefaultMaxInFlight, "cap on requests in flight (bounds memory); requests due while it is full are unsent")
+	maxLag := fs.Duration("max-send-lag", 0, "latest a request may leave after its scheduled time (default: 3 intervals, at least 50ms)")
+	maxP99 := fs.Duration("max-p99", 0, "fail when the 99th percentile latency exceeds this (0: no latency criterion)")
 	host := fs.String("host", "", "Host header to send (default: from the URL)")
 	out := fs.String("out", "", "output `DIR` for run.jsonl and report.json (required; must not hold a run already)")
 	name := fs.String("name", "load", "scenario name in the report")
@@ -86,10 +98,13 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	if *gap < 0 {
 		return badInput(c, "load", "--window-gap %s: must not be negative", *gap)
 	}
+	if *maxP99 < 0 {
+		return badInput(c, "load", "--max-p99 %s: must not be negative (0: no latency criterion)", *maxP99)
+	}
 	opts := []load.Option{
 		load.WithTargets(targets...), load.WithRate(*rate), load.WithDuration(*duration),
 		load.WithConnections(*connections), load.WithMaxConnections(*maxConns), load.WithKeepAlive(*keepAlive),
-		load.WithTimeout(*timeout), load.WithHost(*host),
+		load.WithTimeout(*timeout), load.WithHost(*host), load.WithMaxInFlight(*maxInFlight), load.WithMaxSendLag(*maxLag),
 	}
 	if *insecure {
 		opts = append(opts, load.WithInsecureTLS())
@@ -113,6 +128,9 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	settings := l.Settings()
 	crit := reports.Criteria{MaxDropped: reports.Int64(*maxDropped), ExpectedClientIP: *expectIP,
 		WindowGapMs: float64(*gap) / float64(time.Millisecond)}
+	if *maxP99 > 0 {
+		crit.MaxP99Ms = reports.Float64(float64(*maxP99) / float64(time.Millisecond))
+	}
 	w, err := runfile.Create(runPath, runfile.Meta{
 		RunID:       l.RunID(),
 		ToolVersion: c.version,
@@ -139,11 +157,21 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		loadErr = err
 	} else {
 		progress := time.NewTicker(5 * time.Second)
+		interrupts := 0
 	wait:
 		for {
 			select {
 			case <-running.Done():
 				break wait
+			case <-c.interrupts:
+				// The first one also cancelled ctx: the load stops and
+				// waits for its requests in flight.
+				if interrupts++; interrupts == 1 {
+					log.Info("interrupted: waiting for the requests in flight (Ctrl-C again abandons them)", "timeout", timeout.String())
+				} else {
+					log.Warn("interrupted again: abandoning the requests in flight")
+					running.Abort()
+				}
 			case <-progress.C:
 				s := running.Snapshot()
 				log.Info("load progress", "results", s.Results, "dropped", s.Dropped, "rate", fmt.Sprintf("%.1f/s", s.Rate()))

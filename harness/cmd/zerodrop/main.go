@@ -54,11 +54,18 @@ type cli struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	version string
+	// interrupts receives every Ctrl-C (and SIGTERM), the first of which
+	// also cancels the command's context: a command that waits after the
+	// first (load lets its requests in flight finish) gives up at the
+	// second. Nil in tests that do not send any.
+	interrupts <-chan os.Signal
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, version: version}, os.Args[1:])
+	interrupts := make(chan os.Signal, 2)
+	signal.Notify(interrupts, os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, version: version, interrupts: interrupts}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
