@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -89,8 +90,19 @@ func TestSchemaAcceptsReports(t *testing.T) {
 		Verdict: reports.Verdict{Status: reports.Error}})
 	bare.Summarize()
 	bareJSON, _ := json.Marshal(bare)
+	// A run whose load generator stalled: the delivery block in full.
+	stalled := reports.New(reports.RunMeta{Provider: "none"})
+	when := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
+	stalled.Scenarios = append(stalled.Scenarios, reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "s", Role: reports.RoleAssertion},
+		Results: reports.Results{Retried: 2, Delivery: &reports.Delivery{RequestedRate: 500, Seconds: 3, MinSecondRate: 90,
+			ShortSeconds: []reports.DeliverySecond{{Start: when, Sent: 90}}, ShortSecondsTotal: 1, Unsent: 410, Late: 3, MaxLagMs: 140, LagBoundMs: 50,
+			Stalls: []reports.Stall{{Start: when, End: when.Add(815 * time.Millisecond), DurationMs: 815, Unsent: 410, Late: 3, MaxLagMs: 140,
+				Reason: "the load generator was 815ms behind its schedule (bound 50ms)"}}}},
+		Verdict: reports.Verdict{Status: reports.Error}})
+	stalled.Summarize()
+	stalledJSON, _ := json.Marshal(stalled)
 
-	for name, data := range map[string][]byte{"analyzed": analyzed, "synthetic": synthetic, "empty": empty, "bare": bareJSON} {
+	for name, data := range map[string][]byte{"analyzed": analyzed, "synthetic": synthetic, "empty": empty, "bare": bareJSON, "stalled": stalledJSON} {
 		if err := validate(t, s, data); err != nil {
 			t.Errorf("%s report does not validate: %v", name, err)
 		}
