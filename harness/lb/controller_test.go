@@ -63,6 +63,12 @@ func (l *eventLog) Event(e runfile.Event) error {
 	return nil
 }
 
+func (l *eventLog) snapshot() []runfile.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]runfile.Event(nil), l.ev...)
+}
+
 func (l *eventLog) find(typ, object string) *runfile.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -375,4 +381,59 @@ func TestFailOpenEnds(t *testing.T) {
 		s := state()
 		return fmt.Sprint(s.Active) == "[a b]" && s.Settled()
 	})
+}
+
+// A profile that drops when no node is healthy never fails open: with every
+// check failing, no node becomes a backend and no fail-open note appears.
+func TestNoFailOpenWhenProfileDrops(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "drop"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
+	}
+	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
+	check := func(_ context.Context, url string) CheckResult {
+		return CheckResult{Time: time.Now(), URL: url, OK: false, Status: 503}
+	}
+	prof := fastProfile("drop", false) // NoHealthyBackends: drop
+	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+	l4, evs := &fakeL4{}, &eventLog{}
+	c, err := NewController(cs, WithProfiles(Profiles{"drop": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
+		WithChecker(check), WithEventSink(evs), WithProgrammingDelay(programDelay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	var last ServiceState
+	waitFor(t, "both nodes checked (and failed) several times, with the VIP forwarded", func() bool {
+		for _, s := range c.State() {
+			if s.Service == "default/web" {
+				last = s
+			}
+		}
+		a, b := last.Health["a"].Last, last.Health["b"].Last
+		return last.Forwarding && a != nil && b != nil && time.Since(a.Time) < time.Second && len(evs.snapshot()) > 0
+	})
+	time.Sleep(100 * time.Millisecond) // five more check intervals
+	for _, s := range c.State() {
+		if s.Service == "default/web" {
+			last = s
+		}
+	}
+	if last.FailingOpen || len(last.Active) != 0 {
+		t.Fatalf("profile drops when no node is healthy, yet failingOpen=%t active=%v", last.FailingOpen, last.Active)
+	}
+	if s, _ := l4.service("default/web"); len(s.Active) != 0 {
+		t.Fatalf("data plane got backends %v with every check failing", s.Active)
+	}
+	if e := evs.find(runfile.LBBackendAdded, "node/a"); e != nil {
+		t.Fatalf("a became a backend without passing a check: %+v", e)
+	}
+	for _, e := range evs.snapshot() {
+		if strings.Contains(e.Message, "fails open") {
+			t.Fatalf("fail-open note for a profile that drops: %s", e.Message)
+		}
+	}
 }
