@@ -26,9 +26,14 @@ case "$LB" in metallb|cloud) ;; *) echo "run-e2e: unknown LB=$LB: known load bal
 export PROVIDER LB
 
 cluster_existed=0
-if [ "$PROVIDER" = kind ] && timeout 10 docker info >/dev/null 2>&1 &&
-   [ -n "$(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME")" ]; then
-  cluster_existed=1
+if [ "$PROVIDER" = kind ]; then
+  # Docker first: with the daemon down, a cluster left on disk would look
+  # absent here and then be reused (and removed) as if this run made it.
+  say "host set-up"
+  "$repo/clusters/host-setup.sh"
+  if [ -n "$(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME")" ]; then
+    cluster_existed=1
+  fi
 fi
 teardown() {
   local rc=$?

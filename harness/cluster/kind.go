@@ -92,6 +92,26 @@ func (k *Kind) Create(ctx context.Context) (err error) {
 		return err
 	}
 	if exists {
+		if herr := k.answers(ctx, reuseWait); herr != nil {
+			// A cluster left behind by an earlier run does not survive every
+			// restart of the Docker daemon (its API server may never come
+			// back). One zerodrop made (its host record is here) is replaced;
+			// anyone else's is left alone.
+			st, err := loadState(o.stateDir, o.name)
+			if err != nil {
+				return err
+			}
+			if st == nil {
+				return fmt.Errorf("kind cluster %q exists but its API server does not answer: %w; zerodrop did not create it, so it is left alone: remove it (make cluster-down) or choose another CLUSTER_NAME", o.name, herr)
+			}
+			o.progress(fmt.Sprintf("kind cluster %q exists but its API server does not answer (%v): deleting and re-creating it", o.name, herr))
+			if err := k.Delete(ctx); err != nil {
+				return fmt.Errorf("replace unhealthy kind cluster %q: %w", o.name, err)
+			}
+			exists = false
+		}
+	}
+	if exists {
 		o.progress(fmt.Sprintf("kind cluster %q already exists: reusing it", o.name))
 		// Two LoadBalancer implementations would both claim every Service.
 		if o.metallb {
@@ -128,6 +148,28 @@ func (k *Kind) Create(ctx context.Context) (err error) {
 		}
 	}
 	return k.setUp(ctx)
+}
+
+// reuseWait bounds how long an existing cluster's API server gets to answer
+// before it counts as broken: after a Docker daemon restart kind's nodes come
+// back by themselves and the API server is usually up within a minute.
+const reuseWait = 90 * time.Second
+
+// answers waits up to timeout for the control-plane container to run and its
+// API server to report /readyz.
+func (k *Kind) answers(ctx context.Context, timeout time.Duration) error {
+	cp := k.controlPlane()
+	return retry(ctx, "the API server of "+cp+" to answer /readyz", timeout, 3*time.Second, func(ctx context.Context) error {
+		running, err := docker(ctx, nil, "inspect", "-f", "{{.State.Running}}", cp)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(running) != "true" {
+			return fmt.Errorf("container %s is not running", cp)
+		}
+		_, err = nodeExec(ctx, cp, nil, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "get", "--raw", "/readyz", "--request-timeout=5s")
+		return err
+	})
 }
 
 func (k *Kind) recordHostState(ctx context.Context) error {
