@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,12 +33,15 @@ const (
 	roleEnv = "ZERODROP_FAULT_ROLE"
 	argsEnv = "ZERODROP_FAULT_ARGS"
 	addrEnv = "ZERODROP_FAULT_ADDR"
+	modeEnv = "ZERODROP_FAULT_MODE"
 )
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "echo":
 		os.Exit(echoRole())
+	case "faulty":
+		os.Exit(faultyRole(os.Getenv(addrEnv), os.Getenv(modeEnv)))
 	case "cli":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, version: "fault-matrix"}, strings.Split(os.Getenv(argsEnv), "\x1f"))
@@ -63,6 +69,114 @@ func echoRole() int {
 		return 1
 	}
 	return 0
+}
+
+// faultyRole is a keep-alive HTTP server that misbehaves the way a dying
+// backend does, on cue (SIGUSR1) so the test knows when:
+//   - reset5: resets every 5th request of each connection after reading it,
+//     from the start (Go's transport re-sends such a GET by itself);
+//   - hang: on SIGUSR1, for 500 ms, reads requests and never answers them
+//     (accept-and-never-answer);
+//   - rst: on SIGUSR1, resets every open connection.
+func faultyRole(addr, mode string) int {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faulty role:", err)
+		return 3
+	}
+	var (
+		mu        sync.Mutex
+		conns     = map[net.Conn]bool{}
+		hangUntil time.Time
+	)
+	cue := make(chan os.Signal, 1)
+	signal.Notify(cue, syscall.SIGUSR1)
+	go func() {
+		for range cue {
+			mu.Lock()
+			switch mode {
+			case "hang":
+				hangUntil = time.Now().Add(500 * time.Millisecond)
+			case "rst":
+				for c := range conns {
+					_ = c.(*net.TCPConn).SetLinger(0)
+					_ = c.Close()
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	serve := func(c net.Conn) {
+		mu.Lock()
+		conns[c] = true
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			delete(conns, c)
+			mu.Unlock()
+			_ = c.Close()
+		}()
+		br := bufio.NewReader(c)
+		for n := 1; ; n++ {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			mu.Lock()
+			hang := time.Now().Before(hangUntil)
+			mu.Unlock()
+			switch {
+			case mode == "reset5" && n%5 == 0:
+				_ = c.(*net.TCPConn).SetLinger(0)
+				return
+			case hang:
+				// Never answered; the connection stays open until the
+				// client gives up on it.
+				_, _ = io.Copy(io.Discard, br)
+				return
+			}
+			body := fmt.Sprintf(`{"pod":"faulty","node":"node-0","conn_request":%d}`, n)
+			if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+				return
+			}
+		}
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return 1
+		}
+		go serve(c)
+	}
+}
+
+func startFaultyProcess(t *testing.T, addr, mode string) *exec.Cmd {
+	t.Helper()
+	cmd := child(t, "faulty", addrEnv+"="+addr, modeEnv+"="+mode)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("faulty process on %s did not listen within 20s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cue sends the faulty process its SIGUSR1 and returns the span the fault
+// covers from then.
+func cue(t *testing.T, p *os.Process, d time.Duration) span {
+	t.Helper()
+	s := span{from: time.Now()}
+	if err := p.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d)
+	s.to = time.Now()
+	return s
 }
 
 // child starts this binary in a role; the test kills it at the end.
@@ -148,12 +262,26 @@ func TestFaultMatrix(t *testing.T) {
 	stopTarget := func(d time.Duration) func(e *faultEnv) []span {
 		return func(e *faultEnv) []span { return []span{pause(e.t, e.echo.Process, d)} }
 	}
+	killAndRestart := func(e *faultEnv) []span {
+		s := span{from: time.Now()}
+		_ = e.echo.Process.Kill()
+		_ = e.echo.Wait()
+		time.Sleep(300 * time.Millisecond)
+		e.echo = startEchoProcess(e.t, e.addr)
+		s.to = time.Now()
+		return []span{s}
+	}
 	tests := []struct {
 		name    string
 		rate    int
 		timeout time.Duration
 		inject  func(e *faultEnv) []span
 		want    reports.Status
+		// faulty: the target is the misbehaving server in this mode, not
+		// the echo server.
+		faulty string
+		// wantClass: a failure class the run must show.
+		wantClass string
 		// lagFree: the generator itself must have kept its schedule.
 		wantLoadError bool
 	}{
@@ -165,16 +293,23 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "stop-target-100ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(100 * time.Millisecond), want: reports.Fail},
 		{name: "stop-target-300ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(300 * time.Millisecond), want: reports.Fail},
 		{name: "stop-target-1000ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(time.Second), want: reports.Fail},
-		{name: "kill-and-restart-target/200", rate: 200, timeout: time.Second, want: reports.Fail,
+		{name: "kill-and-restart-target/200", rate: 200, timeout: time.Second, want: reports.Fail, inject: killAndRestart},
+		{name: "kill-and-restart-target/500", rate: 500, timeout: time.Second, want: reports.Fail, inject: killAndRestart},
+		{name: "accept-and-never-answer-500ms/200", rate: 200, timeout: 200 * time.Millisecond, faulty: "hang", want: reports.Fail, wantClass: "timeout",
+			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 500*time.Millisecond)} }},
+		{name: "accept-and-never-answer-500ms/500", rate: 500, timeout: 200 * time.Millisecond, faulty: "hang", want: reports.Fail, wantClass: "timeout",
+			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 500*time.Millisecond)} }},
+		{name: "reset-open-connections/200", rate: 200, timeout: time.Second, faulty: "rst", want: reports.Fail,
+			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 20*time.Millisecond)} }},
+		{
+			// Every 5th request of a connection is read and then reset:
+			// Go's transport re-sends each such GET on a new connection
+			// and would report 200 OK. Every one must count as dropped.
+			name: "reset-5th-request-hidden-retry/200", rate: 200, timeout: time.Second, faulty: "reset5", want: reports.Fail, wantClass: "retried",
 			inject: func(e *faultEnv) []span {
-				s := span{from: time.Now()}
-				_ = e.echo.Process.Kill()
-				_ = e.echo.Wait()
-				time.Sleep(300 * time.Millisecond)
-				e.echo = startEchoProcess(e.t, e.addr)
-				s.to = time.Now()
-				return []span{s}
-			}},
+				return []span{{from: e.started.Add(-time.Second), to: time.Now().Add(time.Minute)}}
+			},
+		},
 		{name: "stop-generator-300ms/500", rate: 500, timeout: time.Second, want: reports.Error, wantLoadError: true,
 			inject: func(e *faultEnv) []span { pause(e.t, e.gen.Process, 300*time.Millisecond); return nil }},
 		{
@@ -196,7 +331,11 @@ func TestFaultMatrix(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &faultEnv{t: t, addr: freeAddr(t)}
-			e.echo = startEchoProcess(t, e.addr)
+			if tc.faulty != "" {
+				e.echo = startFaultyProcess(t, e.addr, tc.faulty)
+			} else {
+				e.echo = startEchoProcess(t, e.addr)
+			}
 			out := filepath.Join(t.TempDir(), "run")
 			args := []string{"load", "--target", "http://" + e.addr + "/", "--rate", fmt.Sprint(tc.rate), "--duration", "3s",
 				"--timeout", tc.timeout.String(), "--out", out,
@@ -229,6 +368,9 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			if sc.Verdict.Status != tc.want {
 				t.Fatalf("verdict %s, want %s\n%s", sc.Verdict.Status, tc.want, strings.Join(why, "\n"))
+			}
+			if tc.wantClass != "" && sc.Results.ErrorClasses[tc.wantClass] == 0 {
+				t.Errorf("no %q failures; classes %v\n%s", tc.wantClass, sc.Results.ErrorClasses, strings.Join(why, "\n"))
 			}
 			loadOK := true
 			for _, r := range sc.Verdict.Reasons {
