@@ -65,6 +65,28 @@ const (
 	RoleDocumentation Role = "documentation"
 )
 
+// Outcome labels for documentation scenarios. A documentation scenario
+// measures a known hazard; calling its result PASS would read as "safe".
+const (
+	OutcomeHazardReproduced    = "hazard reproduced"
+	OutcomeHazardNotReproduced = "hazard not reproduced"
+)
+
+// Outcome is a scenario's result in the words every output uses (console,
+// Markdown, HTML, JUnit): an assertion's verdict status; for a documentation
+// scenario "hazard reproduced" when the run dropped requests or a criterion
+// did not hold, "hazard not reproduced" when it measured neither, and ERROR
+// when the run broke and measured nothing.
+func (sc *Scenario) Outcome() string {
+	if sc.Role != RoleDocumentation || sc.Verdict.Status == Error {
+		return string(sc.Verdict.Status)
+	}
+	if sc.Verdict.Status == Fail || sc.Results.Dropped > 0 {
+		return OutcomeHazardReproduced
+	}
+	return OutcomeHazardNotReproduced
+}
+
 // Report is the top level of report.json.
 type Report struct {
 	SchemaVersion string     `json:"schemaVersion"`

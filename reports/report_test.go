@@ -96,3 +96,29 @@ func TestWriteFileBadDir(t *testing.T) {
 		t.Fatal("WriteFile into a missing directory succeeded")
 	}
 }
+
+func TestOutcome(t *testing.T) {
+	sc := func(role Role, st Status, dropped int64) *Scenario {
+		return &Scenario{ScenarioSpec: ScenarioSpec{Role: role}, Verdict: Verdict{Status: st}, Results: Results{Dropped: dropped}}
+	}
+	tests := []struct {
+		name string
+		sc   *Scenario
+		want string
+	}{
+		{"assertion pass", sc(RoleAssertion, Pass, 0), "PASS"},
+		{"assertion fail", sc(RoleAssertion, Fail, 3), "FAIL"},
+		{"assertion error", sc(RoleAssertion, Error, 0), "ERROR"},
+		{"documentation that dropped (no drop limit, so PASS)", sc(RoleDocumentation, Pass, 75), OutcomeHazardReproduced},
+		{"documentation whose criterion failed", sc(RoleDocumentation, Fail, 0), OutcomeHazardReproduced},
+		{"documentation with nothing measured wrong", sc(RoleDocumentation, Pass, 0), OutcomeHazardNotReproduced},
+		{"documentation whose run broke", sc(RoleDocumentation, Error, 75), "ERROR"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.sc.Outcome(); got != tc.want {
+				t.Errorf("Outcome() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -38,8 +38,8 @@ type HTMLOptions struct {
 }
 
 // docLegend explains the documentation badge in the page header.
-var docLegend = Badge{Class: "doc", Text: "DOC · …",
-	Title: "documentation scenario: measures a known hazard (e.g. what a naive profile drops); never fails the suite"}
+var docLegend = Badge{Class: "doc", Text: "DOC · hazard reproduced / not reproduced",
+	Title: "documentation scenario: measures a known hazard (e.g. what a naive profile drops) and says whether this run reproduced it; never fails the suite"}
 
 // attention is an assertion scenario that did not pass, listed at the top.
 type attention struct {

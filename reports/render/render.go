@@ -89,12 +89,12 @@ type Badge struct {
 
 func badgeFor(role reports.Role, st reports.Status) Badge {
 	if role == reports.RoleDocumentation {
-		b := Badge{Class: "doc", Text: "DOC · " + string(st), Emoji: "📘",
+		b := Badge{Class: "doc", Text: "DOC", Emoji: "📘",
 			Title: "documentation scenario: measures a known hazard; never fails the suite"}
 		if st == reports.Error {
 			// The hazard could not even be measured: worth a look, still not
 			// a suite failure.
-			b.Class, b.Emoji = "doc-error", "⚠️"
+			b.Class, b.Emoji, b.Text = "doc-error", "⚠️", "DOC · ERROR"
 			b.Title = "documentation scenario whose run broke: the hazard was not measured"
 		}
 		return b
@@ -109,14 +109,16 @@ func badgeFor(role reports.Role, st reports.Status) Badge {
 	}
 }
 
-// Badge is how the scenario's verdict is shown. A documentation scenario
-// that dropped requests shows how many: that is the hazard it documents,
-// and its verdict may well be PASS because it sets no drop limit.
+// Badge is how the scenario's result is shown: its Outcome, and for a
+// documentation scenario that dropped requests, how many (that is the
+// hazard it documents).
 func (sc *Scenario) Badge() Badge {
 	b := badgeFor(sc.Role, sc.Verdict.Status)
-	if sc.Role == reports.RoleDocumentation && sc.Verdict.Status != reports.Error && sc.Results.Dropped > 0 {
-		b.Text = "DOC · " + formatCount(sc.Results.Dropped) + " dropped"
-		b.Title += "; verdict " + string(sc.Verdict.Status)
+	if sc.Role == reports.RoleDocumentation && sc.Verdict.Status != reports.Error {
+		b.Text = "DOC · " + sc.Outcome()
+		if sc.Results.Dropped > 0 {
+			b.Text += " · " + formatCount(sc.Results.Dropped) + " dropped"
+		}
 	}
 	return b
 }

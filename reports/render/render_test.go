@@ -249,13 +249,22 @@ func TestHTMLContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, html, _ := renderAll(t, runs, root)
+	md, html, junit := renderAll(t, runs, root)
+	// A documentation case is never labelled PASS: that would read as
+	// "safe" for a hazard the case only measures.
+	for name, out := range map[string]string{"markdown": md, "html": html, "junit": junit} {
+		for _, bad := range []string{"DOC · PASS", "DOC · FAIL", "verdict PASS", "verdict FAIL"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s labels a documentation case %q", name, bad)
+			}
+		}
+	}
 
 	for _, want := range []string{
 		`<table class="matrix">`,
 		`kind · v1.34.2 · metallb`, `kind · v1.33.4 · metallb`,
 		`class="plot timeline"`, `class="plot podshare"`,
-		`class="badge doc"`, `DOC · FAIL`, `DOC · 75 dropped`,
+		`class="badge doc"`, `DOC · hazard reproduced`, `DOC · hazard reproduced · 75 dropped`,
 		`timeline unavailable: run file source-ip-local-hardened/run.jsonl not found`,
 		`class="marker marker-drain-start"`, `class="marker marker-endpoint-removed"`, `class="marker marker-lb-node-unhealthy"`,
 		`class="window"`, `series-refused`, `series-http-503`,
@@ -342,8 +351,8 @@ func TestMarkdown(t *testing.T) {
 		"| drain-node / Cluster / hardened | assertion | [❌ FAIL](kind-v1.34.2/drain-node-cluster-hardened/run.jsonl) | [✅ PASS](kind-v1.33.4/drain-node-cluster-hardened/run.jsonl) |",
 		// The run file is gone: the evidence is the report.
 		"[✅ PASS](kind-v1.33.4/report.json)",
-		"📘 DOC · FAIL",       // distribution: a pod got nothing
-		"📘 DOC · 75 dropped", // rolling-update naive
+		"📘 DOC · hazard reproduced",              // distribution: a pod got nothing
+		"📘 DOC · hazard reproduced · 75 dropped", // rolling-update naive
 		"W0 at 02:01:50.000",
 		"endpoint-terminating pod/zd/echo-aa-4",
 	} {
@@ -433,8 +442,8 @@ func TestJUnit(t *testing.T) {
 			if c.Failure != nil || c.Error != nil {
 				t.Errorf("documentation case failed the JUnit report")
 			}
-			if !strings.Contains(c.Out, "documentation scenario") {
-				t.Errorf("documentation case output does not say so: %q", c.Out)
+			if !strings.Contains(c.Out, "documentation scenario") || !strings.Contains(c.Out, "hazard reproduced") {
+				t.Errorf("documentation case output does not say it is one and that the hazard was reproduced: %q", c.Out)
 			}
 		}
 	}

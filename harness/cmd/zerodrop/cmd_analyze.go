@@ -120,7 +120,7 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run 
 func printScenario(c *cli, sc reports.Scenario) {
 	r := sc.Results
 	fmt.Fprintf(c.stdout, "%s %s: %d requests at %.1f/s, %d ok, %d dropped (errors %d, non-2xx %d), p50 %.2fms p99 %.2fms max %.2fms, %d failure window(s)\n",
-		sc.Verdict.Status, sc.Name, r.Total, r.AchievedRate, r.OK, r.Dropped, r.Errors, r.Non2xx,
+		sc.Outcome(), sc.Name, r.Total, r.AchievedRate, r.OK, r.Dropped, r.Errors, r.Non2xx,
 		r.Latency.P50Ms, r.Latency.P99Ms, r.Latency.MaxMs, len(sc.FailureWindows))
 	for _, rs := range sc.Verdict.Reasons {
 		if rs.Status != reports.Pass {
