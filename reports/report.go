@@ -126,9 +126,8 @@ type ScenarioSpec struct {
 	Name        string `json:"name"`
 	Role        Role   `json:"role"`
 	Description string `json:"description,omitempty"`
-	// Seeds are the incidents the scenario traces back to, by the
-	// identifiers docs/incidents.md gives them (e.g.
-	// "000_45582324abe9cf8f.txt").
+	// Seeds are the incidents the scenario reproduces, by the identifiers
+	// docs/incidents.md gives them (e.g. "drain-local-pdb").
 	Seeds []string `json:"seeds,omitempty"`
 	// PlatformLimit, on a documentation scenario, is the measured platform
 	// behaviour that makes zero drops impossible for it on this LB: the

@@ -10,19 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"zerodrop/fixtures"
+	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
 	"zerodrop/reports"
-)
-
-// Seed file names under shared/seeds.
-const (
-	SeedDrainLocalPDB    = "000_45582324abe9cf8f.txt"
-	SeedAKSBasicPool     = "001_278e691d7cf810a2.txt"
-	SeedRollingUpdate    = "002_4ed54c6ca980f06a.txt"
-	SeedSourceIPDilemma  = "003_be16c4a064316f6a.txt"
-	SeedKeepAliveUnready = "004_b03fb125c11b4e9a.txt"
 )
 
 // Case is one cell of a scenario's matrix.
@@ -73,7 +65,9 @@ type Body func(ctx context.Context, s *Suite, c Case) (reports.Scenario, error)
 type Scenario struct {
 	Name        string
 	Description string
-	Seeds       []string
+	// Seeds are the incidents the scenario reproduces (harness/incident,
+	// told in docs/incidents.md).
+	Seeds []string
 	// NeedsNodepools marks scenarios that add or remove nodepools (the
 	// existing provider cannot).
 	NeedsNodepools bool
@@ -148,14 +142,14 @@ func Scenarios() []Scenario {
 			Name: "rolling-update",
 			Description: "kubectl rollout restart of the workload under load. Naive: no preStop, the app exits at once, " +
 				"probe defaults. Hardened: preStop covering the LB's lag, graceful drain, surge rollout, minReadySeconds.",
-			Seeds: []string{SeedRollingUpdate, SeedSourceIPDilemma},
+			Seeds: []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 			Cases: rolling,
 			Body:  rollingUpdate,
 		},
 		{
 			Name:        "source-ip",
 			Description: "Does the pod see the load generator's address? Local must preserve it; Cluster SNATs it away.",
-			Seeds:       []string{SeedAKSBasicPool, SeedSourceIPDilemma},
+			Seeds:       []string{incident.NodepoolBackend, incident.SourceIPDilemma},
 			Cases: []Case{
 				{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: reports.RoleAssertion, Smoke: true},
 				{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: reports.RoleAssertion},
@@ -165,7 +159,7 @@ func Scenarios() []Scenario {
 		{
 			Name:        "distribution",
 			Description: "Per-pod traffic shares with one pod per node over two pools; pods that get nothing are flagged.",
-			Seeds:       []string{SeedAKSBasicPool},
+			Seeds:       []string{incident.NodepoolBackend},
 			Cases: []Case{
 				{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: reports.RoleAssertion},
 				{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: reports.RoleDocumentation},
@@ -176,7 +170,7 @@ func Scenarios() []Scenario {
 			Name: "unready-keepalive",
 			Description: "One pod is marked unready through its admin port while load runs; count what it still serves " +
 				"after its endpoint is removed, with keep-alive on and off.",
-			Seeds: []string{SeedKeepAliveUnready},
+			Seeds: []string{incident.KeepaliveUnready},
 			Cases: []Case{
 				{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: reports.RoleDocumentation},
 				{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: reports.RoleAssertion},
@@ -186,7 +180,7 @@ func Scenarios() []Scenario {
 		{
 			Name:        "drain-node",
 			Description: "kubectl drain of one node that holds endpoints, under load.",
-			Seeds:       []string{SeedDrainLocalPDB, SeedSourceIPDilemma},
+			Seeds:       []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 			Cases:       matrix(clusterPolicy, localPolicy),
 			Body:        drainNode,
 		},
@@ -194,7 +188,7 @@ func Scenarios() []Scenario {
 			Name: "drain-pool-with-pdb",
 			Description: "A new pool is added, then the old pool is cordoned and drained at once. Naive: a PDB that blocks " +
 				"every eviction keeps the pods on the cordoned nodes. Hardened: a PDB that lets the drain progress.",
-			Seeds:          []string{SeedDrainLocalPDB},
+			Seeds:          []string{incident.DrainLocalPDB},
 			NeedsNodepools: true,
 			Cases:          matrix(localPolicy),
 			Body:           drainPoolWithPDB,
@@ -202,7 +196,7 @@ func Scenarios() []Scenario {
 		{
 			Name:           "nodepool-replacement",
 			Description:    "Add pool-c, move the workload there by node affinity, remove the old pool, all under load.",
-			Seeds:          []string{SeedDrainLocalPDB, SeedAKSBasicPool},
+			Seeds:          []string{incident.DrainLocalPDB, incident.NodepoolBackend},
 			NeedsNodepools: true,
 			Cases:          matrix(localPolicy),
 			Limits:         []Limit{{LB: "metallb", Policy: localPolicy, Reason: metallbNewAnnouncer}},
@@ -260,7 +254,7 @@ func (s *Suite) spec(sc, what string, c Case, seeds []string, extra ...fixtures.
 func (s *Suite) settleAfter() time.Duration { return s.LBCheck.RemovalLag() + 5*time.Second }
 
 func rollingUpdate(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) {
-	sp := s.spec("rolling-update", "rollout restart under load", c, []string{SeedRollingUpdate, SeedSourceIPDilemma},
+	sp := s.spec("rolling-update", "rollout restart under load", c, []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 		fixtures.WithReplicas(3))
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
@@ -279,7 +273,7 @@ func rollingUpdate(ctx context.Context, s *Suite, c Case) (reports.Scenario, err
 }
 
 func sourceIP(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) {
-	sp := s.spec("source-ip", "client address seen by the pods", c, []string{SeedAKSBasicPool, SeedSourceIPDilemma},
+	sp := s.spec("source-ip", "client address seen by the pods", c, []string{incident.NodepoolBackend, incident.SourceIPDilemma},
 		fixtures.WithReplicas(2))
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
@@ -290,7 +284,7 @@ func sourceIP(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) {
 		return reports.Scenario{}, err
 	}
 	// Local must keep the client's address; Cluster replaces it with a
-	// node's (seed 001: "better load balancing, but we lose the proper
+	// node's (incident nodepool-backend: "better load balancing, but we lose the proper
 	// source IP").
 	if c.Policy == localPolicy {
 		run.Spec.Criteria.ExpectedClientIP = host
@@ -305,7 +299,7 @@ func sourceIP(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) {
 }
 
 func distribution(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) {
-	sp := s.spec("distribution", "per-pod shares, one pod per node over pool-a and pool-b", c, []string{SeedAKSBasicPool},
+	sp := s.spec("distribution", "per-pod shares, one pod per node over pool-a and pool-b", c, []string{incident.NodepoolBackend},
 		fixtures.WithReplicas(3), fixtures.WithSpread(true), fixtures.WithPools("pool-a", "pool-b"))
 	if c.Role == reports.RoleAssertion {
 		sp.Criteria.RequireAllPodsServed = true
@@ -328,7 +322,7 @@ func unreadyKeepalive(ctx context.Context, s *Suite, c Case) (reports.Scenario, 
 	// A fast readiness probe, so the endpoint goes within seconds of the flip
 	// and the run measures the keep-alive effect rather than probe timing.
 	fast := &fixtures.Probe{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1}
-	sp := s.spec("unready-keepalive", "one pod turns unready while it stays alive", c, []string{SeedKeepAliveUnready},
+	sp := s.spec("unready-keepalive", "one pod turns unready while it stays alive", c, []string{incident.KeepaliveUnready},
 		fixtures.WithReplicas(3), fixtures.WithReadiness(fast))
 	sp.Connections = 12
 	run, err := s.Begin(ctx, sp)
@@ -400,7 +394,7 @@ func unreadyKeepalive(ctx context.Context, s *Suite, c Case) (reports.Scenario, 
 }
 
 func drainNode(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) {
-	sp := s.spec("drain-node", "drain of a node holding endpoints", c, []string{SeedDrainLocalPDB, SeedSourceIPDilemma},
+	sp := s.spec("drain-node", "drain of a node holding endpoints", c, []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 		fixtures.WithReplicas(3))
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
@@ -450,7 +444,7 @@ func drainPoolWithPDB(ctx context.Context, s *Suite, c Case) (reports.Scenario, 
 	}
 	// The workload may run on the old pool (pool-a) and the new one
 	// (pool-c); pool-c does not exist yet, so it starts on pool-a only.
-	sp := s.spec("drain-pool-with-pdb", "new pool added, old pool cordoned and drained at once", c, []string{SeedDrainLocalPDB},
+	sp := s.spec("drain-pool-with-pdb", "new pool added, old pool cordoned and drained at once", c, []string{incident.DrainLocalPDB},
 		fixtures.WithReplicas(2), fixtures.WithPools("pool-a", "pool-c"), fixtures.WithPDB(pdb))
 	// Registered before Begin so the namespace goes first, then the pool.
 	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
@@ -504,7 +498,7 @@ func drainPoolWithPDB(ctx context.Context, s *Suite, c Case) (reports.Scenario, 
 
 func nodepoolReplacement(ctx context.Context, s *Suite, c Case) (reports.Scenario, error) {
 	sp := s.spec("nodepool-replacement", "workload moved from pool-b to a new pool-c; pool-b removed", c,
-		[]string{SeedDrainLocalPDB, SeedAKSBasicPool}, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
+		[]string{incident.DrainLocalPDB, incident.NodepoolBackend}, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
 	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
 		return reports.Scenario{}, err
 	}

@@ -2,18 +2,17 @@ package suites
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"zerodrop/fixtures"
+	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"
 	"zerodrop/reports"
 )
 
 func TestRegistryIsWellFormed(t *testing.T) {
-	seeds := map[string]bool{SeedDrainLocalPDB: true, SeedAKSBasicPool: true, SeedRollingUpdate: true, SeedSourceIPDilemma: true, SeedKeepAliveUnready: true}
 	covered := map[string]bool{}
 	names := map[string]bool{}
 	var smoke []string
@@ -22,8 +21,8 @@ func TestRegistryIsWellFormed(t *testing.T) {
 			t.Errorf("scenario %q is incomplete", sc.Name)
 		}
 		for _, s := range sc.Seeds {
-			if !seeds[s] {
-				t.Errorf("%s cites unknown seed %s", sc.Name, s)
+			if !incident.Known(s) {
+				t.Errorf("%s cites %q, which is not an incident of %s", sc.Name, s, incident.Doc)
 			}
 			covered[s] = true
 		}
@@ -44,28 +43,14 @@ func TestRegistryIsWellFormed(t *testing.T) {
 			}
 		}
 	}
-	for s := range seeds {
+	for _, s := range incident.All() {
 		if !covered[s] {
-			t.Errorf("no scenario reproduces seed %s", s)
+			t.Errorf("no scenario reproduces incident %s", s)
 		}
 	}
 	want := []string{"rolling-update/cluster/hardened", "source-ip/local/hardened"}
 	if len(smoke) != len(want) || smoke[0] != want[0] || smoke[1] != want[1] {
 		t.Errorf("smoke subset %v, want %v", smoke, want)
-	}
-}
-
-// TestSeedFilesExist checks the registry against shared/seeds when the clone
-// sits beside it (as on the project's machines and in CI).
-func TestSeedFilesExist(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "seeds")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared/seeds not beside the clone (%v)", err)
-	}
-	for _, s := range []string{SeedDrainLocalPDB, SeedAKSBasicPool, SeedRollingUpdate, SeedSourceIPDilemma, SeedKeepAliveUnready} {
-		if _, err := os.Stat(filepath.Join(dir, s)); err != nil {
-			t.Errorf("seed %s: %v", s, err)
-		}
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package suites holds zerodrop's scenarios: each one reproduces an incident
-// from shared/seeds on a real cluster under real load. Scenarios are data (a
+// told in docs/incidents.md on a real cluster under real load. Scenarios are data (a
 // registry of names, seeds, cases and bodies) so that tools can list them and
 // reports can cite them; the Ginkgo driver in zerodrop_e2e_test.go (build tag
 // e2e) turns each case into a labelled spec.

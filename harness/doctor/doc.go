@@ -1,9 +1,9 @@
 // Package doctor predicts dropped requests from Kubernetes manifests before
-// anything runs. The seed incidents (see /work/shared/seeds and the fixtures
-// package) follow from configuration that can be read statically; the doctor
-// reads it and reports, for each Service of type LoadBalancer (and each
-// Service an Ingress or Gateway API route sends to) and the workloads behind
-// it, the risk, the fix and the seed incident it comes from.
+// anything runs. The incidents zerodrop reproduces (docs/incidents.md) follow
+// from configuration that can be read statically; the doctor reads it and
+// reports, for each Service of type LoadBalancer (and each Service an Ingress
+// or Gateway API route sends to) and the workloads behind it, the risk, the
+// fix and the incident it comes from.
 //
 // Inputs: Read / ReadFile / Load parse files, directories, stdin, multi-document
 // YAML or JSON and List kinds, keeping each object's YAML tree so findings
@@ -14,27 +14,27 @@
 //
 // # Rules
 //
-// Rules are data (Rules(): ID, name, severity, seeds, description, fix):
+// Rules are data (Rules(): ID, name, severity, incidents, description, fix):
 //
-//	ZD001 termination-outlives-readiness  error*  seed 002       preStop + period*(failureThreshold-1) < terminationGracePeriodSeconds
-//	ZD002 prestop-shorter-than-lb-lag     error   seeds 002,003  Local: preStop < LB interval x unhealthyThreshold
-//	ZD003 grace-not-above-prestop         error   seed 002       terminationGracePeriodSeconds <= preStop
-//	ZD004 no-prestop                      warning seed 003       Cluster: no preStop hook at all
-//	ZD005 prestop-duration-unknown        info    seed 002       exec/httpGet hook without a readable duration
-//	ZD010 local-without-spread            warning seed 001       Local, >= 2 replicas, no spread or anti-affinity
-//	ZD011 pool-affinity-vs-lb-backend     error*  seed 001       Local: Pods' pool vs the LB's backend pool
-//	ZD012 single-replica                  warning seeds 000,003  one replica
-//	ZD020 pdb-never-allows-eviction       error   seed 000       maxUnavailable 0 / minAvailable = replicas
-//	ZD021 pdb-overlap                     error   seed 000       more than one PDB selects the Pods
-//	ZD022 pdb-blocks-unhealthy-eviction   warning seed 000       no unhealthyPodEvictionPolicy AlwaysAllow
-//	ZD023 no-pdb                          info    seed 000       no PDB covers >= 2 replicas
-//	ZD030 no-readiness-probe              error   seeds 002,004  serving container without readiness probe
-//	ZD031 readiness-equals-liveness       warning seeds 002,004  both probes hit the same handler
-//	ZD032 rollout-allows-zero-ready       error*  seed 002       Recreate, or maxUnavailable reaching all replicas
-//	ZD033 local-without-min-ready         warning seed 002       Local with minReadySeconds 0
-//	ZD040 keepalive-behind-l7             warning seed 004       L7 LB + keep-alive + readiness that can flip
-//	ZD090 service-selects-nothing         info                   the Service selects no workload in the input
-//	ZD091 lb-annotation-invalid           warning                unknown lb profile or non-numeric health-check annotation
+//	ZD001 termination-outlives-readiness error*  rolling-update-local                     preStop + period*(failureThreshold-1) < terminationGracePeriodSeconds
+//	ZD002 prestop-shorter-than-lb-lag    error   rolling-update-local,source-ip-dilemma   Local: preStop < LB interval x unhealthyThreshold
+//	ZD003 grace-not-above-prestop        error   rolling-update-local                     terminationGracePeriodSeconds <= preStop
+//	ZD004 no-prestop                     warning source-ip-dilemma                        Cluster: no preStop hook at all
+//	ZD005 prestop-duration-unknown       info    rolling-update-local                     exec/httpGet hook without a readable duration
+//	ZD010 local-without-spread           warning nodepool-backend                         Local, >= 2 replicas, no spread or anti-affinity
+//	ZD011 pool-affinity-vs-lb-backend    error*  nodepool-backend                         Local: Pods' pool vs the LB's backend pool
+//	ZD012 single-replica                 warning drain-local-pdb,source-ip-dilemma        one replica
+//	ZD020 pdb-never-allows-eviction      error   drain-local-pdb                          maxUnavailable 0 / minAvailable = replicas
+//	ZD021 pdb-overlap                    error   drain-local-pdb                          more than one PDB selects the Pods
+//	ZD022 pdb-blocks-unhealthy-eviction  warning drain-local-pdb                          no unhealthyPodEvictionPolicy AlwaysAllow
+//	ZD023 no-pdb                         info    drain-local-pdb                          no PDB covers >= 2 replicas
+//	ZD030 no-readiness-probe             error   rolling-update-local,keepalive-unready   serving container without readiness probe
+//	ZD031 readiness-equals-liveness      warning rolling-update-local,keepalive-unready   both probes hit the same handler
+//	ZD032 rollout-allows-zero-ready      error*  rolling-update-local                     Recreate, or maxUnavailable reaching all replicas
+//	ZD033 local-without-min-ready        warning rolling-update-local                     Local with minReadySeconds 0
+//	ZD040 keepalive-behind-l7            warning keepalive-unready                        L7 LB + keep-alive + readiness that can flip
+//	ZD090 service-selects-nothing        info                                             the Service selects no workload in the input
+//	ZD091 lb-annotation-invalid          warning                                          unknown lb profile or non-numeric health-check annotation
 //
 // (* lower severity in some cases: ZD001 is a warning with Cluster, ZD011 a
 // warning or info when only the Pods are pinned, ZD032 a warning for a
@@ -55,7 +55,7 @@
 //	azure-lb  azure, azure-basic, aks    5s        2          10s          kubernetes-sigs/cloud-provider-azure pkg/consts (HealthProbeDefault*)
 //	aws-nlb   aws, eks                   10s       2          20s          kubernetes/cloud-provider-aws buildNLBHealthCheckConfiguration (Local)
 //	aws-elb   aws-clb                    10s       6          60s          kubernetes/cloud-provider-aws defaultElbHC* (Classic ELB)
-//	gclb      gce-ingress (L7)           60s       10         600s         kubernetes/ingress controllers/gce/healthchecks (seed 004's era)
+//	gclb      gce-ingress (L7)           60s       10         600s         kubernetes/ingress controllers/gce/healthchecks (the keepalive-unready incident's era)
 //	metallb   kind                       -         -          0s           no health check; speakers follow EndpointSlices
 //
 // A Service picks its profile with the annotation zerodrop.dev/lb-profile (the

@@ -52,7 +52,7 @@ func TestFixtureProfiles(t *testing.T) {
 	}{
 		{name: "naive Local", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(local)},
 			errors: []string{"ZD001", "ZD002"}, warnings: []string{"ZD010", "ZD033"}},
-		{name: "naive Local blocking PDB (seed 000)", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking)},
+		{name: "naive Local blocking PDB (incident drain-local-pdb)", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking)},
 			errors: []string{"ZD001", "ZD002", "ZD020"}, warnings: []string{"ZD010", "ZD033"}},
 		{name: "naive Cluster", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(cluster)},
 			errors: nil, warnings: []string{"ZD001", "ZD004"}},
@@ -61,7 +61,7 @@ func TestFixtureProfiles(t *testing.T) {
 		{name: "hardened with a blocking PDB still gets ZD020", opts: []fixtures.Option{fixtures.WithPDB(fixtures.PDBBlocking)},
 			errors: []string{"ZD020"}},
 		{name: "hardened pinned to a pool and LB pinned to it", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-a")}},
-		{name: "hardened with the LB pinned elsewhere (seed 001)", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-b")},
+		{name: "hardened with the LB pinned elsewhere (incident nodepool-backend)", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-b")},
 			errors: []string{"ZD011"}},
 	}
 	for _, tc := range tests {

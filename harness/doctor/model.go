@@ -23,7 +23,7 @@ const (
 )
 
 // poolLabelKeys are node labels that name a node pool on the platforms the
-// seeds ran on, plus zerodrop's own.
+// incidents ran on, plus zerodrop's own.
 var poolLabelKeys = []string{
 	"zerodrop.dev/pool",
 	"cloud.google.com/gke-nodepool",
@@ -33,7 +33,7 @@ var poolLabelKeys = []string{
 	"alpha.eksctl.io/nodegroup-name",
 	"karpenter.sh/nodepool",
 	"node.kubernetes.io/pool",
-	"nodepool.banzaicloud.io/name", // seed 001
+	"nodepool.banzaicloud.io/name", // incident nodepool-backend
 }
 
 func isPoolKey(k string) bool {
@@ -307,7 +307,7 @@ func servicePool(svc *corev1.Service) (pool, annotation string) {
 		}
 	}
 	// The AKS annotation names an availability set, which embeds the pool
-	// name ("pool-1-availabilitySet-27255451" in seed 001); "__auto__" is
+	// name ("pool-1-availabilitySet-27255451" in incident nodepool-backend); "__auto__" is
 	// not a restriction.
 	if v := strings.TrimSpace(svc.Annotations[annAzMode]); v != "" && !strings.EqualFold(v, "__auto__") {
 		return v, annAzMode

@@ -39,7 +39,7 @@ func Write(w io.Writer, r *Report, f Format) error {
 }
 
 // WriteText renders the report for people: per Service, its findings with
-// location, seed and fix, then a summary line.
+// location, incident and fix, then a summary line.
 func WriteText(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
 	if len(r.Services) == 0 {
@@ -60,7 +60,7 @@ func WriteText(w io.Writer, r *Report) error {
 				continue
 			}
 			n++
-			ew.printf("  %-7s %s %s  %s  [seed %s]\n", strings.ToUpper(f.Severity.String()), f.RuleID, f.Rule, f.Location(), strings.Join(f.Seeds, ", "))
+			ew.printf("  %-7s %s %s  %s  [incident %s]\n", strings.ToUpper(f.Severity.String()), f.RuleID, f.Rule, f.Location(), strings.Join(f.Seeds, ", "))
 			if f.Object != f.Service && !strings.HasPrefix(f.Object, "service/") {
 				ew.printf("          %s: %s\n", f.Object, f.Message)
 			} else {
@@ -203,7 +203,7 @@ func WriteSARIF(w io.Writer, r *Report) error {
 			ID: rule.ID, Name: rule.Name,
 			ShortDescription:     sarifText{Text: rule.Summary},
 			FullDescription:      sarifText{Text: rule.Description},
-			Help:                 sarifText{Text: "Fix: " + rule.Fix + " (seed incident " + strings.Join(rule.Seeds, ", ") + ")"},
+			Help:                 sarifText{Text: "Fix: " + rule.Fix + " (incident " + strings.Join(rule.Seeds, ", ") + ", see docs/incidents.md)"},
 			DefaultConfiguration: map[string]any{"level": sarifLevel(rule.Severity)},
 			Properties:           map[string]any{"seeds": rule.Seeds, "tags": []string{"kubernetes", "load-balancer", "zero-downtime"}},
 		})

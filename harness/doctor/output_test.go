@@ -30,7 +30,7 @@ func TestWriteText(t *testing.T) {
 		"service/shop/web  LoadBalancer  externalTrafficPolicy=Local  lb=generic (10s x 3 = 30s)",
 		"workloads: deployment/shop/web",
 		"ERROR   ZD002 prestop-shorter-than-lb-lag  test.yaml:",
-		"[seed 002, 003]",
+		"[incident rolling-update-local, source-ip-dilemma]",
 		"fix: ",
 		"poddisruptionbudget/shop/web: PodDisruptionBudget web has maxUnavailable 0",
 		"summary: 3 error(s), 1 warning(s), 0 info over 1 Service(s)",

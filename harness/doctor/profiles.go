@@ -17,7 +17,7 @@ import (
 // With externalTrafficPolicy Local the health check is kube-proxy's
 // healthCheckNodePort, which fails as soon as the node's last local endpoint
 // is gone, so RemovalLag is the window in which a terminating Pod must keep
-// serving (seeds 002 and 003).
+// serving (the rolling-update-local and source-ip-dilemma incidents).
 type LBProfile struct {
 	Name               string        `json:"name"`
 	Aliases            []string      `json:"aliases,omitempty"`
@@ -26,10 +26,10 @@ type LBProfile struct {
 	HealthyThreshold   int           `json:"healthyThreshold"`
 	UnhealthyThreshold int           `json:"unhealthyThreshold"`
 	// SinglePool: the backend is one node pool, not every node (AKS Basic
-	// LB, seed 001).
+	// LB, incident nodepool-backend).
 	SinglePool bool `json:"singlePool,omitempty"`
 	// L7: an HTTP proxy that keeps connections to the nodes open and reuses
-	// them (GCE Ingress, seed 004).
+	// them (GCE Ingress, incident keepalive-unready).
 	L7 bool `json:"l7,omitempty"`
 	// FollowsServing: no health check; nodes are picked from the
 	// EndpointSlices' serving condition (MetalLB), so a terminating Pod that
@@ -114,7 +114,7 @@ var profiles = []LBProfile{
 	{
 		Name: "gclb", Aliases: []string{"gce-ingress"}, L7: true,
 		Interval: 60 * time.Second, Timeout: 60 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 10,
-		Source: "kubernetes/ingress controllers/gce/healthchecks/healthchecks.go (the GCE Ingress of seed 004's time): " +
+		Source: "kubernetes/ingress controllers/gce/healthchecks/healthchecks.go (the GCE Ingress of the keepalive-unready incident's time): " +
 			"DefaultHealthCheckInterval=60s, DefaultTimeout=60s, DefaultHealthyThreshold=1, DefaultUnhealthyThreshold=10",
 	},
 	{
@@ -143,7 +143,7 @@ func LookupProfile(name string) (LBProfile, bool) {
 		for _, a := range p.Aliases {
 			if a == n {
 				// Keep the alias visible: azure-basic is the single-pool
-				// Basic LB of seed 001, gke-legacy drops cordoned nodes.
+				// Basic LB of incident nodepool-backend, gke-legacy drops cordoned nodes.
 				p.Name = n + " (" + p.Name + ")"
 				p.Aliases = nil
 				p.SinglePool = p.SinglePool || n == "azure-basic"

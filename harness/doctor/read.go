@@ -684,7 +684,7 @@ func decodeTyped(obj *Object, raw []byte) error {
 		obj.routes = ingressServices(&ing)
 	case obj.Kind == "Ingress" && (group == "extensions" || group == "networking.k8s.io"):
 		// extensions/v1beta1 and networking.k8s.io/v1beta1 share this shape
-		// (serviceName/servicePort), the Ingress of seed 004.
+		// (serviceName/servicePort), the Ingress of incident keepalive-unready.
 		var ing extv1beta1.Ingress
 		if err := json.Unmarshal(raw, &ing); err != nil {
 			return err

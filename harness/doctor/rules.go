@@ -9,11 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"zerodrop/harness/incident"
 )
 
-// Rule is one check, as data: what it looks for, which seed incident it comes
-// from and how to fix what it finds. Severity is the highest severity the
-// rule reports; some rules report lower ones depending on the traffic policy.
+// Rule is one check, as data: what it looks for, which incidents (see
+// docs/incidents.md) it comes from and how to fix what it finds. Severity is
+// the highest severity the rule reports; some rules report lower ones
+// depending on the traffic policy.
 type Rule struct {
 	ID          string   `json:"id"`
 	Name        string   `json:"name"`
@@ -84,7 +87,7 @@ func RuleByID(id string) (Rule, bool) {
 
 var catalogue = []Rule{
 	{
-		ID: "ZD001", Name: "termination-outlives-readiness", Severity: Error, Seeds: []string{"002"},
+		ID: "ZD001", Name: "termination-outlives-readiness", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "preStop + readiness period x (failureThreshold - 1) is shorter than terminationGracePeriodSeconds",
 		Description: "Seed 002's inequality: preStopSleep + readinessPeriodSeconds*(readinessFailureThreshold-1) >= " +
 			"terminationGracePeriodSeconds. An app that fails readiness as soon as SIGTERM arrives is otherwise marked " +
@@ -93,17 +96,17 @@ var catalogue = []Rule{
 			"warning with Cluster. Not checked with the metallb profile: MetalLB follows the serving condition, so " +
 			"there the app should fail readiness on SIGTERM and keep serving until the LB has moved.",
 		Fix: "Raise the preStop sleep or readiness periodSeconds*(failureThreshold-1), or lower " +
-			"terminationGracePeriodSeconds, until the inequality holds (seed 002: preStop 10s, period 10s, " +
+			"terminationGracePeriodSeconds, until the inequality holds (incident rolling-update-local: preStop 10s, period 10s, " +
 			"failureThreshold 3, grace 30s). Better still, keep the app ready while it drains.",
 		check: checkInequality,
 	},
 	{
-		ID: "ZD002", Name: "prestop-shorter-than-lb-lag", Severity: Error, Seeds: []string{"002", "003"},
+		ID: "ZD002", Name: "prestop-shorter-than-lb-lag", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 		Summary: "with Local, the preStop sleep is shorter than the LB's health-check lag",
 		Description: "With externalTrafficPolicy Local the LB picks nodes by kube-proxy's healthCheckNodePort, which " +
 			"fails once the node's last endpoint terminates; the LB notices only after interval x unhealthyThreshold " +
 			"and keeps sending new connections to the node until then. The Pod must keep serving that long " +
-			"(seed 002: \"delay ... until the load balancer health check has failed\"; seed 003: blackholed traffic). " +
+			"(incident rolling-update-local: \"delay ... until the load balancer health check has failed\"; incident source-ip-dilemma: blackholed traffic). " +
 			"The lag comes from the LB profile (--lb-profile, the Service's zerodrop.dev/lb-profile annotation, " +
 			"or the provider's health-check annotations).",
 		Fix: "Add or lengthen a preStop sleep to at least the LB's interval x unhealthyThreshold plus a few " +
@@ -111,7 +114,7 @@ var catalogue = []Rule{
 		check: checkPreStopLag,
 	},
 	{
-		ID: "ZD003", Name: "grace-not-above-prestop", Severity: Error, Seeds: []string{"002"},
+		ID: "ZD003", Name: "grace-not-above-prestop", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "terminationGracePeriodSeconds does not exceed the preStop hook",
 		Description: "The kubelet counts the preStop hook against the grace period: when it is as long as the hook " +
 			"the app receives SIGTERM with no time left to drain and is killed mid-request.",
@@ -119,16 +122,16 @@ var catalogue = []Rule{
 		check: checkGraceVsPreStop,
 	},
 	{
-		ID: "ZD004", Name: "no-prestop", Severity: Warning, Seeds: []string{"003"},
+		ID: "ZD004", Name: "no-prestop", Severity: Warning, Seeds: []string{incident.SourceIPDilemma},
 		Summary: "with Cluster, no preStop hook delays SIGTERM past endpoint removal",
 		Description: "Endpoint removal reaches kube-proxy on every node asynchronously; an app that exits on SIGTERM " +
-			"at once refuses connections that other nodes still forward to it (seed 003 lists a preStop sleep as " +
+			"at once refuses connections that other nodes still forward to it (incident source-ip-dilemma lists a preStop sleep as " +
 			"the first remediation). With Local, ZD002 covers this with the LB lag.",
 		Fix:   "Add a preStop sleep of a few seconds (lifecycle.preStop.sleep.seconds: 5) and a grace period above it.",
 		check: checkNoPreStop,
 	},
 	{
-		ID: "ZD005", Name: "prestop-duration-unknown", Severity: Info, Seeds: []string{"002"},
+		ID: "ZD005", Name: "prestop-duration-unknown", Severity: Info, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "the preStop hook's duration cannot be read, timing rules skipped",
 		Description: "An exec hook without a recognisable `sleep N`, or an httpGet/tcpSocket hook, takes as long as " +
 			"the program behind it; ZD001 and ZD002 are not evaluated.",
@@ -136,17 +139,17 @@ var catalogue = []Rule{
 		check: checkPreStopUnknown,
 	},
 	{
-		ID: "ZD010", Name: "local-without-spread", Severity: Warning, Seeds: []string{"001"},
+		ID: "ZD010", Name: "local-without-spread", Severity: Warning, Seeds: []string{incident.NodepoolBackend},
 		Summary: "with Local, replicas can all sit on few nodes",
 		Description: "With externalTrafficPolicy Local the LB balances per node, not per Pod: Pods sharing a node " +
-			"share its slice, and one node drain can take every endpoint (seed 001: 100/0/0). Nothing here spreads " +
+			"share its slice, and one node drain can take every endpoint (incident nodepool-backend: 100/0/0). Nothing here spreads " +
 			"the replicas (no topologySpreadConstraints on kubernetes.io/hostname or a zone, no podAntiAffinity).",
 		Fix: "Add a topologySpreadConstraint (topologyKey kubernetes.io/hostname, maxSkew 1, nodeTaintsPolicy Honor) " +
 			"or a podAntiAffinity on kubernetes.io/hostname.",
 		check: checkSpread,
 	},
 	{
-		ID: "ZD011", Name: "pool-affinity-vs-lb-backend", Severity: Error, Seeds: []string{"001"},
+		ID: "ZD011", Name: "pool-affinity-vs-lb-backend", Severity: Error, Seeds: []string{incident.NodepoolBackend},
 		Summary: "with Local, the Pods' node pool and the LB's backend pool may not match",
 		Description: "Seed 001: an LB whose backend is one node pool (AKS Basic) only reaches Pods on that pool; with " +
 			"Local, Pods elsewhere get no traffic and those in the pool get all of it. Error when the Service pins " +
@@ -158,7 +161,7 @@ var catalogue = []Rule{
 		check: checkPools,
 	},
 	{
-		ID: "ZD012", Name: "single-replica", Severity: Warning, Seeds: []string{"000", "003"},
+		ID: "ZD012", Name: "single-replica", Severity: Warning, Seeds: []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 		Summary: "one replica: any eviction or node replacement leaves no endpoint",
 		Description: "With one replica a drain, a node-pool replacement or an eviction removes the only endpoint " +
 			"until the replacement is ready; a PDB cannot help (it would block the drain instead).",
@@ -166,25 +169,25 @@ var catalogue = []Rule{
 		check: checkSingleReplica,
 	},
 	{
-		ID: "ZD020", Name: "pdb-never-allows-eviction", Severity: Error, Seeds: []string{"000"},
+		ID: "ZD020", Name: "pdb-never-allows-eviction", Severity: Error, Seeds: []string{incident.DrainLocalPDB},
 		Summary: "a PodDisruptionBudget can never allow an eviction",
 		Description: "maxUnavailable 0, or minAvailable equal to the replicas (or 100%), blocks every eviction: " +
 			"kubectl drain stalls forever. Seed 000: the drain stalled on such a budget while the service controller " +
 			"had already removed the cordoned nodes from the LB, and with Local all traffic was blackholed.",
-		Fix: "Allow at least one disruption (maxUnavailable: 1) or delete a budget you do not need (seed 000's came " +
+		Fix: "Allow at least one disruption (maxUnavailable: 1) or delete a budget you do not need (the drain-local-pdb incident's came " +
 			"from a Helm chart default).",
 		check: checkPDBNever,
 	},
 	{
-		ID: "ZD021", Name: "pdb-overlap", Severity: Error, Seeds: []string{"000"},
+		ID: "ZD021", Name: "pdb-overlap", Severity: Error, Seeds: []string{incident.DrainLocalPDB},
 		Summary: "more than one PodDisruptionBudget selects the same Pods",
 		Description: "The eviction API refuses to evict a Pod covered by more than one budget, so a drain stalls " +
-			"on it exactly as in seed 000.",
+			"on it exactly as in incident drain-local-pdb.",
 		Fix:   "Keep one PodDisruptionBudget per set of Pods.",
 		check: checkPDBOverlap,
 	},
 	{
-		ID: "ZD022", Name: "pdb-blocks-unhealthy-eviction", Severity: Warning, Seeds: []string{"000"},
+		ID: "ZD022", Name: "pdb-blocks-unhealthy-eviction", Severity: Warning, Seeds: []string{incident.DrainLocalPDB},
 		Summary: "a PodDisruptionBudget lets an unready Pod stall a drain",
 		Description: "Without unhealthyPodEvictionPolicy AlwaysAllow, a Running but not Ready Pod can only be " +
 			"evicted while the budget is satisfied; a crash-looping replica then stalls the drain of its node.",
@@ -192,15 +195,15 @@ var catalogue = []Rule{
 		check: checkPDBUnhealthy,
 	},
 	{
-		ID: "ZD023", Name: "no-pdb", Severity: Info, Seeds: []string{"000"},
+		ID: "ZD023", Name: "no-pdb", Severity: Info, Seeds: []string{incident.DrainLocalPDB},
 		Summary: "no PodDisruptionBudget: draining several nodes at once can evict every replica",
-		Description: "kubectl drain of several nodes (seed 000: \"don't drain all nodes at once\") evicts without " +
+		Description: "kubectl drain of several nodes (incident drain-local-pdb: \"don't drain all nodes at once\") evicts without " +
 			"limit when no budget covers the Pods.",
 		Fix:   "Add a PodDisruptionBudget with maxUnavailable: 1 and unhealthyPodEvictionPolicy: AlwaysAllow.",
 		check: checkNoPDB,
 	},
 	{
-		ID: "ZD030", Name: "no-readiness-probe", Severity: Error, Seeds: []string{"002", "004"},
+		ID: "ZD030", Name: "no-readiness-probe", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
 		Summary: "the serving container has no readiness probe",
 		Description: "Without a readiness probe a Pod is an endpoint as soon as its container starts, before it " +
 			"listens, and stays one while it cannot serve; the LB and kube-proxy send it traffic it drops.",
@@ -208,7 +211,7 @@ var catalogue = []Rule{
 		check: checkNoReadiness,
 	},
 	{
-		ID: "ZD031", Name: "readiness-equals-liveness", Severity: Warning, Seeds: []string{"002", "004"},
+		ID: "ZD031", Name: "readiness-equals-liveness", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
 		Summary: "the readiness probe checks the same thing as the liveness probe",
 		Description: "When both probes hit the same handler a Pod cannot be unready without also being restarted: " +
 			"an overloaded or draining Pod is killed instead of taken out of rotation.",
@@ -216,26 +219,26 @@ var catalogue = []Rule{
 		check: checkReadinessLiveness,
 	},
 	{
-		ID: "ZD032", Name: "rollout-allows-zero-ready", Severity: Error, Seeds: []string{"002"},
+		ID: "ZD032", Name: "rollout-allows-zero-ready", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "the rollout strategy can take every endpoint down",
 		Description: "A Recreate strategy, or a maxUnavailable that rounds to the replica count (a StatefulSet with " +
 			"one replica), stops all Pods before new ones are ready. A DaemonSet with maxSurge 0 replaces each node's " +
-			"only endpoint with nothing in between, which with Local is the LB lag window of seed 003 on every node.",
-		Fix: "Use a surge rollout: RollingUpdate with maxUnavailable 0 and maxSurge 1 (seed 002: \"surge updates\"); " +
+			"only endpoint with nothing in between, which with Local is the LB lag window of incident source-ip-dilemma on every node.",
+		Fix: "Use a surge rollout: RollingUpdate with maxUnavailable 0 and maxSurge 1 (incident rolling-update-local: \"surge updates\"); " +
 			"for a DaemonSet maxSurge 1, maxUnavailable 0.",
 		check: checkRollout,
 	},
 	{
-		ID: "ZD033", Name: "local-without-min-ready", Severity: Warning, Seeds: []string{"002"},
+		ID: "ZD033", Name: "local-without-min-ready", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "with Local, minReadySeconds is 0",
 		Description: "A rollout moves on as soon as a new Pod is ready, before the LB has health-checked its node " +
 			"into the backend set (interval x healthyThreshold); old Pods can go before the new node takes traffic. " +
-			"GKE recommends minReadySeconds (seed 002).",
+			"GKE recommends minReadySeconds (incident rolling-update-local).",
 		Fix:   "Set minReadySeconds to at least the LB's interval x healthyThreshold.",
 		check: checkMinReady,
 	},
 	{
-		ID: "ZD040", Name: "keepalive-behind-l7", Severity: Warning, Seeds: []string{"004"},
+		ID: "ZD040", Name: "keepalive-behind-l7", Severity: Warning, Seeds: []string{incident.KeepaliveUnready},
 		Summary: "keep-alive behind an L7 load balancer while readiness can flip",
 		Description: "Seed 004: an L7 front end (GCE Ingress) kept keep-alive connections to the nodes open and " +
 			"reused them; NAT rules apply only to new connections, so a Pod that turned unready kept receiving " +
@@ -243,18 +246,18 @@ var catalogue = []Rule{
 			"nothing turns keep-alive off.",
 		Fix: "Use container-native load balancing (NEG: the LB talks to Pod IPs and health-checks them), or have the " +
 			"app close keep-alive connections (Connection: close) once it is unready or draining, or drop the " +
-			"keep-alive header (seed 004's workaround; ECHO_KEEPALIVE=false for the echo server).",
+			"keep-alive header (the keepalive-unready incident's workaround; ECHO_KEEPALIVE=false for the echo server).",
 		check: checkKeepAlive,
 	},
 	{
-		ID: "ZD090", Name: "service-selects-nothing", Severity: Info, Seeds: []string{"001"},
+		ID: "ZD090", Name: "service-selects-nothing", Severity: Info, Seeds: []string{incident.NodepoolBackend},
 		Summary: "the Service selects no workload in the input",
 		Description: "No Deployment, StatefulSet or DaemonSet in the input matches the Service's selector, so its " +
 			"backends could not be checked (or the selector is wrong and the Service has no endpoints).",
 		Fix: "Pass the workload's manifest too, or fix the selector.",
 	},
 	{
-		ID: "ZD091", Name: "lb-annotation-invalid", Severity: Warning, Seeds: []string{"002"},
+		ID: "ZD091", Name: "lb-annotation-invalid", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "an LB profile or health-check annotation cannot be used",
 		Description: "The Service names an unknown zerodrop.dev/lb-profile or a health-check annotation that is not " +
 			"a number; the doctor used the default timing instead.",
@@ -376,7 +379,7 @@ func checkPools(t *target) []result {
 	case backend != "" && !pinned:
 		return []result{{sev: Error, line: t.line(t.podPath("affinity"), tplPath),
 			msg: fmt.Sprintf("the Service restricts the LB backend to pool %q (%s) but the Pods are not confined to it: "+
-				"with Local, Pods scheduled elsewhere get no traffic (seed 001)", backend, ann)}}
+				"with Local, Pods scheduled elsewhere get no traffic (incident nodepool-backend)", backend, ann)}}
 	case backend != "":
 		var outside []string
 		for _, p := range pools {
@@ -389,7 +392,7 @@ func checkPools(t *target) []result {
 		}
 		return []result{{sev: Error, line: t.line(t.podPath("affinity"), t.podPath("nodeSelector"), tplPath),
 			msg: fmt.Sprintf("the LB backend is pool %q (%s) but Pods may run in pool(s) %s: with Local those Pods get "+
-				"no traffic (seed 001)", backend, ann, strings.Join(outside, ", "))}}
+				"no traffic (incident nodepool-backend)", backend, ann, strings.Join(outside, ", "))}}
 	case pinned:
 		sev := Info
 		if t.profile.SinglePool {
@@ -397,7 +400,7 @@ func checkPools(t *target) []result {
 		}
 		return []result{{sev: sev, line: t.line(t.podPath("affinity"), t.podPath("nodeSelector"), tplPath),
 			msg: fmt.Sprintf("the Pods are pinned to pool(s) %s and nothing pins the LB backend: an LB that takes one pool "+
-				"(AKS Basic, seed 001) may reach none of them; pin it with %s", strings.Join(pools, ", "), AnnotationLBPool)}}
+				"(AKS Basic, incident nodepool-backend) may reach none of them; pin it with %s", strings.Join(pools, ", "), AnnotationLBPool)}}
 	}
 	return nil
 }
@@ -425,7 +428,7 @@ func checkPDBNever(t *target) []result {
 		}
 		detail := ""
 		if t.local {
-			detail = "; with Local, an LB that drops cordoned nodes (seed 000's service controller) blackholes all traffic while the Pods wait there"
+			detail = "; with Local, an LB that drops cordoned nodes (the drain-local-pdb incident's service controller) blackholes all traffic while the Pods wait there"
 		}
 		out = append(out, result{sev: Error, obj: o, line: o.FirstLine([]any{"spec", "maxUnavailable"}, []any{"spec", "minAvailable"}, []any{"spec"}),
 			msg: fmt.Sprintf("PodDisruptionBudget %s %s: no eviction is ever allowed, so kubectl drain of a node running "+
@@ -602,5 +605,5 @@ func checkKeepAlive(t *target) []result {
 	}
 	return []result{{sev: Warning, line: t.line(t.cpath("readinessProbe"), t.cpath()),
 		msg: fmt.Sprintf("behind an L7 load balancer (%s) that reuses keep-alive connections, a Pod that turns unready can keep "+
-			"receiving requests on them after its endpoint is removed (seed 004)", t.l7Via)}}
+			"receiving requests on them after its endpoint is removed (incident keepalive-unready)", t.l7Via)}}
 }

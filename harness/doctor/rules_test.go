@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+
+	"zerodrop/harness/incident"
 )
 
 // m is a manifest under test: a Service, a workload and extra documents. The
@@ -180,7 +182,7 @@ spec:
             port:
               number: 80`
 
-// seed 004's own Ingress, extensions/v1beta1 with serviceName.
+// the keepalive-unready incident's own Ingress, extensions/v1beta1 with serviceName.
 const legacyIngress = `apiVersion: extensions/v1beta1
 kind: Ingress
 metadata:
@@ -223,10 +225,10 @@ func TestRules(t *testing.T) {
 		quiet   []string
 		lineHas string // the first finding of the first fired rule points at a line containing this
 	}{
-		// ZD001: seed 002's inequality.
-		{name: "ZD001 fires: seed 002 numbers with a long grace", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
+		// ZD001: the rolling-update-local incident's inequality.
+		{name: "ZD001 fires: incident rolling-update-local numbers with a long grace", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
 			fire: map[string]Severity{"ZD001": Error}, quiet: []string{"ZD002", "ZD003"}, lineHas: "terminationGracePeriodSeconds"},
-		{name: "ZD001 quiet: seed 002's own configuration", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
+		{name: "ZD001 quiet: the rolling-update-local incident's own configuration", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
 			quiet: []string{"ZD001", "ZD002", "ZD003"}},
 		{name: "ZD001 is a warning with Cluster", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 5", Grace: "60"},
 			fire: map[string]Severity{"ZD001": Warning}, quiet: []string{"ZD002"}},
@@ -286,14 +288,14 @@ func TestRules(t *testing.T) {
 		{name: "ZD010 quiet with Cluster", in: m{Policy: "Cluster", PodExtra: "-"}, quiet: []string{"ZD010"}},
 		{name: "ZD010 quiet for a DaemonSet", in: m{Kind: "DaemonSet", PodExtra: "-"}, quiet: []string{"ZD010"}},
 
-		// ZD011: pools (seed 001).
+		// ZD011: pools (incident nodepool-backend).
 		{name: "ZD011 fires: LB pinned, Pods not", in: m{SvcAnnotations: "zerodrop.dev/lb-pool: pool-1"},
 			fire: map[string]Severity{"ZD011": Error}},
-		{name: "ZD011 fires: seed 001's AKS annotation, Pods on another pool", in: m{
+		{name: "ZD011 fires: the nodepool-backend incident's AKS annotation, Pods on another pool", in: m{
 			SvcAnnotations: "service.beta.kubernetes.io/azure-load-balancer-mode: pool-1-availabilitySet-27255451",
 			PodExtra:       "affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: nodepool.banzaicloud.io/name\n          operator: In\n          values: [system]"},
 			fire: map[string]Severity{"ZD011": Error}},
-		{name: "ZD011 quiet: seed 001's fix (affinity + annotation)", in: m{
+		{name: "ZD011 quiet: the nodepool-backend incident's fix (affinity + annotation)", in: m{
 			SvcAnnotations: "service.beta.kubernetes.io/azure-load-balancer-mode: pool-1-availabilitySet-27255451",
 			PodExtra:       "affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: nodepool.banzaicloud.io/name\n          operator: In\n          values: [pool-1]\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
 			quiet: []string{"ZD011", "ZD010"}},
@@ -310,10 +312,10 @@ func TestRules(t *testing.T) {
 		{name: "ZD012 fires when replicas defaults to 1", in: m{Replicas: "-", PDB: "-"}, fire: map[string]Severity{"ZD012": Warning}},
 		{name: "ZD012 quiet", in: m{Replicas: "2"}, quiet: []string{"ZD012"}},
 
-		// ZD020: PDB that never allows an eviction (seed 000).
+		// ZD020: PDB that never allows an eviction (incident drain-local-pdb).
 		{name: "ZD020 fires: maxUnavailable 0", in: m{PDB: pdb("  maxUnavailable: 0\n")}, fire: map[string]Severity{"ZD020": Error}, quiet: []string{"ZD022"}, lineHas: "maxUnavailable"},
 		{name: "ZD020 fires: minAvailable = replicas", in: m{PDB: pdb("  minAvailable: 3\n")}, fire: map[string]Severity{"ZD020": Error}},
-		{name: "ZD020 fires: seed 000's chart default (minAvailable 1, one replica)", in: m{Replicas: "1", PDB: pdb("  minAvailable: 1\n")}, fire: map[string]Severity{"ZD020": Error}},
+		{name: "ZD020 fires: the drain-local-pdb incident's chart default (minAvailable 1, one replica)", in: m{Replicas: "1", PDB: pdb("  minAvailable: 1\n")}, fire: map[string]Severity{"ZD020": Error}},
 		{name: "ZD020 fires: minAvailable 100%", in: m{PDB: pdb("  minAvailable: 100%\n")}, fire: map[string]Severity{"ZD020": Error}},
 		{name: "ZD020 fires: minAvailable 90% rounds up to all", in: m{PDB: pdb("  minAvailable: 90%\n")}, fire: map[string]Severity{"ZD020": Error}},
 		{name: "ZD020 quiet: minAvailable 2 of 3", in: m{PDB: pdb("  minAvailable: 2\n  unhealthyPodEvictionPolicy: AlwaysAllow\n")}, quiet: []string{"ZD020", "ZD022"}},
@@ -361,9 +363,9 @@ func TestRules(t *testing.T) {
 		{name: "ZD033 quiet with Cluster", in: m{Policy: "Cluster", MinReady: "-"}, quiet: []string{"ZD033"}},
 		{name: "ZD033 quiet", in: m{}, quiet: []string{"ZD033"}},
 
-		// ZD040: keep-alive behind L7 (seed 004).
+		// ZD040: keep-alive behind L7 (incident keepalive-unready).
 		{name: "ZD040 fires behind an Ingress", in: m{Extra: ingress}, fire: map[string]Severity{"ZD040": Warning}, lineHas: "readinessProbe"},
-		{name: "ZD040 fires behind seed 004's extensions/v1beta1 Ingress on a NodePort Service", in: m{SvcType: "NodePort", Policy: "Cluster", Extra: legacyIngress},
+		{name: "ZD040 fires behind the keepalive-unready incident's extensions/v1beta1 Ingress on a NodePort Service", in: m{SvcType: "NodePort", Policy: "Cluster", Extra: legacyIngress},
 			fire: map[string]Severity{"ZD040": Warning}},
 		{name: "ZD040 fires with the gclb profile", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 605", Grace: "620"},
 			fire: map[string]Severity{"ZD040": Warning}},
@@ -463,8 +465,8 @@ func TestEveryRuleHasMetadataAndCases(t *testing.T) {
 			t.Errorf("rule %+v lacks metadata", r)
 		}
 		for _, s := range r.Seeds {
-			if len(s) != 3 || s < "000" || s > "004" {
-				t.Errorf("%s cites seed %q; seeds are 000-004", r.ID, s)
+			if !incident.Known(s) {
+				t.Errorf("%s cites %q, which is not an incident of %s", r.ID, s, incident.Doc)
 			}
 		}
 		if !strings.Contains(src, `"`+r.ID+` fires`) {

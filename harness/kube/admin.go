@@ -27,7 +27,7 @@ type EchoStats struct {
 }
 
 // SetEchoReady flips an echo server pod's readiness through its admin port
-// (seed 004: the pod fails readiness while staying alive).
+// (incident keepalive-unready: the pod fails readiness while staying alive).
 func (c *Client) SetEchoReady(ctx context.Context, namespace, pod string, ready bool) error {
 	return c.echoAdminPost(ctx, namespace, pod, "admin/ready", ready)
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Cordon marks a node unschedulable (what `kubectl cordon` and the first
-// step of a drain do, and what seed 000's service controller reacted to).
+// step of a drain do, and what the drain-local-pdb incident's service controller reacted to).
 func (c *Client) Cordon(ctx context.Context, node string) error {
 	return c.setUnschedulable(ctx, node, true)
 }
@@ -60,7 +60,7 @@ type DrainResult struct {
 // --ignore-daemonsets --delete-emptydir-data` does, honouring
 // PodDisruptionBudgets, for at most timeout. A drain that a budget blocks is
 // not an error of the harness: it comes back as a result with Completed
-// false and the pods left behind, since seed 000 is exactly that.
+// false and the pods left behind, since incident drain-local-pdb is exactly that.
 func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration, opts ...DrainOption) DrainResult {
 	var o drainOptions
 	for _, opt := range opts {
@@ -133,7 +133,7 @@ func isDaemonSetPod(p *corev1.Pod) bool {
 }
 
 // DrainAll drains the nodes concurrently ("the old pool drained at once",
-// seed 000) and returns one result per node, in the order given.
+// incident drain-local-pdb) and returns one result per node, in the order given.
 func (c *Client) DrainAll(ctx context.Context, nodes []string, timeout time.Duration) []DrainResult {
 	out := make([]DrainResult, len(nodes))
 	var wg sync.WaitGroup

@@ -657,7 +657,7 @@ func TestCluster(t *testing.T) {
 			res.mu.Unlock()
 			t.Logf("echo keep-alive %v: %s got %d requests more than 2s after its endpoint was removed", ka, victim, after)
 			if ka && after == 0 {
-				t.Fatal("with keep-alive the unready pod should keep getting requests over reused connections (seed 004)")
+				t.Fatal("with keep-alive the unready pod should keep getting requests over reused connections (incident keepalive-unready)")
 			}
 			if !ka && after != 0 {
 				t.Fatal("without keep-alive the unready pod must get nothing once kube-proxy dropped its endpoint")
@@ -726,7 +726,7 @@ func TestCluster(t *testing.T) {
 			}
 			ns := e.namespace(t, "zdlb-roll-"+string(prof))
 			// One replica, and the update also moves it to another worker: the old
-			// node loses its last local endpoint for good, the canonical seed 003
+			// node loses its last local endpoint for good, the canonical incident source-ip-dilemma
 			// case (a node whose pods are all replaced elsewhere).
 			w, err := fixtures.New(fixtures.WithProfile(prof), fixtures.WithLBHealthCheck(gcp), fixtures.WithNamespace(ns),
 				fixtures.WithReplicas(1), fixtures.WithLBProfile("gcp-nlb"))
@@ -775,7 +775,7 @@ func TestCluster(t *testing.T) {
 				prof, rolled.Round(time.Second), n, sum.Results, span(n, first, last, start, 100*time.Millisecond), er, uh)
 			t.Logf("%s: failures per second from the rollout start: %s; error classes %v", prof, res.histogram(start), sum.ErrorClasses)
 			if prof == fixtures.Naive && n == 0 {
-				t.Fatal("the naive rolling update dropped nothing: the seed 003 hazard did not show")
+				t.Fatal("the naive rolling update dropped nothing: the incident source-ip-dilemma hazard did not show")
 			}
 			if prof == fixtures.Hardened && n != 0 {
 				t.Fatalf("hardened rolling update dropped %d requests", n)

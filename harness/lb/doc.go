@@ -37,7 +37,7 @@
 // (Cluster), and with Local and no local endpoint it drops the packet. Replies
 // leave the node straight for the client with the VIP as source (the node has
 // the client on-link): direct server return, and the client address is
-// preserved (seed 001, 003).
+// preserved (incident nodepool-backend, 003).
 //
 //   - The VIPs sit on the LB's lo, so the LB answers ARP for them on the kind
 //     network and the host reaches them with no route of its own. A new VIP
@@ -99,7 +99,7 @@
 // proxy) that round-robins requests over the active nodes' nodeIP:nodePort with
 // per-node keep-alive pools and X-Forwarded-For. kube-proxy NATs a connection
 // once, when it opens, so requests on a reused connection keep reaching the
-// pod it was NATed to after that pod's endpoint is gone (seed 004).
+// pod it was NATed to after that pod's endpoint is gone (incident keepalive-unready).
 //
 // # Events
 //

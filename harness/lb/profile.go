@@ -101,7 +101,7 @@ type HealthCheck struct {
 }
 
 // DetectionTime is how long a node that stopped answering stays in the set:
-// interval x unhealthyThreshold (the window seeds 000, 002 and 003 are about).
+// interval x unhealthyThreshold (the window incidents drain-local-pdb, rolling-update-local and 003 are about).
 func (h HealthCheck) DetectionTime() time.Duration {
 	return h.Interval.D() * time.Duration(h.UnhealthyThreshold)
 }

@@ -30,7 +30,7 @@ type L7Service struct {
 func (s L7Service) listenAddr() netip.AddrPort { return netip.AddrPortFrom(s.VIP, s.Port) }
 
 // L7Proxy is the HTTP front end of L7 profiles. Like Google's front ends in
-// seed 004 it keeps connections to nodeIP:nodePort open and reuses them, so a
+// incident keepalive-unready it keeps connections to nodeIP:nodePort open and reuses them, so a
 // request on a reused connection reaches whatever pod kube-proxy NATed that
 // connection to when it opened, ready or not.
 type L7Proxy struct {

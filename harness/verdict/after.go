@@ -9,7 +9,7 @@ import (
 )
 
 // AfterRemoval is what one pod served after Kubernetes took it out of its
-// Service's endpoints: the keep-alive hazard of seed 004, where a front end
+// Service's endpoints: the keep-alive hazard of incident keepalive-unready, where a front end
 // (here the load generator) keeps using connections that kube-proxy's NAT
 // already pinned to the pod.
 type AfterRemoval struct {

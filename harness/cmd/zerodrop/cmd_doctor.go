@@ -34,8 +34,8 @@ Reads Kubernetes manifests (files, directories walked for *.yaml/*.yml/*.json,
 --cluster, the live cluster of KUBECONFIG, and reports for every Service of
 type LoadBalancer (and every Service behind an Ingress or HTTPRoute) and the
 workloads behind it the configuration that drops requests during drains,
-rollouts and node-pool changes: each finding with the seed incident it comes
-from and the fix. Flags may follow the FILE arguments.
+rollouts and node-pool changes: each finding with the incident it comes from
+(docs/incidents.md) and the fix. Flags may follow the FILE arguments.
 
 The LB health-check lag (preStop must outlast it with externalTrafficPolicy
 Local) comes from --lb-profile, or a Service's zerodrop.dev/lb-profile

@@ -1,0 +1,40 @@
+// Package incident names the public incidents zerodrop reproduces. Each
+// identifier is a heading of docs/incidents.md, which tells the incident in
+// the project's words with its public sources; scenarios (their Seeds) and
+// doctor rules cite incidents by these identifiers.
+package incident
+
+// Doc is where, in the repository, each incident is told.
+const Doc = "docs/incidents.md"
+
+const (
+	// DrainLocalPDB: a nodepool drain with Local policy while PDBs pin the
+	// pods to nodes the LB no longer sends to.
+	DrainLocalPDB = "drain-local-pdb"
+	// NodepoolBackend: an LB whose backend holds one nodepool only.
+	NodepoolBackend = "nodepool-backend"
+	// RollingUpdateLocal: a rolling update behind a Local LB that outruns
+	// the LB's health check.
+	RollingUpdateLocal = "rolling-update-local"
+	// SourceIPDilemma: Local keeps the client IP but blackholes a node whose
+	// last local endpoint is gone while the LB still sends to it.
+	SourceIPDilemma = "source-ip-dilemma"
+	// KeepaliveUnready: reused keep-alive connections keep feeding a pod
+	// that is no longer ready.
+	KeepaliveUnready = "keepalive-unready"
+)
+
+// All lists every incident in the order Doc tells them.
+func All() []string {
+	return []string{DrainLocalPDB, NodepoolBackend, RollingUpdateLocal, SourceIPDilemma, KeepaliveUnready}
+}
+
+// Known reports whether id names an incident.
+func Known(id string) bool {
+	for _, k := range All() {
+		if k == id {
+			return true
+		}
+	}
+	return false
+}
