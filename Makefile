@@ -16,7 +16,7 @@ export ZERODROP_CACHE
 
 ECHO_IMAGE   ?= zerodrop/echo-server:dev
 
-.PHONY: all test tracked-size smoke-if-docker bench long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
+.PHONY: all test tracked-size smoke-if-docker bench bench-load long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
 
 all: build
 
@@ -57,9 +57,19 @@ fmt-check: ## fail when a file is not gofmt-clean
 unit: ## go test -race ./...
 	$(GO) test -race -count=1 ./...
 
-bench: ## benchmarks: echo handler vs hello, attributed load vs vegeta, run-file encoding
+bench: ## benchmarks: echo handler vs hello, load memory over a long run, run-file encoding
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./harness/load/ ./harness/runfile/
 	$(GO) test -run '^$$' -bench . ./echo-server/echo/
+
+# vegeta's CLI from the very module version go.mod pins, so the comparison
+# is against the library zerodrop uses.
+VEGETA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/tsenart/vegeta/v12)
+BENCH_RATES ?= 2000,4000,8000,12000,16000,20000,30000
+bench-load: build ## whole-process load benchmark: zerodrop load vs vegeta's CLI, pinned cores, one run (needs 2 CPUs)
+	@[ "$$(nproc)" -ge 2 ] || { echo "bench-load: needs 2 CPUs (generator and echo server pinned apart), have $$(nproc)" >&2; exit 1; }
+	GOBIN=$(abspath $(BIN)) CGO_ENABLED=0 $(GO) install github.com/tsenart/vegeta/v12@$(VEGETA_VERSION)
+	$(GO) run ./cmd/loadbench --zerodrop $(BIN)/zerodrop --vegeta $(BIN)/vegeta --echo $(BIN)/echo-server \
+	  --rates $(BENCH_RATES) --out out/bench-load
 
 lb-e2e: ## the cloud LB's own checks: data plane in namespaces and on a Docker bridge; TestCluster needs `make cluster LB=cloud` and `make image`
 	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'DataplaneE2E|DockerBridge|TestCluster' ./harness/lb/

@@ -1,0 +1,368 @@
+// Command loadbench measures `zerodrop load` against vegeta's own CLI, both
+// run as a user runs them: whole processes with their default settings,
+// pinned to the same core(s) with taskset, against a fresh echo server
+// pinned to other cores, one rate after another in one run. It reports for
+// every rate the rate each tool achieved, its p99 latency and its peak RSS,
+// then the highest rate each one sustained and their ratio.
+//
+// "Sustained" means: at least 97 % of the requested rate got a 2xx answer,
+// nothing failed, and p99 stayed at or under --max-p99 (50 ms). For zerodrop
+// the verdict must also be PASS, which includes its own check that the load
+// was delivered on schedule in every whole second.
+//
+// All traffic goes to 127.0.0.1. Usage (make bench-load builds the three
+// binaries and runs this):
+//
+//	loadbench --zerodrop bin/zerodrop --vegeta bin/vegeta --echo bin/echo-server \
+//	  --rates 2000,4000,8000,16000,30000 --duration 5s --out out/bench-load
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"zerodrop/reports"
+)
+
+// Measurement is one tool at one requested rate.
+type Measurement struct {
+	Tool      string  `json:"tool"`
+	Requested int     `json:"requestedRate"`
+	Achieved  float64 `json:"achievedRate"` // 2xx answers per second
+	Sent      float64 `json:"sentRate"`     // requests sent per second
+	Failed    int64   `json:"failed"`
+	P99Ms     float64 `json:"p99Ms"`
+	MaxRSSMB  float64 `json:"maxRssMB"`
+	Verdict   string  `json:"verdict,omitempty"` // zerodrop only
+	Sustained bool    `json:"sustained"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// Result is what loadbench writes to results.json.
+type Result struct {
+	Started      time.Time     `json:"started"`
+	CPUs         int           `json:"cpus"`
+	GeneratorCPU string        `json:"generatorCpus"`
+	EchoCPU      string        `json:"echoCpus"`
+	Duration     string        `json:"duration"`
+	MaxP99Ms     float64       `json:"maxP99Ms"`
+	Measurements []Measurement `json:"measurements"`
+	// Best is the highest requested rate each tool sustained (0: none).
+	Best map[string]int `json:"bestSustainedRate"`
+	// Ratio is zerodrop's best over vegeta's.
+	Ratio float64 `json:"ratio"`
+}
+
+type options struct {
+	zerodrop, vegeta, echo string
+	rates                  []int
+	duration               time.Duration
+	genCPU, echoCPU        string
+	maxP99Ms               float64
+	out                    string
+	port                   int
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(1)
+	}
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
+	fs.StringVar(&o.zerodrop, "zerodrop", "bin/zerodrop", "zerodrop CLI binary")
+	fs.StringVar(&o.vegeta, "vegeta", "bin/vegeta", "vegeta CLI binary (built from the module version go.mod pins)")
+	fs.StringVar(&o.echo, "echo", "bin/echo-server", "echo server binary")
+	rates := fs.String("rates", "2000,4000,8000,12000,16000,20000,30000", "comma-separated requested rates per second")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each run")
+	fs.StringVar(&o.genCPU, "gen-cpus", "0", "taskset CPU list for the load generator")
+	fs.StringVar(&o.echoCPU, "echo-cpus", "1", "taskset CPU list for the echo server")
+	fs.Float64Var(&o.maxP99Ms, "max-p99", 50, "p99 (ms) above which a rate counts as not sustained")
+	fs.StringVar(&o.out, "out", "out/bench-load", "directory for raw outputs and results.json")
+	fs.IntVar(&o.port, "port", 18480, "loopback port of the echo server (the admin port is the next one)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var errs []error
+	for _, f := range strings.Split(*rates, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("--rates: %q is not a positive integer", f))
+			continue
+		}
+		o.rates = append(o.rates, n)
+	}
+	for flagName, p := range map[string]string{"--zerodrop": o.zerodrop, "--vegeta": o.vegeta, "--echo": o.echo} {
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			errs = append(errs, fmt.Errorf("%s %s: not a file (make bench-load builds it)", flagName, p))
+		}
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		errs = append(errs, errors.New("taskset not found (Debian: apt-get install util-linux)"))
+	}
+	if o.duration < time.Second {
+		errs = append(errs, fmt.Errorf("--duration %s: want at least 1s", o.duration))
+	}
+	if o.port <= 0 || o.port >= 65535 {
+		errs = append(errs, fmt.Errorf("--port %d: want 1-65534", o.port))
+	}
+	return o, errors.Join(errs...)
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	res := Result{Started: time.Now().UTC(), CPUs: runtime.NumCPU(), GeneratorCPU: o.genCPU, EchoCPU: o.echoCPU,
+		Duration: o.duration.String(), MaxP99Ms: o.maxP99Ms, Best: map[string]int{}}
+	fmt.Fprintf(stdout, "load generator on CPU %s, echo server on CPU %s, %s per run, %d CPUs\n\n", o.genCPU, o.echoCPU, o.duration, res.CPUs)
+	fmt.Fprintln(stdout, "| requested | tool | achieved 2xx/s | failed | p99 | peak RSS | verdict | sustained |")
+	fmt.Fprintln(stdout, "| ---: | --- | ---: | ---: | ---: | ---: | --- | --- |")
+	for _, rate := range o.rates {
+		for _, tool := range []string{"vegeta", "zerodrop"} {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			m, err := measure(ctx, o, tool, rate)
+			if err != nil {
+				return fmt.Errorf("%s at %d/s: %w", tool, rate, err)
+			}
+			res.Measurements = append(res.Measurements, m)
+			if m.Sustained && rate > res.Best[tool] {
+				res.Best[tool] = rate
+			}
+			fmt.Fprintf(stdout, "| %d | %s | %.0f | %d | %.1f ms | %.0f MB | %s | %v |\n", rate, tool, m.Achieved, m.Failed, m.P99Ms, m.MaxRSSMB, or(m.Verdict, "–"), yes(m.Sustained, m.Note))
+		}
+	}
+	if res.Best["vegeta"] > 0 {
+		res.Ratio = float64(res.Best["zerodrop"]) / float64(res.Best["vegeta"])
+	}
+	fmt.Fprintf(stdout, "\nhighest rate sustained (p99 <= %.0f ms, >= 97%% of the rate answered 2xx, nothing failed): vegeta %d/s, zerodrop %d/s, ratio %.2f\n",
+		o.maxP99Ms, res.Best["vegeta"], res.Best["zerodrop"], res.Ratio)
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(o.out, "results.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "raw outputs and %s\n", path)
+	return nil
+}
+
+func yes(b bool, note string) string {
+	s := "no"
+	if b {
+		s = "yes"
+	}
+	if note != "" {
+		s += " (" + note + ")"
+	}
+	return s
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// measure runs one tool at one rate against a fresh echo server.
+func measure(ctx context.Context, o options, tool string, rate int) (Measurement, error) {
+	m := Measurement{Tool: tool, Requested: rate}
+	stopEcho, err := startEcho(ctx, o)
+	if err != nil {
+		return m, err
+	}
+	defer stopEcho()
+	target := fmt.Sprintf("http://127.0.0.1:%d/", o.port)
+	dir := filepath.Join(o.out, fmt.Sprintf("%s-%d", tool, rate))
+	if err := os.RemoveAll(dir); err != nil {
+		return m, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return m, err
+	}
+	// Generous: a collapsing tool may take its whole timeout after the run.
+	rctx, cancel := context.WithTimeout(ctx, o.duration+2*time.Minute)
+	defer cancel()
+	var args []string
+	switch tool {
+	case "vegeta":
+		if err := os.WriteFile(filepath.Join(dir, "targets.txt"), []byte("GET "+target+"\n"), 0o644); err != nil {
+			return m, err
+		}
+		args = []string{o.vegeta, "attack", "-rate", fmt.Sprintf("%d/s", rate), "-duration", o.duration.String(),
+			"-targets", filepath.Join(dir, "targets.txt"), "-output", filepath.Join(dir, "results.bin")}
+	case "zerodrop":
+		args = []string{o.zerodrop, "load", "--target", target, "--rate", strconv.Itoa(rate), "--duration", o.duration.String(),
+			"--out", dir}
+	}
+	rss, err := pinned(rctx, o.genCPU, filepath.Join(dir, "stderr.txt"), args...)
+	m.MaxRSSMB = rss
+	if err != nil {
+		// zerodrop exits non-zero for a verdict that is not PASS; that is
+		// a measurement, read from its report below.
+		var ee *exec.ExitError
+		if tool != "zerodrop" || !errors.As(err, &ee) {
+			return m, fmt.Errorf("%s: %w (output in %s)", args[0], err, dir)
+		}
+	}
+	switch tool {
+	case "vegeta":
+		err = readVegeta(ctx, o, dir, &m)
+	case "zerodrop":
+		err = readZerodrop(dir, &m)
+	}
+	if err != nil {
+		return m, err
+	}
+	m.Sustained = m.Failed == 0 && m.Achieved >= 0.97*float64(rate) && m.P99Ms <= o.maxP99Ms && (tool != "zerodrop" || m.Verdict == string(reports.Pass))
+	return m, nil
+}
+
+// pinned runs args on the given CPUs as one process and returns its peak
+// RSS in MB (taskset execs the command, so the rusage is the tool's own).
+func pinned(ctx context.Context, cpus, stderrPath string, args ...string) (float64, error) {
+	cmd := exec.CommandContext(ctx, "taskset", append([]string{"-c", cpus}, args...)...)
+	f, err := os.Create(stderrPath)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	err = cmd.Run()
+	var rss float64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = float64(ru.Maxrss) / 1024 // Linux reports KiB
+		}
+	}
+	return rss, err
+}
+
+type vegetaReport struct {
+	Latencies struct {
+		P99 int64 `json:"99th"`
+	} `json:"latencies"`
+	Rate        float64        `json:"rate"`
+	Throughput  float64        `json:"throughput"`
+	Success     float64        `json:"success"`
+	Requests    int64          `json:"requests"`
+	StatusCodes map[string]int `json:"status_codes"`
+	Errors      []string       `json:"errors"`
+}
+
+func readVegeta(ctx context.Context, o options, dir string, m *Measurement) error {
+	out, err := exec.CommandContext(ctx, o.vegeta, "report", "-type", "json", filepath.Join(dir, "results.bin")).Output()
+	if err != nil {
+		return fmt.Errorf("vegeta report: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), out, 0o644); err != nil {
+		return err
+	}
+	var r vegetaReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		return fmt.Errorf("vegeta report: %w", err)
+	}
+	m.Sent = r.Rate
+	m.Achieved = r.Throughput
+	m.P99Ms = float64(r.Latencies.P99) / 1e6
+	m.Failed = r.Requests - int64(float64(r.Requests)*r.Success+0.5)
+	if len(r.Errors) > 0 {
+		m.Note = truncate(r.Errors[0], 60)
+	}
+	return nil
+}
+
+func readZerodrop(dir string, m *Measurement) error {
+	rep, err := reports.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return fmt.Errorf("zerodrop report: %w", err)
+	}
+	if len(rep.Scenarios) != 1 {
+		return fmt.Errorf("zerodrop report %s holds %d scenarios, want 1", dir, len(rep.Scenarios))
+	}
+	sc := rep.Scenarios[0]
+	r := sc.Results
+	m.Sent = r.AchievedRate
+	if r.Total > 0 {
+		m.Achieved = r.AchievedRate * float64(r.OK) / float64(r.Total)
+	}
+	m.Failed = r.Dropped
+	m.P99Ms = r.Latency.P99Ms
+	m.Verdict = string(sc.Verdict.Status)
+	for _, rs := range sc.Verdict.Reasons {
+		if rs.Status != reports.Pass {
+			m.Note = rs.Check + ": " + truncate(rs.Message, 60)
+			break
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// startEcho starts a fresh echo server on loopback and waits until it
+// answers; the returned func stops it.
+func startEcho(ctx context.Context, o options) (func(), error) {
+	addr := fmt.Sprintf("127.0.0.1:%d", o.port)
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("something already listens on %s: stop it or pass --port", addr)
+	}
+	cmd := exec.Command("taskset", "-c", o.echoCPU, o.echo, "-listen", addr, "-admin-listen", fmt.Sprintf("127.0.0.1:%d", o.port+1))
+	cmd.Env = append(os.Environ(), "POD_NAME=bench-echo", "NODE_NAME=bench", "POD_NAMESPACE=bench", "POD_IP=127.0.0.1")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start echo server: %w", err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := client.Get("http://" + addr + "/")
+		if err == nil {
+			_ = resp.Body.Close()
+			return stop, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			stop()
+			return nil, fmt.Errorf("echo server on %s did not answer within 10s: %w", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
