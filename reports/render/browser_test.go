@@ -93,6 +93,10 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := count(`<tr class="role-(assertion|documentation)"><th scope="row">`); n != 5 {
 		t.Errorf("the matrix has %d rows, want 5", n)
 	}
+	// Documentation cases say whether the hazard showed, never PASS.
+	if !strings.Contains(dom, "DOC · hazard reproduced") || strings.Contains(dom, "DOC · PASS") {
+		t.Errorf("documentation cases are not labelled 'hazard reproduced' (or one says PASS)")
+	}
 	if !strings.Contains(dom, "timeline unavailable") {
 		t.Errorf("the scenario without a run file does not say its timeline is unavailable")
 	}

@@ -34,6 +34,10 @@ const (
 const (
 	colorOK     = "#3a9a4a"
 	colorWindow = "#d62728"
+	// colorRequested draws the requested rate; colorStall the spans the
+	// load generator did not keep its schedule.
+	colorRequested = "#1f2937"
+	colorStall     = "#7f7f7f"
 	colorGrid   = "#e3e3e3"
 	colorAxis   = "#555"
 	colorOther  = "#c7c7c7"
@@ -120,6 +124,13 @@ func TimelineSVG(t *Timeline, windows []reports.FailureWindow, title string) str
 	if len(windows) > 0 {
 		legendItems = append(legendItems, legendItem{"failure window", colorWindow, true})
 	}
+	due := t.Requested * t.Step.Seconds() // requests due per bucket
+	if due > 0 {
+		legendItems = append(legendItems, legendItem{"requested " + formatCount(int64(math.Round(t.Requested))) + "/s", colorRequested, false})
+	}
+	if len(t.Stalls) > 0 {
+		legendItems = append(legendItems, legendItem{"load not delivered (not measured)", colorStall, true})
+	}
 	seen := map[markerKind]bool{}
 	for _, m := range t.Markers {
 		seen[kindOf(m.Type)] = true
@@ -152,6 +163,7 @@ func TimelineSVG(t *Timeline, windows []reports.FailureWindow, title string) str
 		}
 		ymax = max(ymax, total)
 	}
+	ymax = max(ymax, int64(math.Ceil(due)))
 	ticks := svg.Ticks(0, float64(ymax), 4)
 	yTop := math.Max(float64(ymax), ticks[len(ticks)-1])
 	y := svg.Scale{D0: 0, D1: yTop, R0: bottom, R1: top}
@@ -185,6 +197,15 @@ func TimelineSVG(t *Timeline, windows []reports.FailureWindow, title string) str
 	// Windows go over the bars, translucent, so they show even where the
 	// bars fill the plot.
 	shadeWindows(d, x, windows, top, bottom, true)
+	shadeStalls(d, x, t.Stalls, top, bottom)
+	if due > 0 {
+		// What the bars should reach while the load runs: a bar below it
+		// is load the generator did not send (see the stalls) or, in the
+		// first and last bucket, a partial bucket.
+		yd := y.Map(due)
+		d.Line(math.Max(x.at(t.LoadStart), marginLeft), yd, math.Min(x.at(t.LoadEnd), plotWidth-marginRight), yd,
+			svg.A("class", "requested", "stroke", colorRequested, "stroke-width", "1.5", "stroke-dasharray", "6 3")...)
+	}
 	drawMarkers(d, x, t.Markers, top, bottom)
 	axisX(d, x, bottom)
 	ly := bottom + axisBand
@@ -311,6 +332,32 @@ func shadeWindows(d *svg.Doc, x xScale, windows []reports.FailureWindow, top, bo
 			d.Close("g")
 		}
 	}, svg.A("class", "windows")...)
+}
+
+// shadeStalls marks the spans where the load generator fell behind its
+// schedule: hatched grey, because there the run measured nothing.
+func shadeStalls(d *svg.Doc, x xScale, stalls []reports.Stall, top, bottom float64) {
+	if len(stalls) == 0 {
+		return
+	}
+	d.Group(func() {
+		for _, s := range stalls {
+			x0, x1 := x.at(s.Start), x.at(s.End)
+			if x1-x0 < 3 {
+				mid := (x0 + x1) / 2
+				x0, x1 = mid-1.5, mid+1.5
+			}
+			x0 = math.Max(x0, marginLeft)
+			x1 = math.Min(x1, plotWidth-marginRight)
+			d.Open("g", svg.A("class", "stall")...)
+			d.Title(fmt.Sprintf("load not delivered %s–%s (%s): %s unsent, %s late, max lag %s; %s",
+				s.Start.UTC().Format("15:04:05.000"), s.End.UTC().Format("15:04:05.000"), formatMs(s.DurationMs),
+				formatCount(s.Unsent), formatCount(s.Late), formatMs(s.MaxLagMs), s.Reason))
+			d.Rect(x0, top, x1-x0, bottom-top, svg.A("fill", colorStall, "fill-opacity", "0.35")...)
+			d.Rect(x0, bottom+1, x1-x0, 4, svg.A("fill", colorStall)...)
+			d.Close("g")
+		}
+	}, svg.A("class", "stalls")...)
 }
 
 // drawMarkers draws a dashed vertical line per event and, in the band above

@@ -80,3 +80,29 @@ func TestTimelineSVG(t *testing.T) {
 		}
 	}
 }
+
+// The requested rate is drawn as the line the bars should reach, and the
+// spans the load generator did not keep its schedule are marked as not
+// measured; a timeline without either draws neither.
+func TestTimelineShowsRequestedRateAndStalls(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tl := &Timeline{Start: start, Step: time.Second, LoadStart: start, LoadEnd: start.Add(4 * time.Second),
+		OK: []int64{200, 200, 120, 200, 200}, Requested: 200,
+		Stalls: []reports.Stall{{Start: start.Add(2 * time.Second), End: start.Add(2*time.Second + 400*time.Millisecond),
+			DurationMs: 400, Unsent: 80, Reason: "in-flight cap 1024 reached"}},
+	}
+	doc := TimelineSVG(tl, nil, "t")
+	for _, want := range []string{`class="requested"`, `<g class="stall">`, `requested 200/s`, `load not delivered (not measured)`,
+		`80 unsent`, `in-flight cap 1024 reached`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("timeline SVG lacks %s", want)
+		}
+	}
+	tl.Requested, tl.Stalls = 0, nil
+	doc = TimelineSVG(tl, nil, "t")
+	for _, bad := range []string{`class="requested"`, `class="stall"`, `load not delivered`} {
+		if strings.Contains(doc, bad) {
+			t.Errorf("timeline without requested rate or stalls draws %s", bad)
+		}
+	}
+}

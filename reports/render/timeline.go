@@ -85,6 +85,12 @@ type Timeline struct {
 	Markers        []Marker
 	MarkersOmitted int
 	EventsOutside  int
+	// Requested is the load's requested rate per second (0 when the report
+	// does not say); the plot draws it as the line the bars should reach.
+	Requested float64
+	// Stalls are the spans the load generator did not keep its schedule
+	// (from the report's delivery check): nothing was measured there.
+	Stalls []reports.Stall
 	// Results counts the result lines read; Truncated says the run file's
 	// last line was cut off.
 	Results   int64
@@ -138,7 +144,13 @@ func BuildTimeline(ctx context.Context, path string, sc *reports.Scenario, opts 
 	step := chooseStep(end.Sub(start), rate, cfg.maxBuckets)
 	start = start.Truncate(step)
 	n := int(end.Sub(start)/step) + 1
-	t := &Timeline{Start: start, Step: step, LoadStart: lo, LoadEnd: hi, OK: make([]int64, n)}
+	t := &Timeline{Start: start, Step: step, LoadStart: lo, LoadEnd: hi, OK: make([]int64, n), Requested: float64(sc.Load.Rate)}
+	if d := sc.Results.Delivery; d != nil {
+		if d.RequestedRate > 0 {
+			t.Requested = d.RequestedRate
+		}
+		t.Stalls = d.Stalls
+	}
 
 	podIndex := map[string]int{}
 	for _, p := range busiestPods(sc.Results.Pods) {
