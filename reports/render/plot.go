@@ -38,9 +38,9 @@ const (
 	// load generator did not keep its schedule.
 	colorRequested = "#1f2937"
 	colorStall     = "#7f7f7f"
-	colorGrid   = "#e3e3e3"
-	colorAxis   = "#555"
-	colorOther  = "#c7c7c7"
+	colorGrid      = "#e3e3e3"
+	colorAxis      = "#555"
+	colorOther     = "#c7c7c7"
 )
 
 var classColors = map[string]string{
