@@ -176,8 +176,40 @@ type Criteria struct {
 	// fewer means the load broke and the verdict is ERROR. Zero means 1.
 	MinRequests int64 `json:"minRequests,omitempty"`
 	// WindowGapMs merges failures closer than this into one failure window.
-	// Zero means the default (1000 ms).
+	// Zero means the default (1000 ms). Only the run file's header sets it:
+	// windows are built while the file is read.
 	WindowGapMs float64 `json:"windowGapMs,omitempty"`
+	// ServedAfterRemoval bounds what one pod may still answer after its
+	// endpoint was removed: the keep-alive hazard, where connections that
+	// kube-proxy's NAT pinned to the pod keep feeding it.
+	ServedAfterRemoval *AfterRemovalLimit `json:"servedAfterRemoval,omitempty"`
+}
+
+// AfterRemovalLimit is the criterion on one pod's answers after its endpoint
+// was removed.
+type AfterRemovalLimit struct {
+	// Pod is the pod the run took out of its Service's endpoints.
+	Pod string `json:"pod"`
+	// GraceMs is how long after the removal answers are still allowed: for
+	// kube-proxy to apply the change on every node.
+	GraceMs float64 `json:"graceMs"`
+	// Max is how many answers to requests sent after the grace are allowed.
+	Max int64 `json:"max"`
+}
+
+// AfterRemoval is what one pod answered after its endpoint was removed.
+type AfterRemoval struct {
+	Pod string `json:"pod"`
+	// EndpointRemoved is when the run file first records the pod's endpoint
+	// removed (or terminating); absent when it never does.
+	EndpointRemoved *time.Time `json:"endpointRemoved,omitempty"`
+	GraceMs         float64    `json:"graceMs"`
+	// Served counts 2xx answers from the pod to requests sent after the
+	// removal plus the grace; Reused came over a reused keep-alive
+	// connection, NewConnections on a connection's first request.
+	Served         int64 `json:"served"`
+	Reused         int64 `json:"reused"`
+	NewConnections int64 `json:"newConnections"`
 }
 
 // Int64 returns a pointer to v, for the optional Criteria fields.
@@ -300,6 +332,9 @@ type Results struct {
 	// Delivery is how closely the load generator kept its schedule; nil
 	// when the run file says nothing about the load (no load settings).
 	Delivery *Delivery `json:"delivery,omitempty"`
+	// AfterRemoval is set when the criteria ask what a pod served after its
+	// endpoint was removed.
+	AfterRemoval *AfterRemoval `json:"afterRemoval,omitempty"`
 }
 
 // Delivery judges the instrument rather than the target: a load that fell

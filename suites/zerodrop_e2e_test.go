@@ -150,6 +150,12 @@ var _ = Describe("zerodrop", func() {
 					// assertions below refer to it instead of repeating it.
 					AddReportEntry("verdict", summary(result))
 					Expect(err).NotTo(HaveOccurred(), "the run itself broke")
+					// The run file alone decides the verdict: analysing it
+					// again, as `zerodrop analyze` does, gives the same
+					// verdict, reason for reason.
+					again, aerr := verdict.AnalyzeFile(ctx, filepath.Join(suite.Settings.OutDir, result.RunFile))
+					Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", result.RunFile)
+					Expect(again.Verdict).To(Equal(result.Verdict), "re-analysing %s alone gives another verdict than the suite's", result.RunFile)
 					switch c.Role {
 					case reports.RoleAssertion:
 						Expect(result.Verdict.Status).To(Equal(reports.Pass), "%s: %s (the verdict entry above says why)", result.Name, result.Outcome())

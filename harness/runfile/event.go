@@ -13,6 +13,9 @@ type Event struct {
 	Fields  map[string]string `json:"fields,omitempty"`
 }
 
+// CriteriaField is the field of a Criteria event that holds the criteria.
+const CriteriaField = "criteria"
+
 // Event sources.
 const (
 	SourceHarness    = "harness"
@@ -54,6 +57,13 @@ const (
 	// time, RFC 3339 with nanoseconds), requests, reason. The instrument
 	// was blind for that span, so the verdict cannot pass it.
 	Unsent = "unsent"
+	// Criteria (source "harness") records criteria a scenario could only
+	// settle after the header was written: the client address the load
+	// balancer shows, the pods that exist, the pod it turned unready. Field
+	// CriteriaField holds the complete criteria as JSON; the last such
+	// event is what the verdict judges by (except windowGapMs, which only
+	// the header sets), so the run file alone gives the verdict.
+	Criteria = "criteria"
 	// Action is a free-form harness step ("scale deployment to 3").
 	Action = "action"
 	// Note is anything worth recording that is not a step.

@@ -352,16 +352,40 @@ func (r *Run) ExpectPods(ctx context.Context) ([]corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, p := range r.Spec.Criteria.ExpectedPods {
-		seen[p] = true
-	}
-	for _, p := range pods {
-		if !seen[p.Name] && p.DeletionTimestamp == nil {
-			r.Spec.Criteria.ExpectedPods = append(r.Spec.Criteria.ExpectedPods, p.Name)
+	err = r.SetCriteria("expect the workload's pods to serve", func(c *reports.Criteria) {
+		seen := map[string]bool{}
+		for _, p := range c.ExpectedPods {
+			seen[p] = true
 		}
+		for _, p := range pods {
+			if !seen[p.Name] && p.DeletionTimestamp == nil {
+				c.ExpectedPods = append(c.ExpectedPods, p.Name)
+			}
+		}
+	})
+	return pods, err
+}
+
+// SetCriteria changes the run's criteria after Begin wrote the run file's
+// header (some criteria depend on what the cluster did: the pods that
+// exist, the address the load balancer shows, the pod a scenario turned
+// unready) and records the complete criteria in the run file as a criteria
+// event. The verdict reads the criteria from the run file alone, so
+// re-analysing it gives the suite's verdict. why says what changed.
+func (r *Run) SetCriteria(why string, change func(*reports.Criteria)) error {
+	if r.finished {
+		return fmt.Errorf("scenario %s: criteria set after the run finished: %s", r.Spec.Name, why)
 	}
-	return pods, nil
+	change(&r.Spec.Criteria)
+	b, err := json.Marshal(r.Spec.Criteria)
+	if err != nil {
+		return fmt.Errorf("scenario %s: encode criteria: %w", r.Spec.Name, err)
+	}
+	if err := r.sink.Event(runfile.Event{Time: time.Now(), Source: runfile.SourceHarness, Type: runfile.Criteria,
+		Object: "scenario/" + r.Spec.Name, Message: why, Fields: map[string]string{runfile.CriteriaField: string(b)}}); err != nil {
+		return fmt.Errorf("scenario %s: record criteria (%s): %w", r.Spec.Name, why, err)
+	}
+	return nil
 }
 
 // Finish stops the load, closes the run file, computes the verdict and
@@ -384,7 +408,9 @@ func (r *Run) Finish(ctx context.Context) (reports.Scenario, error) {
 	} else if err := r.w.Close(); err != nil {
 		return reports.Scenario{}, fmt.Errorf("scenario %s: close run file: %w", r.Spec.Name, err)
 	}
-	sc, err := verdict.AnalyzeFile(ctx, r.RunFile, verdict.WithCriteria(r.Spec.Criteria), verdict.WithRunFileName("run.jsonl"))
+	// The criteria are the run file's own (header, then criteria events):
+	// exactly what `zerodrop analyze` reads back.
+	sc, err := verdict.AnalyzeFile(ctx, r.RunFile, verdict.WithRunFileName("run.jsonl"))
 	if err != nil {
 		return reports.Scenario{}, fmt.Errorf("scenario %s: analyze %s: %w", r.Spec.Name, r.RunFile, err)
 	}

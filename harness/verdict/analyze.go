@@ -11,6 +11,7 @@ package verdict
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +39,7 @@ const (
 )
 
 type options struct {
-	criteria  *reports.Criteria
+	override  func(*reports.Criteria)
 	maxEvents int
 	runFile   string
 }
@@ -46,8 +47,13 @@ type options struct {
 // Option configures AnalyzeFile.
 type Option func(*options)
 
-// WithCriteria judges the run by c instead of the criteria in its header.
-func WithCriteria(c reports.Criteria) Option { return func(o *options) { o.criteria = &c } }
+// WithCriteriaOverride changes the criteria the run file gives (its header,
+// then its last criteria event) before they are applied: what a user asks
+// for on the command line. Everything it leaves alone keeps the run file's
+// value, so a re-analysis never silently drops a check.
+func WithCriteriaOverride(f func(*reports.Criteria)) Option {
+	return func(o *options) { o.override = f }
+}
 
 // WithMaxEvents caps the events listed in the scenario (default 2000).
 func WithMaxEvents(n int) Option { return func(o *options) { o.maxEvents = n } }
@@ -78,22 +84,23 @@ type analysis struct {
 	truncated bool
 	readErr   error
 
-	res       reports.Results
-	hist      histogram
-	histOK    histogram
-	first     int64
-	last      int64
-	gap       int64
-	slots     map[int64]*slot
-	pods      map[string]*podAgg
-	nodes     map[string]int64
-	ips       map[string]int64
-	forbidden int64
+	res    reports.Results
+	hist   histogram
+	histOK histogram
+	first  int64
+	last   int64
+	gap    int64
+	slots  map[int64]*slot
+	pods   map[string]*podAgg
+	nodes  map[string]int64
+	ips    map[string]int64
 
 	events        []runfile.Event
 	eventsDropped int64
 	lastLine      int
 	deliv         *delivery
+	criteriaErr   error
+	afterRemoval  *reports.AfterRemoval
 }
 
 // AnalyzeFile reads the run file at path and returns the scenario with its
@@ -115,12 +122,17 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 			StatusCodes:  map[string]int64{},
 		},
 	}
-	// The criteria (and so the window gap) may only be known from the
-	// header, which is the first line; the gap is fixed before any result.
+	// The criteria come from the header, the first line, and may be
+	// replaced by criteria events later on; the window gap is the header's,
+	// fixed before any result is read.
 	crit := reports.Criteria{}
-	if o.criteria != nil {
-		crit = *o.criteria
+	settle := func(c reports.Criteria) reports.Criteria {
+		if o.override != nil {
+			o.override(&c)
+		}
+		return c
 	}
+	crit = settle(crit)
 	// Only a file that cannot be opened is an error; everything else is
 	// evidence for the verdict.
 	f, err := os.Open(path)
@@ -140,9 +152,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 		case runfile.KindMeta:
 			if a.meta == nil {
 				a.meta = rec.Meta
-				if o.criteria == nil {
-					crit = rec.Meta.Scenario.Criteria
-				}
+				crit = settle(rec.Meta.Scenario.Criteria)
 				a.deliv = newDelivery(rec.Meta.Load)
 			}
 		case runfile.KindResult:
@@ -151,6 +161,15 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 			}
 			a.addResult(rec.Result, crit)
 		case runfile.KindEvent:
+			if e := rec.Event; e.Type == runfile.Criteria && e.Source == runfile.SourceHarness {
+				var c reports.Criteria
+				if err := json.Unmarshal([]byte(e.Fields[runfile.CriteriaField]), &c); err != nil {
+					a.criteriaErr = fmt.Errorf("criteria event on line %d: %w", rec.Line, err)
+				} else {
+					c.WindowGapMs = crit.WindowGapMs
+					crit = settle(c)
+				}
+			}
 			a.addEvent(*rec.Event)
 		case runfile.KindEnd:
 			a.end = rec.End
@@ -175,6 +194,23 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 				return reports.Scenario{}, err
 			}
 			a.readErr = err
+		}
+	}
+	if l := crit.ServedAfterRemoval; l != nil && a.readErr == nil {
+		grace := time.Duration(l.GraceMs * float64(time.Millisecond))
+		after, err := ServedAfterRemoval(ctx, path, l.Pod, grace)
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return reports.Scenario{}, err
+			}
+			a.readErr = err
+		} else {
+			a.afterRemoval = &reports.AfterRemoval{Pod: l.Pod, GraceMs: l.GraceMs, Served: after.Served,
+				Reused: after.Reused, NewConnections: after.NewConnections}
+			if !after.Removed.IsZero() {
+				at := after.Removed.UTC()
+				a.afterRemoval.EndpointRemoved = &at
+			}
 		}
 	}
 	slices.SortStableFunc(a.events, func(x, y runfile.Event) int { return x.Time.Compare(y.Time) })
@@ -298,14 +334,10 @@ func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
 	if r.Node != "" {
 		a.nodes[r.Node]++
 	}
+	// The client-IP criteria are applied at the end, from these counts: a
+	// criteria event may set them after the first results.
 	if r.ClientIP != "" {
 		a.ips[r.ClientIP]++
-		if crit.ExpectedClientIP != "" && r.ClientIP != crit.ExpectedClientIP {
-			a.res.ClientIPMismatches++
-		}
-		if crit.ForbiddenClientIP != "" && r.ClientIP == crit.ForbiddenClientIP {
-			a.forbidden++
-		}
 	}
 }
 
@@ -468,6 +500,14 @@ func (a *analysis) results(crit reports.Criteria) reports.Results {
 	r.Nodes = counts(a.nodes, share)
 	r.ClientIPs = counts(a.ips, share)
 	r.ExpectedClientIP = crit.ExpectedClientIP
+	if crit.ExpectedClientIP != "" {
+		for ip, n := range a.ips {
+			if ip != crit.ExpectedClientIP {
+				r.ClientIPMismatches += n
+			}
+		}
+	}
+	r.AfterRemoval = a.afterRemoval
 	return r
 }
 
@@ -502,6 +542,9 @@ func (a *analysis) problems(crit reports.Criteria) []string {
 		p = append(p, fmt.Sprintf("run file schema %q is not %q", a.meta.Schema, runfile.Schema))
 	} else if a.deliv == nil {
 		p = append(p, "run file's header has no load settings (rate): whether the load generator delivered its load cannot be judged")
+	}
+	if a.criteriaErr != nil {
+		p = append(p, "run file's criteria cannot be read, so the run cannot be judged: "+a.criteriaErr.Error())
 	}
 	if a.truncated {
 		p = append(p, fmt.Sprintf("run file's last line (%d) is cut off: the run was killed while writing", a.lastLine+1))

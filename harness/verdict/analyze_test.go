@@ -326,7 +326,7 @@ func TestCriteriaOverrideAndEvents(t *testing.T) {
 		evs = append(evs, runfile.Event{Time: at(i), Source: runfile.SourceHarness, Type: runfile.Note})
 	}
 	sc := analyze(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: rs, events: evs},
-		WithCriteria(reports.Criteria{MaxDropped: reports.Int64(1)}), WithMaxEvents(3))
+		WithCriteriaOverride(func(c *reports.Criteria) { c.MaxDropped = reports.Int64(1) }), WithMaxEvents(3))
 	if sc.Verdict.Status != reports.Pass || *sc.Criteria.MaxDropped != 1 {
 		t.Errorf("override not applied: %s %+v", sc.Verdict.Status, sc.Criteria)
 	}

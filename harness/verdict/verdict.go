@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"zerodrop/reports"
 )
@@ -68,6 +69,29 @@ func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []rep
 		}
 		msg := fmt.Sprintf("client IP %s seen by %d responses (must be hidden); seen: %s", c.ForbiddenClientIP, n, countsText(r.ClientIPs))
 		reasons = append(reasons, limitReason("forbidden-client-ip", float64(n), 0, msg, nil))
+	}
+	if l := c.ServedAfterRemoval; l != nil {
+		rs := reports.Reason{Check: "served-after-endpoint-removed", Limit: f64(float64(l.Max))}
+		switch ar := r.AfterRemoval; {
+		case ar == nil:
+			rs.Status = reports.Error
+			rs.Message = fmt.Sprintf("what pod %s served after its endpoint was removed was not measured", l.Pod)
+			rs.Limit = nil
+		case ar.EndpointRemoved == nil:
+			rs.Status = reports.Error
+			rs.Message = fmt.Sprintf("the run file records no endpoint removal of pod %s, so nothing can be said about traffic after it", l.Pod)
+			rs.Limit = nil
+		default:
+			rs.Observed = f64(float64(ar.Served))
+			rs.Status = reports.Pass
+			if ar.Served > l.Max {
+				rs.Status = reports.Fail
+			}
+			rs.Message = fmt.Sprintf("pod %s answered %d requests sent more than %s after its endpoint was removed at %s "+
+				"(%d over reused keep-alive connections, %d on new connections); at most %d allowed",
+				l.Pod, ar.Served, formatGrace(l.GraceMs), clock(*ar.EndpointRemoved), ar.Reused, ar.NewConnections, l.Max)
+		}
+		reasons = append(reasons, rs)
 	}
 	if c.RequireAllPodsServed {
 		rs := reports.Reason{Check: "pods-served", Observed: f64(float64(len(r.ZeroTrafficPods))), Limit: f64(0)}
@@ -246,4 +270,8 @@ func podsText(ps []reports.PodCount) string {
 
 func clock(t interface{ Format(string) string }) string {
 	return t.Format("15:04:05.000")
+}
+
+func formatGrace(ms float64) string {
+	return (time.Duration(ms * float64(time.Millisecond))).String()
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
 	"zerodrop/reports"
 )
@@ -54,9 +53,9 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 
 	overrides := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { overrides[f.Name] = true })
-	var override func(reports.Criteria) reports.Criteria
+	var override func(*reports.Criteria)
 	if len(overrides) > 0 {
-		override = func(cr reports.Criteria) reports.Criteria {
+		override = func(cr *reports.Criteria) {
 			if overrides["max-dropped"] {
 				cr.MaxDropped = reports.Int64(*maxDropped)
 			}
@@ -66,7 +65,6 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 			if overrides["window-gap"] {
 				cr.WindowGapMs = float64(*gap) / float64(time.Millisecond)
 			}
-			return cr
 		}
 	}
 	run := reports.RunMeta{ToolVersion: c.version, Provider: "none"}
@@ -80,16 +78,14 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 // analyzeDir analyzes runFiles into dir/report.json, prints a summary and
 // returns the report and the exit code its verdict means.
 func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run reports.RunMeta,
-	override func(reports.Criteria) reports.Criteria) (*reports.Report, int) {
+	override func(*reports.Criteria)) (*reports.Report, int) {
 	rep := reports.New(run)
 	for _, path := range runFiles {
 		var opts []verdict.Option
 		if override != nil {
-			// Start from the header's criteria so an override changes only
-			// what was asked; an unreadable header is reported by the
-			// analysis itself.
-			meta, _ := runfile.ReadMeta(path)
-			opts = append(opts, verdict.WithCriteria(override(meta.Scenario.Criteria)))
+			// Applied to the run file's own criteria (header and criteria
+			// events): an override changes only what was asked.
+			opts = append(opts, verdict.WithCriteriaOverride(override))
 		}
 		one, err := verdict.BuildReport(ctx, run, []string{path}, opts...)
 		if err != nil {
