@@ -77,7 +77,10 @@ func echoRole() int {
 //     from the start (Go's transport re-sends such a GET by itself);
 //   - hang: on SIGUSR1, for 500 ms, reads requests and never answers them
 //     (accept-and-never-answer);
-//   - rst: on SIGUSR1, resets every open connection.
+//   - rst: on SIGUSR1, resets every open connection, and for 100 ms resets
+//     each connection right after reading a request on it (a reset of an
+//     idle connection alone costs nothing: the transport drops it from its
+//     pool before reuse).
 func faultyRole(addr, mode string) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -88,6 +91,7 @@ func faultyRole(addr, mode string) int {
 		mu        sync.Mutex
 		conns     = map[net.Conn]bool{}
 		hangUntil time.Time
+		rstUntil  time.Time
 	)
 	cue := make(chan os.Signal, 1)
 	signal.Notify(cue, syscall.SIGUSR1)
@@ -98,6 +102,7 @@ func faultyRole(addr, mode string) int {
 			case "hang":
 				hangUntil = time.Now().Add(500 * time.Millisecond)
 			case "rst":
+				rstUntil = time.Now().Add(100 * time.Millisecond)
 				for c := range conns {
 					_ = c.(*net.TCPConn).SetLinger(0)
 					_ = c.Close()
@@ -123,9 +128,10 @@ func faultyRole(addr, mode string) int {
 			}
 			mu.Lock()
 			hang := time.Now().Before(hangUntil)
+			reset := time.Now().Before(rstUntil)
 			mu.Unlock()
 			switch {
-			case mode == "reset5" && n%5 == 0:
+			case reset, mode == "reset5" && n%5 == 0:
 				_ = c.(*net.TCPConn).SetLinger(0)
 				return
 			case hang:
@@ -299,8 +305,8 @@ func TestFaultMatrix(t *testing.T) {
 			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 500*time.Millisecond)} }},
 		{name: "accept-and-never-answer-500ms/500", rate: 500, timeout: 200 * time.Millisecond, faulty: "hang", want: reports.Fail, wantClass: "timeout",
 			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 500*time.Millisecond)} }},
-		{name: "reset-open-connections/200", rate: 200, timeout: time.Second, faulty: "rst", want: reports.Fail,
-			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 20*time.Millisecond)} }},
+		{name: "reset-connections-100ms/200", rate: 200, timeout: time.Second, faulty: "rst", want: reports.Fail,
+			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 100*time.Millisecond)} }},
 		{
 			// Every 5th request of a connection is read and then reset:
 			// Go's transport re-sends each such GET on a new connection
