@@ -112,6 +112,17 @@ func newXScale(t *Timeline) xScale {
 
 func (x xScale) at(tm time.Time) float64 { return x.s.Map(secs(tm.Sub(x.org))) }
 
+// band is the horizontal extent of a span, at least 3 px wide so an instant
+// still shows, clipped to the plot.
+func (x xScale) band(from, to time.Time) (x0, x1 float64) {
+	x0, x1 = x.at(from), x.at(to)
+	if x1-x0 < 3 {
+		mid := (x0 + x1) / 2
+		x0, x1 = mid-1.5, mid+1.5
+	}
+	return math.Max(x0, marginLeft), math.Min(x1, plotWidth-marginRight)
+}
+
 func secs(d time.Duration) float64 { return d.Seconds() }
 
 // TimelineSVG draws requests per bucket, stacked ok and failed by kind, with
@@ -313,13 +324,7 @@ func shadeWindows(d *svg.Doc, x xScale, windows []reports.FailureWindow, top, bo
 	}
 	d.Group(func() {
 		for _, w := range windows {
-			x0, x1 := x.at(w.Start), x.at(w.End)
-			if x1-x0 < 3 {
-				mid := (x0 + x1) / 2
-				x0, x1 = mid-1.5, mid+1.5
-			}
-			x0 = math.Max(x0, marginLeft)
-			x1 = math.Min(x1, plotWidth-marginRight)
+			x0, x1 := x.band(w.Start, w.End)
 			d.Open("g", svg.A("class", "window")...)
 			d.Title(fmt.Sprintf("failure window W%d: %s failed, %s ok over %s", w.Index, formatCount(w.Failed), formatCount(w.OK), formatMs(w.DurationMs)))
 			d.Rect(x0, top, x1-x0, bottom-top, svg.A("fill", colorWindow, "fill-opacity", "0.22")...)
@@ -342,13 +347,7 @@ func shadeStalls(d *svg.Doc, x xScale, stalls []reports.Stall, top, bottom float
 	}
 	d.Group(func() {
 		for _, s := range stalls {
-			x0, x1 := x.at(s.Start), x.at(s.End)
-			if x1-x0 < 3 {
-				mid := (x0 + x1) / 2
-				x0, x1 = mid-1.5, mid+1.5
-			}
-			x0 = math.Max(x0, marginLeft)
-			x1 = math.Min(x1, plotWidth-marginRight)
+			x0, x1 := x.band(s.Start, s.End)
 			d.Open("g", svg.A("class", "stall")...)
 			d.Title(fmt.Sprintf("load not delivered %s–%s (%s): %s unsent, %s late, max lag %s; %s",
 				s.Start.UTC().Format("15:04:05.000"), s.End.UTC().Format("15:04:05.000"), formatMs(s.DurationMs),
