@@ -144,9 +144,6 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // network was ours) is recorded between create and delete.
 func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
 
-// WithMetalLB turns MetalLB installation on or off (default on).
-func WithMetalLB(on bool) Option { return func(o *options) { o.metallb = on } }
-
 // WithLoadBalancer picks what implements LoadBalancer Services on kind:
 // "metallb" (default, L2) or "cloud" (harness/lb: a health-checked,
 // node-based LB with vendor profiles; MetalLB is then not installed and the
@@ -160,9 +157,6 @@ func WithLoadBalancer(kind, profile string) Option {
 		}
 	}
 }
-
-// WithReadyTimeout bounds each wait for nodes or workloads to become ready.
-func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
 
 // WithDrainTimeout bounds the drain of one node.
 func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }

@@ -50,13 +50,6 @@ type target struct {
 	pdbs    []*Object
 }
 
-func (t *target) policy() string {
-	if t.local {
-		return "Local"
-	}
-	return "Cluster"
-}
-
 func (t *target) cpath(rest ...any) []any {
 	p := append(append([]any{}, tplPath...), "spec", "containers", t.ci)
 	return append(p, rest...)

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -32,11 +31,6 @@ func (c *Client) SetEchoReady(ctx context.Context, namespace, pod string, ready 
 	return c.echoAdminPost(ctx, namespace, pod, "admin/ready", ready)
 }
 
-// SetEchoKeepalive turns an echo server pod's HTTP keep-alive on or off.
-func (c *Client) SetEchoKeepalive(ctx context.Context, namespace, pod string, on bool) error {
-	return c.echoAdminPost(ctx, namespace, pod, "admin/keepalive", on)
-}
-
 func (c *Client) echoAdminPost(ctx context.Context, namespace, pod, path string, value bool) error {
 	v := strconv.FormatBool(value)
 	_, err := c.cs.CoreV1().RESTClient().Post().
@@ -48,20 +42,4 @@ func (c *Client) echoAdminPost(ctx context.Context, namespace, pod, path string,
 	}
 	c.emit(runfile.Action, "pod/"+namespace+"/"+pod, fmt.Sprintf("echo admin %s=%s", path, v), nil)
 	return nil
-}
-
-// EchoStats reads an echo server pod's counters.
-func (c *Client) EchoStats(ctx context.Context, namespace, pod string) (EchoStats, error) {
-	var s EchoStats
-	raw, err := c.cs.CoreV1().RESTClient().Get().
-		Namespace(namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", pod, AdminPort)).
-		SubResource("proxy").Suffix("admin/stats").
-		Do(ctx).Raw()
-	if err != nil {
-		return s, fmt.Errorf("GET admin/stats on pod %s/%s via the API server: %w", namespace, pod, err)
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return s, fmt.Errorf("decode admin/stats of pod %s/%s: %w", namespace, pod, err)
-	}
-	return s, nil
 }

@@ -31,9 +31,6 @@ type Option func(*Client)
 // WithEventSink records every step as an event.
 func WithEventSink(s runfile.EventSink) Option { return func(c *Client) { c.sink = s } }
 
-// WithClock replaces time.Now (tests).
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
-
 // New wraps a clientset.
 func New(cs Interface, opts ...Option) *Client {
 	c := &Client{cs: cs, sink: runfile.Discard, now: time.Now}
@@ -42,9 +39,6 @@ func New(cs Interface, opts ...Option) *Client {
 	}
 	return c
 }
-
-// Clientset returns the wrapped clientset.
-func (c *Client) Clientset() Interface { return c.cs }
 
 func (c *Client) emit(typ, object, msg string, fields map[string]string) {
 	_ = c.sink.Event(runfile.Event{Time: c.now(), Source: runfile.SourceHarness, Type: typ, Object: object, Message: msg, Fields: fields})

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -91,19 +89,6 @@ func (c *Client) UpdateDeployment(ctx context.Context, namespace, name, why stri
 		return fmt.Errorf("update deployment %s/%s (%s): %w", namespace, name, why, err)
 	}
 	c.emit(runfile.Action, "deployment/"+namespace+"/"+name, why, nil)
-	return nil
-}
-
-// PatchService applies a strategic merge patch to a Service.
-func (c *Client) PatchService(ctx context.Context, namespace, name, why string, patch any) error {
-	b, err := json.Marshal(patch)
-	if err != nil {
-		return fmt.Errorf("patch service %s/%s: encode patch: %w", namespace, name, err)
-	}
-	if _, err := c.cs.CoreV1().Services(namespace).Patch(ctx, name, types.StrategicMergePatchType, b, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch service %s/%s (%s): %w", namespace, name, why, err)
-	}
-	c.emit(runfile.Action, "service/"+namespace+"/"+name, why, nil)
 	return nil
 }
 

@@ -119,9 +119,6 @@ func WithL7(p L7Programmer) Option { return func(c *Controller) { c.l7 = p } }
 // WithChecker sets how health checks are made (default HTTP from here).
 func WithChecker(ch Checker) Option { return func(c *Controller) { c.check = ch } }
 
-// WithClock sets the clock (tests).
-func WithClock(clk clock.WithTicker) Option { return func(c *Controller) { c.clk = clk } }
-
 // WithEventSink receives every LB state change.
 func WithEventSink(s runfile.EventSink) Option { return func(c *Controller) { c.sink = s } }
 

@@ -82,9 +82,6 @@ type Dataplane struct {
 // DataplaneOption configures a Dataplane.
 type DataplaneOption func(*Dataplane)
 
-// WithTable sets the nftables table name (default zerodrop_lb).
-func WithTable(name string) DataplaneOption { return func(d *Dataplane) { d.table = name } }
-
 // WithAnnounce sets how a newly added VIP is announced on the network
 // (production: GratuitousARP on dev). Without it nothing is announced.
 func WithAnnounce(f func(netip.Addr) error) DataplaneOption {

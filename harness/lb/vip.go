@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/netip"
-	"sort"
 )
 
 // VIPPool hands out LoadBalancer addresses from an inclusive range.
@@ -80,16 +79,6 @@ func (p *VIPPool) Release(key string) {
 		delete(p.byAddr, a)
 		delete(p.byKey, key)
 	}
-}
-
-// Keys lists the keys holding addresses, sorted.
-func (p *VIPPool) Keys() []string {
-	out := make([]string, 0, len(p.byKey))
-	for k := range p.byKey {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // KindVIPRange is where the cloud LB of a kind cluster takes addresses: 32

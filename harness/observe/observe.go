@@ -43,13 +43,6 @@ type Target struct {
 // Option configures an Observer.
 type Option func(*Observer)
 
-// WithClock replaces time.Now (tests).
-func WithClock(now func() time.Time) Option { return func(o *Observer) { o.now = now } }
-
-// WithSyncTimeout bounds the wait for the initial list of every watched kind
-// (default 30 s).
-func WithSyncTimeout(d time.Duration) Option { return func(o *Observer) { o.syncTimeout = d } }
-
 // Observer follows a target and reports changes to a sink. The first state it
 // lists is the baseline: it produces no events, so a scenario's events start
 // with what changed while it ran.

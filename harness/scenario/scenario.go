@@ -543,22 +543,6 @@ func writeJSON(path string, v any) error {
 	return nil
 }
 
-// Save rewrites scenario.json after the caller amended the verdict with a
-// check of its own.
-func (r *Run) Save(sc reports.Scenario) error {
-	return writeJSON(filepath.Join(r.Dir, "scenario.json"), sc)
-}
-
-// AddReason appends a check to the verdict and recomputes its status: the
-// worst of its reasons.
-func AddReason(v *reports.Verdict, reason reports.Reason) {
-	v.Reasons = append(v.Reasons, reason)
-	v.Status = reason.Status
-	for _, r := range v.Reasons {
-		v.Status = reports.Worst(v.Status, r.Status)
-	}
-}
-
 // Events is the run file as an event sink, for steps taken outside Kube
 // (a cluster provider adding a nodepool, say).
 func (r *Run) Events() runfile.EventSink { return r.sink }

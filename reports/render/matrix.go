@@ -55,19 +55,6 @@ type Matrix struct {
 	Rows    []*Row
 }
 
-// Status of a cell: the worst verdict among its scenarios; ok is false for
-// an empty cell.
-func CellStatus(cell []*Scenario) (st reports.Status, ok bool) {
-	for i, sc := range cell {
-		if i == 0 {
-			st = sc.Verdict.Status
-		} else {
-			st = reports.Worst(st, sc.Verdict.Status)
-		}
-	}
-	return st, len(cell) > 0
-}
-
 // BuildMatrix merges the runs into one matrix. Rows come from the scenario
 // labels the suites set (scenario, policy, profile, keepalive), falling back
 // to the scenario name; columns from the run metadata (provider, Kubernetes

@@ -88,15 +88,6 @@ func renderAll(t *testing.T, runs []*Run, outDir string) (md, html, junit string
 	return m.String(), h.String(), j.String()
 }
 
-func find(runs []*Run, run int, name string) *Scenario {
-	for _, sc := range runs[run].Scenarios {
-		if sc.Name == name {
-			return sc
-		}
-	}
-	return nil
-}
-
 func TestTimelineAgreesWithReport(t *testing.T) {
 	_, dirs := twoRuns(t)
 	runs, err := Load(context.Background(), dirs)

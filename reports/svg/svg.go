@@ -58,10 +58,6 @@ func New(width, height float64, attrs ...Attr) *Doc {
 	return d
 }
 
-// Width and Height are the document's size.
-func (d *Doc) Width() float64  { return d.w }
-func (d *Doc) Height() float64 { return d.h }
-
 // Rect draws a rectangle. Negative sizes are normalised so the rectangle
 // covers the same area (SVG rejects negative width/height).
 func (d *Doc) Rect(x, y, w, h float64, attrs ...Attr) {
