@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"zerodrop/internal/waitfor"
 )
 
 // Versions of the add-ons the harness installs; the offline image build
@@ -86,20 +88,8 @@ func kubectlApply(ctx context.Context, controlPlane, manifest string) error {
 	return err
 }
 
-// retry calls f until it succeeds, ctx ends or timeout passes; the error
-// names what was being waited for and the last failure.
+// retry is the harness's one poller (internal/waitfor) for checks whose
+// error means "not yet".
 func retry(ctx context.Context, what string, timeout, every time.Duration, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = f(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waited %s for %s: %w (last error: %v)", timeout, what, ctx.Err(), last)
-		case <-time.After(every):
-		}
-	}
+	return waitfor.Retry(ctx, what, timeout, every, f)
 }

@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"zerodrop/harness/runfile"
+
+	"zerodrop/internal/waitfor"
 )
 
 func TestNewUnknownProvider(t *testing.T) {
@@ -368,7 +370,7 @@ func TestListAndWaitNodes(t *testing.T) {
 		t.Fatalf("ready node: %v", err)
 	}
 	err = waitNodesReady(ctx, cs, 100*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "zd-worker2") || !errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || !strings.Contains(err.Error(), "zd-worker2") || !errors.Is(err, waitfor.ErrTimeout) {
 		t.Fatalf("not-ready wait: %v", err)
 	}
 	names, err := poolNodes(ctx, cs, "pool-a")

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
+	"zerodrop/harness/kube"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 )
@@ -266,7 +267,7 @@ func (k *Kind) setUp(ctx context.Context) error {
 	if err := kubectlApply(ctx, cp, fl); err != nil {
 		return fmt.Errorf("install flannel: %w", err)
 	}
-	if err := waitDaemonSet(ctx, cs, o.readyTimeout, "kube-flannel", "kube-flannel-ds"); err != nil {
+	if err := kube.New(cs).WaitDaemonSet(ctx, "kube-flannel", "kube-flannel-ds", o.readyTimeout); err != nil {
 		return fmt.Errorf("flannel: %w", err)
 	}
 	o.progress("waiting for nodes to be Ready")
@@ -288,7 +289,7 @@ func (k *Kind) setUp(ctx context.Context) error {
 		o.emit(runfile.PoolAdded, "pool/"+p.Name, fmt.Sprintf("nodepool %s: %d nodes", p.Name, pools[p.Name]), map[string]string{"count": fmt.Sprint(pools[p.Name])})
 	}
 	o.progress("waiting for CoreDNS")
-	if err := waitDeployment(ctx, cs, o.readyTimeout, "kube-system", "coredns"); err != nil {
+	if err := kube.New(cs).WaitRollout(ctx, "kube-system", "coredns", o.readyTimeout); err != nil {
 		return fmt.Errorf("CoreDNS: %w", err)
 	}
 	if o.metallb {
@@ -323,10 +324,10 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 			return fmt.Errorf("install MetalLB: %w", err)
 		}
 	}
-	if err := waitDeployment(ctx, cs, o.readyTimeout, "metallb-system", "controller"); err != nil {
+	if err := kube.New(cs).WaitRollout(ctx, "metallb-system", "controller", o.readyTimeout); err != nil {
 		return fmt.Errorf("MetalLB: %w", err)
 	}
-	if err := waitDaemonSet(ctx, cs, o.readyTimeout, "metallb-system", "speaker"); err != nil {
+	if err := kube.New(cs).WaitDaemonSet(ctx, "metallb-system", "speaker", o.readyTimeout); err != nil {
 		return fmt.Errorf("MetalLB: %w", err)
 	}
 	nw, err := inspectNetwork(ctx, kindNetwork)

@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"zerodrop/harness/runfile"
+
+	"zerodrop/harness/kube"
 )
 
 const echoImage = "zerodrop/echo-server:dev"
@@ -294,7 +296,7 @@ func deployEcho(ctx context.Context, t *testing.T, cs kubernetes.Interface) (str
 	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitDeployment(ctx, cs, 3*time.Minute, ns, "echo"); err != nil {
+	if err := kube.New(cs).WaitRollout(ctx, ns, "echo", 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	var ip string

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -77,52 +76,4 @@ func waitNodesReady(ctx context.Context, cs kubernetes.Interface, timeout time.D
 		}
 		return nil
 	})
-}
-
-func waitDeployment(ctx context.Context, cs kubernetes.Interface, timeout time.Duration, ns, name string) error {
-	return retry(ctx, "deployment "+ns+"/"+name+" available", timeout, 2*time.Second, func(ctx context.Context) error {
-		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return deploymentDone(d)
-	})
-}
-
-func deploymentDone(d *appsv1.Deployment) error {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	if d.Status.ObservedGeneration < d.Generation {
-		return fmt.Errorf("generation %d not yet observed", d.Generation)
-	}
-	if d.Status.UpdatedReplicas < want || d.Status.AvailableReplicas < want {
-		return fmt.Errorf("%d/%d updated, %d/%d available", d.Status.UpdatedReplicas, want, d.Status.AvailableReplicas, want)
-	}
-	return nil
-}
-
-func waitDaemonSet(ctx context.Context, cs kubernetes.Interface, timeout time.Duration, ns, name string) error {
-	return retry(ctx, "daemonset "+ns+"/"+name+" ready on every node", timeout, 2*time.Second, func(ctx context.Context) error {
-		d, err := cs.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return daemonSetDone(d)
-	})
-}
-
-func daemonSetDone(d *appsv1.DaemonSet) error {
-	s := d.Status
-	if s.ObservedGeneration < d.Generation {
-		return fmt.Errorf("generation %d not yet observed", d.Generation)
-	}
-	if s.DesiredNumberScheduled == 0 {
-		return fmt.Errorf("no pods scheduled yet")
-	}
-	if s.UpdatedNumberScheduled < s.DesiredNumberScheduled || s.NumberReady < s.DesiredNumberScheduled {
-		return fmt.Errorf("%d/%d updated, %d/%d ready", s.UpdatedNumberScheduled, s.DesiredNumberScheduled, s.NumberReady, s.DesiredNumberScheduled)
-	}
-	return nil
 }

@@ -7,14 +7,11 @@ package kube
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"zerodrop/harness/runfile"
+
+	"zerodrop/internal/waitfor"
 )
 
 // Client bundles what every step needs: the clientset, where events go, and
@@ -45,33 +42,9 @@ func (c *Client) emit(typ, object, msg string, fields map[string]string) {
 }
 
 // ErrTimeout is wrapped by every wait that ran out of time.
-var ErrTimeout = errors.New("timed out")
+var ErrTimeout = waitfor.ErrTimeout
 
-// poll runs cond every interval until it reports done, returns an error, or
-// timeout passes; the timeout error names what was awaited and the last
-// state seen, so a failure says where things stood.
-func poll(ctx context.Context, what string, timeout, interval time.Duration, cond func(ctx context.Context) (done bool, state string, err error)) error {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
-		done, state, err := cond(ctx)
-		last = state
-		return done, err
-	})
-	if err == nil {
-		return nil
-	}
-	if wait.Interrupted(err) {
-		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("waiting for %s: %w (last seen: %s)", what, ctx.Err(), orNothing(last))
-		}
-		return fmt.Errorf("waiting for %s: %w after %s (last seen: %s)", what, ErrTimeout, timeout, orNothing(last))
-	}
-	return fmt.Errorf("waiting for %s: %w", what, err)
-}
-
-func orNothing(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "nothing yet"
-	}
-	return s
+// poll is the harness's one poller (internal/waitfor).
+func poll(ctx context.Context, what string, timeout, interval time.Duration, cond waitfor.Cond) error {
+	return waitfor.Until(ctx, what, timeout, interval, cond)
 }

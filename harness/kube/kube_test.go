@@ -78,6 +78,34 @@ func TestRolloutDone(t *testing.T) {
 	}
 }
 
+func TestDaemonSetDone(t *testing.T) {
+	base := func(mut func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
+		d := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "speaker", Namespace: "metallb-system", Generation: 1},
+			Status: appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 4, UpdatedNumberScheduled: 4, NumberReady: 4}}
+		mut(d)
+		return d
+	}
+	tests := []struct {
+		name string
+		d    *appsv1.DaemonSet
+		done bool
+	}{
+		{"ready everywhere", base(func(*appsv1.DaemonSet) {}), true},
+		{"old generation", base(func(d *appsv1.DaemonSet) { d.Status.ObservedGeneration = 0 }), false},
+		{"nothing scheduled yet", base(func(d *appsv1.DaemonSet) { d.Status = appsv1.DaemonSetStatus{ObservedGeneration: 1} }), false},
+		{"one node not updated", base(func(d *appsv1.DaemonSet) { d.Status.UpdatedNumberScheduled = 3 }), false},
+		{"one node not ready", base(func(d *appsv1.DaemonSet) { d.Status.NumberReady = 3 }), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done, state, err := daemonSetDone(tt.d)
+			if done != tt.done || err != nil || state == "" {
+				t.Errorf("done=%t err=%v state=%q, want done=%t", done, err, state, tt.done)
+			}
+		})
+	}
+}
+
 func TestPollTimeoutSaysWhatAndLastState(t *testing.T) {
 	err := poll(context.Background(), "the thing", 50*time.Millisecond, 10*time.Millisecond, func(context.Context) (bool, string, error) {
 		return false, "still 2 of 3", nil

@@ -46,6 +46,28 @@ func rolloutDone(d *appsv1.Deployment) (bool, string, error) {
 	return done, state, nil
 }
 
+// WaitDaemonSet waits until the DaemonSet's controller has seen its latest
+// spec and an updated pod is ready on every node it is scheduled to.
+func (c *Client) WaitDaemonSet(ctx context.Context, namespace, name string, timeout time.Duration) error {
+	return poll(ctx, fmt.Sprintf("daemonset %s/%s ready on every node", namespace, name), timeout, time.Second,
+		func(ctx context.Context) (bool, string, error) {
+			d, err := c.cs.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return daemonSetDone(d)
+		})
+}
+
+func daemonSetDone(d *appsv1.DaemonSet) (bool, string, error) {
+	s := d.Status
+	state := fmt.Sprintf("generation %d observed %d, %d scheduled, %d updated, %d ready",
+		d.Generation, s.ObservedGeneration, s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberReady)
+	done := s.ObservedGeneration >= d.Generation && s.DesiredNumberScheduled > 0 &&
+		s.UpdatedNumberScheduled >= s.DesiredNumberScheduled && s.NumberReady >= s.DesiredNumberScheduled
+	return done, state, nil
+}
+
 // RolloutRestart restarts every pod of the Deployment the way `kubectl
 // rollout restart` does (a template annotation), records rollout-start, and
 // when wait > 0 waits for the rollout and records rollout-end.
