@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -164,6 +165,27 @@ func TestBusiest(t *testing.T) {
 	} {
 		if got := busiest(tc.candidates, tc.served); got != tc.want {
 			t.Errorf("%s: busiest = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A case's run carries its scenario's identity as written in the scenario's
+// file, and its minimum of results follows the suite's timing.
+func TestSpecTakesIdentityFromTheScenario(t *testing.T) {
+	s := &Suite{Settings: Settings{Rate: 200, LB: "metallb", Provider: "kind"}, Timing: DefaultTiming(), LBCheck: fixtures.MetalLBL2}
+	for _, sc := range Scenarios() {
+		for _, c := range sc.Cases {
+			sp := s.spec(sc, c)
+			if sp.Name != sc.Name+"/"+c.Name() || sp.Description != sc.Description || !slices.Equal(sp.Seeds, sc.Seeds) ||
+				sp.Labels["scenario"] != sc.Name {
+				t.Errorf("%s/%s: spec identity %q %q %v %v", sc.Name, c.Name(), sp.Name, sp.Description, sp.Seeds, sp.Labels)
+			}
+			if sp.Criteria.MinRequests != 1000 {
+				t.Errorf("%s: minRequests %d, want rate 200 x baseline 5s = 1000", sp.Name, sp.Criteria.MinRequests)
+			}
+			if (c.Role == reports.RoleAssertion) != (sp.Criteria.MaxDropped != nil) {
+				t.Errorf("%s: role %s with maxDropped %v", sp.Name, c.Role, sp.Criteria.MaxDropped)
+			}
 		}
 	}
 }

@@ -25,6 +25,8 @@ type Suite struct {
 	// LBProfileFor names the cloud-style LB profile a scenario's Service
 	// asks for ("" for the cluster default); nil with MetalLB.
 	LBProfileFor func(scenario string) string
+	// Timing is every wait and settle time of the bodies (DefaultTiming).
+	Timing Timing
 	// Events forwards the provider's events to the current run's file.
 	Events *SwitchSink
 	// DeferCleanup registers clean-up (ginkgo.DeferCleanup in the driver);

@@ -74,6 +74,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	suite = &Suite{
 		Settings: settings,
 		Provider: provider,
+		Timing:   DefaultTiming(),
 		Events:   events,
 		Env: &scenario.Env{
 			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
@@ -141,7 +142,7 @@ var _ = Describe("zerodrop", func() {
 					suite.DeferCleanup = func(f func(context.Context) error) {
 						DeferCleanup(func(ctx SpecContext) error { return f(ctx) }, NodeTimeout(10*time.Minute))
 					}
-					result, err := sc.Body(ctx, suite, c)
+					result, err := sc.Body(ctx, suite, sc, c)
 					if err != nil {
 						result = brokenRun(sc, c, err)
 					}

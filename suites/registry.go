@@ -1,0 +1,233 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/scenario"
+	"zerodrop/reports"
+)
+
+// Case is one cell of a scenario's matrix.
+type Case struct {
+	Policy  corev1.ServiceExternalTrafficPolicy
+	Profile fixtures.Profile
+	// KeepAlive is the client's and the server's keep-alive (unready-keepalive
+	// varies it; every other scenario keeps it on).
+	KeepAlive bool
+	// Role says whether the case asserts zero drops (assertion) or documents
+	// a hazard (documentation: reported, fails only when the run breaks).
+	Role reports.Role
+	// Smoke puts the case in `make e2e-smoke`, which `make test` runs where
+	// Docker can.
+	Smoke bool
+	// PlatformLimit is set by CasesOn when the LB under test cannot give
+	// this case zero drops; the case then documents instead of asserting.
+	PlatformLimit string
+}
+
+// Name is the case's part of the spec name: "local/hardened".
+func (c Case) Name() string {
+	n := strings.ToLower(string(c.Policy)) + "/" + string(c.Profile)
+	if !c.KeepAlive {
+		n += "/no-keepalive"
+	}
+	return n
+}
+
+// Labels are the Ginkgo labels of the case (besides the scenario's).
+func (c Case) Labels() []string {
+	l := []string{"policy:" + strings.ToLower(string(c.Policy)), "profile:" + string(c.Profile), "role:" + string(c.Role)}
+	if !c.KeepAlive {
+		l = append(l, "keepalive:off")
+	}
+	if c.Smoke {
+		l = append(l, "smoke")
+	}
+	return l
+}
+
+// Body runs one case and returns its measured outcome. It receives its
+// scenario, so the identity (name, description, incidents) is written once,
+// in the scenario's file. A returned error means the run broke (the spec
+// fails with it); a FAIL verdict is returned as a scenario, not an error.
+type Body func(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error)
+
+// Scenario is one incident reproduced on a cluster. Each scenario lives in
+// its own file (scenario_*.go): its identity, its cases and its body.
+type Scenario struct {
+	Name        string
+	Description string
+	// Seeds are the incidents the scenario reproduces (harness/incident,
+	// told in docs/incidents.md).
+	Seeds []string
+	// NeedsNodepools marks scenarios that add or remove nodepools (the
+	// existing provider cannot).
+	NeedsNodepools bool
+	Cases          []Case
+	// Limits are platform behaviours, each found by measurement, that make
+	// zero drops impossible for the scenario's hardened cases on one LB.
+	Limits []Limit
+	Body   Body
+}
+
+// Limit turns a scenario's assertion cases with Policy into documentation
+// when the suite runs on LB, with Reason in the report. It is data, reviewed
+// like code: a limit must name the mechanism and the runs that showed it.
+type Limit struct {
+	LB     string
+	Policy corev1.ServiceExternalTrafficPolicy
+	Reason string
+}
+
+// CasesOn is the scenario's cases on one LB implementation: assertion cases
+// that a Limit covers become documentation and carry its reason.
+func (sc Scenario) CasesOn(lb string) []Case {
+	out := append([]Case(nil), sc.Cases...)
+	for i, c := range out {
+		for _, l := range sc.Limits {
+			if l.LB == lb && l.Policy == c.Policy && c.Role == reports.RoleAssertion {
+				out[i].Role, out[i].PlatformLimit = reports.RoleDocumentation, l.Reason
+			}
+		}
+	}
+	return out
+}
+
+var (
+	localPolicy   = corev1.ServiceExternalTrafficPolicyLocal
+	clusterPolicy = corev1.ServiceExternalTrafficPolicyCluster
+)
+
+// matrix is every policy x profile with the usual roles: hardened asserts,
+// naive documents.
+func matrix(policies ...corev1.ServiceExternalTrafficPolicy) []Case {
+	var out []Case
+	for _, p := range policies {
+		out = append(out,
+			Case{Policy: p, Profile: fixtures.Naive, KeepAlive: true, Role: reports.RoleDocumentation},
+			Case{Policy: p, Profile: fixtures.Hardened, KeepAlive: true, Role: reports.RoleAssertion})
+	}
+	return out
+}
+
+// Scenarios is the registry, in the order the suite runs them: the order is
+// a decision (nodepool-replacement last, since it re-pools the cluster), so
+// it is written here and nowhere else; everything else about a scenario is
+// in its own file.
+func Scenarios() []Scenario {
+	return []Scenario{
+		rollingUpdate(),
+		sourceIP(),
+		distribution(),
+		unreadyKeepalive(),
+		drainNode(),
+		drainPoolWithPDB(),
+		nodepoolReplacement(),
+	}
+}
+
+// Timing is every wait and settle time of the scenario bodies, in one
+// place.
+type Timing struct {
+	// Baseline is how long load runs before a disruption, so the run shows
+	// the steady state first; a run needs at least Baseline x rate results.
+	Baseline time.Duration
+	// Observe is how long a scenario without a disruption (or after a
+	// readiness flip) watches; ObserveShares is longer, for per-pod shares.
+	Observe, ObserveShares time.Duration
+	// SettleMargin is added to the LB's removal lag after a disruption, so a
+	// late blackhole is measured too.
+	SettleMargin time.Duration
+	// NodeDrain bounds the drain of one node; PoolDrain that of a pool whose
+	// PodDisruptionBudget may block it on purpose.
+	NodeDrain, PoolDrain time.Duration
+	// EndpointRemoval bounds the wait for an unready pod's endpoint to go.
+	EndpointRemoval time.Duration
+	// KubeProxyGrace is how long after an endpoint's removal a pod may still
+	// be sent new requests: kube-proxy applies the change on every node
+	// within about a second (its sync period).
+	KubeProxyGrace time.Duration
+}
+
+// DefaultTiming is the suite's timing.
+func DefaultTiming() Timing {
+	return Timing{
+		Baseline: 5 * time.Second, Observe: 15 * time.Second, ObserveShares: 20 * time.Second,
+		SettleMargin: 5 * time.Second, NodeDrain: 3 * time.Minute, PoolDrain: 60 * time.Second,
+		EndpointRemoval: time.Minute, KubeProxyGrace: 2 * time.Second,
+	}
+}
+
+// spec is the common start of every case: the report's identity and the
+// workload for the case's policy and profile.
+func (s *Suite) spec(sc Scenario, c Case, extra ...fixtures.Option) scenario.Spec {
+	name := sc.Name + "/" + c.Name()
+	ns := "zd-" + scenario.DirName(strings.ReplaceAll(name, "/", "-"))
+	if len(ns) > 63 {
+		ns = ns[:63]
+	}
+	opts := []fixtures.Option{
+		fixtures.WithProfile(c.Profile),
+		fixtures.WithNamespace(ns),
+		fixtures.WithPolicy(c.Policy),
+		fixtures.WithLBHealthCheck(s.LBCheck),
+		fixtures.WithKeepAlive(c.KeepAlive),
+	}
+	if s.LBProfileFor != nil {
+		if p := s.LBProfileFor(sc.Name); p != "" {
+			opts = append(opts, fixtures.WithLBProfile(p))
+		}
+	}
+	opts = append(opts, extra...)
+	crit := reports.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds())}
+	if c.Role == reports.RoleAssertion {
+		crit.MaxDropped = reports.Int64(0)
+	}
+	ka := c.KeepAlive
+	return scenario.Spec{
+		ScenarioSpec: reports.ScenarioSpec{
+			Name:          name,
+			Role:          c.Role,
+			Description:   sc.Description,
+			Seeds:         sc.Seeds,
+			PlatformLimit: c.PlatformLimit,
+			Labels: map[string]string{
+				"scenario": sc.Name, "policy": string(c.Policy), "profile": string(c.Profile),
+				"keepalive": fmt.Sprint(c.KeepAlive), "lb": s.Settings.LB, "provider": s.Settings.Provider,
+			},
+			Criteria: crit,
+		},
+		Workload:  opts,
+		KeepAlive: &ka,
+	}
+}
+
+// settleAfter is how long load keeps running after an action: the LB's
+// removal lag plus a margin, so a late blackhole is measured too.
+func (s *Suite) settleAfter() time.Duration { return s.LBCheck.RemovalLag() + s.Timing.SettleMargin }
+
+// busiest is the candidate (node or pod) with the most answers in served,
+// the first one on a tie or when none has answered; "" without candidates.
+func busiest(candidates []string, served map[string]int64) string {
+	best := ""
+	for i, c := range candidates {
+		if i == 0 || served[c] > served[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+func sumCounts(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
