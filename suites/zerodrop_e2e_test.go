@@ -9,14 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/cluster"
@@ -87,7 +84,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// and re-announces within about a second; no health checks.
 		suite.LBCheck = fixtures.MetalLBL2
 	default:
-		configureCloudLB(ctx, suite)
+		Expect(configureCloudLB(ctx, suite, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })).To(Succeed())
 	}
 	collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), reports.RunMeta{
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
@@ -106,30 +103,6 @@ var _ = AfterSuite(func(ctx SpecContext) {
 		Expect(suite.Provider.Delete(ctx)).To(Succeed())
 	}
 }, NodeTimeout(5*time.Minute))
-
-func reach(ctx context.Context, kubeconfig string) (kubernetes.Interface, string, error) {
-	if _, err := os.Stat(kubeconfig); err != nil {
-		return nil, "", err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, "", fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
-	}
-	cfg.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	v, err := cs.Discovery().ServerVersion()
-	if err != nil {
-		return nil, "", fmt.Errorf("API server of %s: %w", kubeconfig, err)
-	}
-	cfg.Timeout = 0
-	cs, err = kubernetes.NewForConfig(cfg)
-	return cs, v.GitVersion, err
-}
-
-func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
 
 var _ = Describe("zerodrop", func() {
 	for _, sc := range Scenarios() {
@@ -168,36 +141,3 @@ var _ = Describe("zerodrop", func() {
 		})
 	}
 })
-
-// brokenRun records a run that could not complete as an ERROR scenario, so
-// the report says what broke instead of leaving a gap.
-func brokenRun(sc Scenario, c Case, err error) reports.Scenario {
-	return reports.Scenario{
-		ScenarioSpec: reports.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
-			PlatformLimit: c.PlatformLimit},
-		Verdict: reports.Verdict{Status: reports.Error, Reasons: []reports.Reason{{
-			Check: "run", Status: reports.Error, Message: err.Error(),
-		}}},
-	}
-}
-
-// summary is the verdict with its numbers and failure windows, for the
-// Ginkgo output and failure messages.
-func summary(s reports.Scenario) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s [%s] %s: %d requests, %d dropped, %d failure windows\n",
-		s.Name, s.Role, s.Outcome(), s.Results.Total, s.Results.Dropped, len(s.FailureWindows))
-	if s.PlatformLimit != "" {
-		fmt.Fprintf(&b, "  platform limit: %s\n", s.PlatformLimit)
-	}
-	for _, r := range s.Verdict.Reasons {
-		fmt.Fprintf(&b, "  %-4s %s: %s\n", r.Status, r.Check, r.Message)
-	}
-	for _, w := range s.FailureWindows {
-		fmt.Fprintf(&b, "  window %s\n", verdict.WindowText(w))
-		for _, e := range w.NearestEvents {
-			fmt.Fprintf(&b, "    %+8.0fms %-10s %-22s %s %s\n", e.OffsetMs, e.Source, e.Type, e.Object, e.Message)
-		}
-	}
-	return b.String()
-}
