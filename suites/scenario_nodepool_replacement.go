@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"zerodrop/fixtures"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/reports"
 )
@@ -30,7 +31,7 @@ func nodepoolReplacement() Scenario {
 		Seeds:          []string{incident.DrainLocalPDB, incident.NodepoolBackend},
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
-		Limits:         []Limit{{LB: "metallb", Policy: localPolicy, Reason: metallbNewAnnouncer}},
+		Limits:         []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer}},
 		Body:           runNodepoolReplacement,
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"zerodrop/harness/contract"
 )
 
 // Settings are a suite run's knobs, read from the environment so that `make`
@@ -47,7 +49,7 @@ type Settings struct {
 // Known values.
 var (
 	providers = []string{"kind", "existing"}
-	lbs       = []string{"metallb", "cloud"}
+	lbs       = contract.LoadBalancers()
 )
 
 // SettingsFromEnv reads and validates the settings; getenv is os.Getenv in
@@ -56,7 +58,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	s := Settings{
 		Provider:     or(getenv("PROVIDER"), "kind"),
 		ClusterName:  or(getenv("CLUSTER_NAME"), "zerodrop"),
-		LB:           or(getenv("LB"), "metallb"),
+		LB:           or(getenv("LB"), contract.LBMetalLB),
 		LBProfile:    or(getenv("LB_PROFILE"), "generic"),
 		OutDir:       or(getenv("ZERODROP_OUT"), filepath.Join(repoRoot, "out", "e2e")),
 		NodeImage:    getenv("KIND_NODE_IMAGE"),

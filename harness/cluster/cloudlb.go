@@ -9,15 +9,6 @@ import (
 	"zerodrop/harness/runfile"
 )
 
-// Load balancers WithLoadBalancer accepts.
-const (
-	LBMetalLB = "metallb"
-	LBCloud   = "cloud"
-)
-
-// LoadBalancers lists the accepted WithLoadBalancer kinds.
-func LoadBalancers() []string { return []string{LBMetalLB, LBCloud} }
-
 // startCloudLB runs harness/lb's LB container next to the cluster (LB=cloud).
 func (k *Kind) startCloudLB(ctx context.Context) error {
 	o := &k.o

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
-
 	"zerodrop/internal/waitfor"
 )
 
@@ -63,7 +63,7 @@ func TestKindConfig(t *testing.T) {
 			t.Errorf("node %d image %q", i, n.Image)
 		}
 		if i == 0 {
-			if n.Role != v1alpha4.ControlPlaneRole || n.Labels[PoolLabel] != "" {
+			if n.Role != v1alpha4.ControlPlaneRole || n.Labels[contract.PoolLabel] != "" {
 				t.Errorf("node 0 = %+v, want unpooled control plane", n)
 			}
 			continue
@@ -71,7 +71,7 @@ func TestKindConfig(t *testing.T) {
 		if n.Role != v1alpha4.WorkerRole {
 			t.Errorf("node %d role %s", i, n.Role)
 		}
-		pools[n.Labels[PoolLabel]]++
+		pools[n.Labels[contract.PoolLabel]]++
 	}
 	if pools["pool-a"] != 2 || pools["pool-b"] != 1 {
 		t.Errorf("pools = %v, want pool-a:2 pool-b:1", pools)
@@ -86,13 +86,13 @@ func TestKindConfig(t *testing.T) {
 	}
 
 	taint := corev1.Taint{Key: "dedicated", Value: "lb", Effect: corev1.TaintEffectNoSchedule}
-	o = buildOptions([]Option{WithPools(Pool{Name: "edge", Count: 1, Labels: map[string]string{"tier": "edge", PoolLabel: "spoofed"}, Taints: []corev1.Taint{taint}})})
+	o = buildOptions([]Option{WithPools(Pool{Name: "edge", Count: 1, Labels: map[string]string{"tier": "edge", contract.PoolLabel: "spoofed"}, Taints: []corev1.Taint{taint}})})
 	cfg, err = kindConfig(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := cfg.Nodes[1]
-	if w.Labels[PoolLabel] != "edge" || w.Labels["tier"] != "edge" {
+	if w.Labels[contract.PoolLabel] != "edge" || w.Labels["tier"] != "edge" {
 		t.Errorf("labels = %v", w.Labels)
 	}
 	if len(w.KubeadmConfigPatches) != 1 || !strings.Contains(w.KubeadmConfigPatches[0], `key: "dedicated"`) {
@@ -224,7 +224,7 @@ func TestCACertHash(t *testing.T) {
 
 func TestJoinConfig(t *testing.T) {
 	j := joinConfig{Endpoint: "zd-control-plane:6443", Token: "abcdef.0123456789abcdef", CAHash: "sha256:00", NodeName: "zd-pool-c-1",
-		NodeIP: "172.18.0.9", ProviderID: "kind://docker/zd/zd-pool-c-1", Labels: map[string]string{PoolLabel: "pool-c", "a": "b"}}
+		NodeIP: "172.18.0.9", ProviderID: "kind://docker/zd/zd-pool-c-1", Labels: map[string]string{contract.PoolLabel: "pool-c", "a": "b"}}
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(j.render()), &m); err != nil {
 		t.Fatalf("join config is not YAML: %v\n%s", err, j.render())
@@ -342,7 +342,7 @@ func TestStateRoundTrip(t *testing.T) {
 func node(name, pool string, ready bool, cp bool) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
 	if pool != "" {
-		n.Labels[PoolLabel] = pool
+		n.Labels[contract.PoolLabel] = pool
 	}
 	if cp {
 		n.Labels["node-role.kubernetes.io/control-plane"] = ""

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
@@ -297,7 +298,7 @@ func (k *Kind) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	if o.lb == LBCloud {
+	if o.lb == contract.LBCloud {
 		if err := k.startCloudLB(ctx); err != nil {
 			return err
 		}
@@ -464,7 +465,7 @@ func listNodes(ctx context.Context, cs kubernetes.Interface) ([]Node, error) {
 	out := make([]Node, 0, len(list.Items))
 	for i := range list.Items {
 		n := &list.Items[i]
-		out = append(out, Node{Name: n.Name, Role: nodeRole(n), Pool: n.Labels[PoolLabel], InternalIP: nodeIP(n), Ready: nodeReady(n)})
+		out = append(out, Node{Name: n.Name, Role: nodeRole(n), Pool: n.Labels[contract.PoolLabel], InternalIP: nodeIP(n), Ready: nodeReady(n)})
 	}
 	sortNodes(out)
 	return out, nil

@@ -31,9 +31,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"zerodrop/harness/runfile"
-
+	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
+	"zerodrop/harness/runfile"
 )
 
 const echoImage = "zerodrop/echo-server:dev"
@@ -271,7 +271,7 @@ func deployEcho(ctx context.Context, t *testing.T, cs kubernetes.Interface) (str
 				Spec: corev1.PodSpec{
 					// Prefer pool-a so that removing pool-a later moves the pod.
 					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
-						Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: PoolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"pool-a"}}}},
+						Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: contract.PoolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"pool-a"}}}},
 					}}}},
 					Containers: []corev1.Container{{
 						Name: "echo", Image: echoImage, ImagePullPolicy: corev1.PullNever,

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+
+	"zerodrop/harness/contract"
 )
 
 // kubeadmPatches adjust kind's generated kubeadm config for these hosts:
@@ -65,7 +67,7 @@ func poolLabels(pool string, extra map[string]string) map[string]string {
 	for k, v := range extra {
 		l[k] = v
 	}
-	l[PoolLabel] = pool
+	l[contract.PoolLabel] = pool
 	return l
 }
 

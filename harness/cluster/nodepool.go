@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"
 )
@@ -268,7 +269,7 @@ func (k *Kind) RemoveNodePool(ctx context.Context, name string) error {
 		return err
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("nodepool %q has no nodes (label %s=%s)", name, PoolLabel, name)
+		return fmt.Errorf("nodepool %q has no nodes (label %s=%s)", name, contract.PoolLabel, name)
 	}
 	o.progress(fmt.Sprintf("removing nodepool %s: %s", name, strings.Join(names, ", ")))
 	o.emit(runfile.Action, "pool/"+name, "remove nodepool "+name, map[string]string{"nodes": strings.Join(names, ",")})

@@ -21,11 +21,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 )
-
-// PoolLabel is the node label naming the nodepool a node belongs to.
-const PoolLabel = "zerodrop.dev/pool"
 
 // ErrUnsupported is returned (wrapped) by providers for operations they cannot
 // perform, such as nodepool changes on an existing cluster.
@@ -46,7 +44,7 @@ type Provider interface {
 	// LoadImages makes local Docker images available on every node without
 	// a registry.
 	LoadImages(ctx context.Context, images ...string) error
-	// AddNodePool adds count nodes labelled PoolLabel=name plus labels, with
+	// AddNodePool adds count nodes labelled contract.PoolLabel=name plus labels, with
 	// taints, and waits until they are Ready.
 	AddNodePool(ctx context.Context, name string, count int, labels map[string]string, taints []corev1.Taint) error
 	// RemoveNodePool cordons and drains every node of the pool, deletes the
@@ -60,7 +58,7 @@ type Provider interface {
 type Node struct {
 	Name       string // Kubernetes node name (for kind also the container name)
 	Role       string // "control-plane" or "worker"
-	Pool       string // value of PoolLabel, "" when unlabelled
+	Pool       string // value of contract.PoolLabel, "" when unlabelled
 	InternalIP string
 	Ready      bool
 }
@@ -152,7 +150,7 @@ func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = di
 func WithLoadBalancer(kind, profile string) Option {
 	return func(o *options) {
 		o.lb, o.lbProfile = kind, profile
-		if kind == LBCloud {
+		if kind == contract.LBCloud {
 			o.metallb = false
 		}
 	}
@@ -180,7 +178,7 @@ func buildOptions(opts []Option) options {
 		progress:       func(string) {},
 		podSubnet:      "10.244.0.0/16",
 		lbAddressCount: 32,
-		lb:             LBMetalLB,
+		lb:             contract.LBMetalLB,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -14,18 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-)
 
-// Annotations and labels the doctor understands beyond the providers' own.
-const (
-	AnnotationLBProfile = "zerodrop.dev/lb-profile"
-	AnnotationLBPool    = "zerodrop.dev/lb-pool"
+	"zerodrop/harness/contract"
 )
 
 // poolLabelKeys are node labels that name a node pool on the platforms the
 // incidents ran on, plus zerodrop's own.
 var poolLabelKeys = []string{
-	"zerodrop.dev/pool",
+	contract.PoolLabel,
 	"cloud.google.com/gke-nodepool",
 	"agentpool",
 	"kubernetes.azure.com/agentpool",
@@ -295,8 +291,8 @@ func (w *workload) pools() ([]string, bool) {
 // servicePool returns the node pool the Service's LB backend is restricted
 // to, if an annotation says so, and which annotation.
 func servicePool(svc *corev1.Service) (pool, annotation string) {
-	if v := strings.TrimSpace(svc.Annotations[AnnotationLBPool]); v != "" {
-		return v, AnnotationLBPool
+	if v := strings.TrimSpace(svc.Annotations[contract.LBPoolAnnotation]); v != "" {
+		return v, contract.LBPoolAnnotation
 	}
 	if v := strings.TrimSpace(svc.Annotations[annAWSTargets]); v != "" {
 		for _, kv := range strings.Split(v, ",") {

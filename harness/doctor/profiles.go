@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop/harness/contract"
 )
 
 // LBProfile is the health-check timing of a node-based load balancer: how
@@ -171,12 +173,12 @@ const (
 func serviceProfile(svc *corev1.Service, def LBProfile) (LBProfile, []string) {
 	p := def
 	var problems []string
-	if name, ok := svc.Annotations[AnnotationLBProfile]; ok {
+	if name, ok := svc.Annotations[contract.LBProfileAnnotation]; ok {
 		if found, ok := LookupProfile(name); ok {
 			p = found
 		} else {
 			problems = append(problems, fmt.Sprintf("annotation %s=%q names no known profile (known: %s); using %s",
-				AnnotationLBProfile, name, strings.Join(ProfileNames(), ", "), def.Name))
+				contract.LBProfileAnnotation, name, strings.Join(ProfileNames(), ", "), def.Name))
 		}
 	}
 	overridden := false

@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 )
 
@@ -393,7 +394,7 @@ func checkPools(t *target) []result {
 		}
 		return []result{{sev: sev, line: t.line(t.podPath("affinity"), t.podPath("nodeSelector"), tplPath),
 			msg: fmt.Sprintf("the Pods are pinned to pool(s) %s and nothing pins the LB backend: an LB that takes one pool "+
-				"(AKS Basic, incident nodepool-backend) may reach none of them; pin it with %s", strings.Join(pools, ", "), AnnotationLBPool)}}
+				"(AKS Basic, incident nodepool-backend) may reach none of them; pin it with %s", strings.Join(pools, ", "), contract.LBPoolAnnotation)}}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubectl/pkg/drain"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 )
 
@@ -148,12 +149,9 @@ func (c *Client) DrainAll(ctx context.Context, nodes []string, timeout time.Dura
 	return out
 }
 
-// PoolLabel is the node label naming the nodepool a node belongs to.
-const PoolLabel = "zerodrop.dev/pool"
-
 // NodesInPool lists the names of the nodes labelled with the pool.
 func (c *Client) NodesInPool(ctx context.Context, pool string) ([]string, error) {
-	l, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: PoolLabel + "=" + pool})
+	l, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: contract.PoolLabel + "=" + pool})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes of pool %s: %w", pool, err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/cluster"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
@@ -115,7 +116,7 @@ func (e *env) deploy(t *testing.T, w *fixtures.Workload) string {
 	ctx := context.Background()
 	ns := w.Config.Namespace
 	// Classed, so the cloud LB takes it even next to MetalLB (which ignores classed Services).
-	class := lb.DefaultClass
+	class := contract.CloudLBClass
 	w.Service.Spec.LoadBalancerClass = &class
 	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, w.Service, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -681,7 +682,7 @@ func TestCluster(t *testing.T) {
 			})
 			var poolA []string
 			for _, n := range e.nodes {
-				if n.Labels[fixtures.PoolLabel] == "pool-a" {
+				if n.Labels[contract.PoolLabel] == "pool-a" {
 					poolA = append(poolA, n.Name)
 				}
 			}

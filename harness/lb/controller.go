@@ -24,11 +24,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 )
-
-// DefaultClass is the spec.loadBalancerClass the controller owns.
-const DefaultClass = "zerodrop.dev/cloud-lb"
 
 // L4Programmer applies the L4 data plane (a *Dataplane in production).
 type L4Programmer interface {
@@ -136,7 +134,7 @@ func WithProgrammingDelay(d time.Duration) Option { return func(c *Controller) {
 
 // NewController returns a controller for the cluster behind cs.
 func NewController(cs kubernetes.Interface, opts ...Option) (*Controller, error) {
-	c := &Controller{cs: cs, defaultProfile: DefaultProfileName, class: DefaultClass, claimUnclassed: true,
+	c := &Controller{cs: cs, defaultProfile: DefaultProfileName, class: contract.CloudLBClass, claimUnclassed: true,
 		clk: clock.RealClock{}, sink: runfile.Discard, log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
 		trigger: make(chan struct{}, 1), svcs: map[string]*svcState{}, programDelay: 3 * time.Second}
 	for _, o := range opts {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 )
 
@@ -102,7 +103,7 @@ const programDelay = 50 * time.Millisecond
 
 func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "fast"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "fast"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 			HealthCheckNodePort: 32000, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}
@@ -189,7 +190,7 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 
 func TestControllerCordonOnLegacyProfile(t *testing.T) {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "legacy"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "legacy"}},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000}}},
 	}
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
@@ -232,7 +233,7 @@ func ptr[T any](v T) *T { return &v }
 // to see the status that carries it.
 func TestProgrammingDelay(t *testing.T) {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "fast"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "fast"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}
@@ -290,7 +291,7 @@ func TestProgrammingDelay(t *testing.T) {
 // node that leaves (it once read "not yet healthy" for a node about to pass).
 func TestFailOpenEnds(t *testing.T) {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "fo"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "fo"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}
@@ -387,7 +388,7 @@ func TestFailOpenEnds(t *testing.T) {
 // check failing, no node becomes a backend and no fail-open note appears.
 func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{ProfileAnnotation: "drop"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "drop"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}

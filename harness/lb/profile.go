@@ -14,10 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"zerodrop/clusters/lb/profiles"
+	"zerodrop/harness/contract"
 )
-
-// ProfileAnnotation on a Service names the profile that implements it.
-const ProfileAnnotation = "zerodrop.dev/lb-profile"
 
 // DefaultProfileName applies when neither the Service nor the controller names one.
 const DefaultProfileName = "generic"
@@ -291,12 +289,12 @@ func (ps Profiles) Names() []string {
 // Lookup returns the profile named by the Service annotation, or def without it.
 func (ps Profiles) Lookup(annotations map[string]string, def string) (Profile, error) {
 	name := def
-	if v := annotations[ProfileAnnotation]; v != "" {
+	if v := annotations[contract.LBProfileAnnotation]; v != "" {
 		name = v
 	}
 	p, ok := ps[name]
 	if !ok {
-		return Profile{}, fmt.Errorf("unknown LB profile %q (annotation %s); known: %s", name, ProfileAnnotation, strings.Join(ps.Names(), ", "))
+		return Profile{}, fmt.Errorf("unknown LB profile %q (annotation %s); known: %s", name, contract.LBProfileAnnotation, strings.Join(ps.Names(), ", "))
 	}
 	return p, nil
 }

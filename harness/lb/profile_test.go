@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"zerodrop/harness/contract"
 )
 
 func TestStockProfiles(t *testing.T) {
@@ -92,7 +94,7 @@ noHealthyBackends: drop
 	if _, ok := ps["gcp-nlb"]; !ok {
 		t.Fatal("stock profiles lost")
 	}
-	p, err := ps.Lookup(map[string]string{ProfileAnnotation: "mine"}, "generic")
+	p, err := ps.Lookup(map[string]string{contract.LBProfileAnnotation: "mine"}, "generic")
 	if err != nil || p.Name != "mine" {
 		t.Fatalf("Lookup by annotation = %v, %v", p.Name, err)
 	}
@@ -100,7 +102,7 @@ noHealthyBackends: drop
 	if err != nil || p.Name != "generic" {
 		t.Fatalf("Lookup default = %v, %v", p.Name, err)
 	}
-	if _, err := ps.Lookup(map[string]string{ProfileAnnotation: "nope"}, "generic"); err == nil || !strings.Contains(err.Error(), "known:") {
+	if _, err := ps.Lookup(map[string]string{contract.LBProfileAnnotation: "nope"}, "generic"); err == nil || !strings.Contains(err.Error(), "known:") {
 		t.Fatalf("unknown profile error = %v", err)
 	}
 

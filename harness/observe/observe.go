@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"
 )
@@ -205,7 +206,7 @@ func (o *Observer) onNode(obj any, deleted bool) {
 }
 
 // PoolLabel is the node label naming the nodepool a node belongs to.
-const PoolLabel = kube.PoolLabel
+const PoolLabel = contract.PoolLabel
 
 type change struct {
 	typ, object, msg string

@@ -60,7 +60,9 @@ func TestUntil(t *testing.T) {
 	}
 }
 
-func ctxBackground() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
+func ctxBackground() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
 
 func TestRetryReportsTheLastError(t *testing.T) {
 	n := 0

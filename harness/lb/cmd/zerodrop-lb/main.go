@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"zerodrop/harness/contract"
 	"zerodrop/harness/lb"
 )
 
@@ -40,12 +41,12 @@ func main() {
 func run() error {
 	var (
 		kubeconfig  = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (its server must be reachable from here)")
-		profileName = flag.String("lb-profile", lb.DefaultProfileName, "profile of Services without the "+lb.ProfileAnnotation+" annotation")
+		profileName = flag.String("lb-profile", lb.DefaultProfileName, "profile of Services without the "+contract.LBProfileAnnotation+" annotation")
 		profileDir  = flag.String("profile-dir", "", "directory of extra profile YAML files (same schema as clusters/lb/profiles)")
 		vipRange    = flag.String("vip-range", "", "LoadBalancer addresses to hand out, FIRST-LAST (required)")
 		iface       = flag.String("interface", "eth0", "interface towards the nodes")
 		adminAddr   = flag.String("admin-addr", ":9100", "address of the admin HTTP server (/healthz, /state, /events)")
-		class       = flag.String("class", lb.DefaultClass, "spec.loadBalancerClass this LB owns")
+		class       = flag.String("class", contract.CloudLBClass, "spec.loadBalancerClass this LB owns")
 		unclassed   = flag.Bool("claim-unclassed", true, "also implement LoadBalancer Services without a loadBalancerClass (turn off when MetalLB runs too)")
 		listProf    = flag.Bool("list-profiles", false, "print the profiles (stock and --profile-dir) as JSON and exit")
 	)

@@ -1,0 +1,37 @@
+// Package contract holds the names zerodrop shares with the clusters it
+// tests: the labels and annotations it sets or reads on nodes, Services and
+// workloads, and the load balancer implementations it can run against. Each
+// is written here once; the fixtures, the cluster providers, the doctor, the
+// LB and the suites read them from here. It imports nothing.
+package contract
+
+const (
+	// PoolLabel is the node label naming the node pool a node belongs to.
+	PoolLabel = "zerodrop.dev/pool"
+	// LBProfileAnnotation on a Service names the LB profile (timing and
+	// behaviour of a vendor's load balancer) that implements it, for the
+	// cloud-style LB and for `zerodrop doctor`.
+	LBProfileAnnotation = "zerodrop.dev/lb-profile"
+	// LBPoolAnnotation restricts a Service's LB backend to one node pool,
+	// like the AKS annotation of the nodepool-backend incident
+	// (docs/incidents.md).
+	LBPoolAnnotation = "zerodrop.dev/lb-pool"
+	// HardeningLabel records which workload hardening (naive or hardened)
+	// built an object. Not to be confused with an LB profile.
+	HardeningLabel = "zerodrop.dev/profile"
+	// CloudLBClass is the spec.loadBalancerClass zerodrop's cloud-style LB
+	// owns.
+	CloudLBClass = "zerodrop.dev/cloud-lb"
+)
+
+// Load balancer implementations a kind cluster can run (LB=...).
+const (
+	// LBMetalLB is MetalLB in L2 mode.
+	LBMetalLB = "metallb"
+	// LBCloud is zerodrop's health-checked, node-based LB with vendor
+	// profiles (harness/lb).
+	LBCloud = "cloud"
+)
+
+// LoadBalancers lists the implementations, the default first.
+func LoadBalancers() []string { return []string{LBMetalLB, LBCloud} }
