@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"zerodrop/fixtures"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"
 	"zerodrop/reports"
@@ -19,6 +20,7 @@ func drainNode() Scenario {
 		Description: "kubectl drain of one node that holds endpoints, under load.",
 		Seeds:       []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 		Cases:       matrix(clusterPolicy, localPolicy),
+		Limits:      []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves}},
 		Body:        runDrainNode,
 	}
 }

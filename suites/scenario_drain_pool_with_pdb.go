@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"zerodrop/fixtures"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/reports"
 )
@@ -22,6 +23,7 @@ func drainPoolWithPDB() Scenario {
 		Seeds:          []string{incident.DrainLocalPDB},
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
+		Limits:         []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves}},
 		Body:           runDrainPoolWithPDB,
 	}
 }
