@@ -45,5 +45,17 @@ export ZERODROP_START_SECONDS=$t0
 img="$("$here/node-image.sh" | tail -1)"
 say "node image: $img"
 mkdir -p "$(dirname "$kubeconfig")"
-"$zd" cluster up --provider kind --name "$name" --node-image "$img" --kubeconfig "$kubeconfig"
+# A node image without MetalLB's manifest (kind's stock image, pulled when
+# this host is online) gets it from the MetalLB module, fetched here at set-up
+# time like every other input; the harness itself never downloads.
+manifest_args=()
+if ! docker run --rm --pull=never --entrypoint /usr/bin/test "$img" -f /kind/manifests/metallb-native.yaml 2>/dev/null; then
+  . "$here/images/versions.sh"
+  mdir="$("$GO" mod download -json "go.universe.tf/metallb@$METALLB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' | head -1)"
+  [ -n "$mdir" ] && [ -f "$mdir/config/manifests/metallb-native.yaml" ] || {
+    echo "cluster: node image $img carries no MetalLB manifest and go.universe.tf/metallb@$METALLB_VERSION cannot be fetched; build the offline image with 'make node-image'" >&2; exit 1; }
+  say "MetalLB manifest from go.universe.tf/metallb@$METALLB_VERSION (the node image carries none)"
+  manifest_args=(--metallb-manifest "$mdir/config/manifests/metallb-native.yaml")
+fi
+"$zd" cluster up --provider kind --name "$name" --node-image "$img" --kubeconfig "$kubeconfig" "${manifest_args[@]}"
 say "done"

@@ -6,10 +6,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 
-ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
-COREDNS_VERSION="${COREDNS_VERSION:-v1.12.1}"
-METALLB_VERSION="${METALLB_VERSION:-v0.15.2}"
-FLANNEL_VERSION="${FLANNEL_VERSION:-v0.27.4}"
 gover="$("$GO" env GOVERSION)"
 recipe() { sed -n "/^# recipe $1 start/,/^# recipe $1 end/p" "$0"; }
 

@@ -9,7 +9,6 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-K8S_VERSION="${K8S_VERSION:-v1.34.2}"
 CMDS=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl)
 staging_ver="v0.${K8S_VERSION#v1.}"  # v1.34.2 -> v0.34.2
 

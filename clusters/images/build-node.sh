@@ -17,12 +17,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 export ZERODROP_START_SECONDS="${ZERODROP_START_SECONDS:-$SECONDS}"
 . "$here/lib.sh"
 
-K8S_VERSION="${K8S_VERSION:-v1.34.2}"
-ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
-COREDNS_VERSION="${COREDNS_VERSION:-v1.12.1}"
-METALLB_VERSION="${METALLB_VERSION:-v0.15.2}"
-FLANNEL_VERSION="${FLANNEL_VERSION:-v0.27.4}"
-KIND_VERSION="${KIND_VERSION:-v0.30.0}"
 NODE_REPO="${NODE_REPO:-zerodrop/kind-node}"
 export DOCKER_BUILDKIT=0 # only the legacy builder exists with Debian's dockerd; it never pulls FROM scratch or local images
 

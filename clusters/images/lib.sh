@@ -5,6 +5,7 @@
 
 CACHE="${ZERODROP_CACHE:-/var/cache/zerodrop}"
 GO="${GO:-go}"
+. "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 START_SECONDS="${ZERODROP_START_SECONDS:-$SECONDS}"
 
 log() { printf '[%4ds] %s\n' "$((SECONDS - START_SECONDS))" "$*"; }

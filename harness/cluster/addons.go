@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"text/template"
 	"time"
@@ -22,10 +18,10 @@ import (
 const (
 	FlannelImage = "ghcr.io/flannel-io/flannel:v0.27.4"
 	// metallbManifestPath is where the node image carries MetalLB's upstream
-	// manifest (CRDs, RBAC, webhook, controller, speaker).
+	// manifest (CRDs, RBAC, webhook, controller, speaker); the offline image
+	// build (clusters/images) copies it from the MetalLB module with the
+	// images.
 	metallbManifestPath = "/kind/manifests/metallb-native.yaml"
-	// MetalLBModule is the module whose upstream manifest is applied.
-	MetalLBModule = "go.universe.tf/metallb@v0.15.2"
 )
 
 //go:embed manifests/flannel.yaml
@@ -44,28 +40,6 @@ func render(name, tmpl string, data any) (string, error) {
 		return "", fmt.Errorf("render %s: %w", name, err)
 	}
 	return b.String(), nil
-}
-
-// hostMetalLBManifest reads MetalLB's upstream manifest from the Go module
-// cache on the host (downloading the module if needed): the fallback for node
-// images that do not carry it, such as kind's stock image.
-func hostMetalLBManifest(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", MetalLBModule).Output()
-	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", MetalLBModule, err)
-	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &info); err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", MetalLBModule, err)
-	}
-	if info.Error != "" || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: %s", MetalLBModule, info.Error)
-	}
-	b, err := os.ReadFile(filepath.Join(info.Dir, "config", "manifests", "metallb-native.yaml"))
-	if err != nil {
-		return "", fmt.Errorf("MetalLB manifest: %w", err)
-	}
-	return string(b), nil
 }
 
 func flannelManifest(podSubnet string) (string, error) {

@@ -429,21 +429,6 @@ func TestExistingRefusesNodepools(t *testing.T) {
 	}
 }
 
-func TestHostMetalLBManifest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the Go module cache or proxy")
-	}
-	m, err := hostMetalLBManifest(context.Background())
-	if err != nil {
-		t.Skipf("module not obtainable here: %v", err)
-	}
-	for _, want := range []string{"kind: CustomResourceDefinition", "quay.io/metallb/controller:v0.15.2", "quay.io/metallb/speaker:v0.15.2"} {
-		if !strings.Contains(m, want) {
-			t.Errorf("manifest lacks %q", want)
-		}
-	}
-}
-
 func TestRememberImages(t *testing.T) {
 	dir := t.TempDir()
 	k := NewKind(WithName("zd"), WithStateDir(dir))

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -317,12 +318,18 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 			return fmt.Errorf("install MetalLB: %w", err)
 		}
 	} else {
-		m, err := hostMetalLBManifest(ctx)
-		if err != nil {
-			return fmt.Errorf("install MetalLB: node image %s has no %s and the host cannot provide it: %w", o.nodeImage, metallbManifestPath, err)
+		// Nothing is downloaded here: a node image without the manifest
+		// (kind's stock image) needs it handed over as a file, which the
+		// set-up (clusters/cluster.sh) fetches from the MetalLB module.
+		if o.metallbManifest == "" {
+			return fmt.Errorf("install MetalLB: node image %s has no %s and no manifest file was given: use the image `make node-image` builds (it carries MetalLB's manifest and images), pass --metallb-manifest FILE (MetalLB's config/manifests/metallb-native.yaml), or run with LB=cloud", o.nodeImage, metallbManifestPath)
 		}
-		if _, err := nodeExec(ctx, cp, strings.NewReader(m), append(apply, "-")...); err != nil {
+		m, err := os.ReadFile(o.metallbManifest)
+		if err != nil {
 			return fmt.Errorf("install MetalLB: %w", err)
+		}
+		if _, err := nodeExec(ctx, cp, bytes.NewReader(m), append(apply, "-")...); err != nil {
+			return fmt.Errorf("install MetalLB from %s: %w", o.metallbManifest, err)
 		}
 	}
 	if err := kube.New(cs).WaitRollout(ctx, "metallb-system", "controller", o.readyTimeout); err != nil {

@@ -96,22 +96,23 @@ func New(name string, opts ...Option) (Provider, error) {
 
 // options are shared by both providers; each uses what applies to it.
 type options struct {
-	name           string
-	nodeImage      string
-	kubeconfig     string
-	pools          []Pool
-	sink           runfile.EventSink
-	logger         *slog.Logger
-	stateDir       string
-	metallb        bool
-	readyTimeout   time.Duration
-	drainTimeout   time.Duration
-	progress       func(msg string)
-	podSubnet      string
-	lbAddressCount int
-	retain         bool
-	lb             string // "metallb" or "cloud" (harness/lb); see WithLoadBalancer
-	lbProfile      string
+	name            string
+	nodeImage       string
+	metallbManifest string
+	kubeconfig      string
+	pools           []Pool
+	sink            runfile.EventSink
+	logger          *slog.Logger
+	stateDir        string
+	metallb         bool
+	readyTimeout    time.Duration
+	drainTimeout    time.Duration
+	progress        func(msg string)
+	podSubnet       string
+	lbAddressCount  int
+	retain          bool
+	lb              string // "metallb" or "cloud" (harness/lb); see WithLoadBalancer
+	lbProfile       string
 }
 
 // Option configures a provider.
@@ -123,6 +124,11 @@ func WithName(name string) Option { return func(o *options) { o.name = name } }
 
 // WithNodeImage sets the kind node image.
 func WithNodeImage(image string) Option { return func(o *options) { o.nodeImage = image } }
+
+// WithMetalLBManifest names MetalLB's manifest (metallb-native.yaml) for a
+// node image that does not carry it at /kind/manifests; the images that
+// `make node-image` builds do.
+func WithMetalLBManifest(path string) Option { return func(o *options) { o.metallbManifest = path } }
 
 // WithKubeconfig sets where the kubeconfig is written (kind) or read
 // (existing).

@@ -41,6 +41,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	name := fs.String("name", "zerodrop", "cluster `name`")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `path` (kind: written; existing: read, default $KUBECONFIG)")
 	nodeImage := fs.String("node-image", os.Getenv("KIND_NODE_IMAGE"), "kind node `image` (default $KIND_NODE_IMAGE, else "+cluster.DefaultNodeImage+")")
+	metallbManifest := fs.String("metallb-manifest", os.Getenv("ZERODROP_METALLB_MANIFEST"), "up: MetalLB's metallb-native.yaml `file`, for a node image that does not carry it (default $ZERODROP_METALLB_MANIFEST)")
 	stateDir := fs.String("state-dir", filepath.Join(envOr("ZERODROP_CACHE", "/var/cache/zerodrop"), "state"), "`dir` recording host state between up and down")
 	timeout := fs.Duration("timeout", 15*time.Minute, "overall time limit")
 	labels := fs.String("labels", "", "add-pool: extra node labels, k=v,k2=v2")
@@ -85,6 +86,12 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	}
 	if *nodeImage != "" {
 		opts = append(opts, cluster.WithNodeImage(*nodeImage))
+	}
+	if *metallbManifest != "" {
+		if _, err := os.Stat(*metallbManifest); err != nil {
+			return badInput(c, "cluster", "--metallb-manifest: %v", err)
+		}
+		opts = append(opts, cluster.WithMetalLBManifest(*metallbManifest))
 	}
 	switch *lbKind {
 	case contract.LBMetalLB, contract.LBCloud:

@@ -18,6 +18,7 @@ func TestClusterBadInput(t *testing.T) {
 		{"add-pool arity", []string{"cluster", "add-pool", "pool-c"}, "takes 2 argument"},
 		{"existing without kubeconfig", []string{"cluster", "add-pool", "pool-c", "1", "--provider", "existing", "--kubeconfig", "/nonexistent"}, "kubeconfig"},
 		{"bad flag", []string{"cluster", "up", "--bogus"}, "bogus"},
+		{"missing MetalLB manifest", []string{"cluster", "up", "--state-dir", dir, "--metallb-manifest", dir + "/nope.yaml"}, "--metallb-manifest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
