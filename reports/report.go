@@ -72,19 +72,40 @@ const (
 	OutcomeHazardNotReproduced = "hazard not reproduced"
 )
 
+// CheckLoad is the check that judges the load generator's delivery: ERROR
+// when it did not keep its schedule, so some span was not measured.
+const CheckLoad = "load"
+
 // Outcome is a scenario's result in the words every output uses (console,
-// Markdown, HTML, JUnit): an assertion's verdict status; for a documentation
-// scenario "hazard reproduced" when the run dropped requests or a criterion
-// did not hold, "hazard not reproduced" when it measured neither, and ERROR
-// when the run broke and measured nothing.
+// Markdown, HTML, JUnit): an assertion's verdict status. For a documentation
+// scenario: "hazard reproduced" when the run dropped requests or a criterion
+// did not hold, even if the load generator missed some span (a hazard seen is
+// seen; an unmeasured span cannot take it back); "hazard not reproduced" when
+// it measured neither and measured everything; ERROR when the run broke, or
+// when a span went unmeasured and nothing was seen (the hazard may have been
+// there).
 func (sc *Scenario) Outcome() string {
-	if sc.Role != RoleDocumentation || sc.Verdict.Status == Error {
+	if sc.Role != RoleDocumentation {
 		return string(sc.Verdict.Status)
 	}
-	if sc.Verdict.Status == Fail || sc.Results.Dropped > 0 {
-		return OutcomeHazardReproduced
+	seen := sc.Results.Dropped > 0 || sc.Verdict.Status == Fail
+	onlyUnmeasured := true // every ERROR reason is the load check
+	for _, r := range sc.Verdict.Reasons {
+		switch {
+		case r.Status == Fail:
+			seen = true
+		case r.Status == Error && r.Check != CheckLoad:
+			onlyUnmeasured = false
+		}
 	}
-	return OutcomeHazardNotReproduced
+	switch {
+	case sc.Verdict.Status == Error && !(seen && onlyUnmeasured):
+		return string(Error)
+	case seen:
+		return OutcomeHazardReproduced
+	default:
+		return OutcomeHazardNotReproduced
+	}
 }
 
 // Report is the top level of report.json.

@@ -112,7 +112,13 @@ func TestOutcome(t *testing.T) {
 		{"documentation that dropped (no drop limit, so PASS)", sc(RoleDocumentation, Pass, 75), OutcomeHazardReproduced},
 		{"documentation whose criterion failed", sc(RoleDocumentation, Fail, 0), OutcomeHazardReproduced},
 		{"documentation with nothing measured wrong", sc(RoleDocumentation, Pass, 0), OutcomeHazardNotReproduced},
-		{"documentation whose run broke", sc(RoleDocumentation, Error, 75), "ERROR"},
+		{"documentation whose run broke", withReasons(sc(RoleDocumentation, Error, 75), Reason{Check: "run", Status: Error}), "ERROR"},
+		{"documentation with an unmeasured span that still dropped", withReasons(sc(RoleDocumentation, Error, 638),
+			Reason{Check: "run", Status: Pass}, Reason{Check: CheckLoad, Status: Error}), OutcomeHazardReproduced},
+		{"documentation with an unmeasured span and nothing seen", withReasons(sc(RoleDocumentation, Error, 0),
+			Reason{Check: CheckLoad, Status: Error}), "ERROR"},
+		{"documentation with an unmeasured span and a failed criterion", withReasons(sc(RoleDocumentation, Error, 0),
+			Reason{Check: CheckLoad, Status: Error}, Reason{Check: "pods-served", Status: Fail}), OutcomeHazardReproduced},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,4 +127,9 @@ func TestOutcome(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withReasons(sc *Scenario, rs ...Reason) *Scenario {
+	sc.Verdict.Reasons = rs
+	return sc
 }

@@ -207,7 +207,7 @@ func maxTime(a, b time.Time) time.Time {
 // measure (a blackhole shorter than a stall can fall between requests).
 func deliveryReason(d *reports.Delivery) reports.Reason {
 	if d.OK() {
-		return reports.Reason{Check: "load", Status: reports.Pass, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
+		return reports.Reason{Check: reports.CheckLoad, Status: reports.Pass, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
 			Message: fmt.Sprintf("load delivered as scheduled: %d whole seconds, each at least %.0f of %.0f/s; no request unsent; max send lag %.1f ms (bound %.0f ms)",
 				d.Seconds, d.MinSecondRate, d.RequestedRate, d.MaxLagMs, d.LagBoundMs)}
 	}
@@ -241,6 +241,6 @@ func deliveryReason(d *reports.Delivery) reports.Reason {
 		}
 		parts = append(parts, t+")")
 	}
-	return reports.Reason{Check: "load", Status: reports.Error, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
+	return reports.Reason{Check: reports.CheckLoad, Status: reports.Error, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
 		Message: "the load generator could not deliver the load, so these spans were not measured and the run cannot pass: " + strings.Join(parts, "; ")}
 }
