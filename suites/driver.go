@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,7 +19,6 @@ import (
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 )
 
 // reach connects to the cluster of kubeconfig and returns its Kubernetes
@@ -51,19 +51,19 @@ func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
 
 // brokenRun records a run that could not complete as an ERROR scenario, so
 // the report says what broke instead of leaving a gap.
-func brokenRun(sc Scenario, c Case, err error) reports.Scenario {
-	return reports.Scenario{
-		ScenarioSpec: reports.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
+func brokenRun(sc Scenario, c Case, err error) zdv1.Scenario {
+	return zdv1.Scenario{
+		ScenarioSpec: zdv1.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
 			PlatformLimit: c.PlatformLimit},
-		Verdict: reports.Verdict{Status: reports.Error, Reasons: []reports.Reason{{
-			Check: "run", Status: reports.Error, Message: err.Error(),
+		Verdict: zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{
+			Check: "run", Status: zdv1.Error, Message: err.Error(),
 		}}},
 	}
 }
 
 // summary is the verdict with its numbers and failure windows, for the
 // Ginkgo output and failure messages.
-func summary(s reports.Scenario) string {
+func summary(s zdv1.Scenario) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%s] %s: %d requests, %d dropped, %d failure windows\n",
 		s.Name, s.Role, s.Outcome(), s.Results.Total, s.Results.Dropped, len(s.FailureWindows))

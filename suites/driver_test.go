@@ -5,28 +5,28 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/fixtures"
-	"zerodrop/reports"
 )
 
 func TestBrokenRunSaysWhatBroke(t *testing.T) {
 	sc := Scenarios()[0]
 	c := sc.Cases[0]
 	got := brokenRun(sc, c, errors.New("deployment zd/echo did not roll out"))
-	if got.Name != sc.Name+"/"+c.Name() || got.Verdict.Status != reports.Error || len(got.Verdict.Reasons) != 1 ||
+	if got.Name != sc.Name+"/"+c.Name() || got.Verdict.Status != zdv1.Error || len(got.Verdict.Reasons) != 1 ||
 		!strings.Contains(got.Verdict.Reasons[0].Message, "did not roll out") || got.Description != sc.Description {
 		t.Errorf("broken run = %+v", got)
 	}
 }
 
 func TestSummaryPrintsTheOutcomeAndEveryReason(t *testing.T) {
-	doc := reports.Scenario{
-		ScenarioSpec: reports.ScenarioSpec{Name: "rolling-update/local/naive", Role: reports.RoleDocumentation},
-		Results:      reports.Results{Total: 2000, Dropped: 75},
-		Verdict: reports.Verdict{Status: reports.Pass, Reasons: []reports.Reason{
-			{Check: "run", Status: reports.Pass, Message: "run complete"},
-			{Check: "load", Status: reports.Pass, Message: "load delivered as scheduled"},
+	doc := zdv1.Scenario{
+		ScenarioSpec: zdv1.ScenarioSpec{Name: "rolling-update/local/naive", Role: zdv1.RoleDocumentation},
+		Results:      zdv1.Results{Total: 2000, Dropped: 75},
+		Verdict: zdv1.Verdict{Status: zdv1.Pass, Reasons: []zdv1.Reason{
+			{Check: "run", Status: zdv1.Pass, Message: "run complete"},
+			{Check: "load", Status: zdv1.Pass, Message: "load delivered as scheduled"},
 		}},
 	}
 	s := summary(doc)

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/scenario"
-	"zerodrop/reports"
 )
 
 // Case is one cell of a scenario's matrix.
@@ -22,7 +22,7 @@ type Case struct {
 	KeepAlive bool
 	// Role says whether the case asserts zero drops (assertion) or documents
 	// a hazard (documentation: reported, fails only when the run breaks).
-	Role reports.Role
+	Role zdv1.Role
 	// Smoke puts the case in `make e2e-smoke`, which `make test` runs where
 	// Docker can.
 	Smoke bool
@@ -56,7 +56,7 @@ func (c Case) Labels() []string {
 // scenario, so the identity (name, description, incidents) is written once,
 // in the scenario's file. A returned error means the run broke (the spec
 // fails with it); a FAIL verdict is returned as a scenario, not an error.
-type Body func(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error)
+type Body func(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error)
 
 // Scenario is one incident reproduced on a cluster. Each scenario lives in
 // its own file (scenario_*.go): its identity, its cases and its body.
@@ -91,8 +91,8 @@ func (sc Scenario) CasesOn(lb string) []Case {
 	out := append([]Case(nil), sc.Cases...)
 	for i, c := range out {
 		for _, l := range sc.Limits {
-			if l.LB == lb && l.Policy == c.Policy && c.Role == reports.RoleAssertion {
-				out[i].Role, out[i].PlatformLimit = reports.RoleDocumentation, l.Reason
+			if l.LB == lb && l.Policy == c.Policy && c.Role == zdv1.RoleAssertion {
+				out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
 			}
 		}
 	}
@@ -122,8 +122,8 @@ func matrix(policies ...corev1.ServiceExternalTrafficPolicy) []Case {
 	var out []Case
 	for _, p := range policies {
 		out = append(out,
-			Case{Policy: p, Profile: fixtures.Naive, KeepAlive: true, Role: reports.RoleDocumentation},
-			Case{Policy: p, Profile: fixtures.Hardened, KeepAlive: true, Role: reports.RoleAssertion})
+			Case{Policy: p, Profile: fixtures.Naive, KeepAlive: true, Role: zdv1.RoleDocumentation},
+			Case{Policy: p, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion})
 	}
 	return out
 }
@@ -198,13 +198,13 @@ func (s *Suite) spec(sc Scenario, c Case, extra ...fixtures.Option) scenario.Spe
 		}
 	}
 	opts = append(opts, extra...)
-	crit := reports.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds())}
-	if c.Role == reports.RoleAssertion {
-		crit.MaxDropped = reports.Int64(0)
+	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds())}
+	if c.Role == zdv1.RoleAssertion {
+		crit.MaxDropped = zdv1.Int64(0)
 	}
 	ka := c.KeepAlive
 	return scenario.Spec{
-		ScenarioSpec: reports.ScenarioSpec{
+		ScenarioSpec: zdv1.ScenarioSpec{
 			Name:          name,
 			Role:          c.Role,
 			Description:   sc.Description,

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
-	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 // drainNode drains the node that serves the most traffic (the drain-local-pdb
@@ -25,21 +24,21 @@ func drainNode() Scenario {
 	}
 }
 
-func runDrainNode(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error) {
+func runDrainNode(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
 	sp := s.spec(sc, c, fixtures.WithReplicas(3))
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	eps, err := run.Kube.Endpoints(ctx, run.Config.Namespace, run.Config.Name)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if len(eps) == 0 || eps[0].Node == "" {
-		return reports.Scenario{}, fmt.Errorf("drain-node: no endpoint with a node name in %+v", eps)
+		return zdv1.Scenario{}, fmt.Errorf("drain-node: no endpoint with a node name in %+v", eps)
 	}
 	if err := run.Settle(ctx, s.Timing.Baseline); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	// Drain the node that serves the most traffic: with Local behind an LB
 	// that sends everything to one node (MetalLB L2) a node with an idle
@@ -52,18 +51,18 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.S
 		}
 	}
 	node := busiest(nodes, served)
-	_ = run.Events().Event(runfile.Event{Time: time.Now(), Source: runfile.SourceHarness, Type: runfile.Note, Object: "node/" + node,
+	_ = run.Events().Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventNote, Object: "node/" + node,
 		Message: fmt.Sprintf("chosen for the drain: it served %d of the %d answers so far (per node: %v)", served[node], sumCounts(served), served)})
 	s.Cleanup(func(ctx context.Context) error { return run.Kube.Uncordon(ctx, node) })
 	res := run.Kube.Drain(ctx, node, s.Timing.NodeDrain)
 	if !res.Completed {
-		return reports.Scenario{}, fmt.Errorf("drain-node: drain of %s did not complete: %w", node, res.Err)
+		return zdv1.Scenario{}, fmt.Errorf("drain-node: drain of %s did not complete: %w", node, res.Err)
 	}
 	if err := run.Kube.WaitRollout(ctx, run.Config.Namespace, run.Config.Name, s.Settings.ReadyTimeout); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	return run.Finish(ctx)
 }

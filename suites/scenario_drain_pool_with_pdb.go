@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
-	"zerodrop/reports"
 )
 
 // drainPoolWithPDB adds a pool and drains the old one at once, with a PDB that
@@ -28,7 +28,7 @@ func drainPoolWithPDB() Scenario {
 	}
 }
 
-func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error) {
+func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
 	pdb := fixtures.PDBAllowOne
 	if c.Profile == fixtures.Naive {
 		pdb = fixtures.PDBBlocking
@@ -38,18 +38,18 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, c Case) (re
 	sp := s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-a", "pool-c"), fixtures.WithPDB(pdb))
 	// Registered before Begin so the namespace goes first, then the pool.
 	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := s.AddPool(ctx, run, "pool-c", 1); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	old, err := run.Kube.NodesInPool(ctx, "pool-a")
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	s.Cleanup(func(ctx context.Context) error {
 		var errs []string
@@ -65,7 +65,7 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, c Case) (re
 	})
 	for _, n := range old {
 		if err := run.Kube.Cordon(ctx, n); err != nil {
-			return reports.Scenario{}, err
+			return zdv1.Scenario{}, err
 		}
 	}
 	results := run.Kube.DrainAll(ctx, old, s.Timing.PoolDrain)
@@ -74,12 +74,12 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, c Case) (re
 			run.Kube.Note("node/"+r.Node, fmt.Sprintf("drain blocked after %s; pods left on the cordoned node: %s",
 				r.Took.Round(time.Second), strings.Join(r.Remaining, ", ")))
 			if c.Profile == fixtures.Hardened {
-				return reports.Scenario{}, fmt.Errorf("drain-pool-with-pdb: the hardened PDB should let the drain of %s progress: %w", r.Node, r.Err)
+				return zdv1.Scenario{}, fmt.Errorf("drain-pool-with-pdb: the hardened PDB should let the drain of %s progress: %w", r.Node, r.Err)
 			}
 		}
 	}
 	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	run.Kube.Note("cluster", "state at the end:\n"+run.Observer.Describe())
 	return run.Finish(ctx)

@@ -3,13 +3,13 @@ package suites
 import (
 	"context"
 	"fmt"
+	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
-	"zerodrop/reports"
 )
 
 // metallbNewAnnouncer is why a hardened Local workload that moves to a node
@@ -36,41 +36,41 @@ func nodepoolReplacement() Scenario {
 	}
 }
 
-func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error) {
+func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
 	sp := s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
 	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	// pool-b is replaced: put one back afterwards so later runs find the
 	// default topology.
 	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, "pool-b", 1) })
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := s.AddPool(ctx, run, "pool-c", 1); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	target, err := fixtures.NewConfig(append(sp.Workload, fixtures.WithPools("pool-c"))...)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	affinity := fixtures.BuildDeployment(target).Spec.Template.Spec.Affinity
 	if err := run.Kube.UpdateDeployment(ctx, run.Config.Namespace, run.Config.Name, "move the workload to pool-c",
 		func(d *appsv1.Deployment) { d.Spec.Template.Spec.Affinity = affinity }); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Kube.WaitRollout(ctx, run.Config.Namespace, run.Config.Name, s.Settings.ReadyTimeout); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := s.Provider.RemoveNodePool(ctx, "pool-b"); err != nil {
-		return reports.Scenario{}, fmt.Errorf("nodepool-replacement: remove pool-b: %w", err)
+		return zdv1.Scenario{}, fmt.Errorf("nodepool-replacement: remove pool-b: %w", err)
 	}
 	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	return run.Finish(ctx)
 }

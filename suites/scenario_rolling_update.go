@@ -2,10 +2,10 @@ package suites
 
 import (
 	"context"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
-	"zerodrop/reports"
 )
 
 // rollingUpdate is kubectl rollout restart under load: the
@@ -28,20 +28,20 @@ func rollingUpdate() Scenario {
 	}
 }
 
-func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error) {
+func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
 	sp := s.spec(sc, c, fixtures.WithReplicas(3))
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Settle(ctx, s.Timing.Baseline); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Kube.RolloutRestart(ctx, run.Config.Namespace, run.Config.Name, s.Settings.ReadyTimeout); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	return run.Finish(ctx)
 }

@@ -3,12 +3,12 @@ package suites
 import (
 	"context"
 	"fmt"
+	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
-	"zerodrop/reports"
 )
 
 // scaleDown scales the workload in under load, from one pod per node to a
@@ -27,25 +27,25 @@ func scaleDown() Scenario {
 	}
 }
 
-func runScaleDown(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error) {
+func runScaleDown(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
 	const from, to = 3, 1
 	run, err := s.Begin(ctx, s.spec(sc, c, fixtures.WithReplicas(from), fixtures.WithSpread(true)))
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Settle(ctx, s.Timing.Baseline); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	err = run.Kube.UpdateDeployment(ctx, run.Config.Namespace, run.Config.Name, fmt.Sprintf("scale from %d to %d replicas", from, to),
 		func(d *appsv1.Deployment) { n := int32(to); d.Spec.Replicas = &n })
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Kube.WaitRollout(ctx, run.Config.Namespace, run.Config.Name, s.Settings.ReadyTimeout); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	return run.Finish(ctx)
 }

@@ -3,11 +3,11 @@ package suites
 import (
 	"context"
 	"fmt"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/scenario"
-	"zerodrop/reports"
 )
 
 // sourceIP checks the client address each pod sees: Local must keep it,
@@ -18,27 +18,27 @@ func sourceIP() Scenario {
 		Description: "Does the pod see the load generator's address? Local must preserve it; Cluster SNATs it away.",
 		Seeds:       []string{incident.NodepoolBackend, incident.SourceIPDilemma},
 		Cases: []Case{
-			{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: reports.RoleAssertion, Smoke: true},
-			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: reports.RoleAssertion},
+			{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion, Smoke: true},
+			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion},
 		},
 		Body: runSourceIP,
 	}
 }
 
-func runSourceIP(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Scenario, error) {
+func runSourceIP(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
 	sp := s.spec(sc, c, fixtures.WithReplicas(2))
 	run, err := s.Begin(ctx, sp)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	host, err := scenario.SourceAddress(run.Address)
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	// Local must keep the client's address; Cluster replaces it with a
 	// node's (incident nodepool-backend: "better load balancing, but we lose the proper
 	// source IP").
-	err = run.SetCriteria(fmt.Sprintf("the load generator reaches %s from %s", run.Address, host), func(cr *reports.Criteria) {
+	err = run.SetCriteria(fmt.Sprintf("the load generator reaches %s from %s", run.Address, host), func(cr *zdv1.Criteria) {
 		if c.Policy == localPolicy {
 			cr.ExpectedClientIP = host
 		} else {
@@ -46,10 +46,10 @@ func runSourceIP(ctx context.Context, s *Suite, sc Scenario, c Case) (reports.Sc
 		}
 	})
 	if err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	if err := run.Settle(ctx, s.Timing.Observe); err != nil {
-		return reports.Scenario{}, err
+		return zdv1.Scenario{}, err
 	}
 	return run.Finish(ctx)
 }

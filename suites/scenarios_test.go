@@ -6,11 +6,11 @@ import (
 	"slices"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 func TestRegistryIsWellFormed(t *testing.T) {
@@ -33,10 +33,10 @@ func TestRegistryIsWellFormed(t *testing.T) {
 				t.Errorf("duplicate case %s", n)
 			}
 			names[n] = true
-			if c.Role != reports.RoleAssertion && c.Role != reports.RoleDocumentation {
+			if c.Role != zdv1.RoleAssertion && c.Role != zdv1.RoleDocumentation {
 				t.Errorf("%s: role %q", n, c.Role)
 			}
-			if c.Profile == fixtures.Naive && c.Role == reports.RoleAssertion {
+			if c.Profile == fixtures.Naive && c.Role == zdv1.RoleAssertion {
 				t.Errorf("%s: the naive profile documents a hazard, it must not assert", n)
 			}
 			if c.Smoke {
@@ -56,7 +56,7 @@ func TestRegistryIsWellFormed(t *testing.T) {
 }
 
 func TestCaseNamesAndLabels(t *testing.T) {
-	c := Case{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: reports.RoleAssertion, Smoke: true}
+	c := Case{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion, Smoke: true}
 	if c.Name() != "local/hardened/no-keepalive" {
 		t.Errorf("name %q", c.Name())
 	}
@@ -74,14 +74,14 @@ func TestCaseNamesAndLabels(t *testing.T) {
 
 func TestSwitchSink(t *testing.T) {
 	var s SwitchSink
-	if err := s.Event(runfile.Event{Type: "x"}); err != nil {
+	if err := s.Event(zdv1.Event{Type: "x"}); err != nil {
 		t.Errorf("event with no target: %v", err)
 	}
 	var got []string
-	s.Set(runfile.EventFunc(func(e runfile.Event) error { got = append(got, e.Type); return nil }))
-	_ = s.Event(runfile.Event{Type: "a"})
+	s.Set(runfile.EventFunc(func(e zdv1.Event) error { got = append(got, e.Type); return nil }))
+	_ = s.Event(zdv1.Event{Type: "a"})
 	s.Set(nil)
-	_ = s.Event(runfile.Event{Type: "b"})
+	_ = s.Event(zdv1.Event{Type: "b"})
 	if len(got) != 1 || got[0] != "a" {
 		t.Errorf("forwarded %v", got)
 	}
@@ -89,13 +89,13 @@ func TestSwitchSink(t *testing.T) {
 
 func TestCollectorStreamsTheReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "report.json")
-	c := NewCollector(path, reports.RunMeta{Provider: "kind", Start: time.Now()})
-	sc := reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "a", Role: reports.RoleAssertion},
-		Verdict: reports.Verdict{Status: reports.Pass}}
+	c := NewCollector(path, zdv1.RunMeta{Provider: "kind", Start: time.Now()})
+	sc := zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "a", Role: zdv1.RoleAssertion},
+		Verdict: zdv1.Verdict{Status: zdv1.Pass}}
 	if err := c.Add(sc); err != nil {
 		t.Fatal(err)
 	}
-	r, err := reports.ReadFile(path)
+	r, err := zdv1.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestCollectorStreamsTheReport(t *testing.T) {
 	if err := c.Close(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	bad := NewCollector(filepath.Join(t.TempDir(), "missing", "dir", "report.json"), reports.RunMeta{})
+	bad := NewCollector(filepath.Join(t.TempDir(), "missing", "dir", "report.json"), zdv1.RunMeta{})
 	if err := bad.Add(sc); err == nil {
 		t.Error("write into a missing directory succeeded")
 	}
@@ -139,13 +139,13 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 		t.Fatal("no local/hardened case")
 		return Case{}
 	}
-	if c := hardened(np.CasesOn("metallb")); c.Role != reports.RoleDocumentation || c.PlatformLimit == "" {
+	if c := hardened(np.CasesOn("metallb")); c.Role != zdv1.RoleDocumentation || c.PlatformLimit == "" {
 		t.Errorf("on metallb: role %s, limit %q; want documentation with the reason", c.Role, c.PlatformLimit)
 	}
-	if c := hardened(np.CasesOn("cloud")); c.Role != reports.RoleAssertion || c.PlatformLimit != "" {
+	if c := hardened(np.CasesOn("cloud")); c.Role != zdv1.RoleAssertion || c.PlatformLimit != "" {
 		t.Errorf("on cloud: role %s, limit %q; want an assertion", c.Role, c.PlatformLimit)
 	}
-	if c := hardened(np.Cases); c.Role != reports.RoleAssertion {
+	if c := hardened(np.Cases); c.Role != zdv1.RoleAssertion {
 		t.Errorf("CasesOn changed the registry: role %s", c.Role)
 	}
 }
@@ -183,7 +183,7 @@ func TestSpecTakesIdentityFromTheScenario(t *testing.T) {
 			if sp.Criteria.MinRequests != 1000 {
 				t.Errorf("%s: minRequests %d, want rate 200 x baseline 5s = 1000", sp.Name, sp.Criteria.MinRequests)
 			}
-			if (c.Role == reports.RoleAssertion) != (sp.Criteria.MaxDropped != nil) {
+			if (c.Role == zdv1.RoleAssertion) != (sp.Criteria.MaxDropped != nil) {
 				t.Errorf("%s: role %s with maxDropped %v", sp.Name, c.Role, sp.Criteria.MaxDropped)
 			}
 		}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
-	"zerodrop/reports"
 )
 
 // Suite is what scenario bodies share: the cluster, the scenario
@@ -120,7 +120,7 @@ func (w *SwitchSink) Set(s runfile.EventSink) {
 }
 
 // Event implements runfile.EventSink.
-func (w *SwitchSink) Event(e runfile.Event) error {
+func (w *SwitchSink) Event(e zdv1.Event) error {
 	w.mu.Lock()
 	s := w.sink
 	w.mu.Unlock()
@@ -135,16 +135,16 @@ func (w *SwitchSink) Event(e runfile.Event) error {
 type Collector struct {
 	mu     sync.Mutex
 	path   string
-	report *reports.Report
+	report *zdv1.Report
 }
 
 // NewCollector starts a report at path.
-func NewCollector(path string, run reports.RunMeta) *Collector {
-	return &Collector{path: path, report: reports.New(run)}
+func NewCollector(path string, run zdv1.RunMeta) *Collector {
+	return &Collector{path: path, report: zdv1.New(run)}
 }
 
 // Add records a scenario and rewrites the report.
-func (c *Collector) Add(sc reports.Scenario) error {
+func (c *Collector) Add(sc zdv1.Scenario) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.report.Scenarios = append(c.report.Scenarios, sc)

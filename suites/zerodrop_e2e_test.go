@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,7 +20,6 @@ import (
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 )
 
 func TestZerodrop(t *testing.T) {
@@ -86,7 +86,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	default:
 		Expect(configureCloudLB(ctx, suite, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })).To(Succeed())
 	}
-	collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), reports.RunMeta{
+	collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
 		LBImplementation: settings.LB, Start: time.Now(),
 		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate),
@@ -131,10 +131,10 @@ var _ = Describe("zerodrop", func() {
 					Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", result.RunFile)
 					Expect(again.Verdict).To(Equal(result.Verdict), "re-analysing %s alone gives another verdict than the suite's", result.RunFile)
 					switch c.Role {
-					case reports.RoleAssertion:
-						Expect(result.Verdict.Status).To(Equal(reports.Pass), "%s: %s (the verdict entry above says why)", result.Name, result.Outcome())
+					case zdv1.RoleAssertion:
+						Expect(result.Verdict.Status).To(Equal(zdv1.Pass), "%s: %s (the verdict entry above says why)", result.Name, result.Outcome())
 					default:
-						Expect(result.Outcome()).NotTo(Equal(string(reports.Error)), "%s: the run broke, the hazard was not measured (the verdict entry above says why)", result.Name)
+						Expect(result.Outcome()).NotTo(Equal(string(zdv1.Error)), "%s: the run broke, the hazard was not measured (the verdict entry above says why)", result.Name)
 					}
 				}, NodeTimeout(25*time.Minute))
 			}

@@ -38,8 +38,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // Measurement is one tool at one requested rate.
@@ -264,7 +263,7 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 	if err != nil {
 		return m, err
 	}
-	m.Sustained = m.Failed == 0 && m.Achieved >= 0.97*float64(rate) && m.P99Ms <= o.maxP99Ms && (tool != "zerodrop" || m.Verdict == string(reports.Pass))
+	m.Sustained = m.Failed == 0 && m.Achieved >= 0.97*float64(rate) && m.P99Ms <= o.maxP99Ms && (tool != "zerodrop" || m.Verdict == string(zdv1.Pass))
 	return m, nil
 }
 
@@ -323,7 +322,7 @@ func readVegeta(ctx context.Context, o options, dir string, m *Measurement) erro
 }
 
 func readZerodrop(dir string, m *Measurement) error {
-	rep, err := reports.ReadFile(filepath.Join(dir, "report.json"))
+	rep, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		return fmt.Errorf("zerodrop report: %w", err)
 	}
@@ -340,7 +339,7 @@ func readZerodrop(dir string, m *Measurement) error {
 	m.P99Ms = r.Latency.P99Ms
 	m.Verdict = string(sc.Verdict.Status)
 	for _, rs := range sc.Verdict.Reasons {
-		if rs.Status != reports.Pass {
+		if rs.Status != zdv1.Pass {
 			m.Note = rs.Check + ": " + truncate(rs.Message, 60)
 			break
 		}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/lb"
-	"zerodrop/harness/runfile"
 )
 
 // startCloudLB runs harness/lb's LB container next to the cluster (LB=cloud).
@@ -18,7 +18,7 @@ func (k *Kind) startCloudLB(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	o.emit(runfile.Action, "lb/"+l.Container, fmt.Sprintf("cloud LB running at %s (addresses %s-%s)", l.AdminURL(), l.VIPFirst, l.VIPLast),
+	o.emit(zdv1.EventAction, "lb/"+l.Container, fmt.Sprintf("cloud LB running at %s (addresses %s-%s)", l.AdminURL(), l.VIPFirst, l.VIPLast),
 		map[string]string{"admin": l.AdminURL(), "vipFirst": l.VIPFirst.String(), "vipLast": l.VIPLast.String(), "profile": o.lbProfile})
 	return nil
 }

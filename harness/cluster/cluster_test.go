@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -386,7 +387,7 @@ func TestDrainNodeEvents(t *testing.T) {
 	// Discovery without the eviction subresource: drain falls back to deletes.
 	cs.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true}}}}
 	var got []string
-	o := buildOptions([]Option{WithEventSink(runfile.EventFunc(func(e runfile.Event) error {
+	o := buildOptions([]Option{WithEventSink(runfile.EventFunc(func(e zdv1.Event) error {
 		got = append(got, e.Type+" "+e.Object)
 		return nil
 	})), WithDrainTimeout(5 * time.Second)})

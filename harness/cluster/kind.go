@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,7 +22,6 @@ import (
 	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/lb"
-	"zerodrop/harness/runfile"
 )
 
 // DefaultNodeImage is the node image clusters/images/build-node.sh builds
@@ -216,7 +216,7 @@ func (k *Kind) createNodes(ctx context.Context) error {
 		return fmt.Errorf("create kubeconfig dir: %w", err)
 	}
 	o.progress(fmt.Sprintf("creating kind cluster %q: %d nodes from %s", o.name, len(cfg.Nodes), o.nodeImage))
-	o.emit(runfile.Action, "cluster/"+o.name, "create kind cluster", map[string]string{"image": o.nodeImage, "nodes": fmt.Sprint(len(cfg.Nodes))})
+	o.emit(zdv1.EventAction, "cluster/"+o.name, "create kind cluster", map[string]string{"image": o.nodeImage, "nodes": fmt.Sprint(len(cfg.Nodes))})
 	done := make(chan error, 1)
 	go func() {
 		// kind's Create takes no context; it is waited for even when ctx
@@ -282,13 +282,13 @@ func (k *Kind) setUp(ctx context.Context) error {
 	}
 	pools := map[string]int{}
 	for _, n := range ns {
-		o.emit(runfile.NodeAdded, "node/"+n.Name, "node Ready", map[string]string{"pool": n.Pool, "role": n.Role, "ip": n.InternalIP})
+		o.emit(zdv1.EventNodeAdded, "node/"+n.Name, "node Ready", map[string]string{"pool": n.Pool, "role": n.Role, "ip": n.InternalIP})
 		if n.Pool != "" {
 			pools[n.Pool]++
 		}
 	}
 	for _, p := range o.pools {
-		o.emit(runfile.PoolAdded, "pool/"+p.Name, fmt.Sprintf("nodepool %s: %d nodes", p.Name, pools[p.Name]), map[string]string{"count": fmt.Sprint(pools[p.Name])})
+		o.emit(zdv1.EventPoolAdded, "pool/"+p.Name, fmt.Sprintf("nodepool %s: %d nodes", p.Name, pools[p.Name]), map[string]string{"count": fmt.Sprint(pools[p.Name])})
 	}
 	o.progress("waiting for CoreDNS")
 	if err := kube.New(cs).WaitRollout(ctx, "kube-system", "coredns", o.readyTimeout); err != nil {
@@ -380,7 +380,7 @@ func (k *Kind) Delete(ctx context.Context) error {
 		if err := k.kp.Delete(o.name, o.kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("kind delete cluster %q: %w", o.name, err))
 		}
-		o.emit(runfile.Action, "cluster/"+o.name, "deleted kind cluster", nil)
+		o.emit(zdv1.EventAction, "cluster/"+o.name, "deleted kind cluster", nil)
 	}
 	st, err := loadState(o.stateDir, o.name)
 	if err != nil {
@@ -517,7 +517,7 @@ func (k *Kind) loadInto(ctx context.Context, ns []nodes.Node, images []string) e
 				return fmt.Errorf("load image %s into node %s: %w", img, n.String(), err)
 			}
 		}
-		k.o.emit(runfile.Action, "image/"+img, fmt.Sprintf("loaded into %d nodes", len(ns)), nil)
+		k.o.emit(zdv1.EventAction, "image/"+img, fmt.Sprintf("loaded into %d nodes", len(ns)), nil)
 	}
 	return nil
 }

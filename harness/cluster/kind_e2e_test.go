@@ -24,6 +24,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,8 +46,8 @@ func TestKindE2E(t *testing.T) {
 	if image == "" {
 		image = DefaultNodeImage
 	}
-	var events []runfile.Event
-	sink := runfile.EventFunc(func(e runfile.Event) error { events = append(events, e); return nil })
+	var events []zdv1.Event
+	sink := runfile.EventFunc(func(e zdv1.Event) error { events = append(events, e); return nil })
 	cacheDir := os.Getenv("ZERODROP_CACHE")
 	if cacheDir == "" {
 		cacheDir = "/var/cache/zerodrop"
@@ -201,7 +202,7 @@ func TestKindE2E(t *testing.T) {
 		if got := len(strings.Fields(out)); got != 3 {
 			t.Errorf("%d node containers after re-pooling, want 3: %s", got, out)
 		}
-		want := map[string]bool{runfile.PoolAdded: false, runfile.Cordon: false, runfile.DrainStart: false, runfile.DrainEnd: false, runfile.NodeRemoved: false, runfile.PoolRemoved: false}
+		want := map[string]bool{zdv1.EventPoolAdded: false, zdv1.EventCordon: false, zdv1.EventDrainStart: false, zdv1.EventDrainEnd: false, zdv1.EventNodeRemoved: false, zdv1.EventPoolRemoved: false}
 		for _, e := range events {
 			if _, ok := want[e.Type]; ok {
 				want[e.Type] = true

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,7 +23,6 @@ import (
 
 	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
-	"zerodrop/harness/runfile"
 )
 
 var tokenRE = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
@@ -147,7 +147,7 @@ func (k *Kind) AddNodePool(ctx context.Context, name string, count int, labels m
 		return err
 	}
 	o.progress(fmt.Sprintf("adding nodepool %s: %d nodes", name, count))
-	o.emit(runfile.Action, "pool/"+name, fmt.Sprintf("add nodepool %s with %d nodes", name, count), nil)
+	o.emit(zdv1.EventAction, "pool/"+name, fmt.Sprintf("add nodepool %s with %d nodes", name, count), nil)
 	defer func() {
 		if err == nil {
 			return
@@ -184,9 +184,9 @@ func (k *Kind) AddNodePool(ctx context.Context, name string, count int, labels m
 		return fmt.Errorf("add nodepool %s: %w", name, err)
 	}
 	for _, n := range names {
-		o.emit(runfile.NodeAdded, "node/"+n, "node joined and Ready", map[string]string{"pool": name})
+		o.emit(zdv1.EventNodeAdded, "node/"+n, "node joined and Ready", map[string]string{"pool": name})
 	}
-	o.emit(runfile.PoolAdded, "pool/"+name, fmt.Sprintf("nodepool %s: %d nodes Ready", name, count), map[string]string{"count": fmt.Sprint(count)})
+	o.emit(zdv1.EventPoolAdded, "pool/"+name, fmt.Sprintf("nodepool %s: %d nodes Ready", name, count), map[string]string{"count": fmt.Sprint(count)})
 	return nil
 }
 
@@ -272,7 +272,7 @@ func (k *Kind) RemoveNodePool(ctx context.Context, name string) error {
 		return fmt.Errorf("nodepool %q has no nodes (label %s=%s)", name, contract.PoolLabel, name)
 	}
 	o.progress(fmt.Sprintf("removing nodepool %s: %s", name, strings.Join(names, ", ")))
-	o.emit(runfile.Action, "pool/"+name, "remove nodepool "+name, map[string]string{"nodes": strings.Join(names, ",")})
+	o.emit(zdv1.EventAction, "pool/"+name, "remove nodepool "+name, map[string]string{"nodes": strings.Join(names, ",")})
 	for _, n := range names {
 		if err := drainNode(ctx, cs, &k.o, n); err != nil {
 			return fmt.Errorf("remove nodepool %s: %w", name, err)
@@ -283,9 +283,9 @@ func (k *Kind) RemoveNodePool(ctx context.Context, name string) error {
 		if _, err := docker(ctx, nil, "rm", "-f", "-v", n); err != nil {
 			return fmt.Errorf("remove nodepool %s: remove container: %w", name, err)
 		}
-		o.emit(runfile.NodeRemoved, "node/"+n, "node deleted and its machine destroyed", map[string]string{"pool": name})
+		o.emit(zdv1.EventNodeRemoved, "node/"+n, "node deleted and its machine destroyed", map[string]string{"pool": name})
 	}
-	o.emit(runfile.PoolRemoved, "pool/"+name, fmt.Sprintf("nodepool %s removed (%d nodes)", name, len(names)), nil)
+	o.emit(zdv1.EventPoolRemoved, "pool/"+name, fmt.Sprintf("nodepool %s removed (%d nodes)", name, len(names)), nil)
 	return nil
 }
 

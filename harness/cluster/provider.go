@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -195,7 +196,7 @@ func buildOptions(opts []Option) options {
 // emit records an event from the harness; a failing sink is logged, never
 // fatal to the cluster operation.
 func (o *options) emit(typ, object, msg string, fields map[string]string) {
-	e := runfile.Event{Time: time.Now(), Source: runfile.SourceHarness, Type: typ, Object: object, Message: msg, Fields: fields}
+	e := zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: typ, Object: object, Message: msg, Fields: fields}
 	if err := o.sink.Event(e); err != nil {
 		o.logger.Warn("event sink failed", "type", typ, "object", object, "err", err)
 	}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // AdminPort is the echo server's admin port. It is never exposed by a
@@ -40,6 +39,6 @@ func (c *Client) echoAdminPost(ctx context.Context, namespace, pod, path string,
 	if err != nil {
 		return fmt.Errorf("POST %s?value=%s on pod %s/%s admin port %d via the API server: %w", path, v, namespace, pod, AdminPort, err)
 	}
-	c.emit(runfile.Action, "pod/"+namespace+"/"+pod, fmt.Sprintf("echo admin %s=%s", path, v), nil)
+	c.emit(zdv1.EventAction, "pod/"+namespace+"/"+pod, fmt.Sprintf("echo admin %s=%s", path, v), nil)
 	return nil
 }

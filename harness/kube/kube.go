@@ -8,6 +8,7 @@ package kube
 import (
 	"context"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
 
@@ -38,7 +39,7 @@ func New(cs Interface, opts ...Option) *Client {
 }
 
 func (c *Client) emit(typ, object, msg string, fields map[string]string) {
-	_ = c.sink.Event(runfile.Event{Time: c.now(), Source: runfile.SourceHarness, Type: typ, Object: object, Message: msg, Fields: fields})
+	_ = c.sink.Event(zdv1.Event{Time: c.now(), Source: zdv1.SourceHarness, Type: typ, Object: object, Message: msg, Fields: fields})
 }
 
 // ErrTimeout is wrapped by every wait that ran out of time.

@@ -7,22 +7,21 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-
-	"zerodrop/harness/runfile"
 )
 
 type events struct {
 	mu sync.Mutex
-	l  []runfile.Event
+	l  []zdv1.Event
 }
 
-func (e *events) Event(ev runfile.Event) error {
+func (e *events) Event(ev zdv1.Event) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.l = append(e.l, ev)
@@ -148,7 +147,7 @@ func TestCreateAndWaitLoadBalancer(t *testing.T) {
 	if err != nil || ip != "172.18.255.200" {
 		t.Fatalf("ip %q err %v", ip, err)
 	}
-	if got := ev.types(); len(got) != 2 || got[0] != runfile.Action {
+	if got := ev.types(); len(got) != 2 || got[0] != zdv1.EventAction {
 		t.Errorf("events %v, want two create actions", got)
 	}
 }

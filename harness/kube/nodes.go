@@ -6,13 +6,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubectl/pkg/drain"
 
 	"zerodrop/harness/contract"
-	"zerodrop/harness/runfile"
 )
 
 // Cordon marks a node unschedulable (what `kubectl cordon` and the first
@@ -36,9 +36,9 @@ func (c *Client) setUnschedulable(ctx context.Context, node string, on bool) err
 		return fmt.Errorf("set node %s unschedulable=%t: %w", node, on, err)
 	}
 	if on {
-		c.emit(runfile.Cordon, "node/"+node, "cordoned by the harness", nil)
+		c.emit(zdv1.EventCordon, "node/"+node, "cordoned by the harness", nil)
 	} else {
-		c.emit(runfile.Uncordon, "node/"+node, "uncordoned by the harness", nil)
+		c.emit(zdv1.EventUncordon, "node/"+node, "uncordoned by the harness", nil)
 	}
 	return nil
 }
@@ -85,19 +85,19 @@ func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration, 
 			if usingEviction {
 				how = "evict"
 			}
-			c.emit(runfile.Action, "pod/"+pod.Namespace+"/"+pod.Name, how+" for drain of "+node, map[string]string{"node": node})
+			c.emit(zdv1.EventAction, "pod/"+pod.Namespace+"/"+pod.Name, how+" for drain of "+node, map[string]string{"node": node})
 		},
 	}
 	if err := c.Cordon(ctx, node); err != nil {
 		res.Err = err
 		return res
 	}
-	c.emit(runfile.DrainStart, "node/"+node, fmt.Sprintf("drain started (timeout %s)", timeout), nil)
+	c.emit(zdv1.EventDrainStart, "node/"+node, fmt.Sprintf("drain started (timeout %s)", timeout), nil)
 	err := drain.RunNodeDrain(h, node)
 	res.Took = c.now().Sub(start)
 	if err == nil {
 		res.Completed = true
-		c.emit(runfile.DrainEnd, "node/"+node, fmt.Sprintf("drained in %s", res.Took.Round(time.Millisecond)), nil)
+		c.emit(zdv1.EventDrainEnd, "node/"+node, fmt.Sprintf("drained in %s", res.Took.Round(time.Millisecond)), nil)
 		return res
 	}
 	res.Err = fmt.Errorf("drain %s: %w (%s)", node, err, strings.TrimSpace(errOut.String()))
@@ -109,7 +109,7 @@ func (c *Client) Drain(ctx context.Context, node string, timeout time.Duration, 
 			res.Remaining = append(res.Remaining, p.Namespace+"/"+p.Name)
 		}
 	}
-	c.emit(runfile.DrainEnd, "node/"+node, fmt.Sprintf("drain gave up after %s: %d pods remain (%s)",
+	c.emit(zdv1.EventDrainEnd, "node/"+node, fmt.Sprintf("drain gave up after %s: %d pods remain (%s)",
 		res.Took.Round(time.Millisecond), len(res.Remaining), strings.Join(res.Remaining, ", ")),
 		map[string]string{"completed": "false"})
 	return res

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
-
-	"zerodrop/harness/runfile"
 )
 
 // Interface is the clientset the steps use.
@@ -46,7 +45,7 @@ func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
 		if err != nil {
 			return fmt.Errorf("create %s: %w", what, err)
 		}
-		c.emit(runfile.Action, what, "created", nil)
+		c.emit(zdv1.EventAction, what, "created", nil)
 	}
 	return nil
 }
@@ -88,12 +87,12 @@ func (c *Client) UpdateDeployment(ctx context.Context, namespace, name, why stri
 	if err != nil {
 		return fmt.Errorf("update deployment %s/%s (%s): %w", namespace, name, why, err)
 	}
-	c.emit(runfile.Action, "deployment/"+namespace+"/"+name, why, nil)
+	c.emit(zdv1.EventAction, "deployment/"+namespace+"/"+name, why, nil)
 	return nil
 }
 
 // Note records a free-form event (what the scenario is about to do, or saw).
-func (c *Client) Note(object, msg string) { c.emit(runfile.Note, object, msg, nil) }
+func (c *Client) Note(object, msg string) { c.emit(zdv1.EventNote, object, msg, nil) }
 
 // Action records a scenario step that is not one of the client's own.
-func (c *Client) Action(object, msg string) { c.emit(runfile.Action, object, msg, nil) }
+func (c *Client) Action(object, msg string) { c.emit(zdv1.EventAction, object, msg, nil) }

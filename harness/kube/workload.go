@@ -6,14 +6,13 @@ import (
 	"sort"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"zerodrop/harness/runfile"
 )
 
 // WaitRollout waits until the Deployment's controller has seen its latest
@@ -83,14 +82,14 @@ func (c *Client) RolloutRestart(ctx context.Context, namespace, name string, wai
 	if err != nil {
 		return err
 	}
-	c.emit(runfile.RolloutStart, obj, "rollout restart", nil)
+	c.emit(zdv1.EventRolloutStart, obj, "rollout restart", nil)
 	if wait <= 0 {
 		return nil
 	}
 	if err := c.WaitRollout(ctx, namespace, name, wait); err != nil {
 		return err
 	}
-	c.emit(runfile.RolloutEnd, obj, "rollout complete", nil)
+	c.emit(zdv1.EventRolloutEnd, obj, "rollout complete", nil)
 	return nil
 }
 

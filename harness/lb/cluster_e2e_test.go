@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -33,7 +34,6 @@ import (
 	"zerodrop/harness/contract"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/load"
-	"zerodrop/harness/runfile"
 )
 
 type env struct {
@@ -192,17 +192,17 @@ func (e *env) state(t *testing.T, key string) lb.ServiceState {
 // results is an in-memory result and event sink.
 type results struct {
 	mu  sync.Mutex
-	r   []runfile.Result
-	evs []runfile.Event
+	r   []zdv1.Result
+	evs []zdv1.Event
 }
 
-func (r *results) Result(x runfile.Result) error {
+func (r *results) Result(x zdv1.Result) error {
 	r.mu.Lock()
 	r.r = append(r.r, x)
 	r.mu.Unlock()
 	return nil
 }
-func (r *results) Event(e runfile.Event) error {
+func (r *results) Event(e zdv1.Event) error {
 	r.mu.Lock()
 	r.evs = append(r.evs, e)
 	r.mu.Unlock()
@@ -340,12 +340,12 @@ func (e *env) watchHealth(ctx context.Context, node string, port int32, want int
 }
 
 // lbEvents returns the LB's events of one type for one Service ("" = any).
-func (r *results) lbEvents(typ string, service ...string) []runfile.Event {
+func (r *results) lbEvents(typ string, service ...string) []zdv1.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []runfile.Event
+	var out []zdv1.Event
 	for _, e := range r.evs {
-		if e.Source == runfile.SourceLB && e.Type == typ && (len(service) == 0 || e.Fields["service"] == service[0]) {
+		if e.Source == zdv1.SourceLB && e.Type == typ && (len(service) == 0 || e.Fields["service"] == service[0]) {
 			out = append(out, e)
 		}
 	}
@@ -499,7 +499,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("no %s event for %s in %d LB events", typ, node, len(evs.lbEvents(typ)))
 			return time.Time{}
 		}
-		removed, added := eventAt(runfile.LBBackendRemoved, from), eventAt(runfile.LBBackendAdded, target)
+		removed, added := eventAt(zdv1.EventLBBackendRemoved, from), eventAt(zdv1.EventLBBackendAdded, target)
 		fromAt, toAt := <-fromFlip, <-toFlip
 		if fromAt.IsZero() || toAt.IsZero() {
 			t.Fatalf("health endpoints never flipped: %s 503 at %v, %s 200 at %v", from, fromAt, target, toAt)
@@ -582,10 +582,10 @@ func TestCluster(t *testing.T) {
 		sum := wait()
 		n, _, _ := res.failures()
 		t.Logf("500 rps for 50s while %s left and rejoined the backend set: %d requests, %d OK, %d failed %v; LB events: %d removed, %d added",
-			node, sum.Results, sum.OK, n, sum.ErrorClasses, len(res.lbEvents(runfile.LBBackendRemoved, key)), len(res.lbEvents(runfile.LBBackendAdded, key)))
+			node, sum.Results, sum.OK, n, sum.ErrorClasses, len(res.lbEvents(zdv1.EventLBBackendRemoved, key)), len(res.lbEvents(zdv1.EventLBBackendAdded, key)))
 		if n != 0 {
 			t0 := sum.Started
-			for _, ev := range append(res.lbEvents(runfile.LBBackendRemoved, key), res.lbEvents(runfile.LBBackendAdded, key)...) {
+			for _, ev := range append(res.lbEvents(zdv1.EventLBBackendRemoved, key), res.lbEvents(zdv1.EventLBBackendAdded, key)...) {
 				if ev.Time.After(t0) {
 					t.Logf("  %v %s", ev.Time.Sub(t0).Round(time.Millisecond), ev.Message)
 				}
@@ -703,7 +703,7 @@ func TestCluster(t *testing.T) {
 			sum := wait()
 			n, first, last := res.failures()
 			msg := ""
-			for _, ev := range res.lbEvents(runfile.LBBackendRemoved, key) {
+			for _, ev := range res.lbEvents(zdv1.EventLBBackendRemoved, key) {
 				if ev.Time.After(at) && (msg == "" || strings.Contains(ev.Message, "cordoned")) {
 					msg = ev.Message
 				}
@@ -763,7 +763,7 @@ func TestCluster(t *testing.T) {
 			time.Sleep(30 * time.Second) // the LB catches up with the last change
 			sum := stop()
 			n, first, last := res.failures()
-			unhealthy := res.lbEvents(runfile.LBNodeUnhealthy, key)
+			unhealthy := res.lbEvents(zdv1.EventLBNodeUnhealthy, key)
 			var uh []string
 			for _, u := range unhealthy {
 				uh = append(uh, u.Time.Sub(start).Round(100*time.Millisecond).String()+" "+u.Object)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -251,7 +252,7 @@ func (c *Controller) owns(svc *corev1.Service) bool {
 }
 
 func (c *Controller) emit(typ, object, msg string, fields map[string]string) {
-	e := runfile.Event{Time: c.clk.Now(), Source: runfile.SourceLB, Type: typ, Object: object, Message: msg, Fields: fields}
+	e := zdv1.Event{Time: c.clk.Now(), Source: zdv1.SourceLB, Type: typ, Object: object, Message: msg, Fields: fields}
 	if err := c.sink.Event(e); err != nil {
 		c.log.Warn("event sink refused an event", "type", typ, "err", err)
 	}
@@ -266,9 +267,9 @@ func (c *Controller) onTransition(tr Transition) {
 	}
 	c.mu.Unlock()
 	hc := prof.HealthCheck
-	typ, verdict, n := runfile.LBNodeHealthy, "healthy", hc.HealthyThreshold
+	typ, verdict, n := zdv1.EventLBNodeHealthy, "healthy", hc.HealthyThreshold
 	if !tr.Healthy {
-		typ, verdict, n = runfile.LBNodeUnhealthy, "unhealthy", hc.UnhealthyThreshold
+		typ, verdict, n = zdv1.EventLBNodeUnhealthy, "unhealthy", hc.UnhealthyThreshold
 	}
 	var recent []string
 	for _, r := range tr.Recent {
@@ -361,7 +362,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		if st == nil {
 			if perr != nil {
 				c.svcs[key] = &svcState{err: perr.Error()}
-				c.emit(runfile.Note, "service/"+key, "LB cannot implement service: "+perr.Error(), map[string]string{"service": key})
+				c.emit(zdv1.EventNote, "service/"+key, "LB cannot implement service: "+perr.Error(), map[string]string{"service": key})
 				continue
 			}
 			st = &svcState{profile: prof, backends: NewBackendSet(prof.Flows)}
@@ -369,7 +370,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		}
 		if perr != nil {
 			if st.err != perr.Error() {
-				c.emit(runfile.Note, "service/"+key, "LB keeps the previous profile: "+perr.Error(), map[string]string{"service": key})
+				c.emit(zdv1.EventNote, "service/"+key, "LB keeps the previous profile: "+perr.Error(), map[string]string{"service": key})
 			}
 			st.err = perr.Error()
 			if st.backends == nil {
@@ -383,7 +384,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			}
 			if st.profile.Name != prof.Name {
 				if st.profile.Name != "" {
-					c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB profile of %s changed from %s to %s", key, st.profile.Name, prof.Name),
+					c.emit(zdv1.EventNote, "service/"+key, fmt.Sprintf("LB profile of %s changed from %s to %s", key, st.profile.Name, prof.Name),
 						map[string]string{"service": key, "profile": prof.Name})
 				}
 				st.profile = prof
@@ -401,13 +402,13 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			vip, err := c.pool.Allocate(key, prefer)
 			if err != nil {
 				if st.err != err.Error() {
-					c.emit(runfile.Note, "service/"+key, "LB cannot give service an address: "+err.Error(), map[string]string{"service": key})
+					c.emit(zdv1.EventNote, "service/"+key, "LB cannot give service an address: "+err.Error(), map[string]string{"service": key})
 				}
 				st.err = err.Error()
 				continue
 			}
 			st.vip = vip
-			c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB assigned %s to service %s (profile %s)", vip, key, prof.Name),
+			c.emit(zdv1.EventNote, "service/"+key, fmt.Sprintf("LB assigned %s to service %s (profile %s)", vip, key, prof.Name),
 				map[string]string{"service": key, "vip": vip.String(), "profile": prof.Name})
 		}
 		if !hasIngress(svc, st.vip) {
@@ -461,7 +462,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			if !failOpen {
 				msg = fmt.Sprintf("LB stops failing open for service %s: %s passed its health check; new flows go to healthy nodes only", key, strings.Join(healthy, ", "))
 			}
-			c.emit(runfile.Note, "service/"+key, msg, map[string]string{"service": key, "profile": prof.Name, "failOpen": strconv.FormatBool(failOpen)})
+			c.emit(zdv1.EventNote, "service/"+key, msg, map[string]string{"service": key, "profile": prof.Name, "failOpen": strconv.FormatBool(failOpen)})
 			st.failOpen = failOpen
 		}
 		reasons := map[string]string{}
@@ -497,7 +498,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		if !st.forwarding {
 			st.forwarding = true
 			if !st.forwardFrom.IsZero() {
-				c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB forwards %s for service %s from now on (%s after its status was written, for kube-proxy to program the address)",
+				c.emit(zdv1.EventNote, "service/"+key, fmt.Sprintf("LB forwards %s for service %s from now on (%s after its status was written, for kube-proxy to program the address)",
 					st.vip, key, c.programDelay), map[string]string{"service": key, "vip": st.vip.String()})
 			}
 		}
@@ -534,7 +535,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			c.pool.Release(key)
 			delete(c.svcs, key)
 			if st.vip.IsValid() {
-				c.emit(runfile.Note, "service/"+key, fmt.Sprintf("LB released %s of service %s", st.vip, key), map[string]string{"service": key, "vip": st.vip.String()})
+				c.emit(zdv1.EventNote, "service/"+key, fmt.Sprintf("LB released %s of service %s", st.vip, key), map[string]string{"service": key, "vip": st.vip.String()})
 			}
 		}
 	}
@@ -568,7 +569,7 @@ func (c *Controller) emitBackendChange(key string, prof Profile, ch BackendChang
 			msg += " (no node is healthy: failing open to every eligible node)"
 			fields["failOpen"] = "true"
 		}
-		c.emit(runfile.LBBackendAdded, obj, msg, fields)
+		c.emit(zdv1.EventLBBackendAdded, obj, msg, fields)
 	case ch.From == Active:
 		flows := "established flows are closed (" + string(prof.Flows.CloseAction) + ")"
 		if ch.To == Draining {
@@ -581,9 +582,9 @@ func (c *Controller) emitBackendChange(key string, prof Profile, ch BackendChang
 			}
 		}
 		fields["flows"] = flows
-		c.emit(runfile.LBBackendRemoved, obj, fmt.Sprintf("LB removed node %s from the backends of %s: %s; %s", ch.Node, key, ch.Reason, flows), fields)
+		c.emit(zdv1.EventLBBackendRemoved, obj, fmt.Sprintf("LB removed node %s from the backends of %s: %s; %s", ch.Node, key, ch.Reason, flows), fields)
 	default:
-		c.emit(runfile.Note, obj, fmt.Sprintf("LB %s flows of %s on node %s: %s", ch.To, key, ch.Node, ch.Reason), fields)
+		c.emit(zdv1.EventNote, obj, fmt.Sprintf("LB %s flows of %s on node %s: %s", ch.To, key, ch.Node, ch.Reason), fields)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"zerodrop/harness/contract"
-	"zerodrop/harness/runfile"
 )
 
 type fakeL4 struct {
@@ -54,23 +54,23 @@ func (f *fakeL7) Apply(_ context.Context, s []L7Service) error {
 
 type eventLog struct {
 	mu sync.Mutex
-	ev []runfile.Event
+	ev []zdv1.Event
 }
 
-func (l *eventLog) Event(e runfile.Event) error {
+func (l *eventLog) Event(e zdv1.Event) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ev = append(l.ev, e)
 	return nil
 }
 
-func (l *eventLog) snapshot() []runfile.Event {
+func (l *eventLog) snapshot() []zdv1.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]runfile.Event(nil), l.ev...)
+	return append([]zdv1.Event(nil), l.ev...)
 }
 
-func (l *eventLog) find(typ, object string) *runfile.Event {
+func (l *eventLog) find(typ, object string) *zdv1.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range l.ev {
@@ -156,10 +156,10 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 	if len(st) != 1 || fmt.Sprint(st[0].EndpointNodes) != "[a]" || fmt.Sprint(st[0].Active) != "[a]" {
 		t.Fatalf("state = %+v", st)
 	}
-	if e := evs.find(runfile.LBNodeHealthy, "node/a"); e == nil || !strings.Contains(e.Fields["check"], "-> 200") {
+	if e := evs.find(zdv1.EventLBNodeHealthy, "node/a"); e == nil || !strings.Contains(e.Fields["check"], "-> 200") {
 		t.Fatalf("no lb-node-healthy event for a with its check: %+v", e)
 	}
-	if evs.find(runfile.LBBackendAdded, "node/a") == nil {
+	if evs.find(zdv1.EventLBBackendAdded, "node/a") == nil {
 		t.Fatal("no lb-backend-added event for a")
 	}
 
@@ -171,11 +171,11 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 		s, _ := l4.service("default/web")
 		return fmt.Sprint(s.Active) == "[b]" && fmt.Sprint(s.Draining) == "[a]"
 	})
-	e := evs.find(runfile.LBNodeUnhealthy, "node/a")
+	e := evs.find(zdv1.EventLBNodeUnhealthy, "node/a")
 	if e == nil || e.Fields["threshold"] != "2" || !strings.Contains(e.Fields["results"], "503") {
 		t.Fatalf("lb-node-unhealthy event lacks the check results: %+v", e)
 	}
-	if e := evs.find(runfile.LBBackendRemoved, "node/a"); e == nil || !strings.Contains(e.Message, "failed health check") {
+	if e := evs.find(zdv1.EventLBBackendRemoved, "node/a"); e == nil || !strings.Contains(e.Message, "failed health check") {
 		t.Fatalf("lb-backend-removed for a: %+v", e)
 	}
 
@@ -222,7 +222,7 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 		s, _ := l4.service("default/web")
 		return fmt.Sprint(s.Active) == "[b]" && len(s.Draining) == 0
 	})
-	if e := evs.find(runfile.LBBackendRemoved, "node/a"); e == nil || !strings.Contains(e.Fields["reason"], "cordoned") {
+	if e := evs.find(zdv1.EventLBBackendRemoved, "node/a"); e == nil || !strings.Contains(e.Fields["reason"], "cordoned") {
 		t.Fatalf("removal event must say the node was cordoned: %+v", e)
 	}
 }
@@ -269,7 +269,7 @@ func TestProgrammingDelay(t *testing.T) {
 		_, ok := l4.service("default/web")
 		return ok
 	})
-	if e := evs.find(runfile.Note, "service/default/web"); e == nil {
+	if e := evs.find(zdv1.EventNote, "service/default/web"); e == nil {
 		t.Error("no event for the service")
 	}
 	found := false
@@ -346,10 +346,10 @@ func TestFailOpenEnds(t *testing.T) {
 		s, _ := l4.service("default/web")
 		return fmt.Sprint(s.Active) == "[a]" && fmt.Sprint(s.Draining) == "[b]"
 	})
-	if e := evs.find(runfile.LBBackendAdded, "node/b"); e == nil || e.Fields["failOpen"] != "true" {
+	if e := evs.find(zdv1.EventLBBackendAdded, "node/b"); e == nil || e.Fields["failOpen"] != "true" {
 		t.Fatalf("b was added while failing open; the event must say so: %+v", e)
 	}
-	e := evs.find(runfile.LBBackendRemoved, "node/b")
+	e := evs.find(zdv1.EventLBBackendRemoved, "node/b")
 	if e == nil || !strings.HasPrefix(e.Fields["reason"], "fail-open over (a passed its health check); failed health check") {
 		t.Fatalf("b's removal must name the end of fail-open and b's own check: %+v", e)
 	}
@@ -429,7 +429,7 @@ func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 	if s, _ := l4.service("default/web"); len(s.Active) != 0 {
 		t.Fatalf("data plane got backends %v with every check failing", s.Active)
 	}
-	if e := evs.find(runfile.LBBackendAdded, "node/a"); e != nil {
+	if e := evs.find(zdv1.EventLBBackendAdded, "node/a"); e != nil {
 		t.Fatalf("a became a backend without passing a check: %+v", e)
 	}
 	for _, e := range evs.snapshot() {

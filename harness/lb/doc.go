@@ -103,7 +103,7 @@
 //
 // # Events
 //
-// Every state change is a runfile.Event (source "lb") on the LB's wall clock,
+// Every state change is a zdv1.Event (source "lb") on the LB's wall clock,
 // which is the host's (containers share the kernel clock), logged and
 // streamed as JSON lines on GET /events; SubscribeEvents follows the stream
 // into any runfile.EventSink and resumes with ?since= after a break. GET

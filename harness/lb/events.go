@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sync"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
 )
@@ -24,8 +25,8 @@ type EventHub struct {
 	keep int
 
 	mu   sync.Mutex
-	ring []runfile.Event
-	subs map[chan runfile.Event]struct{}
+	ring []zdv1.Event
+	subs map[chan zdv1.Event]struct{}
 }
 
 // NewEventHub keeps the last keep events for replay.
@@ -33,13 +34,13 @@ func NewEventHub(log *slog.Logger, keep int) *EventHub {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &EventHub{log: log, keep: keep, subs: map[chan runfile.Event]struct{}{}}
+	return &EventHub{log: log, keep: keep, subs: map[chan zdv1.Event]struct{}{}}
 }
 
 // Event implements runfile.EventSink. A subscriber too slow to take an event
 // is cut off (its stream ends) rather than slowing the LB down; it reconnects
 // with ?since= and replays what it missed.
-func (h *EventHub) Event(e runfile.Event) error {
+func (h *EventHub) Event(e zdv1.Event) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -66,21 +67,21 @@ func (h *EventHub) Event(e runfile.Event) error {
 }
 
 // subscribe returns the kept events after since and a channel of later ones.
-func (h *EventHub) subscribe(since time.Time) ([]runfile.Event, chan runfile.Event) {
+func (h *EventHub) subscribe(since time.Time) ([]zdv1.Event, chan zdv1.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var past []runfile.Event
+	var past []zdv1.Event
 	for _, e := range h.ring {
 		if e.Time.After(since) {
 			past = append(past, e)
 		}
 	}
-	ch := make(chan runfile.Event, 1024)
+	ch := make(chan zdv1.Event, 1024)
 	h.subs[ch] = struct{}{}
 	return past, ch
 }
 
-func (h *EventHub) unsubscribe(ch chan runfile.Event) {
+func (h *EventHub) unsubscribe(ch chan zdv1.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.subs[ch]; ok {
@@ -107,7 +108,7 @@ func (h *EventHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
-	write := func(e runfile.Event) bool {
+	write := func(e zdv1.Event) bool {
 		if err := enc.Encode(e); err != nil {
 			return false
 		}
@@ -147,7 +148,7 @@ func SubscribeEvents(ctx context.Context, baseURL string, sink runfile.EventSink
 	var since time.Time
 	backoff := 200 * time.Millisecond
 	for {
-		err := streamOnce(ctx, baseURL, since, func(e runfile.Event) error {
+		err := streamOnce(ctx, baseURL, since, func(e zdv1.Event) error {
 			since = e.Time
 			return sink.Event(e)
 		})
@@ -172,7 +173,7 @@ type sinkError struct{ err error }
 
 func (s sinkError) Error() string { return "event sink: " + s.err.Error() }
 
-func streamOnce(ctx context.Context, baseURL string, since time.Time, f func(runfile.Event) error) error {
+func streamOnce(ctx context.Context, baseURL string, since time.Time, f func(zdv1.Event) error) error {
 	u := baseURL + "/events"
 	if !since.IsZero() {
 		u += "?since=" + url.QueryEscape(since.Format(time.RFC3339Nano))
@@ -193,7 +194,7 @@ func streamOnce(ctx context.Context, baseURL string, since time.Time, f func(run
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var e runfile.Event
+		var e zdv1.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("LB events %s: bad line %q: %w", u, sc.Bytes(), err)
 		}

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 )
 
 var (
@@ -37,8 +37,8 @@ func BenchmarkMemoryLongRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		path := filepath.Join(b.TempDir(), "run.jsonl")
-		w, err := runfile.Create(path, runfile.Meta{Scenario: reports.ScenarioSpec{Name: "memory", Role: reports.RoleAssertion,
-			Criteria: reports.Criteria{MaxDropped: reports.Int64(0)}}})
+		w, err := runfile.Create(path, zdv1.Header{Scenario: zdv1.ScenarioSpec{Name: "memory", Role: zdv1.RoleAssertion,
+			Criteria: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}}})
 		if err != nil {
 			b.Fatal(err)
 		}

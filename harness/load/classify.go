@@ -8,8 +8,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
-
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // errRequestTimeout is the cancel cause of a request's own deadline, so a
@@ -24,7 +23,7 @@ func classifyAttempt(ctx context.Context, err error) string {
 		return ""
 	}
 	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errRequestTimeout) {
-		return runfile.ClassTimeout
+		return zdv1.ClassTimeout
 	}
 	return Classify(err)
 }
@@ -39,27 +38,27 @@ func Classify(err error) string {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, errRequestTimeout):
-		return runfile.ClassTimeout
+		return zdv1.ClassTimeout
 	case errors.As(err, &dnsErr):
-		return runfile.ClassDNS
+		return zdv1.ClassDNS
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return runfile.ClassRefused
+		return zdv1.ClassRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
-		return runfile.ClassReset
+		return zdv1.ClassReset
 	// The peer closed the connection before a complete response: for a
 	// client that is the same failure as a reset.
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return runfile.ClassReset
+		return zdv1.ClassReset
 	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		return runfile.ClassTimeout
+		return zdv1.ClassTimeout
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return runfile.ClassTimeout
+		return zdv1.ClassTimeout
 	// net/http returns an unexported, unwrapped error when the server
 	// closes a connection the client was about to reuse and the retry is
 	// not possible; its text is the only handle on it.
 	case strings.Contains(err.Error(), "server closed idle connection"):
-		return runfile.ClassReset
+		return zdv1.ClassReset
 	default:
-		return runfile.ClassOther
+		return zdv1.ClassOther
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/load"
-	"zerodrop/harness/runfile"
 )
 
 func TestClassifyChains(t *testing.T) {
@@ -27,19 +27,19 @@ func TestClassifyChains(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{opErr(syscall.ECONNREFUSED), runfile.ClassRefused},
-		{opErr(syscall.ECONNRESET), runfile.ClassReset},
-		{opErr(syscall.EPIPE), runfile.ClassReset},
-		{opErr(syscall.ETIMEDOUT), runfile.ClassTimeout},
-		{opErr(syscall.EHOSTUNREACH), runfile.ClassOther},
-		{&url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, runfile.ClassDNS},
-		{&url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "timeout", Name: "x.invalid", IsTimeout: true}}}, runfile.ClassDNS},
-		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), runfile.ClassReset},
-		{&url.Error{Op: "Get", Err: io.EOF}, runfile.ClassReset},
-		{fmt.Errorf("x: %w", os.ErrDeadlineExceeded), runfile.ClassTimeout},
-		{fmt.Errorf("x: %w", context.DeadlineExceeded), runfile.ClassTimeout},
-		{errors.New("http: server closed idle connection"), runfile.ClassReset},
-		{errors.New("tls: bad certificate"), runfile.ClassOther},
+		{opErr(syscall.ECONNREFUSED), zdv1.ClassRefused},
+		{opErr(syscall.ECONNRESET), zdv1.ClassReset},
+		{opErr(syscall.EPIPE), zdv1.ClassReset},
+		{opErr(syscall.ETIMEDOUT), zdv1.ClassTimeout},
+		{opErr(syscall.EHOSTUNREACH), zdv1.ClassOther},
+		{&url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, zdv1.ClassDNS},
+		{&url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "timeout", Name: "x.invalid", IsTimeout: true}}}, zdv1.ClassDNS},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), zdv1.ClassReset},
+		{&url.Error{Op: "Get", Err: io.EOF}, zdv1.ClassReset},
+		{fmt.Errorf("x: %w", os.ErrDeadlineExceeded), zdv1.ClassTimeout},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), zdv1.ClassTimeout},
+		{errors.New("http: server closed idle connection"), zdv1.ClassReset},
+		{errors.New("tls: bad certificate"), zdv1.ClassOther},
 	}
 	for _, tc := range tests {
 		if got := load.Classify(tc.err); got != tc.want {
@@ -95,13 +95,13 @@ func TestClassifyOnLoopback(t *testing.T) {
 		addr func(t *testing.T) string
 		want string
 	}{
-		{"refused", func(*testing.T) string { return refusedAddr }, runfile.ClassRefused},
+		{"refused", func(*testing.T) string { return refusedAddr }, zdv1.ClassRefused},
 		{"reset after request", func(t *testing.T) string {
 			return misbehave(t, func(c net.Conn) { readRequest(c); rst(c) })
-		}, runfile.ClassReset},
+		}, zdv1.ClassReset},
 		{"closed without answer", func(t *testing.T) string {
 			return misbehave(t, func(c net.Conn) { readRequest(c); _ = c.Close() })
-		}, runfile.ClassReset},
+		}, zdv1.ClassReset},
 		{"reset mid-body", func(t *testing.T) string {
 			return misbehave(t, func(c net.Conn) {
 				readRequest(c)
@@ -109,10 +109,10 @@ func TestClassifyOnLoopback(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 				rst(c)
 			})
-		}, runfile.ClassReset},
+		}, zdv1.ClassReset},
 		{"held: timeout", func(t *testing.T) string {
 			return misbehave(t, func(c net.Conn) { readRequest(c); _, _ = io.Copy(io.Discard, c); _ = c.Close() })
-		}, runfile.ClassTimeout},
+		}, zdv1.ClassTimeout},
 		{"headers then stall: timeout", func(t *testing.T) string {
 			return misbehave(t, func(c net.Conn) {
 				readRequest(c)
@@ -120,10 +120,10 @@ func TestClassifyOnLoopback(t *testing.T) {
 				_, _ = io.Copy(io.Discard, c)
 				_ = c.Close()
 			})
-		}, runfile.ClassTimeout},
+		}, zdv1.ClassTimeout},
 		{"garbage: other", func(t *testing.T) string {
 			return misbehave(t, func(c net.Conn) { readRequest(c); _, _ = io.WriteString(c, "SSH-2.0-nope\r\n\r\n"); _ = c.Close() })
-		}, runfile.ClassOther},
+		}, zdv1.ClassOther},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 )
 
 // Fault modes of the test proxy.
@@ -270,9 +270,9 @@ func faultRun(t *testing.T, keepAlive bool) {
 		t.Fatal(err)
 	}
 	settings := l.Settings()
-	w, err := runfile.Create(path, runfile.Meta{
-		Scenario: reports.ScenarioSpec{Name: "fault-injection", Role: reports.RoleAssertion,
-			Criteria: reports.Criteria{MaxDropped: reports.Int64(0), WindowGapMs: 200}},
+	w, err := runfile.Create(path, zdv1.Header{
+		Scenario: zdv1.ScenarioSpec{Name: "fault-injection", Role: zdv1.RoleAssertion,
+			Criteria: zdv1.Criteria{MaxDropped: zdv1.Int64(0), WindowGapMs: 200}},
 		Load: &settings,
 	})
 	if err != nil {
@@ -294,10 +294,10 @@ func faultRun(t *testing.T, keepAlive bool) {
 	for _, mode := range []string{modeBlackhole, modeRefuse, mode503} {
 		time.Sleep(cleanLen)
 		start := proxy.set(mode)
-		_ = w.Event(runfile.Event{Time: start, Source: runfile.SourceHarness, Type: runfile.Action, Object: "proxy/" + mode, Message: mode + " on"})
+		_ = w.Event(zdv1.Event{Time: start, Source: zdv1.SourceHarness, Type: zdv1.EventAction, Object: "proxy/" + mode, Message: mode + " on"})
 		time.Sleep(faultLen)
 		end := proxy.set(modePass)
-		_ = w.Event(runfile.Event{Time: end, Source: runfile.SourceHarness, Type: runfile.Action, Object: "proxy/" + mode, Message: mode + " off"})
+		_ = w.Event(zdv1.Event{Time: end, Source: zdv1.SourceHarness, Type: zdv1.EventAction, Object: "proxy/" + mode, Message: mode + " off"})
 		injected = append(injected, window{mode: mode, start: start, end: end})
 	}
 	time.Sleep(cleanLen)
@@ -318,18 +318,18 @@ func faultRun(t *testing.T, keepAlive bool) {
 	// Request by request: what the client recorded must match what the
 	// proxy did.
 	var mismatches int
-	var resultsByID = map[string]runfile.Result{}
+	var resultsByID = map[string]zdv1.Result{}
 	if _, err := runfile.ReadFile(path, func(rec runfile.Record) error {
 		if rec.Result == nil {
 			return nil
 		}
 		r := *rec.Result
 		resultsByID[r.ID] = r
-		want := map[string]string{outOK: "", outHeld: runfile.ClassTimeout, out503: "http-503"}[truth[r.ID]]
+		want := map[string]string{outOK: "", outHeld: zdv1.ClassTimeout, out503: "http-503"}[truth[r.ID]]
 		got := r.FailureKind()
 		switch truth[r.ID] {
 		case "", outReset: // never reached the proxy, or reset by it: refused on retry or reset
-			if got != runfile.ClassRefused && got != runfile.ClassReset {
+			if got != zdv1.ClassRefused && got != zdv1.ClassReset {
 				want = "refused|reset"
 			} else {
 				want = got
@@ -374,18 +374,18 @@ func faultRun(t *testing.T, keepAlive bool) {
 	if res.OK != okTruth || res.Dropped != res.Total-okTruth {
 		t.Errorf("report ok %d dropped %d; proxy answered %d of %d", res.OK, res.Dropped, okTruth, res.Total)
 	}
-	if res.ErrorClasses[runfile.ClassTimeout] != held {
-		t.Errorf("report timeouts %d, proxy held %d", res.ErrorClasses[runfile.ClassTimeout], held)
+	if res.ErrorClasses[zdv1.ClassTimeout] != held {
+		t.Errorf("report timeouts %d, proxy held %d", res.ErrorClasses[zdv1.ClassTimeout], held)
 	}
 	if res.StatusCodes["503"] != n503 || res.Non2xx != n503 {
 		t.Errorf("report 503s %d (non-2xx %d), proxy answered 503 to %d", res.StatusCodes["503"], res.Non2xx, n503)
 	}
-	refusedOrReset := res.ErrorClasses[runfile.ClassRefused] + res.ErrorClasses[runfile.ClassReset]
-	if refusedOrReset != res.Total-okTruth-held-n503 || res.ErrorClasses[runfile.ClassRefused] == 0 {
+	refusedOrReset := res.ErrorClasses[zdv1.ClassRefused] + res.ErrorClasses[zdv1.ClassReset]
+	if refusedOrReset != res.Total-okTruth-held-n503 || res.ErrorClasses[zdv1.ClassRefused] == 0 {
 		t.Errorf("report refused %d + reset %d, want %d requests the proxy never answered",
-			res.ErrorClasses[runfile.ClassRefused], res.ErrorClasses[runfile.ClassReset], res.Total-okTruth-held-n503)
+			res.ErrorClasses[zdv1.ClassRefused], res.ErrorClasses[zdv1.ClassReset], res.Total-okTruth-held-n503)
 	}
-	if res.ErrorClasses[runfile.ClassOther] != 0 || res.ErrorClasses[runfile.ClassDNS] != 0 {
+	if res.ErrorClasses[zdv1.ClassOther] != 0 || res.ErrorClasses[zdv1.ClassDNS] != 0 {
 		t.Errorf("unexpected error classes %v", res.ErrorClasses)
 	}
 
@@ -396,7 +396,7 @@ func faultRun(t *testing.T, keepAlive bool) {
 		}
 		t.Fatalf("report has %d failure windows, proxy injected %d", len(sc.FailureWindows), len(injected))
 	}
-	wantClass := map[string]string{modeBlackhole: runfile.ClassTimeout, modeRefuse: runfile.ClassRefused, mode503: "http-503"}
+	wantClass := map[string]string{modeBlackhole: zdv1.ClassTimeout, modeRefuse: zdv1.ClassRefused, mode503: "http-503"}
 	for i, in := range injected {
 		fw := sc.FailureWindows[i]
 		// The window the load could see: from the first request sent once
@@ -463,17 +463,17 @@ func faultRun(t *testing.T, keepAlive bool) {
 	if held == 0 || n503 == 0 {
 		t.Errorf("the proxy held %d requests and answered %d with 503: a fault did not happen", held, n503)
 	}
-	if sc.Verdict.Status != reports.Fail {
+	if sc.Verdict.Status != zdv1.Fail {
 		t.Errorf("verdict %s, want FAIL (max dropped 0)", sc.Verdict.Status)
 	}
-	if r := reasonOf(sc, "dropped"); r == nil || r.Status != reports.Fail || len(r.Windows) != 3 {
+	if r := reasonOf(sc, "dropped"); r == nil || r.Status != zdv1.Fail || len(r.Windows) != 3 {
 		t.Errorf("dropped reason %+v", r)
 	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func reasonOf(sc reports.Scenario, check string) *reports.Reason {
+func reasonOf(sc zdv1.Scenario, check string) *zdv1.Reason {
 	for i := range sc.Verdict.Reasons {
 		if sc.Verdict.Reasons[i].Check == check {
 			return &sc.Verdict.Reasons[i]

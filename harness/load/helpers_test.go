@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/echo-server/echo"
-	"zerodrop/harness/runfile"
 )
 
 // startEcho runs the real echo server on loopback until the test ends and
@@ -46,26 +46,26 @@ func startEcho(t testing.TB, pod, node string) string {
 // memSink keeps results in memory (tests only).
 type memSink struct {
 	mu      sync.Mutex
-	results []runfile.Result
-	events  []runfile.Event
+	results []zdv1.Result
+	events  []zdv1.Event
 }
 
-func (m *memSink) Result(r runfile.Result) error {
+func (m *memSink) Result(r zdv1.Result) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.results = append(m.results, r)
 	return nil
 }
 
-func (m *memSink) Event(e runfile.Event) error {
+func (m *memSink) Event(e zdv1.Event) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.events = append(m.events, e)
 	return nil
 }
 
-func (m *memSink) snapshot() ([]runfile.Result, []runfile.Event) {
+func (m *memSink) snapshot() ([]zdv1.Result, []zdv1.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]runfile.Result(nil), m.results...), append([]runfile.Event(nil), m.events...)
+	return append([]zdv1.Result(nil), m.results...), append([]zdv1.Event(nil), m.events...)
 }

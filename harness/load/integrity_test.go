@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/load"
-	"zerodrop/harness/runfile"
 )
 
 // A server that resets every 5th request of each keep-alive connection after
@@ -66,7 +66,7 @@ func TestHiddenRetryIsDropped(t *testing.T) {
 		switch {
 		case seen[r.ID] >= 2:
 			twice++
-			if r.Retries < 1 || r.FailureKind() != runfile.ClassRetried || !strings.HasPrefix(r.RetryError, "reset: ") {
+			if r.Retries < 1 || r.FailureKind() != zdv1.ClassRetried || !strings.HasPrefix(r.RetryError, "reset: ") {
 				t.Errorf("%s: the server saw it %d times, result says retries %d, kind %q, retry error %q",
 					r.ID, seen[r.ID], r.Retries, r.FailureKind(), r.RetryError)
 			}
@@ -77,8 +77,8 @@ func TestHiddenRetryIsDropped(t *testing.T) {
 	if twice < 10 {
 		t.Fatalf("only %d of %d requests were re-sent by the transport; the test did not provoke the retry it is about", twice, len(results))
 	}
-	if sum.Dropped < int64(twice) || sum.ErrorClasses[runfile.ClassRetried] != int64(twice) {
-		t.Errorf("live tally: dropped %d, retried %d; want at least %d retried and dropped", sum.Dropped, sum.ErrorClasses[runfile.ClassRetried], twice)
+	if sum.Dropped < int64(twice) || sum.ErrorClasses[zdv1.ClassRetried] != int64(twice) {
+		t.Errorf("live tally: dropped %d, retried %d; want at least %d retried and dropped", sum.Dropped, sum.ErrorClasses[zdv1.ClassRetried], twice)
 	}
 	t.Logf("%d of %d requests re-sent by Go's transport, all counted as dropped", twice, len(results))
 }
@@ -104,7 +104,7 @@ func TestInFlightCapRecordsUnsent(t *testing.T) {
 	results, events := sink.snapshot()
 	var unsent int64
 	for _, e := range events {
-		if e.Type == runfile.Unsent {
+		if e.Type == zdv1.EventUnsent {
 			if !strings.Contains(e.Fields["reason"], "in-flight cap 10 reached") {
 				t.Errorf("unsent event reason %q", e.Fields["reason"])
 			}
@@ -118,7 +118,7 @@ func TestInFlightCapRecordsUnsent(t *testing.T) {
 		t.Errorf("results %d + unsent %d (events %d), want 200 due in all", len(results), sum.Unsent, unsent)
 	}
 	for _, r := range results {
-		if r.FailureKind() != runfile.ClassTimeout {
+		if r.FailureKind() != zdv1.ClassTimeout {
 			t.Errorf("%s: %q, want timeout", r.ID, r.FailureKind())
 		}
 	}

@@ -21,7 +21,7 @@
 //
 //   - A request sent late (the generator was descheduled, stopped or short
 //     of CPU) records its lag; one that would go out later than the lag
-//     bound (reports.LoadSettings.SendLagBound) is not sent at all, since
+//     bound (zdv1.LoadSettings.SendLagBound) is not sent at all, since
 //     a catch-up burst would hide the stall, and the gap is written as an
 //     "unsent" event.
 //   - Requests in flight are capped (WithMaxInFlight): memory stays bounded
@@ -33,7 +33,7 @@
 //     without that retry saw a failure, and on a cluster the retry often
 //     hides a pod killed mid-request, so every retry is recorded on the
 //     result with the error that caused it and the request counts as
-//     dropped (runfile.ClassRetried).
+//     dropped (zdv1.ClassRetried).
 //
 // The verdict (harness/verdict) turns lags, unsent spans and the sends per
 // second into a "load" check that no run passes with gaps.
@@ -50,11 +50,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 // Defaults.
@@ -90,14 +90,14 @@ var ErrAborted = errors.New("load aborted: requests in flight were abandoned")
 // ResultSink receives every result as it completes. *runfile.Writer is one.
 // It is called from a single goroutine.
 type ResultSink interface {
-	Result(runfile.Result) error
+	Result(zdv1.Result) error
 }
 
 // ResultFunc adapts a function to ResultSink.
-type ResultFunc func(runfile.Result) error
+type ResultFunc func(zdv1.Result) error
 
 // Result calls f(r).
-func (f ResultFunc) Result(r runfile.Result) error { return f(r) }
+func (f ResultFunc) Result(r zdv1.Result) error { return f(r) }
 
 type config struct {
 	targets        []string
@@ -157,7 +157,7 @@ func WithInsecureTLS() Option { return func(c *config) { c.insecure = true } }
 func WithMaxInFlight(n int) Option { return func(c *config) { c.maxInFlight = n } }
 
 // WithMaxSendLag sets the send-lag bound (default: three inter-request
-// intervals, at least 50 ms; see reports.LoadSettings.SendLagBound). A
+// intervals, at least 50 ms; see zdv1.LoadSettings.SendLagBound). A
 // request that would leave later than this after its due time is not sent.
 func WithMaxSendLag(d time.Duration) Option { return func(c *config) { c.maxLag = d } }
 
@@ -248,8 +248,8 @@ func New(opts ...Option) (*Load, error) {
 }
 
 // Settings describes the load for the run file header and the report.
-func (l *Load) Settings() reports.LoadSettings {
-	return reports.LoadSettings{
+func (l *Load) Settings() zdv1.LoadSettings {
+	return zdv1.LoadSettings{
 		Targets:        append([]string(nil), l.cfg.targets...),
 		Host:           l.cfg.host,
 		Rate:           l.cfg.rate,
@@ -324,7 +324,7 @@ type Running struct {
 
 	slots    chan struct{} // in-flight cap
 	inflight sync.WaitGroup
-	results  chan runfile.Result
+	results  chan zdv1.Result
 
 	mu      sync.Mutex
 	sum     Summary
@@ -366,7 +366,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 		slots:   make(chan struct{}, c.maxInFlight),
-		results: make(chan runfile.Result, resultBuffer),
+		results: make(chan zdv1.Result, resultBuffer),
 		sum: Summary{
 			Started:      time.Now(),
 			ErrorClasses: map[string]int64{},
@@ -375,7 +375,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 			ByPod:        map[string]int64{},
 		},
 	}
-	r.event(runfile.Event{Time: r.sum.Started, Source: runfile.SourceLoad, Type: runfile.LoadStart,
+	r.event(zdv1.Event{Time: r.sum.Started, Source: zdv1.SourceLoad, Type: zdv1.EventLoadStart,
 		Message: "load started", Fields: l.fields()})
 
 	go func() {
@@ -412,7 +412,7 @@ func (l *Load) fields() map[string]string {
 	return f
 }
 
-func (r *Running) event(e runfile.Event) {
+func (r *Running) event(e zdv1.Event) {
 	if r.events != nil {
 		// Losing a bookkeeping event must not stop the measurement; the
 		// run file's own write error surfaces through the result sink.
@@ -506,7 +506,7 @@ func (r *Running) flushUnsent(g *unsentSpan) {
 	r.mu.Lock()
 	r.sum.Unsent += g.n
 	r.mu.Unlock()
-	r.event(runfile.Event{Time: g.from, Source: runfile.SourceLoad, Type: runfile.Unsent,
+	r.event(zdv1.Event{Time: g.from, Source: zdv1.SourceLoad, Type: zdv1.EventUnsent,
 		Message: fmt.Sprintf("load generator did not send %d requests due %s to %s: %s",
 			g.n, g.from.Format("15:04:05.000"), g.to.Format("15:04:05.000"), g.reason),
 		Fields: map[string]string{
@@ -612,15 +612,15 @@ func (r *Running) Snapshot() Summary {
 }
 
 // count adds one result to the live tally. The tally follows the run file's
-// own rule (runfile.Result.FailureKind), so the live figures and the
+// own rule (zdv1.Result.FailureKind), so the live figures and the
 // verdict never disagree on what was dropped.
-func (s *Summary) count(res *runfile.Result, lagBound time.Duration) {
+func (s *Summary) count(res *zdv1.Result, lagBound time.Duration) {
 	s.Results++
 	if k := res.FailureKind(); k == "" {
 		s.OK++
 	} else {
 		s.Dropped++
-		if res.Status == 0 || k == runfile.ClassRetried {
+		if res.Status == 0 || k == zdv1.ClassRetried {
 			s.ErrorClasses[k]++
 		}
 	}
@@ -672,6 +672,6 @@ func (r *Running) consume(sink ResultSink) {
 		// The verdict judges whole seconds of the schedule up to here.
 		fields["last_due"] = lastDue.Format(time.RFC3339Nano)
 	}
-	r.event(runfile.Event{Time: sum.Ended, Source: runfile.SourceLoad, Type: runfile.LoadStop,
+	r.event(zdv1.Event{Time: sum.Ended, Source: zdv1.SourceLoad, Type: zdv1.EventLoadStop,
 		Message: "load stopped", Fields: fields})
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/load"
-	"zerodrop/harness/runfile"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -203,7 +203,7 @@ func TestSinkFailureStopsLoad(t *testing.T) {
 	var sum load.Summary
 	go func() {
 		defer close(done)
-		sum, err = l.Run(context.Background(), load.ResultFunc(func(runfile.Result) error {
+		sum, err = l.Run(context.Background(), load.ResultFunc(func(zdv1.Result) error {
 			if n++; n > 10 {
 				return errors.New("disk full")
 			}

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 )
 
 // TestCleanRun60s is the acceptance run: 60 s at 500 rps against the
@@ -26,9 +26,9 @@ func TestCleanRun60s(t *testing.T) {
 	}
 	settings := l.Settings()
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	w, err := runfile.Create(path, runfile.Meta{
-		Scenario: reports.ScenarioSpec{Name: "clean-60s-500rps", Role: reports.RoleAssertion,
-			Criteria: reports.Criteria{MaxDropped: reports.Int64(0), ExpectedClientIP: "127.0.0.1", MinRequests: 29_000}},
+	w, err := runfile.Create(path, zdv1.Header{
+		Scenario: zdv1.ScenarioSpec{Name: "clean-60s-500rps", Role: zdv1.RoleAssertion,
+			Criteria: zdv1.Criteria{MaxDropped: zdv1.Int64(0), ExpectedClientIP: "127.0.0.1", MinRequests: 29_000}},
 		Load: &settings,
 	})
 	if err != nil {
@@ -48,7 +48,7 @@ func TestCleanRun60s(t *testing.T) {
 	r := sc.Results
 	t.Logf("%d results at %.1f/s, %d dropped, p50 %.2fms p99 %.2fms max %.2fms, verdict %s",
 		r.Total, r.AchievedRate, r.Dropped, r.Latency.P50Ms, r.Latency.P99Ms, r.Latency.MaxMs, sc.Verdict.Status)
-	if sc.Verdict.Status != reports.Pass || r.Dropped != 0 || r.Total != sum.Results {
+	if sc.Verdict.Status != zdv1.Pass || r.Dropped != 0 || r.Total != sum.Results {
 		t.Fatalf("clean run: verdict %s, dropped %d, total %d (load counted %d): %+v", sc.Verdict.Status, r.Dropped, r.Total, sum.Results, sc.Verdict.Reasons)
 	}
 }

@@ -12,8 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // RequestIDHeader carries the unique id of every request.
@@ -132,7 +131,7 @@ type roundTripper struct {
 
 // do sends a GET to u with the given request id and returns its result (not
 // yet numbered: the caller sets Seq, Target and Lag).
-func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) runfile.Result {
+func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) zdv1.Result {
 	var a attempt
 	ctx, cancel := context.WithTimeoutCause(parent, rt.timeout, errRequestTimeout)
 	defer cancel()
@@ -149,7 +148,7 @@ func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) runfil
 	}
 	req = req.WithContext(ctx)
 
-	res := runfile.Result{ID: id, Time: time.Now()}
+	res := zdv1.Result{ID: id, Time: time.Now()}
 	resp, err := rt.base.RoundTrip(req)
 	var body []byte
 	if err == nil {

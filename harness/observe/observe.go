@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -166,9 +167,9 @@ func (o *Observer) Start(ctx context.Context) error {
 }
 
 func (o *Observer) emit(typ, object, msg string, fields map[string]string) {
-	_ = o.sink.Event(runfile.Event{
+	_ = o.sink.Event(zdv1.Event{
 		Time:    o.now(),
-		Source:  runfile.SourceKubernetes,
+		Source:  zdv1.SourceKubernetes,
 		Type:    typ,
 		Object:  object,
 		Message: msg,
@@ -221,20 +222,20 @@ func nodeChanges(name string, prev nodeState, known bool, now nodeState, deleted
 	}
 	switch {
 	case deleted:
-		return []change{{runfile.NodeRemoved, obj, "node object deleted", pool}}
+		return []change{{zdv1.EventNodeRemoved, obj, "node object deleted", pool}}
 	case !known:
-		return []change{{runfile.NodeAdded, obj, fmt.Sprintf("node registered (ready=%t)", now.ready), pool}}
+		return []change{{zdv1.EventNodeAdded, obj, fmt.Sprintf("node registered (ready=%t)", now.ready), pool}}
 	}
 	var out []change
 	if now.unschedulable != prev.unschedulable {
 		if now.unschedulable {
-			out = append(out, change{runfile.Cordon, obj, "node marked unschedulable", pool})
+			out = append(out, change{zdv1.EventCordon, obj, "node marked unschedulable", pool})
 		} else {
-			out = append(out, change{runfile.Uncordon, obj, "node marked schedulable", pool})
+			out = append(out, change{zdv1.EventUncordon, obj, "node marked schedulable", pool})
 		}
 	}
 	if now.ready != prev.ready {
-		out = append(out, change{runfile.Note, obj, fmt.Sprintf("node Ready condition %t -> %t", prev.ready, now.ready), pool})
+		out = append(out, change{zdv1.EventNote, obj, fmt.Sprintf("node Ready condition %t -> %t", prev.ready, now.ready), pool})
 	}
 	return out
 }
@@ -278,20 +279,20 @@ func podChanges(key string, prev podState, known bool, now podState, deleted boo
 		fields["node"] = now.node
 	}
 	if deleted {
-		return []change{{runfile.PodDeleted, obj, "pod object deleted", fields}}
+		return []change{{zdv1.EventPodDeleted, obj, "pod object deleted", fields}}
 	}
 	var out []change
 	if !known {
-		out = append(out, change{runfile.Note, obj, "pod created", fields})
+		out = append(out, change{zdv1.EventNote, obj, "pod created", fields})
 	}
 	if now.terminating && !prev.terminating {
-		out = append(out, change{runfile.PodTerminating, obj, "deletion requested: preStop and SIGTERM follow", fields})
+		out = append(out, change{zdv1.EventPodTerminating, obj, "deletion requested: preStop and SIGTERM follow", fields})
 	}
 	if now.ready != prev.ready && (known || now.ready) {
 		if now.ready {
-			out = append(out, change{runfile.PodReady, obj, "Ready condition true", fields})
+			out = append(out, change{zdv1.EventPodReady, obj, "Ready condition true", fields})
 		} else {
-			out = append(out, change{runfile.PodUnready, obj, "Ready condition false", fields})
+			out = append(out, change{zdv1.EventPodUnready, obj, "Ready condition false", fields})
 		}
 	}
 	return out
@@ -380,15 +381,15 @@ func endpointChanges(svc string, prev, now map[string]endpointState) []change {
 		isIn := hasN && n.Ready
 		switch {
 		case !wasIn && isIn:
-			out = append(out, change{runfile.EndpointAdded, obj, "endpoint ready: receives new connections", fields(n)})
+			out = append(out, change{zdv1.EventEndpointAdded, obj, "endpoint ready: receives new connections", fields(n)})
 		case wasIn && !isIn && hasN && n.Terminating && n.Serving:
-			out = append(out, change{runfile.EndpointTerminating, obj, "endpoint terminating but still serving (no new connections)", fields(n)})
+			out = append(out, change{zdv1.EventEndpointTerminating, obj, "endpoint terminating but still serving (no new connections)", fields(n)})
 		case wasIn && !isIn && hasN:
-			out = append(out, change{runfile.EndpointRemoved, obj, fmt.Sprintf("endpoint not ready (serving=%t terminating=%t)", n.Serving, n.Terminating), fields(n)})
+			out = append(out, change{zdv1.EventEndpointRemoved, obj, fmt.Sprintf("endpoint not ready (serving=%t terminating=%t)", n.Serving, n.Terminating), fields(n)})
 		case hadP && !hasN:
-			out = append(out, change{runfile.EndpointRemoved, obj, "endpoint gone from EndpointSlice", fields(p)})
+			out = append(out, change{zdv1.EventEndpointRemoved, obj, "endpoint gone from EndpointSlice", fields(p)})
 		case !wasIn && !isIn && hadP && hasN && p.Terminating && p.Serving && !n.Serving:
-			out = append(out, change{runfile.Note, obj, "terminating endpoint stopped serving", fields(n)})
+			out = append(out, change{zdv1.EventNote, obj, "terminating endpoint stopped serving", fields(n)})
 		}
 	}
 	return out

@@ -5,13 +5,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-
-	"zerodrop/harness/runfile"
 )
 
 func TestEndpointChanges(t *testing.T) {
@@ -24,15 +23,15 @@ func TestEndpointChanges(t *testing.T) {
 		prev, now map[string]endpointState
 		want      []string
 	}{
-		{"new ready endpoint", nil, map[string]endpointState{"p1": ready}, []string{runfile.EndpointAdded}},
+		{"new ready endpoint", nil, map[string]endpointState{"p1": ready}, []string{zdv1.EventEndpointAdded}},
 		{"new unready endpoint is not added", nil, map[string]endpointState{"p1": unready}, nil},
-		{"ready to terminating (KEP-1669)", map[string]endpointState{"p1": ready}, map[string]endpointState{"p1": terminating}, []string{runfile.EndpointTerminating}},
-		{"ready to unready", map[string]endpointState{"p1": ready}, map[string]endpointState{"p1": unready}, []string{runfile.EndpointRemoved}},
-		{"ready endpoint vanishes", map[string]endpointState{"p1": ready}, nil, []string{runfile.EndpointRemoved}},
-		{"terminating endpoint vanishes", map[string]endpointState{"p1": terminating}, nil, []string{runfile.EndpointRemoved}},
-		{"terminating stops serving", map[string]endpointState{"p1": terminating}, map[string]endpointState{"p1": gone}, []string{runfile.Note}},
+		{"ready to terminating (KEP-1669)", map[string]endpointState{"p1": ready}, map[string]endpointState{"p1": terminating}, []string{zdv1.EventEndpointTerminating}},
+		{"ready to unready", map[string]endpointState{"p1": ready}, map[string]endpointState{"p1": unready}, []string{zdv1.EventEndpointRemoved}},
+		{"ready endpoint vanishes", map[string]endpointState{"p1": ready}, nil, []string{zdv1.EventEndpointRemoved}},
+		{"terminating endpoint vanishes", map[string]endpointState{"p1": terminating}, nil, []string{zdv1.EventEndpointRemoved}},
+		{"terminating stops serving", map[string]endpointState{"p1": terminating}, map[string]endpointState{"p1": gone}, []string{zdv1.EventNote}},
 		{"no change", map[string]endpointState{"p1": ready}, map[string]endpointState{"p1": ready}, nil},
-		{"unready back to ready", map[string]endpointState{"p1": unready}, map[string]endpointState{"p1": ready}, []string{runfile.EndpointAdded}},
+		{"unready back to ready", map[string]endpointState{"p1": unready}, map[string]endpointState{"p1": ready}, []string{zdv1.EventEndpointAdded}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,11 +60,11 @@ func TestNodeChanges(t *testing.T) {
 		deleted bool
 		want    []string
 	}{
-		{"new node", nodeState{}, false, nodeState{ready: true}, false, []string{runfile.NodeAdded}},
-		{"cordon", nodeState{ready: true}, true, nodeState{ready: true, unschedulable: true}, false, []string{runfile.Cordon}},
-		{"uncordon", nodeState{ready: true, unschedulable: true}, true, nodeState{ready: true}, false, []string{runfile.Uncordon}},
-		{"not ready", nodeState{ready: true}, true, nodeState{}, false, []string{runfile.Note}},
-		{"deleted", nodeState{ready: true}, true, nodeState{ready: true}, true, []string{runfile.NodeRemoved}},
+		{"new node", nodeState{}, false, nodeState{ready: true}, false, []string{zdv1.EventNodeAdded}},
+		{"cordon", nodeState{ready: true}, true, nodeState{ready: true, unschedulable: true}, false, []string{zdv1.EventCordon}},
+		{"uncordon", nodeState{ready: true, unschedulable: true}, true, nodeState{ready: true}, false, []string{zdv1.EventUncordon}},
+		{"not ready", nodeState{ready: true}, true, nodeState{}, false, []string{zdv1.EventNote}},
+		{"deleted", nodeState{ready: true}, true, nodeState{ready: true}, true, []string{zdv1.EventNodeRemoved}},
 		{"heartbeat only", nodeState{ready: true}, true, nodeState{ready: true}, false, nil},
 	}
 	for _, tt := range tests {
@@ -92,11 +91,11 @@ func TestPodChanges(t *testing.T) {
 		deleted bool
 		want    []string
 	}{
-		{"created unready", podState{}, false, podState{node: "n1"}, false, []string{runfile.Note}},
-		{"created ready", podState{}, false, podState{node: "n1", ready: true}, false, []string{runfile.Note, runfile.PodReady}},
-		{"becomes ready", podState{node: "n1"}, true, podState{node: "n1", ready: true}, false, []string{runfile.PodReady}},
-		{"terminating and unready at once", podState{node: "n1", ready: true}, true, podState{node: "n1", terminating: true}, false, []string{runfile.PodTerminating, runfile.PodUnready}},
-		{"deleted", podState{node: "n1"}, true, podState{node: "n1"}, true, []string{runfile.PodDeleted}},
+		{"created unready", podState{}, false, podState{node: "n1"}, false, []string{zdv1.EventNote}},
+		{"created ready", podState{}, false, podState{node: "n1", ready: true}, false, []string{zdv1.EventNote, zdv1.EventPodReady}},
+		{"becomes ready", podState{node: "n1"}, true, podState{node: "n1", ready: true}, false, []string{zdv1.EventPodReady}},
+		{"terminating and unready at once", podState{node: "n1", ready: true}, true, podState{node: "n1", terminating: true}, false, []string{zdv1.EventPodTerminating, zdv1.EventPodUnready}},
+		{"deleted", podState{node: "n1"}, true, podState{node: "n1"}, true, []string{zdv1.EventPodDeleted}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,10 +114,10 @@ func TestPodChanges(t *testing.T) {
 
 type recorder struct {
 	mu     sync.Mutex
-	events []runfile.Event
+	events []zdv1.Event
 }
 
-func (r *recorder) Event(e runfile.Event) error {
+func (r *recorder) Event(e zdv1.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
@@ -175,7 +174,7 @@ func TestObserverBaselineAndChanges(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(t, runfile.Cordon, "node/w1")
+	rec.waitFor(t, zdv1.EventCordon, "node/w1")
 
 	f := false
 	slice = slice.DeepCopy()
@@ -183,7 +182,7 @@ func TestObserverBaselineAndChanges(t *testing.T) {
 	if _, err := client.DiscoveryV1().EndpointSlices("ns").Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(t, runfile.EndpointTerminating, "endpoint/ns/svc/p1")
+	rec.waitFor(t, zdv1.EventEndpointTerminating, "endpoint/ns/svc/p1")
 	if d := o.Describe(); d == "" {
 		t.Error("Describe is empty")
 	}

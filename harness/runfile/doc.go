@@ -1,45 +1,6 @@
-// Package runfile is the run file: one JSON-lines file per run holding
-// everything the harness measured (load results) and did or saw (events), on
-// one wall clock, streamed to disk as it happens.
-//
-// # Line format (schema "zerodrop.dev/runfile/v1")
-//
-// Every line is one JSON object terminated by '\n'. Its "kind" key, always
-// written first, says what the line is:
-//
-//	{"kind":"meta","schema":"zerodrop.dev/runfile/v1","run_id":"…","created":"…","tool_version":"…","scenario":{…},"load":{…}}
-//	{"kind":"result","seq":0,"id":"3f9c…-0","time":"…","latency_ns":912345,"status":200,"pod":"echo-1",…}
-//	{"kind":"event","time":"…","source":"harness","type":"cordon","object":"node/kind-worker"}
-//	{"kind":"end","time":"…","results":30000,"events":12}
-//
-// The kinds:
-//
-//   - meta: the first line, exactly once. "scenario" is a
-//     reports.ScenarioSpec (name, role, seeds, labels, config, criteria) and
-//     "load" a reports.LoadSettings, so a run can be re-analysed from the file
-//     alone.
-//   - result: one per request, in completion order (not send order). Fields:
-//     seq (load-local sequence, 0-based), id (the X-Request-Id sent), target
-//     (index into load.targets, omitted when 0), time (send time, RFC 3339
-//     with nanoseconds), latency_ns, status (HTTP status, 0 when there was no
-//     response), class (error class when status is 0: refused, reset,
-//     timeout, dns, other), error (the error text), reused (the client reused
-//     a kept-alive connection), lag_ns (how late after its scheduled time
-//     it was sent), retries and retry_error (attempts the HTTP client made
-//     on its own after a failed one, and that failure: such a request
-//     counts as dropped, class "retried"), and from the echo server's JSON
-//     body: pod, node, client_ip, ready, draining, conn_id, conn_request.
-//     Empty fields are omitted; ready and draining are omitted when the
-//     body did not say.
-//   - event: an Event (see the type) from the harness, Kubernetes, the LB or
-//     the load generator.
-//   - end: the last line, written by Close: end time, the number of result
-//     and event lines written, and "error" when the run broke. A file without
-//     an end line was cut short (the process was killed); everything before
-//     the cut is still valid.
-//
-// Readers skip lines of a kind they do not know, so new kinds can be added
-// without a schema bump; changing a field's meaning needs one.
+// Package runfile writes and reads the run file whose lines are defined in
+// zerodrop/apis/v1 (see its package comment for the format): one JSON-lines
+// file per run, streamed to disk as it happens.
 //
 // # Durability
 //

@@ -3,14 +3,14 @@ package runfile
 import (
 	"strconv"
 	"time"
-
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/jsonstr"
 )
 
 // appendResultLine encodes a result line without reflection: one per
 // request, so it is on the load generator's hot path. The output decodes
 // to the same values as encoding/json's (see TestAppendResultLine).
-func appendResultLine(b []byte, r *Result) []byte {
+func appendResultLine(b []byte, r *zdv1.Result) []byte {
 	b = append(b, `{"kind":"result","seq":`...)
 	b = strconv.AppendUint(b, r.Seq, 10)
 	b = append(b, `,"id":`...)

@@ -5,15 +5,16 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // reference is what encoding/json makes of a result line.
-func reference(t *testing.T, r *Result) map[string]any {
+func reference(t *testing.T, r *zdv1.Result) map[string]any {
 	t.Helper()
 	data, err := json.Marshal(struct {
 		Kind string `json:"kind"`
-		*Result
-	}{KindResult, r})
+		*zdv1.Result
+	}{zdv1.KindResult, r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func reference(t *testing.T, r *Result) map[string]any {
 	return m
 }
 
-func checkEncode(t *testing.T, r *Result) {
+func checkEncode(t *testing.T, r *zdv1.Result) {
 	t.Helper()
 	line := appendResultLine(nil, r)
 	var got map[string]any
@@ -35,7 +36,7 @@ func checkEncode(t *testing.T, r *Result) {
 		t.Fatalf("appendResultLine = %s\ndecodes to %v\nencoding/json gives %v", line, got, want)
 	}
 	rec, err := decodeLine(line)
-	if err != nil || rec.Result == nil || rec.Kind != KindResult {
+	if err != nil || rec.Result == nil || rec.Kind != zdv1.KindResult {
 		t.Fatalf("reader cannot decode %s: %v", line, err)
 	}
 }
@@ -43,11 +44,11 @@ func checkEncode(t *testing.T, r *Result) {
 func TestAppendResultLine(t *testing.T) {
 	tr, fa := true, false
 	loc := time.FixedZone("x", 3600)
-	for _, r := range []Result{
+	for _, r := range []zdv1.Result{
 		{},
 		{Seq: 1, ID: "a-1", Time: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC), Latency: 12345, Status: 200},
 		{Seq: 1 << 62, ID: "a", Target: 3, Time: time.Date(2025, 1, 2, 3, 4, 5, 0, loc), Latency: -1, Status: 503, Reused: true},
-		{ID: "x", Class: ClassReset, Error: "Get \"http://127.0.0.1:1/\": read: connection reset by peer\n\t<>&\x01\x7f"},
+		{ID: "x", Class: zdv1.ClassReset, Error: "Get \"http://127.0.0.1:1/\": read: connection reset by peer\n\t<>&\x01\x7f"},
 		{Pod: "p", Node: "n", ClientIP: "::1", Ready: &tr, Draining: &fa, ConnID: "c-1", ConnRequest: 9},
 		{Error: "bad \xff utf8 \u2028 \u2029 é 日本"},
 	} {
@@ -60,7 +61,7 @@ func FuzzAppendResultLine(f *testing.F) {
 	f.Add(uint64(0), "\x00\"\\", "\xff\xfe", "\u2028", int64(-5), 0, false, int64(0))
 	f.Fuzz(func(t *testing.T, seq uint64, id, errText, pod string, lat int64, status int, b bool, ns int64) {
 		ts := time.Unix(0, ns).UTC() // years 1677-2262: within what encoding/json accepts
-		r := Result{Seq: seq, ID: id, Time: ts, Latency: time.Duration(lat), Status: status, Error: errText, Pod: pod,
+		r := zdv1.Result{Seq: seq, ID: id, Time: ts, Latency: time.Duration(lat), Status: status, Error: errText, Pod: pod,
 			Reused: b, Ready: &b, ConnRequest: status}
 		checkEncode(t, &r)
 	})
@@ -68,7 +69,7 @@ func FuzzAppendResultLine(f *testing.F) {
 
 func BenchmarkResultLine(b *testing.B) {
 	tr, fa := true, false
-	r := Result{Seq: 1234, ID: "2fcb62ac95a3-214", Time: time.Now(), Latency: 123456, Status: 200, Reused: true,
+	r := zdv1.Result{Seq: 1234, ID: "2fcb62ac95a3-214", Time: time.Now(), Latency: 123456, Status: 200, Reused: true,
 		Pod: "echo-0", Node: "node-0", ClientIP: "127.0.0.1", Ready: &tr, Draining: &fa, ConnID: "a1b2c3d4-17", ConnRequest: 42}
 	b.Run("append", func(b *testing.B) {
 		var buf []byte
@@ -80,8 +81,8 @@ func BenchmarkResultLine(b *testing.B) {
 		for range b.N {
 			if _, err := json.Marshal(struct {
 				Kind string `json:"kind"`
-				*Result
-			}{KindResult, &r}); err != nil {
+				*zdv1.Result
+			}{zdv1.KindResult, &r}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,130 +1,19 @@
 package runfile
 
-import (
-	"strconv"
-	"time"
-
-	"zerodrop/reports"
-)
-
-// Schema identifies the line format documented in the package comment.
-const Schema = "zerodrop.dev/runfile/v1"
-
-// Line kinds.
-const (
-	KindMeta   = "meta"
-	KindResult = "result"
-	KindEvent  = "event"
-	KindEnd    = "end"
-)
-
-// Error classes of a result without an HTTP response.
-const (
-	// ClassRefused: the connection was refused (ECONNREFUSED).
-	ClassRefused = "refused"
-	// ClassReset: the peer reset or closed the connection before a complete
-	// response (ECONNRESET, EPIPE, ECONNABORTED, unexpected EOF).
-	ClassReset = "reset"
-	// ClassTimeout: no complete response within the per-request timeout.
-	ClassTimeout = "timeout"
-	// ClassDNS: the target host name did not resolve.
-	ClassDNS = "dns"
-	// ClassOther: anything else (TLS, malformed response, ...).
-	ClassOther = "other"
-	// ClassRetried: the HTTP client re-sent the request on its own after
-	// an attempt failed (Go's transport re-sends an idempotent request when
-	// a reused connection breaks). Whatever the last attempt got, a client
-	// without that retry saw the failure, so the request counts as dropped;
-	// retry_error says what the failed attempt met.
-	ClassRetried = "retried"
-)
-
-// Meta is the header line: what the run is, so the file can be analysed on
-// its own.
-type Meta struct {
-	Schema      string                `json:"schema"`
-	RunID       string                `json:"run_id"`
-	Created     time.Time             `json:"created"`
-	ToolVersion string                `json:"tool_version,omitempty"`
-	Scenario    reports.ScenarioSpec  `json:"scenario"`
-	Load        *reports.LoadSettings `json:"load,omitempty"`
-}
-
-// Result is one request's outcome. See the package comment for the fields.
-type Result struct {
-	Seq         uint64        `json:"seq"`
-	ID          string        `json:"id"`
-	Target      int           `json:"target,omitempty"`
-	Time        time.Time     `json:"time"`
-	Latency     time.Duration `json:"latency_ns"`
-	Status      int           `json:"status"`
-	Class       string        `json:"class,omitempty"`
-	Error       string        `json:"error,omitempty"`
-	Reused      bool          `json:"reused,omitempty"`
-	Pod         string        `json:"pod,omitempty"`
-	Node        string        `json:"node,omitempty"`
-	ClientIP    string        `json:"client_ip,omitempty"`
-	Ready       *bool         `json:"ready,omitempty"`
-	Draining    *bool         `json:"draining,omitempty"`
-	ConnID      string        `json:"conn_id,omitempty"`
-	ConnRequest int           `json:"conn_request,omitempty"`
-	// Lag is how long after its scheduled (due) time the request was sent:
-	// due = Time - Lag. A constant-rate load that sends late was not
-	// measuring during the delay.
-	Lag time.Duration `json:"lag_ns,omitempty"`
-	// Retries counts the attempts the HTTP client made on its own after
-	// the first one failed; RetryError is what the first failed attempt
-	// met.
-	Retries    int    `json:"retries,omitempty"`
-	RetryError string `json:"retry_error,omitempty"`
-}
-
-// OK reports whether the request got a 2xx response on its first attempt.
-// A 2xx that needed a hidden retry is not OK: see ClassRetried.
-func (r *Result) OK() bool { return r.Status >= 200 && r.Status <= 299 && r.Retries == 0 }
-
-// Due is when the load generator was scheduled to send the request.
-func (r *Result) Due() time.Time { return r.Time.Add(-r.Lag) }
-
-// FailureKind is "" for a 2xx result, the error class for a request without
-// a response, and "http-NNN" for any other status.
-func (r *Result) FailureKind() string {
-	switch {
-	case r.OK():
-		return ""
-	case r.Retries > 0 && r.Status >= 200 && r.Status <= 299:
-		return ClassRetried
-	case r.Status == 0:
-		if r.Class == "" {
-			return ClassOther
-		}
-		return r.Class
-	default:
-		return "http-" + strconv.Itoa(r.Status)
-	}
-}
-
-// End is the last line of a run file that was closed properly.
-type End struct {
-	Time    time.Time `json:"time"`
-	Results int64     `json:"results"`
-	Events  int64     `json:"events"`
-	// Error says why the run broke; empty for a clean run.
-	Error string `json:"error,omitempty"`
-}
+import zdv1 "zerodrop/apis/v1"
 
 // Line wrappers put "kind" first so the reader can dispatch on a prefix.
 type (
 	metaLine struct {
 		Kind string `json:"kind"`
-		*Meta
+		*zdv1.Header
 	}
 	eventLine struct {
 		Kind string `json:"kind"`
-		*Event
+		*zdv1.Event
 	}
 	endLine struct {
 		Kind string `json:"kind"`
-		*End
+		*zdv1.End
 	}
 )

@@ -8,17 +8,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	zdv1 "zerodrop/apis/v1"
 )
 
-// Record is one decoded line. Exactly one of Meta, Result, Event, End is set
+// Record is one decoded line. Exactly one of Header, Result, Event, End is set
 // for the known kinds; lines of unknown kinds have only Kind and Line.
 type Record struct {
 	Kind   string
 	Line   int // 1-based line number
-	Meta   *Meta
-	Result *Result
-	Event  *Event
-	End    *End
+	Header *zdv1.Header
+	Result *zdv1.Result
+	Event  *zdv1.Event
+	End    *zdv1.End
 }
 
 // Reader decodes a run file line by line, holding only the current line in
@@ -89,17 +90,17 @@ func decodeLine(data []byte) (Record, error) {
 	// kinds decode in one pass.
 	switch {
 	case bytes.HasPrefix(data, prefixResult):
-		var res Result
+		var res zdv1.Result
 		if err := json.Unmarshal(data, &res); err != nil {
 			return Record{}, fmt.Errorf("decode result line: %w", err)
 		}
-		return Record{Kind: KindResult, Result: &res}, nil
+		return Record{Kind: zdv1.KindResult, Result: &res}, nil
 	case bytes.HasPrefix(data, prefixEvent):
-		var ev Event
+		var ev zdv1.Event
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return Record{}, fmt.Errorf("decode event line: %w", err)
 		}
-		return Record{Kind: KindEvent, Event: &ev}, nil
+		return Record{Kind: zdv1.KindEvent, Event: &ev}, nil
 	}
 	var k struct {
 		Kind string `json:"kind"`
@@ -110,17 +111,17 @@ func decodeLine(data []byte) (Record, error) {
 	rec := Record{Kind: k.Kind}
 	var target any
 	switch k.Kind {
-	case KindMeta:
-		rec.Meta = &Meta{}
-		target = rec.Meta
-	case KindResult:
-		rec.Result = &Result{}
+	case zdv1.KindMeta:
+		rec.Header = &zdv1.Header{}
+		target = rec.Header
+	case zdv1.KindResult:
+		rec.Result = &zdv1.Result{}
 		target = rec.Result
-	case KindEvent:
-		rec.Event = &Event{}
+	case zdv1.KindEvent:
+		rec.Event = &zdv1.Event{}
 		target = rec.Event
-	case KindEnd:
-		rec.End = &End{}
+	case zdv1.KindEnd:
+		rec.End = &zdv1.End{}
 		target = rec.End
 	case "":
 		return Record{}, errors.New(`line has no "kind"`)
@@ -158,20 +159,20 @@ func ReadFile(path string, fn func(Record) error) (truncated bool, err error) {
 
 // ReadMeta returns the meta line of the run file at path, which must be its
 // first record.
-func ReadMeta(path string) (Meta, error) {
+func ReadMeta(path string) (zdv1.Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Meta{}, fmt.Errorf("open run file: %w", err)
+		return zdv1.Header{}, fmt.Errorf("open run file: %w", err)
 	}
 	defer f.Close()
 	rec, err := NewReader(f, path).Next()
 	switch {
 	case errors.Is(err, io.EOF):
-		return Meta{}, fmt.Errorf("run file %s is empty: no meta line", path)
+		return zdv1.Header{}, fmt.Errorf("run file %s is empty: no meta line", path)
 	case err != nil:
-		return Meta{}, err
-	case rec.Meta == nil:
-		return Meta{}, fmt.Errorf("run file %s starts with a %q line, not meta", path, rec.Kind)
+		return zdv1.Header{}, err
+	case rec.Header == nil:
+		return zdv1.Header{}, fmt.Errorf("run file %s starts with a %q line, not meta", path, rec.Kind)
 	}
-	return *rec.Meta, nil
+	return *rec.Header, nil
 }

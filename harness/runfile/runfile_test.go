@@ -11,8 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 func readAll(t *testing.T, r io.Reader) ([]Record, bool) {
@@ -35,20 +34,20 @@ func TestRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 	ready := false
-	w, err := NewWriter(&buf, Meta{
+	w, err := NewWriter(&buf, zdv1.Header{
 		RunID:    "r1",
-		Scenario: reports.ScenarioSpec{Name: "s", Role: reports.RoleAssertion, Criteria: reports.Criteria{MaxDropped: reports.Int64(0)}},
-		Load:     &reports.LoadSettings{Targets: []string{"http://127.0.0.1:1/"}, Rate: 5},
+		Scenario: zdv1.ScenarioSpec{Name: "s", Role: zdv1.RoleAssertion, Criteria: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}},
+		Load:     &zdv1.LoadSettings{Targets: []string{"http://127.0.0.1:1/"}, Rate: 5},
 	}, WithClock(func() time.Time { return t0 }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Result{Seq: 7, ID: "r1-7", Time: t0, Latency: 1500 * time.Microsecond, Status: 200, Pod: "p", Node: "n",
+	want := zdv1.Result{Seq: 7, ID: "r1-7", Time: t0, Latency: 1500 * time.Microsecond, Status: 200, Pod: "p", Node: "n",
 		ClientIP: "127.0.0.1", Ready: &ready, ConnID: "c", ConnRequest: 3, Reused: true}
 	if err := w.Result(want); err != nil {
 		t.Fatal(err)
 	}
-	ev := Event{Time: t0, Source: SourceHarness, Type: Cordon, Object: "node/a", Fields: map[string]string{"k": "v"}}
+	ev := zdv1.Event{Time: t0, Source: zdv1.SourceHarness, Type: zdv1.EventCordon, Object: "node/a", Fields: map[string]string{"k": "v"}}
 	if err := w.Event(ev); err != nil {
 		t.Fatal(err)
 	}
@@ -62,16 +61,16 @@ func TestRoundTrip(t *testing.T) {
 	if len(recs) != 4 {
 		t.Fatalf("got %d records, want 4:\n%s", len(recs), buf.String())
 	}
-	if m := recs[0].Meta; m == nil || m.Schema != Schema || m.RunID != "r1" || m.Scenario.Name != "s" ||
+	if m := recs[0].Header; m == nil || m.Schema != zdv1.RunFileSchema || m.RunID != "r1" || m.Scenario.Name != "s" ||
 		m.Load.Rate != 5 || *m.Scenario.Criteria.MaxDropped != 0 || !m.Created.Equal(t0) {
-		t.Errorf("meta = %+v", recs[0].Meta)
+		t.Errorf("meta = %+v", recs[0].Header)
 	}
 	got := recs[1].Result
 	if got == nil || got.ID != want.ID || got.Latency != want.Latency || !got.Time.Equal(t0) || got.Ready == nil || *got.Ready ||
 		got.Draining != nil || got.ConnRequest != 3 || !got.Reused || got.ClientIP != "127.0.0.1" {
 		t.Errorf("result = %+v, want %+v", got, want)
 	}
-	if e := recs[2].Event; e == nil || e.Type != Cordon || e.Object != "node/a" || e.Fields["k"] != "v" {
+	if e := recs[2].Event; e == nil || e.Type != zdv1.EventCordon || e.Object != "node/a" || e.Fields["k"] != "v" {
 		t.Errorf("event = %+v", recs[2].Event)
 	}
 	if e := recs[3].End; e == nil || e.Results != 1 || e.Events != 1 || e.Error != "" {
@@ -132,7 +131,7 @@ func TestReaderTolerance(t *testing.T) {
 
 func TestConcurrentWriters(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Meta{}, WithFlushInterval(time.Millisecond))
+	w, err := NewWriter(&buf, zdv1.Header{}, WithFlushInterval(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,9 +144,9 @@ func TestConcurrentWriters(t *testing.T) {
 			for i := range each {
 				var err error
 				if p%2 == 0 {
-					err = w.Result(Result{Seq: uint64(p*each + i), ID: fmt.Sprint(p, "-", i), Time: time.Now(), Status: 200})
+					err = w.Result(zdv1.Result{Seq: uint64(p*each + i), ID: fmt.Sprint(p, "-", i), Time: time.Now(), Status: 200})
 				} else {
-					err = w.Event(Event{Source: SourceHarness, Type: Note, Message: fmt.Sprint(p, "-", i)})
+					err = w.Event(zdv1.Event{Source: zdv1.SourceHarness, Type: zdv1.EventNote, Message: fmt.Sprint(p, "-", i)})
 				}
 				if err != nil {
 					t.Error(err)
@@ -164,9 +163,9 @@ func TestConcurrentWriters(t *testing.T) {
 	var results, events int
 	for _, r := range recs {
 		switch r.Kind {
-		case KindResult:
+		case zdv1.KindResult:
 			results++
-		case KindEvent:
+		case zdv1.KindEvent:
 			events++
 			if r.Event.Time.IsZero() {
 				t.Fatal("event time was not defaulted")
@@ -185,19 +184,19 @@ func TestConcurrentWriters(t *testing.T) {
 // interval without Close.
 func TestPeriodicFlushWithoutClose(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	w, err := Create(path, Meta{}, WithFlushInterval(20*time.Millisecond))
+	w, err := Create(path, zdv1.Header{}, WithFlushInterval(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.Result(Result{ID: "a", Time: time.Now(), Status: 200}); err != nil {
+	if err := w.Result(zdv1.Result{ID: "a", Time: time.Now(), Status: 200}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var n int
 		trunc, err := ReadFile(path, func(r Record) error {
-			if r.Kind == KindResult {
+			if r.Kind == zdv1.KindResult {
 				n++
 			}
 			return nil
@@ -218,14 +217,14 @@ func TestPeriodicFlushWithoutClose(t *testing.T) {
 func TestWriterErrors(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.jsonl")
-	w, err := Create(path, Meta{})
+	w, err := Create(path, zdv1.Header{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Create(path, Meta{}); err == nil || !errors.Is(err, os.ErrExist) {
+	if _, err := Create(path, zdv1.Header{}); err == nil || !errors.Is(err, os.ErrExist) {
 		t.Errorf("second Create = %v, want ErrExist", err)
 	}
-	if err := w.Event(Event{Source: SourceHarness}); err == nil {
+	if err := w.Event(zdv1.Event{Source: zdv1.SourceHarness}); err == nil {
 		t.Error("event without type accepted")
 	}
 	if err := w.CloseWithError(errors.New("load broke")); err != nil {
@@ -234,10 +233,10 @@ func TestWriterErrors(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Close = %v, want ErrClosed", err)
 	}
-	if err := w.Result(Result{}); !errors.Is(err, ErrClosed) {
-		t.Errorf("Result after Close = %v, want ErrClosed", err)
+	if err := w.Result(zdv1.Result{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("zdv1.Result after Close = %v, want ErrClosed", err)
 	}
-	var end *End
+	var end *zdv1.End
 	if _, err := ReadFile(path, func(r Record) error {
 		if r.End != nil {
 			end = r.End
@@ -261,15 +260,15 @@ func (f *failWriter) Write(p []byte) (int, error) {
 }
 
 func TestWriteErrorIsSticky(t *testing.T) {
-	w, err := NewWriter(&failWriter{n: 1}, Meta{}, WithFlushInterval(0))
+	w, err := NewWriter(&failWriter{n: 1}, zdv1.Header{}, WithFlushInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Result(Result{ID: "a"}); err == nil || !strings.Contains(err.Error(), "disk full") {
-		t.Fatalf("Result = %v, want disk full", err)
+	if err := w.Result(zdv1.Result{ID: "a"}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("zdv1.Result = %v, want disk full", err)
 	}
-	if err := w.Event(Event{Source: "harness", Type: Note}); err == nil || !strings.Contains(err.Error(), "disk full") {
-		t.Fatalf("Event after failure = %v, want the sticky disk full error", err)
+	if err := w.Event(zdv1.Event{Source: "harness", Type: zdv1.EventNote}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("zdv1.Event after failure = %v, want the sticky disk full error", err)
 	}
 	if err := w.Close(); err == nil {
 		t.Fatal("Close after write failure returned nil")
@@ -278,15 +277,15 @@ func TestWriteErrorIsSticky(t *testing.T) {
 
 func TestFailureKind(t *testing.T) {
 	tests := []struct {
-		r    Result
+		r    zdv1.Result
 		want string
 	}{
-		{Result{Status: 200}, ""},
-		{Result{Status: 204}, ""},
-		{Result{Status: 503}, "http-503"},
-		{Result{Status: 301}, "http-301"},
-		{Result{Class: ClassRefused}, ClassRefused},
-		{Result{}, ClassOther},
+		{zdv1.Result{Status: 200}, ""},
+		{zdv1.Result{Status: 204}, ""},
+		{zdv1.Result{Status: 503}, "http-503"},
+		{zdv1.Result{Status: 301}, "http-301"},
+		{zdv1.Result{Class: zdv1.ClassRefused}, zdv1.ClassRefused},
+		{zdv1.Result{}, zdv1.ClassOther},
 	}
 	for _, tc := range tests {
 		if got := tc.r.FailureKind(); got != tc.want {
@@ -298,7 +297,7 @@ func TestFailureKind(t *testing.T) {
 func TestReadMeta(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.jsonl")
-	w, err := Create(path, Meta{RunID: "m1", Scenario: reports.ScenarioSpec{Name: "x"}})
+	w, err := Create(path, zdv1.Header{RunID: "m1", Scenario: zdv1.ScenarioSpec{Name: "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,13 +340,13 @@ func FuzzReader(f *testing.F) {
 
 func TestEventsAreRedacted(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Meta{RunID: "r"})
+	w, err := NewWriter(&buf, zdv1.Header{RunID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWc"
 	fields := map[string]string{"authorization": "Bearer " + token, "node": "w1"}
-	if err := w.Event(Event{Source: SourceHarness, Type: Note, Message: "kubectl said: Authorization: Bearer " + token, Fields: fields}); err != nil {
+	if err := w.Event(zdv1.Event{Source: zdv1.SourceHarness, Type: zdv1.EventNote, Message: "kubectl said: Authorization: Bearer " + token, Fields: fields}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

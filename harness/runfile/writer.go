@@ -11,8 +11,7 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // DefaultFlushInterval bounds how much a killed run can lose.
@@ -63,7 +62,7 @@ func WithClock(now func() time.Time) WriterOption {
 
 // Create creates a new run file at path and writes its meta line. It refuses
 // to overwrite an existing file, since that would destroy a measurement.
-func Create(path string, meta Meta, opts ...WriterOption) (*Writer, error) {
+func Create(path string, meta zdv1.Header, opts ...WriterOption) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create run file: %w (choose a new output path or remove the old run)", err)
@@ -79,16 +78,16 @@ func Create(path string, meta Meta, opts ...WriterOption) (*Writer, error) {
 
 // NewWriter writes a run file to dst, starting with the meta line. Close
 // does not close dst.
-func NewWriter(dst io.Writer, meta Meta, opts ...WriterOption) (*Writer, error) {
+func NewWriter(dst io.Writer, meta zdv1.Header, opts ...WriterOption) (*Writer, error) {
 	return newWriter(dst, nil, "run file", meta, opts...)
 }
 
-func newWriter(dst io.Writer, file *os.File, name string, meta Meta, opts ...WriterOption) (*Writer, error) {
+func newWriter(dst io.Writer, file *os.File, name string, meta zdv1.Header, opts ...WriterOption) (*Writer, error) {
 	cfg := writerConfig{flushEvery: DefaultFlushInterval, now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	meta.Schema = Schema
+	meta.Schema = zdv1.RunFileSchema
 	if meta.RunID == "" {
 		meta.RunID = NewRunID()
 	}
@@ -101,7 +100,7 @@ func newWriter(dst io.Writer, file *os.File, name string, meta Meta, opts ...Wri
 		name: name,
 		now:  cfg.now,
 	}
-	line, err := json.Marshal(metaLine{Kind: KindMeta, Meta: &meta})
+	line, err := json.Marshal(metaLine{Kind: zdv1.KindMeta, Header: &meta})
 	if err != nil {
 		return nil, fmt.Errorf("encode meta line of %s: %w", name, err)
 	}
@@ -144,8 +143,8 @@ func (w *Writer) flushLoop(every time.Duration) {
 	}
 }
 
-// Result appends a result line.
-func (w *Writer) Result(r Result) error {
+// zdv1.Result appends a result line.
+func (w *Writer) Result(r zdv1.Result) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// One line per request: encoded by hand into a reused buffer.
@@ -153,9 +152,9 @@ func (w *Writer) Result(r Result) error {
 	return w.writeLocked(w.scratch, &w.results)
 }
 
-// Event appends an event line; it makes Writer an EventSink. A zero Time is
+// zdv1.Event appends an event line; it makes Writer an EventSink. A zero Time is
 // set to now; Source and Type are required.
-func (w *Writer) Event(e Event) error {
+func (w *Writer) Event(e zdv1.Event) error {
 	if e.Type == "" || e.Source == "" {
 		return fmt.Errorf("event for %s needs a source and a type, got source %q type %q", w.name, e.Source, e.Type)
 	}
@@ -166,15 +165,15 @@ func (w *Writer) Event(e Event) error {
 	// can carry tokens or kubeconfigs; a run file is shared as evidence, so
 	// they are redacted on the way in. Fields is copied: the caller's map
 	// stays as it was.
-	e.Message = reports.RedactString(e.Message)
+	e.Message = zdv1.RedactString(e.Message)
 	if len(e.Fields) > 0 {
 		f := make(map[string]string, len(e.Fields))
 		for k, v := range e.Fields {
-			f[k] = reports.RedactValue(k, v)
+			f[k] = zdv1.RedactValue(k, v)
 		}
 		e.Fields = f
 	}
-	line, err := json.Marshal(eventLine{Kind: KindEvent, Event: &e})
+	line, err := json.Marshal(eventLine{Kind: zdv1.KindEvent, Event: &e})
 	if err != nil {
 		return fmt.Errorf("encode event %s for %s: %w", e.Type, w.name, err)
 	}
@@ -256,13 +255,13 @@ func (w *Writer) CloseWithError(runErr error) error {
 		return ErrClosed
 	}
 	w.closed = true
-	end := End{Time: w.now(), Results: w.results, Events: w.events}
+	end := zdv1.End{Time: w.now(), Results: w.results, Events: w.events}
 	if runErr != nil {
 		end.Error = runErr.Error()
 	}
 	var errs []error
 	if w.err == nil {
-		line, err := json.Marshal(endLine{Kind: KindEnd, End: &end})
+		line, err := json.Marshal(endLine{Kind: zdv1.KindEnd, End: &end})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("encode end line of %s: %w", w.name, err))
 		} else if _, err := w.bw.Write(append(line, '\n')); err != nil {

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +40,6 @@ import (
 	"zerodrop/harness/observe"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 )
 
 // Env is what every scenario of a suite run shares.
@@ -90,7 +90,7 @@ func (e *Env) defaults() {
 // Spec is one scenario run: what it is (the report's ScenarioSpec), the
 // workload it deploys and how the load is sent.
 type Spec struct {
-	reports.ScenarioSpec
+	zdv1.ScenarioSpec
 	// Workload builds the echo-server Deployment, Service and PDB.
 	Workload []fixtures.Option
 	// KeepAlive turns connection reuse by the load generator on or off
@@ -293,7 +293,7 @@ func (r *Run) step(msg string, kv ...any) { r.log.Info(msg, kv...) }
 // its own scenario's (a namespace reused by an earlier run on the same LB
 // included).
 func lbEventsOf(service string, since time.Time, sink runfile.EventSink) runfile.EventSink {
-	return runfile.EventFunc(func(e runfile.Event) error {
+	return runfile.EventFunc(func(e zdv1.Event) error {
 		if e.Fields["service"] != service || e.Time.Before(since) {
 			return nil
 		}
@@ -352,7 +352,7 @@ func (r *Run) ExpectPods(ctx context.Context) ([]corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = r.SetCriteria("expect the workload's pods to serve", func(c *reports.Criteria) {
+	err = r.SetCriteria("expect the workload's pods to serve", func(c *zdv1.Criteria) {
 		seen := map[string]bool{}
 		for _, p := range c.ExpectedPods {
 			seen[p] = true
@@ -372,7 +372,7 @@ func (r *Run) ExpectPods(ctx context.Context) ([]corev1.Pod, error) {
 // unready) and records the complete criteria in the run file as a criteria
 // event. The verdict reads the criteria from the run file alone, so
 // re-analysing it gives the suite's verdict. why says what changed.
-func (r *Run) SetCriteria(why string, change func(*reports.Criteria)) error {
+func (r *Run) SetCriteria(why string, change func(*zdv1.Criteria)) error {
 	if r.finished {
 		return fmt.Errorf("scenario %s: criteria set after the run finished: %s", r.Spec.Name, why)
 	}
@@ -381,8 +381,8 @@ func (r *Run) SetCriteria(why string, change func(*reports.Criteria)) error {
 	if err != nil {
 		return fmt.Errorf("scenario %s: encode criteria: %w", r.Spec.Name, err)
 	}
-	if err := r.sink.Event(runfile.Event{Time: time.Now(), Source: runfile.SourceHarness, Type: runfile.Criteria,
-		Object: "scenario/" + r.Spec.Name, Message: why, Fields: map[string]string{runfile.CriteriaField: string(b)}}); err != nil {
+	if err := r.sink.Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventCriteria,
+		Object: "scenario/" + r.Spec.Name, Message: why, Fields: map[string]string{zdv1.CriteriaField: string(b)}}); err != nil {
 		return fmt.Errorf("scenario %s: record criteria (%s): %w", r.Spec.Name, why, err)
 	}
 	return nil
@@ -390,9 +390,9 @@ func (r *Run) SetCriteria(why string, change func(*reports.Criteria)) error {
 
 // Finish stops the load, closes the run file, computes the verdict and
 // writes scenario.json beside the run file.
-func (r *Run) Finish(ctx context.Context) (reports.Scenario, error) {
+func (r *Run) Finish(ctx context.Context) (zdv1.Scenario, error) {
 	if r.finished {
-		return reports.Scenario{}, errors.New("scenario already finished")
+		return zdv1.Scenario{}, errors.New("scenario already finished")
 	}
 	r.finished = true
 	var loadErr error
@@ -406,13 +406,13 @@ func (r *Run) Finish(ctx context.Context) (reports.Scenario, error) {
 	if loadErr != nil {
 		_ = r.w.CloseWithError(loadErr)
 	} else if err := r.w.Close(); err != nil {
-		return reports.Scenario{}, fmt.Errorf("scenario %s: close run file: %w", r.Spec.Name, err)
+		return zdv1.Scenario{}, fmt.Errorf("scenario %s: close run file: %w", r.Spec.Name, err)
 	}
 	// The criteria are the run file's own (header, then criteria events):
 	// exactly what `zerodrop analyze` reads back.
 	sc, err := verdict.AnalyzeFile(ctx, r.RunFile, verdict.WithRunFileName("run.jsonl"))
 	if err != nil {
-		return reports.Scenario{}, fmt.Errorf("scenario %s: analyze %s: %w", r.Spec.Name, r.RunFile, err)
+		return zdv1.Scenario{}, fmt.Errorf("scenario %s: analyze %s: %w", r.Spec.Name, r.RunFile, err)
 	}
 	sc.RunFile = filepath.Join(DirName(r.Spec.Name), "run.jsonl")
 	if err := writeJSON(filepath.Join(r.Dir, "scenario.json"), sc); err != nil {
@@ -549,8 +549,8 @@ func (r *Run) Events() runfile.EventSink { return r.sink }
 
 // createRunFile creates the run file and sends the events held so far to
 // it.
-func (r *Run) createRunFile(settings *reports.LoadSettings) error {
-	w, err := runfile.Create(r.RunFile, runfile.Meta{
+func (r *Run) createRunFile(settings *zdv1.LoadSettings) error {
+	w, err := runfile.Create(r.RunFile, zdv1.Header{
 		RunID: runfile.NewRunID(), ToolVersion: r.Env.ToolVersion, Scenario: r.Spec.ScenarioSpec, Load: settings,
 	})
 	if err != nil {
@@ -563,11 +563,11 @@ func (r *Run) createRunFile(settings *reports.LoadSettings) error {
 // deferredSink holds events until the run file exists, then forwards them.
 type deferredSink struct {
 	mu  sync.Mutex
-	buf []runfile.Event
+	buf []zdv1.Event
 	w   runfile.EventSink
 }
 
-func (d *deferredSink) Event(e runfile.Event) error {
+func (d *deferredSink) Event(e zdv1.Event) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.w == nil {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,6 @@ import (
 	"zerodrop/fixtures"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 func TestDirName(t *testing.T) {
@@ -82,7 +82,7 @@ func TestBeginRejectsBadWorkloadBeforeTouchingTheCluster(t *testing.T) {
 	dir := t.TempDir()
 	env := &Env{Clientset: cs, OutDir: dir}
 	_, err := Begin(context.Background(), env, Spec{
-		ScenarioSpec: reports.ScenarioSpec{Name: "bad", Role: reports.RoleAssertion},
+		ScenarioSpec: zdv1.ScenarioSpec{Name: "bad", Role: zdv1.RoleAssertion},
 		Workload:     []fixtures.Option{fixtures.WithReplicas(-1)},
 	})
 	if err == nil {
@@ -101,7 +101,7 @@ func TestBeginFailureKeepsEvidenceAndCleansUp(t *testing.T) {
 	dir := t.TempDir()
 	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 300 * time.Millisecond}
 	_, err := Begin(context.Background(), env, Spec{
-		ScenarioSpec: reports.ScenarioSpec{Name: "never-ready", Role: reports.RoleAssertion},
+		ScenarioSpec: zdv1.ScenarioSpec{Name: "never-ready", Role: zdv1.RoleAssertion},
 		Workload:     []fixtures.Option{fixtures.WithNamespace("zd-test")},
 	})
 	if err == nil || !errors.Is(err, kube.ErrTimeout) {
@@ -149,7 +149,7 @@ func TestBeginWaitsForTheLB(t *testing.T) {
 			return "", errors.New("cloud LB did not settle service zd-lb/echo (last: w2 should turn healthy)")
 		}}
 	_, err := Begin(context.Background(), env, Spec{
-		ScenarioSpec: reports.ScenarioSpec{Name: "lb-never-settles", Role: reports.RoleAssertion},
+		ScenarioSpec: zdv1.ScenarioSpec{Name: "lb-never-settles", Role: zdv1.RoleAssertion},
 		Workload:     []fixtures.Option{fixtures.WithNamespace("zd-lb"), fixtures.WithReplicas(1)},
 	})
 	if err == nil || !strings.Contains(err.Error(), "w2 should turn healthy") {
@@ -175,11 +175,11 @@ func ptr[T any](v T) *T { return &v }
 func TestLBEventsOf(t *testing.T) {
 	since := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
 	var got []string
-	sink := lbEventsOf("zd-a/echo", since, runfile.EventFunc(func(e runfile.Event) error {
+	sink := lbEventsOf("zd-a/echo", since, runfile.EventFunc(func(e zdv1.Event) error {
 		got = append(got, e.Message)
 		return nil
 	}))
-	for _, e := range []runfile.Event{
+	for _, e := range []zdv1.Event{
 		{Time: since.Add(-time.Second), Message: "same service, earlier run", Fields: map[string]string{"service": "zd-a/echo"}},
 		{Time: since.Add(time.Second), Message: "other scenario", Fields: map[string]string{"service": "zd-b/echo"}},
 		{Time: since.Add(time.Second), Message: "no service"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
 )
@@ -34,7 +35,7 @@ func ServedAfterRemoval(ctx context.Context, path, pod string, grace time.Durati
 	out := AfterRemoval{Pod: pod}
 	_, err := runfile.ReadFile(path, func(r runfile.Record) error {
 		if r.Event != nil && out.Removed.IsZero() && r.Event.Fields["pod"] == pod &&
-			(r.Event.Type == runfile.EndpointRemoved || r.Event.Type == runfile.EndpointTerminating) {
+			(r.Event.Type == zdv1.EventEndpointRemoved || r.Event.Type == zdv1.EventEndpointTerminating) {
 			out.Removed = r.Event.Time
 		}
 		return ctx.Err()

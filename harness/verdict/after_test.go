@@ -5,25 +5,26 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
 )
 
 func TestServedAfterRemoval(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	w, err := runfile.Create(path, runfile.Meta{RunID: "r"})
+	w, err := runfile.Create(path, zdv1.Header{RunID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	res := func(at time.Duration, pod string, connReq, status int) {
-		if err := w.Result(runfile.Result{Time: t0.Add(at), Pod: pod, ConnRequest: connReq, Status: status}); err != nil {
+		if err := w.Result(zdv1.Result{Time: t0.Add(at), Pod: pod, ConnRequest: connReq, Status: status}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	res(0, "a", 1, 200)
 	res(500*time.Millisecond, "a", 2, 200)
-	if err := w.Event(runfile.Event{Time: t0.Add(time.Second), Source: runfile.SourceKubernetes, Type: runfile.EndpointRemoved, Fields: map[string]string{"pod": "a"}}); err != nil {
+	if err := w.Event(zdv1.Event{Time: t0.Add(time.Second), Source: zdv1.SourceKubernetes, Type: zdv1.EventEndpointRemoved, Fields: map[string]string{"pod": "a"}}); err != nil {
 		t.Fatal(err)
 	}
 	res(1500*time.Millisecond, "a", 3, 200) // inside the grace

@@ -6,7 +6,7 @@
 // Analysis streams the run file; memory depends on the number of pods,
 // nodes, client IPs, events and failure-window slots (at most run duration
 // divided by the window gap), never on the number of requests. Percentiles
-// come from a fixed-size histogram (see reports.Latency for the accuracy).
+// come from a fixed-size histogram (see zdv1.Latency for the accuracy).
 package verdict
 
 import (
@@ -20,9 +20,9 @@ import (
 	"sort"
 	"strconv"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 // Defaults.
@@ -39,7 +39,7 @@ const (
 )
 
 type options struct {
-	override  func(*reports.Criteria)
+	override  func(*zdv1.Criteria)
 	maxEvents int
 	runFile   string
 }
@@ -51,7 +51,7 @@ type Option func(*options)
 // then its last criteria event) before they are applied: what a user asks
 // for on the command line. Everything it leaves alone keeps the run file's
 // value, so a re-analysis never silently drops a check.
-func WithCriteriaOverride(f func(*reports.Criteria)) Option {
+func WithCriteriaOverride(f func(*zdv1.Criteria)) Option {
 	return func(o *options) { o.override = f }
 }
 
@@ -79,12 +79,12 @@ type podAgg struct {
 }
 
 type analysis struct {
-	meta      *runfile.Meta
-	end       *runfile.End
+	meta      *zdv1.Header
+	end       *zdv1.End
 	truncated bool
 	readErr   error
 
-	res    reports.Results
+	res    zdv1.Results
 	hist   histogram
 	histOK histogram
 	first  int64
@@ -95,19 +95,19 @@ type analysis struct {
 	nodes  map[string]int64
 	ips    map[string]int64
 
-	events        []runfile.Event
+	events        []zdv1.Event
 	eventsDropped int64
 	lastLine      int
 	deliv         *delivery
 	criteriaErr   error
-	afterRemoval  *reports.AfterRemoval
+	afterRemoval  *zdv1.AfterRemoval
 }
 
 // AnalyzeFile reads the run file at path and returns the scenario with its
 // verdict. An error means the file could not be opened at all; anything
 // wrong inside it (no header, a bad line, a cut-off end, a run that
 // reported an error) yields a scenario with an ERROR verdict that says so.
-func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scenario, error) {
+func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenario, error) {
 	o := options{maxEvents: DefaultMaxEvents, runFile: filepath.Base(path)}
 	for _, opt := range opts {
 		opt(&o)
@@ -117,7 +117,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 		pods:  map[string]*podAgg{},
 		nodes: map[string]int64{},
 		ips:   map[string]int64{},
-		res: reports.Results{
+		res: zdv1.Results{
 			ErrorClasses: map[string]int64{},
 			StatusCodes:  map[string]int64{},
 		},
@@ -125,8 +125,8 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 	// The criteria come from the header, the first line, and may be
 	// replaced by criteria events later on; the window gap is the header's,
 	// fixed before any result is read.
-	crit := reports.Criteria{}
-	settle := func(c reports.Criteria) reports.Criteria {
+	crit := zdv1.Criteria{}
+	settle := func(c zdv1.Criteria) zdv1.Criteria {
 		if o.override != nil {
 			o.override(&c)
 		}
@@ -137,7 +137,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 	// evidence for the verdict.
 	f, err := os.Open(path)
 	if err != nil {
-		return reports.Scenario{}, fmt.Errorf("analyze run file: %w", err)
+		return zdv1.Scenario{}, fmt.Errorf("analyze run file: %w", err)
 	}
 	_ = f.Close()
 	n := 0
@@ -149,21 +149,21 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 		}
 		a.lastLine = rec.Line
 		switch rec.Kind {
-		case runfile.KindMeta:
+		case zdv1.KindMeta:
 			if a.meta == nil {
-				a.meta = rec.Meta
-				crit = settle(rec.Meta.Scenario.Criteria)
-				a.deliv = newDelivery(rec.Meta.Load)
+				a.meta = rec.Header
+				crit = settle(rec.Header.Scenario.Criteria)
+				a.deliv = newDelivery(rec.Header.Load)
 			}
-		case runfile.KindResult:
+		case zdv1.KindResult:
 			if a.gap == 0 {
 				a.gap = gapOf(crit).Nanoseconds()
 			}
 			a.addResult(rec.Result, crit)
-		case runfile.KindEvent:
-			if e := rec.Event; e.Type == runfile.Criteria && e.Source == runfile.SourceHarness {
-				var c reports.Criteria
-				if err := json.Unmarshal([]byte(e.Fields[runfile.CriteriaField]), &c); err != nil {
+		case zdv1.KindEvent:
+			if e := rec.Event; e.Type == zdv1.EventCriteria && e.Source == zdv1.SourceHarness {
+				var c zdv1.Criteria
+				if err := json.Unmarshal([]byte(e.Fields[zdv1.CriteriaField]), &c); err != nil {
 					a.criteriaErr = fmt.Errorf("criteria event on line %d: %w", rec.Line, err)
 				} else {
 					c.WindowGapMs = crit.WindowGapMs
@@ -171,14 +171,14 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 				}
 			}
 			a.addEvent(*rec.Event)
-		case runfile.KindEnd:
+		case zdv1.KindEnd:
 			a.end = rec.End
 		}
 		return nil
 	})
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return reports.Scenario{}, err
+			return zdv1.Scenario{}, err
 		}
 		a.readErr = err
 	}
@@ -191,7 +191,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 	if len(windows) > 0 && a.readErr == nil {
 		if err := a.countOKInWindows(ctx, path, windows); err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return reports.Scenario{}, err
+				return zdv1.Scenario{}, err
 			}
 			a.readErr = err
 		}
@@ -201,11 +201,11 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 		after, err := ServedAfterRemoval(ctx, path, l.Pod, grace)
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return reports.Scenario{}, err
+				return zdv1.Scenario{}, err
 			}
 			a.readErr = err
 		} else {
-			a.afterRemoval = &reports.AfterRemoval{Pod: l.Pod, GraceMs: l.GraceMs, Served: after.Served,
+			a.afterRemoval = &zdv1.AfterRemoval{Pod: l.Pod, GraceMs: l.GraceMs, Served: after.Served,
 				Reused: after.Reused, NewConnections: after.NewConnections}
 			if !after.Removed.IsZero() {
 				at := after.Removed.UTC()
@@ -213,16 +213,16 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 			}
 		}
 	}
-	slices.SortStableFunc(a.events, func(x, y runfile.Event) int { return x.Time.Compare(y.Time) })
+	slices.SortStableFunc(a.events, func(x, y zdv1.Event) int { return x.Time.Compare(y.Time) })
 	for i := range windows {
 		windows[i].NearestEvents = a.nearest(windows[i])
 	}
 
-	sc := reports.Scenario{
+	sc := zdv1.Scenario{
 		RunFile:        o.runFile,
 		Results:        a.results(crit),
 		FailureWindows: windows,
-		Events:         []reports.Event{},
+		Events:         []zdv1.Event{},
 	}
 	if a.meta != nil {
 		sc.ScenarioSpec = a.meta.Scenario
@@ -236,7 +236,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 		sc.Name = o.runFile
 	}
 	if sc.Role == "" {
-		sc.Role = reports.RoleAssertion
+		sc.Role = zdv1.RoleAssertion
 	}
 	sc.Criteria = crit
 	if sc.Start.IsZero() && a.first != 0 {
@@ -259,14 +259,14 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (reports.Scen
 	return sc, nil
 }
 
-func gapOf(c reports.Criteria) time.Duration {
+func gapOf(c zdv1.Criteria) time.Duration {
 	if c.WindowGapMs > 0 {
 		return time.Duration(c.WindowGapMs * float64(time.Millisecond))
 	}
 	return DefaultWindowGap
 }
 
-func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
+func (a *analysis) addResult(r *zdv1.Result, crit zdv1.Criteria) {
 	a.res.Total++
 	if a.deliv != nil {
 		a.deliv.addResult(r)
@@ -286,7 +286,7 @@ func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
 		a.res.StatusCodes[strconv.Itoa(r.Status)]++
 	}
 	if kind := r.FailureKind(); kind != "" {
-		if r.Status == 0 || kind == runfile.ClassRetried {
+		if r.Status == 0 || kind == zdv1.ClassRetried {
 			a.res.Errors++
 			a.res.ErrorClasses[kind]++
 		} else {
@@ -341,7 +341,7 @@ func (a *analysis) addResult(r *runfile.Result, crit reports.Criteria) {
 	}
 }
 
-func (a *analysis) addEvent(e runfile.Event) {
+func (a *analysis) addEvent(e zdv1.Event) {
 	if a.deliv != nil {
 		a.deliv.addEvent(e)
 	}
@@ -352,19 +352,19 @@ func (a *analysis) addEvent(e runfile.Event) {
 	a.events = append(a.events, e)
 }
 
-func (a *analysis) windows() []reports.FailureWindow {
+func (a *analysis) windows() []zdv1.FailureWindow {
 	keys := make([]int64, 0, len(a.slots))
 	for k := range a.slots {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var out []reports.FailureWindow
+	var out []zdv1.FailureWindow
 	var cur *slot
 	flush := func() {
 		if cur == nil {
 			return
 		}
-		out = append(out, reports.FailureWindow{
+		out = append(out, zdv1.FailureWindow{
 			Index:      len(out),
 			Start:      time.Unix(0, cur.min).UTC(),
 			End:        time.Unix(0, cur.max).UTC(),
@@ -388,7 +388,7 @@ func (a *analysis) windows() []reports.FailureWindow {
 	}
 	flush()
 	if out == nil {
-		out = []reports.FailureWindow{}
+		out = []zdv1.FailureWindow{}
 	}
 	return out
 }
@@ -403,7 +403,7 @@ func copyCounts(m map[string]int64) map[string]int64 {
 
 // countOKInWindows is a second streaming pass: requests sent inside a
 // window that succeeded, which tells a partial outage from a total one.
-func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []reports.FailureWindow) error {
+func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []zdv1.FailureWindow) error {
 	n := 0
 	_, err := runfile.ReadFile(path, func(rec runfile.Record) error {
 		if n++; n%8192 == 0 {
@@ -426,13 +426,13 @@ func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []repor
 
 // nearest returns the events closest to w: up to three before its start,
 // those during it (up to twenty), up to three after its end.
-func (a *analysis) nearest(w reports.FailureWindow) []reports.WindowEvent {
+func (a *analysis) nearest(w zdv1.FailureWindow) []zdv1.WindowEvent {
 	ev := a.events
 	lo := sort.Search(len(ev), func(i int) bool { return !ev[i].Time.Before(w.Start) })
 	hi := sort.Search(len(ev), func(i int) bool { return ev[i].Time.After(w.End) })
-	out := []reports.WindowEvent{}
-	add := func(e runfile.Event) {
-		out = append(out, reports.WindowEvent{Event: reportEvent(e), OffsetMs: ms(e.Time.Sub(w.Start).Nanoseconds())})
+	out := []zdv1.WindowEvent{}
+	add := func(e zdv1.Event) {
+		out = append(out, zdv1.WindowEvent{Event: reportEvent(e), OffsetMs: ms(e.Time.Sub(w.Start).Nanoseconds())})
 	}
 	for _, e := range ev[max(0, lo-nearestAround):lo] {
 		add(e)
@@ -446,11 +446,11 @@ func (a *analysis) nearest(w reports.FailureWindow) []reports.WindowEvent {
 	return out
 }
 
-func reportEvent(e runfile.Event) reports.Event {
-	return reports.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}
+func reportEvent(e zdv1.Event) zdv1.Event {
+	return zdv1.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}
 }
 
-func (a *analysis) results(crit reports.Criteria) reports.Results {
+func (a *analysis) results(crit zdv1.Criteria) zdv1.Results {
 	r := a.res
 	r.Dropped = r.Errors + r.Non2xx
 	r.Delivery = a.deliv.report()
@@ -471,9 +471,9 @@ func (a *analysis) results(crit reports.Criteria) reports.Results {
 		}
 		return float64(n) / float64(attributed)
 	}
-	r.Pods = []reports.PodCount{}
+	r.Pods = []zdv1.PodCount{}
 	for name, p := range a.pods {
-		r.Pods = append(r.Pods, reports.PodCount{
+		r.Pods = append(r.Pods, zdv1.PodCount{
 			Pod: name, Node: p.node, Count: p.count, Share: share(p.count),
 			ServedUnready: p.unready, ServedUnreadyReused: p.unreadyReused,
 			ServedDraining: p.draining, ServedDrainingReused: p.drainReused,
@@ -492,10 +492,10 @@ func (a *analysis) results(crit reports.Criteria) reports.Results {
 		if !seen[name] {
 			seen[name] = true
 			r.ZeroTrafficPods = append(r.ZeroTrafficPods, name)
-			r.Pods = append(r.Pods, reports.PodCount{Pod: name})
+			r.Pods = append(r.Pods, zdv1.PodCount{Pod: name})
 		}
 	}
-	slices.SortFunc(r.Pods, func(x, y reports.PodCount) int { return cmpString(x.Pod, y.Pod) })
+	slices.SortFunc(r.Pods, func(x, y zdv1.PodCount) int { return cmpString(x.Pod, y.Pod) })
 	slices.Sort(r.ZeroTrafficPods)
 	r.Nodes = counts(a.nodes, share)
 	r.ClientIPs = counts(a.ips, share)
@@ -521,25 +521,25 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-func counts(m map[string]int64, share func(int64) float64) []reports.Count {
-	out := make([]reports.Count, 0, len(m))
+func counts(m map[string]int64, share func(int64) float64) []zdv1.Count {
+	out := make([]zdv1.Count, 0, len(m))
 	for k, v := range m {
-		out = append(out, reports.Count{Name: k, Count: v, Share: share(v)})
+		out = append(out, zdv1.Count{Name: k, Count: v, Share: share(v)})
 	}
-	slices.SortFunc(out, func(x, y reports.Count) int { return cmpString(x.Name, y.Name) })
+	slices.SortFunc(out, func(x, y zdv1.Count) int { return cmpString(x.Name, y.Name) })
 	return out
 }
 
 // problems lists what makes the run itself unfit to judge.
-func (a *analysis) problems(crit reports.Criteria) []string {
+func (a *analysis) problems(crit zdv1.Criteria) []string {
 	var p []string
 	if a.readErr != nil {
 		p = append(p, fmt.Sprintf("run file unreadable after line %d: %v", a.lastLine, a.readErr))
 	}
 	if a.meta == nil {
 		p = append(p, "run file has no meta line: not a zerodrop run file, or it was cut off before anything was written")
-	} else if a.meta.Schema != runfile.Schema {
-		p = append(p, fmt.Sprintf("run file schema %q is not %q", a.meta.Schema, runfile.Schema))
+	} else if a.meta.Schema != zdv1.RunFileSchema {
+		p = append(p, fmt.Sprintf("run file schema %q is not %q", a.meta.Schema, zdv1.RunFileSchema))
 	} else if a.deliv == nil {
 		p = append(p, "run file's header has no load settings (rate): whether the load generator delivered its load cannot be judged")
 	}
@@ -564,8 +564,8 @@ func (a *analysis) problems(crit reports.Criteria) []string {
 // BuildReport analyzes each run file into one scenario of a report with the
 // given run metadata; Start and End are widened to cover every scenario.
 // opts apply to every file. An error means a run file could not be opened.
-func BuildReport(ctx context.Context, run reports.RunMeta, runFiles []string, opts ...Option) (*reports.Report, error) {
-	rep := reports.New(run)
+func BuildReport(ctx context.Context, run zdv1.RunMeta, runFiles []string, opts ...Option) (*zdv1.Report, error) {
+	rep := zdv1.New(run)
 	for _, path := range runFiles {
 		sc, err := AnalyzeFile(ctx, path, opts...)
 		if err != nil {

@@ -8,31 +8,31 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
-func ok(ms int, pod, node string) runfile.Result {
-	return runfile.Result{Time: at(ms), Latency: time.Millisecond, Status: 200, Pod: pod, Node: node, ClientIP: "127.0.0.1", ConnRequest: 1}
+func ok(ms int, pod, node string) zdv1.Result {
+	return zdv1.Result{Time: at(ms), Latency: time.Millisecond, Status: 200, Pod: pod, Node: node, ClientIP: "127.0.0.1", ConnRequest: 1}
 }
 
-func fail(ms int, class string) runfile.Result {
-	return runfile.Result{Time: at(ms), Latency: 300 * time.Millisecond, Class: class, Error: class}
+func fail(ms int, class string) zdv1.Result {
+	return zdv1.Result{Time: at(ms), Latency: 300 * time.Millisecond, Class: class, Error: class}
 }
 
-func status(ms, code int) runfile.Result {
-	return runfile.Result{Time: at(ms), Latency: time.Millisecond, Status: code}
+func status(ms, code int) zdv1.Result {
+	return zdv1.Result{Time: at(ms), Latency: time.Millisecond, Status: code}
 }
 
 type runSpec struct {
-	crit    reports.Criteria
-	results []runfile.Result
-	events  []runfile.Event
+	crit    zdv1.Criteria
+	results []zdv1.Result
+	events  []zdv1.Event
 	noEnd   bool
 	endErr  error
 	garbage string // appended after writing
@@ -41,9 +41,9 @@ type runSpec struct {
 func writeRun(t *testing.T, s runSpec) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	w, err := runfile.Create(path, runfile.Meta{
-		Scenario: reports.ScenarioSpec{Name: "unit", Role: reports.RoleAssertion, Criteria: s.crit},
-		Load:     &reports.LoadSettings{Targets: []string{"http://127.0.0.1:1/"}, Rate: 100},
+	w, err := runfile.Create(path, zdv1.Header{
+		Scenario: zdv1.ScenarioSpec{Name: "unit", Role: zdv1.RoleAssertion, Criteria: s.crit},
+		Load:     &zdv1.LoadSettings{Targets: []string{"http://127.0.0.1:1/"}, Rate: 100},
 	}, runfile.WithClock(func() time.Time { return t0 }))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func writeRun(t *testing.T, s runSpec) string {
 	return path
 }
 
-func analyze(t *testing.T, s runSpec, opts ...Option) reports.Scenario {
+func analyze(t *testing.T, s runSpec, opts ...Option) zdv1.Scenario {
 	t.Helper()
 	sc, err := AnalyzeFile(context.Background(), writeRun(t, s), opts...)
 	if err != nil {
@@ -86,7 +86,7 @@ func analyze(t *testing.T, s runSpec, opts ...Option) reports.Scenario {
 	return sc
 }
 
-func reason(sc reports.Scenario, check string) *reports.Reason {
+func reason(sc zdv1.Scenario, check string) *zdv1.Reason {
 	for i := range sc.Verdict.Reasons {
 		if sc.Verdict.Reasons[i].Check == check {
 			return &sc.Verdict.Reasons[i]
@@ -98,12 +98,12 @@ func reason(sc reports.Scenario, check string) *reports.Reason {
 func TestFailureWindows(t *testing.T) {
 	// Completion order differs from send order: the timeouts complete
 	// last. Windows are by send time.
-	var rs []runfile.Result
+	var rs []zdv1.Result
 	for ms := 0; ms < 3000; ms += 10 {
 		switch {
 		case ms >= 1000 && ms < 1200:
 			rs = append(rs, ok(ms, "a", "n1")) // placeholder, replaced below
-			rs[len(rs)-1] = fail(ms, runfile.ClassTimeout)
+			rs[len(rs)-1] = fail(ms, zdv1.ClassTimeout)
 		case ms >= 1500 && ms < 1600:
 			rs = append(rs, status(ms, 503))
 		case ms == 1250:
@@ -113,19 +113,19 @@ func TestFailureWindows(t *testing.T) {
 		}
 	}
 	// Move the timeouts to the end, as they would complete late.
-	var early, late []runfile.Result
+	var early, late []zdv1.Result
 	for _, r := range rs {
-		if r.Class == runfile.ClassTimeout {
+		if r.Class == zdv1.ClassTimeout {
 			late = append(late, r)
 		} else {
 			early = append(early, r)
 		}
 	}
 	rs = append(early, late...)
-	events := []runfile.Event{
-		{Time: at(900), Source: runfile.SourceHarness, Type: runfile.Cordon, Object: "node/n1"},
-		{Time: at(1100), Source: runfile.SourceKubernetes, Type: runfile.EndpointRemoved, Object: "pod/ns/a"},
-		{Time: at(2500), Source: runfile.SourceHarness, Type: runfile.Uncordon, Object: "node/n1"},
+	events := []zdv1.Event{
+		{Time: at(900), Source: zdv1.SourceHarness, Type: zdv1.EventCordon, Object: "node/n1"},
+		{Time: at(1100), Source: zdv1.SourceKubernetes, Type: zdv1.EventEndpointRemoved, Object: "pod/ns/a"},
+		{Time: at(2500), Source: zdv1.SourceHarness, Type: zdv1.EventUncordon, Object: "node/n1"},
 	}
 
 	tests := []struct {
@@ -142,12 +142,12 @@ func TestFailureWindows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			crit := reports.Criteria{MaxDropped: reports.Int64(0), WindowGapMs: tc.gapMs}
+			crit := zdv1.Criteria{MaxDropped: zdv1.Int64(0), WindowGapMs: tc.gapMs}
 			sc := analyze(t, runSpec{crit: crit, results: rs, events: events})
 			if sc.Results.Total != 300 || sc.Results.Dropped != 30 || sc.Results.Errors != 20 || sc.Results.Non2xx != 10 {
 				t.Fatalf("totals = %+v", sc.Results)
 			}
-			if sc.Results.ErrorClasses[runfile.ClassTimeout] != 20 || sc.Results.StatusCodes["503"] != 10 {
+			if sc.Results.ErrorClasses[zdv1.ClassTimeout] != 20 || sc.Results.StatusCodes["503"] != 10 {
 				t.Errorf("classes %v codes %v", sc.Results.ErrorClasses, sc.Results.StatusCodes)
 			}
 			if tc.windows == nil {
@@ -168,17 +168,17 @@ func TestFailureWindows(t *testing.T) {
 				}
 			}
 			w0 := sc.FailureWindows[0]
-			if w0.Classes[runfile.ClassTimeout] != 20 {
+			if w0.Classes[zdv1.ClassTimeout] != 20 {
 				t.Errorf("window 0 classes %v", w0.Classes)
 			}
-			if len(w0.NearestEvents) == 0 || w0.NearestEvents[0].Type != runfile.Cordon || w0.NearestEvents[0].OffsetMs != -100 {
+			if len(w0.NearestEvents) == 0 || w0.NearestEvents[0].Type != zdv1.EventCordon || w0.NearestEvents[0].OffsetMs != -100 {
 				t.Errorf("window 0 nearest events %+v, want the cordon at -100ms first", w0.NearestEvents)
 			}
-			if sc.Verdict.Status != reports.Fail {
+			if sc.Verdict.Status != zdv1.Fail {
 				t.Errorf("verdict %s, want FAIL", sc.Verdict.Status)
 			}
 			r := reason(sc, "dropped")
-			if r == nil || r.Status != reports.Fail || *r.Observed != 30 || len(r.Windows) != len(tc.windows) ||
+			if r == nil || r.Status != zdv1.Fail || *r.Observed != 30 || len(r.Windows) != len(tc.windows) ||
 				!strings.Contains(r.Message, "100 ms after harness cordon node/n1") {
 				t.Errorf("dropped reason %+v", r)
 			}
@@ -188,12 +188,12 @@ func TestFailureWindows(t *testing.T) {
 
 func TestAttributionAndCriteria(t *testing.T) {
 	f, tr := false, true
-	unready := func(ms, connReq int) runfile.Result {
+	unready := func(ms, connReq int) zdv1.Result {
 		r := ok(ms, "b", "n2")
 		r.Ready, r.ConnRequest = &f, connReq
 		return r
 	}
-	draining := func(ms, connReq int) runfile.Result {
+	draining := func(ms, connReq int) zdv1.Result {
 		r := ok(ms, "b", "n2")
 		r.Draining, r.ConnRequest = &tr, connReq
 		return r
@@ -201,48 +201,48 @@ func TestAttributionAndCriteria(t *testing.T) {
 	other := ok(50, "a", "n1")
 	other.ClientIP = "10.244.0.1"
 	noPod := status(60, 200)
-	rs := []runfile.Result{
+	rs := []zdv1.Result{
 		ok(0, "a", "n1"), ok(10, "a", "n1"), ok(20, "a", "n1"), ok(30, "b", "n2"),
 		unready(40, 1), unready(41, 2), unready(42, 3), draining(43, 7),
 		other, noPod,
 	}
 	tests := []struct {
 		name   string
-		crit   reports.Criteria
-		want   reports.Status
-		checks map[string]reports.Status
+		crit   zdv1.Criteria
+		want   zdv1.Status
+		checks map[string]zdv1.Status
 	}{
 		{
 			name: "everything checked",
-			crit: reports.Criteria{
-				MaxDropped: reports.Int64(0), ExpectedClientIP: "127.0.0.1",
+			crit: zdv1.Criteria{
+				MaxDropped: zdv1.Int64(0), ExpectedClientIP: "127.0.0.1",
 				ExpectedPods: []string{"a", "b", "c"}, RequireAllPodsServed: true,
-				MinPodShare: reports.Float64(0.3), MaxServedUnready: reports.Int64(0), MaxServedDraining: reports.Int64(1),
-				MaxP99Ms: reports.Float64(5),
+				MinPodShare: zdv1.Float64(0.3), MaxServedUnready: zdv1.Int64(0), MaxServedDraining: zdv1.Int64(1),
+				MaxP99Ms: zdv1.Float64(5),
 			},
-			want: reports.Fail,
-			checks: map[string]reports.Status{
-				"run": reports.Pass, "dropped": reports.Pass, "client-ip": reports.Fail, "pods-served": reports.Fail,
-				"pod-share": reports.Fail, "served-unready": reports.Fail, "served-draining": reports.Pass, "p99": reports.Pass,
+			want: zdv1.Fail,
+			checks: map[string]zdv1.Status{
+				"run": zdv1.Pass, "dropped": zdv1.Pass, "client-ip": zdv1.Fail, "pods-served": zdv1.Fail,
+				"pod-share": zdv1.Fail, "served-unready": zdv1.Fail, "served-draining": zdv1.Pass, "p99": zdv1.Pass,
 			},
 		},
 		{
 			name:   "lenient criteria pass",
-			crit:   reports.Criteria{MaxDropped: reports.Int64(0), ExpectedPods: []string{"a", "b"}, RequireAllPodsServed: true, MaxServedUnready: reports.Int64(3), ForbiddenClientIP: "192.0.2.1"},
-			want:   reports.Pass,
-			checks: map[string]reports.Status{"pods-served": reports.Pass, "served-unready": reports.Pass, "forbidden-client-ip": reports.Pass},
+			crit:   zdv1.Criteria{MaxDropped: zdv1.Int64(0), ExpectedPods: []string{"a", "b"}, RequireAllPodsServed: true, MaxServedUnready: zdv1.Int64(3), ForbiddenClientIP: "192.0.2.1"},
+			want:   zdv1.Pass,
+			checks: map[string]zdv1.Status{"pods-served": zdv1.Pass, "served-unready": zdv1.Pass, "forbidden-client-ip": zdv1.Pass},
 		},
 		{
 			name:   "forbidden IP seen",
-			crit:   reports.Criteria{ForbiddenClientIP: "10.244.0.1"},
-			want:   reports.Fail,
-			checks: map[string]reports.Status{"forbidden-client-ip": reports.Fail},
+			crit:   zdv1.Criteria{ForbiddenClientIP: "10.244.0.1"},
+			want:   zdv1.Fail,
+			checks: map[string]zdv1.Status{"forbidden-client-ip": zdv1.Fail},
 		},
 		{
 			name:   "all pods served without expected pods is a setup error",
-			crit:   reports.Criteria{RequireAllPodsServed: true},
-			want:   reports.Error,
-			checks: map[string]reports.Status{"pods-served": reports.Error},
+			crit:   zdv1.Criteria{RequireAllPodsServed: true},
+			want:   zdv1.Error,
+			checks: map[string]zdv1.Status{"pods-served": zdv1.Error},
 		},
 	}
 	for _, tc := range tests {
@@ -256,7 +256,7 @@ func TestAttributionAndCriteria(t *testing.T) {
 			if len(res.Nodes) != 2 || res.Nodes[0].Name != "n1" || res.Nodes[0].Count != 4 || res.Nodes[1].Count != 5 {
 				t.Errorf("nodes = %+v", res.Nodes)
 			}
-			pods := map[string]reports.PodCount{}
+			pods := map[string]zdv1.PodCount{}
 			for _, p := range res.Pods {
 				pods[p.Pod] = p
 			}
@@ -284,7 +284,7 @@ func TestAttributionAndCriteria(t *testing.T) {
 }
 
 func TestBrokenRuns(t *testing.T) {
-	good := []runfile.Result{ok(0, "a", "n"), ok(10, "a", "n")}
+	good := []zdv1.Result{ok(0, "a", "n"), ok(10, "a", "n")}
 	tests := []struct {
 		name string
 		spec runSpec
@@ -294,17 +294,17 @@ func TestBrokenRuns(t *testing.T) {
 		{"killed mid-line", runSpec{results: good, noEnd: true, garbage: `{"kind":"result","seq":9,"ti`}, "cut off"},
 		{"load reported an error", runSpec{results: good, endErr: errors.New("sink full")}, "sink full"},
 		{"no results", runSpec{}, "only 0 results"},
-		{"too few results", runSpec{results: good, crit: reports.Criteria{MinRequests: 10}}, "only 2 results"},
+		{"too few results", runSpec{results: good, crit: zdv1.Criteria{MinRequests: 10}}, "only 2 results"},
 		{"corrupt line", runSpec{results: good, garbage: "not json\n"}, "unreadable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := analyze(t, tc.spec)
-			if sc.Verdict.Status != reports.Error {
+			if sc.Verdict.Status != zdv1.Error {
 				t.Fatalf("verdict %s, want ERROR: %+v", sc.Verdict.Status, sc.Verdict.Reasons)
 			}
 			r := reason(sc, "run")
-			if r == nil || r.Status != reports.Error || !strings.Contains(r.Message, tc.want) {
+			if r == nil || r.Status != zdv1.Error || !strings.Contains(r.Message, tc.want) {
 				t.Errorf("run reason %+v, want ERROR mentioning %q", r, tc.want)
 			}
 		})
@@ -320,14 +320,14 @@ func TestBrokenRuns(t *testing.T) {
 }
 
 func TestCriteriaOverrideAndEvents(t *testing.T) {
-	rs := []runfile.Result{ok(0, "a", "n"), status(10, 500)}
-	var evs []runfile.Event
+	rs := []zdv1.Result{ok(0, "a", "n"), status(10, 500)}
+	var evs []zdv1.Event
 	for i := range 5 {
-		evs = append(evs, runfile.Event{Time: at(i), Source: runfile.SourceHarness, Type: runfile.Note})
+		evs = append(evs, zdv1.Event{Time: at(i), Source: zdv1.SourceHarness, Type: zdv1.EventNote})
 	}
-	sc := analyze(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: rs, events: evs},
-		WithCriteriaOverride(func(c *reports.Criteria) { c.MaxDropped = reports.Int64(1) }), WithMaxEvents(3))
-	if sc.Verdict.Status != reports.Pass || *sc.Criteria.MaxDropped != 1 {
+	sc := analyze(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: rs, events: evs},
+		WithCriteriaOverride(func(c *zdv1.Criteria) { c.MaxDropped = zdv1.Int64(1) }), WithMaxEvents(3))
+	if sc.Verdict.Status != zdv1.Pass || *sc.Criteria.MaxDropped != 1 {
 		t.Errorf("override not applied: %s %+v", sc.Verdict.Status, sc.Criteria)
 	}
 	if len(sc.Events) != 3 || sc.EventsOmitted != 2 {
@@ -339,23 +339,23 @@ func TestCriteriaOverrideAndEvents(t *testing.T) {
 }
 
 func TestBuildReport(t *testing.T) {
-	var steady []runfile.Result // 100/s for 5 s, as the header's rate says
+	var steady []zdv1.Result // 100/s for 5 s, as the header's rate says
 	for ms := 10; ms <= 5000; ms += 10 {
 		steady = append(steady, ok(ms, "a", "n"))
 	}
-	pass := writeRun(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: steady})
-	failing := writeRun(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: []runfile.Result{ok(0, "a", "n"), status(10, 503)}})
-	rep, err := BuildReport(context.Background(), reports.RunMeta{Provider: "none"}, []string{pass, failing})
+	pass := writeRun(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: steady})
+	failing := writeRun(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: []zdv1.Result{ok(0, "a", "n"), status(10, 503)}})
+	rep, err := BuildReport(context.Background(), zdv1.RunMeta{Provider: "none"}, []string{pass, failing})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Scenarios) != 2 || rep.Summary.Status != reports.Fail || rep.Summary.Passed != 1 || rep.Summary.Failed != 1 {
+	if len(rep.Scenarios) != 2 || rep.Summary.Status != zdv1.Fail || rep.Summary.Passed != 1 || rep.Summary.Failed != 1 {
 		t.Errorf("summary = %+v", rep.Summary)
 	}
 	if !rep.Run.Start.Equal(t0) || rep.Run.End.Before(rep.Run.Start) || rep.Validate() != nil {
 		t.Errorf("run = %+v, validate %v", rep.Run, rep.Validate())
 	}
-	if _, err := BuildReport(context.Background(), reports.RunMeta{}, []string{filepath.Join(t.TempDir(), "nope.jsonl")}); err == nil {
+	if _, err := BuildReport(context.Background(), zdv1.RunMeta{}, []string{filepath.Join(t.TempDir(), "nope.jsonl")}); err == nil {
 		t.Error("missing run file gave no error")
 	}
 }

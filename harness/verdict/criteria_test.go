@@ -3,20 +3,18 @@ package verdict
 import (
 	"encoding/json"
 	"testing"
-
-	"zerodrop/harness/runfile"
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // criteriaEvent is what scenario.Run.SetCriteria writes.
-func criteriaEvent(t *testing.T, ms int, c reports.Criteria) runfile.Event {
+func criteriaEvent(t *testing.T, ms int, c zdv1.Criteria) zdv1.Event {
 	t.Helper()
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runfile.Event{Time: at(ms), Source: runfile.SourceHarness, Type: runfile.Criteria,
-		Message: "set after the header", Fields: map[string]string{runfile.CriteriaField: string(b)}}
+	return zdv1.Event{Time: at(ms), Source: zdv1.SourceHarness, Type: zdv1.EventCriteria,
+		Message: "set after the header", Fields: map[string]string{zdv1.CriteriaField: string(b)}}
 }
 
 // Criteria a scenario settles after the header (the client address the LB
@@ -24,39 +22,39 @@ func criteriaEvent(t *testing.T, ms int, c reports.Criteria) runfile.Event {
 // as criteria events, so that analysing the file alone, with or without a
 // user's override of other criteria, gives the verdict the suite gave.
 func TestLateCriteriaDecideTheVerdict(t *testing.T) {
-	header := reports.Criteria{MaxDropped: reports.Int64(0)}
-	var rs []runfile.Result
+	header := zdv1.Criteria{MaxDropped: zdv1.Int64(0)}
+	var rs []zdv1.Result
 	for i := range 20 {
 		rs = append(rs, ok(i*10, "p1", "n1")) // every response saw 127.0.0.1
 	}
-	removed := runfile.Event{Time: at(50), Source: runfile.SourceKubernetes, Type: runfile.EndpointRemoved,
+	removed := zdv1.Event{Time: at(50), Source: zdv1.SourceKubernetes, Type: zdv1.EventEndpointRemoved,
 		Object: "pod/ns/p1", Fields: map[string]string{"pod": "p1"}}
 	tests := []struct {
 		name     string
-		late     reports.Criteria
-		events   []runfile.Event
-		override func(*reports.Criteria)
+		late     zdv1.Criteria
+		events   []zdv1.Event
+		override func(*zdv1.Criteria)
 		check    string
-		want     reports.Status
+		want     zdv1.Status
 	}{
-		{"forbidden client IP set late", reports.Criteria{ForbiddenClientIP: "127.0.0.1"}, nil, nil, "forbidden-client-ip", reports.Fail},
-		{"... and still there after an override of another criterion", reports.Criteria{ForbiddenClientIP: "127.0.0.1"}, nil,
-			func(c *reports.Criteria) { c.MaxDropped = reports.Int64(5) }, "forbidden-client-ip", reports.Fail},
-		{"expected client IP set late", reports.Criteria{ExpectedClientIP: "10.0.0.9"}, nil, nil, "client-ip", reports.Fail},
-		{"expected pods set late", reports.Criteria{ExpectedPods: []string{"p1", "p2"}, RequireAllPodsServed: true}, nil, nil,
-			"pods-served", reports.Fail},
-		{"served after removal", reports.Criteria{ServedAfterRemoval: &reports.AfterRemovalLimit{Pod: "p1", GraceMs: 20}},
-			[]runfile.Event{removed}, nil, "served-after-endpoint-removed", reports.Fail},
-		{"served only within the grace", reports.Criteria{ServedAfterRemoval: &reports.AfterRemovalLimit{Pod: "p1", GraceMs: 1000}},
-			[]runfile.Event{removed}, nil, "served-after-endpoint-removed", reports.Pass},
-		{"no removal recorded", reports.Criteria{ServedAfterRemoval: &reports.AfterRemovalLimit{Pod: "p1", GraceMs: 20}},
-			nil, nil, "served-after-endpoint-removed", reports.Error},
+		{"forbidden client IP set late", zdv1.Criteria{ForbiddenClientIP: "127.0.0.1"}, nil, nil, "forbidden-client-ip", zdv1.Fail},
+		{"... and still there after an override of another criterion", zdv1.Criteria{ForbiddenClientIP: "127.0.0.1"}, nil,
+			func(c *zdv1.Criteria) { c.MaxDropped = zdv1.Int64(5) }, "forbidden-client-ip", zdv1.Fail},
+		{"expected client IP set late", zdv1.Criteria{ExpectedClientIP: "10.0.0.9"}, nil, nil, "client-ip", zdv1.Fail},
+		{"expected pods set late", zdv1.Criteria{ExpectedPods: []string{"p1", "p2"}, RequireAllPodsServed: true}, nil, nil,
+			"pods-served", zdv1.Fail},
+		{"served after removal", zdv1.Criteria{ServedAfterRemoval: &zdv1.AfterRemovalLimit{Pod: "p1", GraceMs: 20}},
+			[]zdv1.Event{removed}, nil, "served-after-endpoint-removed", zdv1.Fail},
+		{"served only within the grace", zdv1.Criteria{ServedAfterRemoval: &zdv1.AfterRemovalLimit{Pod: "p1", GraceMs: 1000}},
+			[]zdv1.Event{removed}, nil, "served-after-endpoint-removed", zdv1.Pass},
+		{"no removal recorded", zdv1.Criteria{ServedAfterRemoval: &zdv1.AfterRemovalLimit{Pod: "p1", GraceMs: 20}},
+			nil, nil, "served-after-endpoint-removed", zdv1.Error},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			late := tc.late
 			late.MaxDropped = header.MaxDropped
-			evs := append(append([]runfile.Event{}, tc.events...), criteriaEvent(t, 100, late))
+			evs := append(append([]zdv1.Event{}, tc.events...), criteriaEvent(t, 100, late))
 			var opts []Option
 			if tc.override != nil {
 				opts = append(opts, WithCriteriaOverride(tc.override))
@@ -79,7 +77,7 @@ func TestLateCriteriaDecideTheVerdict(t *testing.T) {
 // The served-after-removal counts: answers to requests sent after the
 // removal plus the grace, split by connection reuse.
 func TestServedAfterRemovalCounts(t *testing.T) {
-	var rs []runfile.Result
+	var rs []zdv1.Result
 	for i := range 10 {
 		r := ok(i*100, "p1", "n1")
 		r.ConnRequest = i + 1 // one keep-alive connection
@@ -87,9 +85,9 @@ func TestServedAfterRemovalCounts(t *testing.T) {
 	}
 	fresh := ok(950, "p1", "n1") // a new connection after the removal
 	rs = append(rs, fresh)
-	evs := []runfile.Event{
-		{Time: at(300), Source: runfile.SourceKubernetes, Type: runfile.EndpointRemoved, Fields: map[string]string{"pod": "p1"}},
-		criteriaEvent(t, 310, reports.Criteria{ServedAfterRemoval: &reports.AfterRemovalLimit{Pod: "p1", GraceMs: 250, Max: 0}}),
+	evs := []zdv1.Event{
+		{Time: at(300), Source: zdv1.SourceKubernetes, Type: zdv1.EventEndpointRemoved, Fields: map[string]string{"pod": "p1"}},
+		criteriaEvent(t, 310, zdv1.Criteria{ServedAfterRemoval: &zdv1.AfterRemovalLimit{Pod: "p1", GraceMs: 250, Max: 0}}),
 	}
 	sc := analyze(t, runSpec{results: rs, events: evs})
 	ar := sc.Results.AfterRemoval
@@ -100,18 +98,18 @@ func TestServedAfterRemovalCounts(t *testing.T) {
 	if ar.Served != 5 || ar.Reused != 4 || ar.NewConnections != 1 {
 		t.Errorf("served %d (reused %d, new %d), want 5 (4, 1)", ar.Served, ar.Reused, ar.NewConnections)
 	}
-	if r := reason(sc, "served-after-endpoint-removed"); r == nil || r.Status != reports.Fail || *r.Observed != 5 {
+	if r := reason(sc, "served-after-endpoint-removed"); r == nil || r.Status != zdv1.Fail || *r.Observed != 5 {
 		t.Errorf("reason = %+v", r)
 	}
 }
 
 // A criteria event that cannot be read leaves the run unjudgeable.
 func TestUnreadableCriteriaEventIsARunProblem(t *testing.T) {
-	bad := runfile.Event{Time: at(10), Source: runfile.SourceHarness, Type: runfile.Criteria,
-		Fields: map[string]string{runfile.CriteriaField: "{not json"}}
-	sc := analyze(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: []runfile.Result{ok(0, "p", "n")},
-		events: []runfile.Event{bad}})
-	if sc.Verdict.Status != reports.Error {
+	bad := zdv1.Event{Time: at(10), Source: zdv1.SourceHarness, Type: zdv1.EventCriteria,
+		Fields: map[string]string{zdv1.CriteriaField: "{not json"}}
+	sc := analyze(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: []zdv1.Result{ok(0, "p", "n")},
+		events: []zdv1.Event{bad}})
+	if sc.Verdict.Status != zdv1.Error {
 		t.Errorf("verdict %s, want ERROR: %+v", sc.Verdict.Status, sc.Verdict.Reasons)
 	}
 }

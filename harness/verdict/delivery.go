@@ -7,9 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"zerodrop/harness/runfile"
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // maxListed bounds the short seconds and stalls a report lists.
@@ -20,7 +18,7 @@ const maxListed = 100
 // and the load's rate from the header. Memory grows with the run's seconds
 // and stalls, never with its requests.
 type delivery struct {
-	settings *reports.LoadSettings
+	settings *zdv1.LoadSettings
 	bound    time.Duration
 
 	perSecond  map[int64]int64 // unix second of the scheduled time -> sends
@@ -39,7 +37,7 @@ type stallSlot struct {
 	reason     string
 }
 
-func newDelivery(s *reports.LoadSettings) *delivery {
+func newDelivery(s *zdv1.LoadSettings) *delivery {
 	if s == nil || s.Rate <= 0 {
 		return nil
 	}
@@ -58,7 +56,7 @@ func (d *delivery) widen(t time.Time) {
 	}
 }
 
-func (d *delivery) addResult(r *runfile.Result) {
+func (d *delivery) addResult(r *zdv1.Result) {
 	due := r.Due()
 	d.widen(due)
 	d.perSecond[due.Unix()]++
@@ -69,18 +67,18 @@ func (d *delivery) addResult(r *runfile.Result) {
 	}
 }
 
-func (d *delivery) addEvent(e runfile.Event) {
-	if e.Source != runfile.SourceLoad {
+func (d *delivery) addEvent(e zdv1.Event) {
+	if e.Source != zdv1.SourceLoad {
 		return
 	}
 	switch e.Type {
-	case runfile.LoadStart:
+	case zdv1.EventLoadStart:
 		d.widen(e.Time)
-	case runfile.LoadStop:
+	case zdv1.EventLoadStop:
 		if t, err := time.Parse(time.RFC3339Nano, e.Fields["last_due"]); err == nil {
 			d.widen(t)
 		}
-	case runfile.Unsent:
+	case zdv1.EventUnsent:
 		from, err1 := time.Parse(time.RFC3339Nano, e.Fields["from"])
 		to, err2 := time.Parse(time.RFC3339Nano, e.Fields["to"])
 		n, err3 := strconv.ParseInt(e.Fields["requests"], 10, 64)
@@ -119,15 +117,15 @@ func (d *delivery) stall(from, to time.Time, unsent, late int64, lag time.Durati
 	}
 }
 
-func (d *delivery) report() *reports.Delivery {
+func (d *delivery) report() *zdv1.Delivery {
 	if d == nil {
 		return nil
 	}
 	rate := float64(d.settings.Rate)
-	out := &reports.Delivery{
+	out := &zdv1.Delivery{
 		RequestedRate: rate,
-		ShortSeconds:  []reports.DeliverySecond{},
-		Stalls:        []reports.Stall{},
+		ShortSeconds:  []zdv1.DeliverySecond{},
+		Stalls:        []zdv1.Stall{},
 		Unsent:        d.unsent,
 		Late:          d.late,
 		MaxLagMs:      ms(d.maxLag.Nanoseconds()),
@@ -146,10 +144,10 @@ func (d *delivery) report() *reports.Delivery {
 			if math.IsNaN(out.MinSecondRate) || float64(n) < out.MinSecondRate {
 				out.MinSecondRate = float64(n)
 			}
-			if float64(n) < reports.MinDeliveredRatio*rate {
+			if float64(n) < zdv1.MinDeliveredRatio*rate {
 				out.ShortSecondsTotal++
 				if len(out.ShortSeconds) < maxListed {
-					out.ShortSeconds = append(out.ShortSeconds, reports.DeliverySecond{Start: time.Unix(s, 0).UTC(), Sent: n})
+					out.ShortSeconds = append(out.ShortSeconds, zdv1.DeliverySecond{Start: time.Unix(s, 0).UTC(), Sent: n})
 				}
 			}
 		}
@@ -162,7 +160,7 @@ func (d *delivery) report() *reports.Delivery {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var cur *reports.Stall
+	var cur *zdv1.Stall
 	for _, k := range keys {
 		s := d.stallSlots[k]
 		if cur != nil && s.start.Sub(cur.End) <= d.bound {
@@ -178,7 +176,7 @@ func (d *delivery) report() *reports.Delivery {
 		if cur != nil {
 			out.Stalls = appendStall(out.Stalls, *cur)
 		}
-		cur = &reports.Stall{Start: s.start.UTC(), End: s.end.UTC(), Unsent: s.unsent, Late: s.late,
+		cur = &zdv1.Stall{Start: s.start.UTC(), End: s.end.UTC(), Unsent: s.unsent, Late: s.late,
 			MaxLagMs: ms(s.maxLag.Nanoseconds()), Reason: s.reason}
 	}
 	if cur != nil {
@@ -187,7 +185,7 @@ func (d *delivery) report() *reports.Delivery {
 	return out
 }
 
-func appendStall(ss []reports.Stall, s reports.Stall) []reports.Stall {
+func appendStall(ss []zdv1.Stall, s zdv1.Stall) []zdv1.Stall {
 	if len(ss) >= maxListed {
 		return ss
 	}
@@ -205,9 +203,9 @@ func maxTime(a, b time.Time) time.Time {
 // deliveryReason is the "load" check: the run passes only where the load
 // generator kept its schedule, since a span it missed is a span it did not
 // measure (a blackhole shorter than a stall can fall between requests).
-func deliveryReason(d *reports.Delivery) reports.Reason {
+func deliveryReason(d *zdv1.Delivery) zdv1.Reason {
 	if d.OK() {
-		return reports.Reason{Check: reports.CheckLoad, Status: reports.Pass, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
+		return zdv1.Reason{Check: zdv1.CheckLoad, Status: zdv1.Pass, Observed: f64(d.MinSecondRate), Limit: f64(zdv1.MinDeliveredRatio * d.RequestedRate),
 			Message: fmt.Sprintf("load delivered as scheduled: %d whole seconds, each at least %.0f of %.0f/s; no request unsent; max send lag %.1f ms (bound %.0f ms)",
 				d.Seconds, d.MinSecondRate, d.RequestedRate, d.MaxLagMs, d.LagBoundMs)}
 	}
@@ -222,7 +220,7 @@ func deliveryReason(d *reports.Delivery) reports.Reason {
 			secs = append(secs, fmt.Sprintf("%s %d/s", clock(s.Start), s.Sent))
 		}
 		parts = append(parts, fmt.Sprintf("%d of %d whole seconds below %.0f%% of %.0f/s (%s)",
-			d.ShortSecondsTotal, d.Seconds, 100*reports.MinDeliveredRatio, d.RequestedRate, strings.Join(secs, ", ")))
+			d.ShortSecondsTotal, d.Seconds, 100*zdv1.MinDeliveredRatio, d.RequestedRate, strings.Join(secs, ", ")))
 	}
 	if d.Unsent > 0 {
 		parts = append(parts, fmt.Sprintf("%d requests due were never sent", d.Unsent))
@@ -241,6 +239,6 @@ func deliveryReason(d *reports.Delivery) reports.Reason {
 		}
 		parts = append(parts, t+")")
 	}
-	return reports.Reason{Check: reports.CheckLoad, Status: reports.Error, Observed: f64(d.MinSecondRate), Limit: f64(reports.MinDeliveredRatio * d.RequestedRate),
+	return zdv1.Reason{Check: zdv1.CheckLoad, Status: zdv1.Error, Observed: f64(d.MinSecondRate), Limit: f64(zdv1.MinDeliveredRatio * d.RequestedRate),
 		Message: "the load generator could not deliver the load, so these spans were not measured and the run cannot pass: " + strings.Join(parts, "; ")}
 }

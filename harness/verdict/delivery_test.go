@@ -4,15 +4,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"zerodrop/harness/runfile"
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // steadyRun is 100/s from t0 for 3 s (due at 10 ms, 20 ms, ...), with edit
 // applied to each result; a nil result is left out (never sent).
-func steadyRun(edit func(ms int, r *runfile.Result) *runfile.Result) []runfile.Result {
-	var rs []runfile.Result
+func steadyRun(edit func(ms int, r *zdv1.Result) *zdv1.Result) []zdv1.Result {
+	var rs []zdv1.Result
 	for ms := 10; ms <= 3000; ms += 10 {
 		r := ok(ms, "a", "n")
 		if p := edit(ms, &r); p != nil {
@@ -22,12 +20,12 @@ func steadyRun(edit func(ms int, r *runfile.Result) *runfile.Result) []runfile.R
 	return rs
 }
 
-func keep(_ int, r *runfile.Result) *runfile.Result { return r }
+func keep(_ int, r *zdv1.Result) *zdv1.Result { return r }
 
-func loadEvents(extra ...runfile.Event) []runfile.Event {
-	return append([]runfile.Event{
-		{Time: t0, Source: runfile.SourceLoad, Type: runfile.LoadStart, Message: "load started"},
-		{Time: at(3100), Source: runfile.SourceLoad, Type: runfile.LoadStop, Message: "load stopped",
+func loadEvents(extra ...zdv1.Event) []zdv1.Event {
+	return append([]zdv1.Event{
+		{Time: t0, Source: zdv1.SourceLoad, Type: zdv1.EventLoadStart, Message: "load started"},
+		{Time: at(3100), Source: zdv1.SourceLoad, Type: zdv1.EventLoadStop, Message: "load stopped",
 			Fields: map[string]string{"last_due": at(3000).Format(time.RFC3339Nano)}},
 	}, extra...)
 }
@@ -35,68 +33,68 @@ func loadEvents(extra ...runfile.Event) []runfile.Event {
 func TestDeliveryCheck(t *testing.T) {
 	tests := []struct {
 		name    string
-		results []runfile.Result
-		events  []runfile.Event
-		status  reports.Status
+		results []zdv1.Result
+		events  []zdv1.Event
+		status  zdv1.Status
 		want    []string
 		unsent  int64
 		late    int64
 	}{
 		{
 			name: "kept its schedule", results: steadyRun(keep), events: loadEvents(),
-			status: reports.Pass, want: []string{"load delivered as scheduled", "3 whole seconds"},
+			status: zdv1.Pass, want: []string{"load delivered as scheduled", "3 whole seconds"},
 		},
 		{
 			// The generator was stopped 1.20-1.60 s, then skipped what it
 			// could no longer send in time and said so.
 			name: "stalled and skipped",
-			results: steadyRun(func(ms int, r *runfile.Result) *runfile.Result {
+			results: steadyRun(func(ms int, r *zdv1.Result) *zdv1.Result {
 				if ms > 1200 && ms <= 1600 {
 					return nil
 				}
 				return r
 			}),
-			events: loadEvents(runfile.Event{Time: at(1210), Source: runfile.SourceLoad, Type: runfile.Unsent,
+			events: loadEvents(zdv1.Event{Time: at(1210), Source: zdv1.SourceLoad, Type: zdv1.EventUnsent,
 				Fields: map[string]string{"from": at(1210).Format(time.RFC3339Nano), "to": at(1600).Format(time.RFC3339Nano),
 					"requests": "40", "reason": "the load generator was 400ms behind its schedule (bound 50ms)"}}),
-			status: reports.Error, unsent: 40,
+			status: zdv1.Error, unsent: 40,
 			want: []string{"could not deliver", "1 of 3 whole seconds below 97% of 100/s (12:00:01.000 60/s)", "40 requests due were never sent", "stalled 12:00:01.210-12:00:01.600 (390 ms: the load generator was 400ms behind"},
 		},
 		{
 			// A catch-up burst: every request sent, 30 of them late.
 			name: "late sends",
-			results: steadyRun(func(ms int, r *runfile.Result) *runfile.Result {
+			results: steadyRun(func(ms int, r *zdv1.Result) *zdv1.Result {
 				if ms > 2000 && ms <= 2300 {
 					r.Time = at(2310)
 					r.Lag = r.Time.Sub(at(ms))
 				}
 				return r
 			}),
-			events: loadEvents(), status: reports.Error, late: 25,
+			events: loadEvents(), status: zdv1.Error, late: 25,
 			want: []string{"25 sent more than 50 ms late (max 300 ms)", "stalled 12:00:02.010-12:00:02.250"},
 		},
 		{
 			// Requests missing with no word from the generator (its events
 			// lost, or a bug): the sends per second still show it.
 			name: "missing without a word",
-			results: steadyRun(func(ms int, r *runfile.Result) *runfile.Result {
+			results: steadyRun(func(ms int, r *zdv1.Result) *zdv1.Result {
 				if ms%100 < 20 { // 20% of every second
 					return nil
 				}
 				return r
 			}),
-			events: loadEvents(), status: reports.Error,
+			events: loadEvents(), status: zdv1.Error,
 			want: []string{"3 of 3 whole seconds below 97% of 100/s"},
 		},
 		{
 			// Old run files: no lag, no load events; judged from send times.
 			name: "no lag, no events", results: steadyRun(keep),
-			status: reports.Pass, want: []string{"load delivered as scheduled"},
+			status: zdv1.Pass, want: []string{"load delivered as scheduled"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := analyze(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: tc.results, events: tc.events})
+			sc := analyze(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: tc.results, events: tc.events})
 			rs := reason(sc, "load")
 			if rs == nil {
 				t.Fatalf("no load reason: %+v", sc.Verdict)
@@ -118,7 +116,7 @@ func TestDeliveryCheck(t *testing.T) {
 }
 
 func TestRetriedCountsAsDropped(t *testing.T) {
-	rs := steadyRun(func(ms int, r *runfile.Result) *runfile.Result {
+	rs := steadyRun(func(ms int, r *zdv1.Result) *zdv1.Result {
 		if ms == 1500 {
 			// The transport re-sent it after the reused connection was
 			// reset; the retry got a 200.
@@ -126,12 +124,12 @@ func TestRetriedCountsAsDropped(t *testing.T) {
 		}
 		return r
 	})
-	sc := analyze(t, runSpec{crit: reports.Criteria{MaxDropped: reports.Int64(0)}, results: rs, events: loadEvents()})
-	if sc.Verdict.Status != reports.Fail || sc.Results.Dropped != 1 || sc.Results.Retried != 1 ||
-		sc.Results.ErrorClasses[runfile.ClassRetried] != 1 || sc.Results.Non2xx != 0 {
+	sc := analyze(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: rs, events: loadEvents()})
+	if sc.Verdict.Status != zdv1.Fail || sc.Results.Dropped != 1 || sc.Results.Retried != 1 ||
+		sc.Results.ErrorClasses[zdv1.ClassRetried] != 1 || sc.Results.Non2xx != 0 {
 		t.Fatalf("verdict %s, results %+v", sc.Verdict.Status, sc.Results)
 	}
-	if len(sc.FailureWindows) != 1 || sc.FailureWindows[0].Classes[runfile.ClassRetried] != 1 {
+	if len(sc.FailureWindows) != 1 || sc.FailureWindows[0].Classes[zdv1.ClassRetried] != 1 {
 		t.Errorf("windows %+v", sc.FailureWindows)
 	}
 }

@@ -4,8 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"time"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // histogram is a fixed-size log-linear latency histogram (about 58 KiB)
@@ -90,11 +89,11 @@ func (h *histogram) quantile(q float64) int64 {
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
 
-func (h *histogram) summary() reports.Latency {
+func (h *histogram) summary() zdv1.Latency {
 	if h.n == 0 {
-		return reports.Latency{}
+		return zdv1.Latency{}
 	}
-	return reports.Latency{
+	return zdv1.Latency{
 		Count:  int64(h.n),
 		P50Ms:  ms(h.quantile(0.50)),
 		P90Ms:  ms(h.quantile(0.90)),

@@ -5,20 +5,19 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // evaluate applies the criteria to the numbers. Every set criterion yields a
 // reason, passing or not, so a PASS shows what it was checked against. Run
 // problems yield ERROR reasons; the verdict is the worst reason.
-func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []reports.FailureWindow) reports.Verdict {
-	var reasons []reports.Reason
+func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.FailureWindow) zdv1.Verdict {
+	var reasons []zdv1.Reason
 	for _, p := range problems {
-		reasons = append(reasons, reports.Reason{Check: "run", Status: reports.Error, Message: p})
+		reasons = append(reasons, zdv1.Reason{Check: "run", Status: zdv1.Error, Message: p})
 	}
 	if len(problems) == 0 {
-		reasons = append(reasons, reports.Reason{Check: "run", Status: reports.Pass, Message: fmt.Sprintf(
+		reasons = append(reasons, zdv1.Reason{Check: "run", Status: zdv1.Pass, Message: fmt.Sprintf(
 			"run complete: %d results sent %s to %s (%.1f/s)",
 			r.Total, clock(r.FirstSend), clock(r.LastSend), r.AchievedRate)})
 	}
@@ -45,17 +44,17 @@ func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []rep
 	}
 	attributed := r.OK - r.Unattributed
 	if c.ExpectedClientIP != "" {
-		rs := reports.Reason{Check: "client-ip", Observed: f64(float64(r.ClientIPMismatches)), Limit: f64(0)}
+		rs := zdv1.Reason{Check: "client-ip", Observed: f64(float64(r.ClientIPMismatches)), Limit: f64(0)}
 		switch {
 		case attributed == 0 || len(r.ClientIPs) == 0:
-			rs.Status = reports.Fail
+			rs.Status = zdv1.Fail
 			rs.Message = fmt.Sprintf("expected client IP %s, but no response reported a client IP", c.ExpectedClientIP)
 		case r.ClientIPMismatches > 0:
-			rs.Status = reports.Fail
+			rs.Status = zdv1.Fail
 			rs.Message = fmt.Sprintf("expected client IP %s; %d responses saw another: %s",
 				c.ExpectedClientIP, r.ClientIPMismatches, countsText(r.ClientIPs))
 		default:
-			rs.Status = reports.Pass
+			rs.Status = zdv1.Pass
 			rs.Message = fmt.Sprintf("every attributed response (%d) saw client IP %s", attributed, c.ExpectedClientIP)
 		}
 		reasons = append(reasons, rs)
@@ -71,21 +70,21 @@ func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []rep
 		reasons = append(reasons, limitReason("forbidden-client-ip", float64(n), 0, msg, nil))
 	}
 	if l := c.ServedAfterRemoval; l != nil {
-		rs := reports.Reason{Check: "served-after-endpoint-removed", Limit: f64(float64(l.Max))}
+		rs := zdv1.Reason{Check: "served-after-endpoint-removed", Limit: f64(float64(l.Max))}
 		switch ar := r.AfterRemoval; {
 		case ar == nil:
-			rs.Status = reports.Error
+			rs.Status = zdv1.Error
 			rs.Message = fmt.Sprintf("what pod %s served after its endpoint was removed was not measured", l.Pod)
 			rs.Limit = nil
 		case ar.EndpointRemoved == nil:
-			rs.Status = reports.Error
+			rs.Status = zdv1.Error
 			rs.Message = fmt.Sprintf("the run file records no endpoint removal of pod %s, so nothing can be said about traffic after it", l.Pod)
 			rs.Limit = nil
 		default:
 			rs.Observed = f64(float64(ar.Served))
-			rs.Status = reports.Pass
+			rs.Status = zdv1.Pass
 			if ar.Served > l.Max {
-				rs.Status = reports.Fail
+				rs.Status = zdv1.Fail
 			}
 			rs.Message = fmt.Sprintf("pod %s answered %d requests sent more than %s after its endpoint was removed at %s "+
 				"(%d over reused keep-alive connections, %d on new connections); at most %d allowed",
@@ -94,18 +93,18 @@ func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []rep
 		reasons = append(reasons, rs)
 	}
 	if c.RequireAllPodsServed {
-		rs := reports.Reason{Check: "pods-served", Observed: f64(float64(len(r.ZeroTrafficPods))), Limit: f64(0)}
+		rs := zdv1.Reason{Check: "pods-served", Observed: f64(float64(len(r.ZeroTrafficPods))), Limit: f64(0)}
 		switch {
 		case len(c.ExpectedPods) == 0:
-			rs.Status = reports.Error
+			rs.Status = zdv1.Error
 			rs.Message = "requireAllPodsServed is set but no expected pods were given, so pods that got nothing cannot be found"
 			rs.Observed, rs.Limit = nil, nil
 		case len(r.ZeroTrafficPods) > 0:
-			rs.Status = reports.Fail
+			rs.Status = zdv1.Fail
 			rs.Message = fmt.Sprintf("%d of %d expected pods got no traffic: %s; served: %s",
 				len(r.ZeroTrafficPods), len(c.ExpectedPods), strings.Join(r.ZeroTrafficPods, ", "), podsText(r.Pods))
 		default:
-			rs.Status = reports.Pass
+			rs.Status = zdv1.Pass
 			rs.Message = fmt.Sprintf("all %d expected pods served traffic: %s", len(c.ExpectedPods), podsText(r.Pods))
 		}
 		reasons = append(reasons, rs)
@@ -119,17 +118,17 @@ func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []rep
 				low = append(low, fmt.Sprintf("%s %.1f%%", p.Pod, 100*p.Share))
 			}
 		}
-		rs := reports.Reason{Check: "pod-share", Observed: f64(lowest), Limit: f64(*c.MinPodShare)}
+		rs := zdv1.Reason{Check: "pod-share", Observed: f64(lowest), Limit: f64(*c.MinPodShare)}
 		switch {
 		case len(r.Pods) == 0:
-			rs.Status = reports.Fail
+			rs.Status = zdv1.Fail
 			rs.Message = "no pod served any attributed request"
 			rs.Observed = nil
 		case len(low) > 0:
-			rs.Status = reports.Fail
+			rs.Status = zdv1.Fail
 			rs.Message = fmt.Sprintf("pods below the %.1f%% minimum share: %s; all: %s", 100**c.MinPodShare, strings.Join(low, ", "), podsText(r.Pods))
 		default:
-			rs.Status = reports.Pass
+			rs.Status = zdv1.Pass
 			rs.Message = fmt.Sprintf("every pod got at least %.1f%%: %s", 100**c.MinPodShare, podsText(r.Pods))
 		}
 		reasons = append(reasons, rs)
@@ -149,25 +148,25 @@ func evaluate(c reports.Criteria, problems []string, r reports.Results, ws []rep
 			fmt.Sprintf("p99 latency %.1f ms over %d requests (p50 %.1f, max %.1f); at most %.1f ms allowed",
 				r.Latency.P99Ms, r.Latency.Count, r.Latency.P50Ms, r.Latency.MaxMs, *c.MaxP99Ms), allWindows))
 	}
-	v := reports.Verdict{Status: reports.Pass, Reasons: reasons}
+	v := zdv1.Verdict{Status: zdv1.Pass, Reasons: reasons}
 	for _, rs := range reasons {
-		v.Status = reports.Worst(v.Status, rs.Status)
+		v.Status = zdv1.Worst(v.Status, rs.Status)
 	}
 	return v
 }
 
 func f64(v float64) *float64 { return &v }
 
-func limitReason(check string, observed, limit float64, msg string, windows []int) reports.Reason {
-	rs := reports.Reason{Check: check, Status: reports.Pass, Message: msg, Observed: f64(observed), Limit: f64(limit)}
+func limitReason(check string, observed, limit float64, msg string, windows []int) zdv1.Reason {
+	rs := zdv1.Reason{Check: check, Status: zdv1.Pass, Message: msg, Observed: f64(observed), Limit: f64(limit)}
 	if observed > limit {
-		rs.Status = reports.Fail
+		rs.Status = zdv1.Fail
 		rs.Windows = windows
 	}
 	return rs
 }
 
-func droppedText(r reports.Results, ws []reports.FailureWindow) string {
+func droppedText(r zdv1.Results, ws []zdv1.FailureWindow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dropped %d of %d requests", r.Dropped, r.Total)
 	if r.Dropped == 0 {
@@ -188,10 +187,10 @@ func droppedText(r reports.Results, ws []reports.FailureWindow) string {
 
 // WindowText describes a failure window and the event closest before it,
 // the usual suspect.
-func WindowText(w reports.FailureWindow) string {
+func WindowText(w zdv1.FailureWindow) string {
 	s := fmt.Sprintf("window %d %s-%s (%.0f ms): %d failed%s, %d ok",
 		w.Index, clock(w.Start), clock(w.End), w.DurationMs, w.Failed, mapText(w.Classes), w.OK)
-	var before, during *reports.WindowEvent
+	var before, during *zdv1.WindowEvent
 	for i := range w.NearestEvents {
 		e := &w.NearestEvents[i]
 		if e.OffsetMs < 0 {
@@ -209,7 +208,7 @@ func WindowText(w reports.FailureWindow) string {
 	return s
 }
 
-func eventText(e reports.Event) string {
+func eventText(e zdv1.Event) string {
 	s := e.Source + " " + e.Type
 	if e.Object != "" {
 		s += " " + e.Object
@@ -246,7 +245,7 @@ func non2xxText(codes map[string]int64) string {
 	return mapText(m)
 }
 
-func countsText(cs []reports.Count) string {
+func countsText(cs []zdv1.Count) string {
 	if len(cs) == 0 {
 		return "none"
 	}
@@ -257,7 +256,7 @@ func countsText(cs []reports.Count) string {
 	return strings.Join(parts, ", ")
 }
 
-func podsText(ps []reports.PodCount) string {
+func podsText(ps []zdv1.PodCount) string {
 	if len(ps) == 0 {
 		return "none"
 	}

@@ -8,8 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // HTMLFileName is the page `zerodrop report` writes.
@@ -64,7 +63,7 @@ type pageView struct {
 type runView struct {
 	*Run
 	Column    string
-	Meta      reports.RunMeta
+	Meta      zdv1.RunMeta
 	Start     string
 	End       string
 	Scenarios []scenarioView
@@ -93,14 +92,14 @@ type scenarioView struct {
 }
 
 type windowView struct {
-	reports.FailureWindow
+	zdv1.FailureWindow
 	Start   string
 	Classes string
 	Before  string
 }
 
 type reasonView struct {
-	reports.Reason
+	zdv1.Reason
 	Badge    Badge
 	Observed string
 	Limit    string
@@ -126,16 +125,16 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 		Title:  opt.Title,
 		CSS:    template.CSS(htmlCSS),
 		Totals: t,
-		Badge:  badgeFor(reports.RoleAssertion, t.Status),
+		Badge:  badgeFor(zdv1.RoleAssertion, t.Status),
 		Matrix: BuildMatrix(runs),
 		Legend: []Badge{
-			badgeFor(reports.RoleAssertion, reports.Pass), badgeFor(reports.RoleAssertion, reports.Fail),
-			badgeFor(reports.RoleAssertion, reports.Error), docLegend, badgeFor(reports.RoleDocumentation, reports.Error),
+			badgeFor(zdv1.RoleAssertion, zdv1.Pass), badgeFor(zdv1.RoleAssertion, zdv1.Fail),
+			badgeFor(zdv1.RoleAssertion, zdv1.Error), docLegend, badgeFor(zdv1.RoleDocumentation, zdv1.Error),
 		},
 	}
 	for _, run := range runs {
 		for _, sc := range run.Scenarios {
-			if sc.Role == reports.RoleAssertion && sc.Verdict.Status != reports.Pass {
+			if sc.Role == zdv1.RoleAssertion && sc.Verdict.Status != zdv1.Pass {
 				v.Attention = append(v.Attention, attention{Scenario: sc, Column: run.Key().String(), Badge: sc.Badge(), Headline: sc.headline()})
 			}
 		}
@@ -158,7 +157,7 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 	if err := pageTemplate.Execute(&b, v); err != nil {
 		return fmt.Errorf("render html: %w", err)
 	}
-	if _, err := io.WriteString(w, reports.ScrubText(b.String())); err != nil {
+	if _, err := io.WriteString(w, zdv1.ScrubText(b.String())); err != nil {
 		return fmt.Errorf("write html: %w", err)
 	}
 	return nil
@@ -168,7 +167,7 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 	v := scenarioView{Scenario: sc, Badge: sc.Badge(), Headline: sc.headline(), ClientIP: sc.clientIPCheck(),
 		ErrorCodes: classesText(sc.Results.ErrorClasses), StatusCodes: classesText(sc.Results.StatusCodes),
 		Start: sc.Start.UTC().Format("2006-01-02 15:04:05 UTC")}
-	if sc.Role == reports.RoleDocumentation {
+	if sc.Role == zdv1.RoleDocumentation {
 		v.RoleText = "Documentation scenario: it measures a known hazard (for example a naive profile) and never fails the suite. Its verdict records what happens, not a defect of this run."
 		if sc.PlatformLimit != "" {
 			v.RoleText = "Documentation scenario: a hardened workload on a platform that cannot give zero drops here. Platform limit: " + sc.PlatformLimit
@@ -206,8 +205,8 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 		v.Windows = append(v.Windows, wv)
 	}
 	for _, r := range sc.Verdict.Reasons {
-		rv := reasonView{Reason: r, Badge: badgeFor(reports.RoleAssertion, r.Status)}
-		if sc.Role == reports.RoleDocumentation && r.Status != reports.Pass {
+		rv := reasonView{Reason: r, Badge: badgeFor(zdv1.RoleAssertion, r.Status)}
+		if sc.Role == zdv1.RoleDocumentation && r.Status != zdv1.Pass {
 			// A documented hazard is not a failure: keep it out of red.
 			rv.Badge = badgeFor(sc.Role, r.Status)
 		}

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // JUnitFileName is the JUnit file `zerodrop report` writes. It is not
@@ -88,10 +87,10 @@ func JUnit(w io.Writer, runs []*Run) error {
 				family, _, _ = strings.Cut(sc.Name, "/")
 			}
 			c := junitCase{Name: sc.Name, Classname: "zerodrop." + family, Time: fmt.Sprintf("%.3f", dur), SystemOut: caseOutput(sc)}
-			if sc.Role != reports.RoleDocumentation {
+			if sc.Role != zdv1.RoleDocumentation {
 				switch sc.Verdict.Status {
-				case reports.Pass:
-				case reports.Fail:
+				case zdv1.Pass:
+				case zdv1.Fail:
 					c.Failure = &junitProblem{Message: sc.headline(), Type: "FAIL", Text: reasonsText(sc)}
 					s.Failures++
 				default:
@@ -123,7 +122,7 @@ func JUnit(w io.Writer, runs []*Run) error {
 		return fmt.Errorf("encode junit: %w", err)
 	}
 	b.WriteByte('\n')
-	if _, err := io.WriteString(w, reports.ScrubText(b.String())); err != nil {
+	if _, err := io.WriteString(w, zdv1.ScrubText(b.String())); err != nil {
 		return fmt.Errorf("write junit: %w", err)
 	}
 	return nil
@@ -148,13 +147,13 @@ func reasonsText(sc *Scenario) string {
 func caseOutput(sc *Scenario) string {
 	r := sc.Results
 	var b strings.Builder
-	if sc.Role == reports.RoleDocumentation {
+	if sc.Role == zdv1.RoleDocumentation {
 		fmt.Fprintf(&b, "documentation scenario (measures a hazard, never fails the suite): %s\n", sc.Outcome())
 	}
 	fmt.Fprintf(&b, "requests %d, ok %d, dropped %d (errors %d, non-2xx %d), %d failure window(s), p50 %s p99 %s max %s\n",
 		r.Total, r.OK, r.Dropped, r.Errors, r.Non2xx, len(sc.FailureWindows),
 		formatMs(r.Latency.P50Ms), formatMs(r.Latency.P99Ms), formatMs(r.Latency.MaxMs))
-	if sc.Role == reports.RoleDocumentation {
+	if sc.Role == zdv1.RoleDocumentation {
 		b.WriteString(reasonsText(sc))
 	}
 	if sc.RunFile != "" {

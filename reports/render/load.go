@@ -10,8 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // ReportFileName is the report every run directory holds.
@@ -25,13 +24,13 @@ type Run struct {
 	// ID is unique among the runs rendered together ("r1", "r2" ...) and
 	// prefixes every anchor of the run in the HTML.
 	ID        string
-	Report    *reports.Report
+	Report    *zdv1.Report
 	Scenarios []*Scenario
 }
 
 // Scenario is one scenario of a run with what the renderers add to it.
 type Scenario struct {
-	reports.Scenario
+	zdv1.Scenario
 	Run *Run
 	// Anchor is the scenario's id in the HTML ("r1-rolling-update-local-hardened").
 	Anchor string
@@ -100,7 +99,7 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 			return nil, fmt.Errorf("run directory %s is not a directory", dir)
 		}
 		path := filepath.Join(dir, ReportFileName)
-		rep, err := reports.ReadFile(path)
+		rep, err := zdv1.ReadFile(path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("%s: no report.json (run 'zerodrop analyze %s' to build it from the run files): %w", path, dir, err)
@@ -151,7 +150,7 @@ func (sc *Scenario) loadTimeline(ctx context.Context, opts []TimelineOption) {
 	}
 	tl, err := BuildTimeline(ctx, sc.RunFilePath, &sc.Scenario, opts...)
 	if err != nil {
-		sc.TimelineNote = "timeline unavailable: " + reports.RedactString(err.Error())
+		sc.TimelineNote = "timeline unavailable: " + zdv1.RedactString(err.Error())
 		return
 	}
 	sc.Timeline = tl

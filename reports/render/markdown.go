@@ -6,8 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // MaxMarkdownBytes keeps the summary within a GitHub comment (65,536
@@ -39,7 +38,7 @@ func Markdown(w io.Writer, runs []*Run, opt MarkdownOptions) error {
 		cut := bytes.LastIndexByte(full[:MaxMarkdownBytes-200], '\n')
 		full = append(full[:cut+1], []byte("\n_… summary cut to fit a comment; the HTML report has everything._\n")...)
 	}
-	if _, err := w.Write([]byte(reports.ScrubText(string(full)))); err != nil {
+	if _, err := w.Write([]byte(zdv1.ScrubText(string(full)))); err != nil {
 		return fmt.Errorf("write markdown summary: %w", err)
 	}
 	return nil
@@ -48,7 +47,7 @@ func Markdown(w io.Writer, runs []*Run, opt MarkdownOptions) error {
 func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 	var b bytes.Buffer
 	t := Total(runs)
-	head := badgeFor(reports.RoleAssertion, t.Status)
+	head := badgeFor(zdv1.RoleAssertion, t.Status)
 	fmt.Fprintf(&b, "## %s zerodrop: %s\n\n", head.Emoji, t.Status)
 	fmt.Fprintf(&b, "%d run(s), %d scenario(s): **%d passed**, **%d failed**, **%d errored**, %d documentation (hazards measured, never failing).",
 		t.Runs, t.Scenarios, t.Passed, t.Failed, t.Errored, t.Documentation)
@@ -120,19 +119,19 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			continue
 		}
 		for _, sc := range run.Scenarios {
-			if sc.Verdict.Status == reports.Pass {
+			if sc.Verdict.Status == zdv1.Pass {
 				continue
 			}
 			bd := sc.Badge()
 			fmt.Fprintf(&b, "<details><summary>%s %s — %s</summary>\n\n", bd.Emoji, htmlText(sc.Name), htmlText(bd.Text))
-			if sc.Role == reports.RoleDocumentation {
+			if sc.Role == zdv1.RoleDocumentation {
 				b.WriteString("_Documentation scenario: it measures a known hazard and never fails the suite._\n\n")
 				if sc.PlatformLimit != "" {
 					fmt.Fprintf(&b, "_Platform limit: %s_\n\n", mdCell(sc.PlatformLimit))
 				}
 			}
 			for _, rs := range sc.Verdict.Reasons {
-				if rs.Status != reports.Pass {
+				if rs.Status != zdv1.Pass {
 					fmt.Fprintf(&b, "- **%s** `%s`: %s\n", rs.Status, rs.Check, mdCell(rs.Message))
 				}
 			}

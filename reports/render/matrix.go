@@ -2,8 +2,7 @@ package render
 
 import (
 	"strings"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // Column is an environment of the readiness matrix.
@@ -31,7 +30,7 @@ func (c Column) String() string {
 type Row struct {
 	Scenario, Policy, Profile, Variant string
 	// Role is the role of the case; "mixed" if runs disagree.
-	Role reports.Role
+	Role zdv1.Role
 	// Cells has one entry per column: the scenarios measured for this row
 	// in that environment (usually one; several when runs repeat it).
 	Cells [][]*Scenario

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
-	"zerodrop/reports"
 	"zerodrop/reports/svg"
 )
 
@@ -127,7 +127,7 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 
 // TimelineSVG draws requests per bucket, stacked ok and failed by kind, with
 // failure windows shaded and the events as labelled vertical markers.
-func TimelineSVG(t *Timeline, windows []reports.FailureWindow, title string) string {
+func TimelineSVG(t *Timeline, windows []zdv1.FailureWindow, title string) string {
 	legendItems := []legendItem{{"ok " + formatCount(sum(t.OK)), colorOK, false}}
 	for i, c := range t.Classes {
 		legendItems = append(legendItems, legendItem{c + " " + formatCount(sum(t.Failed[i])), classColor(c), false})
@@ -227,7 +227,7 @@ func TimelineSVG(t *Timeline, windows []reports.FailureWindow, title string) str
 
 // PodShareSVG draws each pod's share of the 2xx answers per bucket, stacked
 // to 100%; buckets without an attributed answer stay empty.
-func PodShareSVG(t *Timeline, windows []reports.FailureWindow, totals map[string]float64, title string) string {
+func PodShareSVG(t *Timeline, windows []zdv1.FailureWindow, totals map[string]float64, title string) string {
 	var items []legendItem
 	for i, p := range t.Pods {
 		label := p
@@ -318,7 +318,7 @@ func axisX(d *svg.Doc, x xScale, bottom float64) {
 	}, svg.A("class", "axis")...)
 }
 
-func shadeWindows(d *svg.Doc, x xScale, windows []reports.FailureWindow, top, bottom float64, labels bool) {
+func shadeWindows(d *svg.Doc, x xScale, windows []zdv1.FailureWindow, top, bottom float64, labels bool) {
 	if len(windows) == 0 {
 		return
 	}
@@ -341,7 +341,7 @@ func shadeWindows(d *svg.Doc, x xScale, windows []reports.FailureWindow, top, bo
 
 // shadeStalls marks the spans where the load generator fell behind its
 // schedule: hatched grey, because there the run measured nothing.
-func shadeStalls(d *svg.Doc, x xScale, stalls []reports.Stall, top, bottom float64) {
+func shadeStalls(d *svg.Doc, x xScale, stalls []zdv1.Stall, top, bottom float64) {
 	if len(stalls) == 0 {
 		return
 	}

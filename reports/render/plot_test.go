@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 func TestFormatters(t *testing.T) {
@@ -50,7 +49,7 @@ func TestTimelineSVG(t *testing.T) {
 			{Time: start.Add(7 * time.Second), Type: "node-removed", Object: "node/w2", Message: `<b>"gone"</b>`},
 		},
 	}
-	windows := []reports.FailureWindow{{Index: 0, Start: start.Add(3 * time.Second), End: start.Add(5 * time.Second), Failed: 16}}
+	windows := []zdv1.FailureWindow{{Index: 0, Start: start.Add(3 * time.Second), End: start.Add(5 * time.Second), Failed: 16}}
 	for name, doc := range map[string]string{
 		"timeline": TimelineSVG(tl, windows, "t <1>"),
 		"podshare": PodShareSVG(tl, windows, map[string]float64{"a": 0.5, OtherPods: 0.5}, "p"),
@@ -88,7 +87,7 @@ func TestTimelineShowsRequestedRateAndStalls(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tl := &Timeline{Start: start, Step: time.Second, LoadStart: start, LoadEnd: start.Add(4 * time.Second),
 		OK: []int64{200, 200, 120, 200, 200}, Requested: 200,
-		Stalls: []reports.Stall{{Start: start.Add(2 * time.Second), End: start.Add(2*time.Second + 400*time.Millisecond),
+		Stalls: []zdv1.Stall{{Start: start.Add(2 * time.Second), End: start.Add(2*time.Second + 400*time.Millisecond),
 			DurationMs: 400, Unsent: 80, Reason: "in-flight cap 1024 reached"}},
 	}
 	doc := TimelineSVG(tl, nil, "t")

@@ -5,9 +5,9 @@
 //
 // Every output is deterministic for the same inputs (no "generated at"
 // stamps, no map-order effects) and carries no secret: reports are redacted
-// with reports.Redact when loaded, event texts from run files with
-// reports.RedactString, and every finished document gets a last
-// reports.ScrubText pass.
+// with zdv1.Redact when loaded, event texts from run files with
+// zdv1.RedactString, and every finished document gets a last
+// zdv1.ScrubText pass.
 //
 // Documentation scenarios (the naive profiles that document a hazard) are
 // drawn apart from failures everywhere: a blue "DOC" badge with the verdict
@@ -18,8 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // Failed reports whether the runs' assertions fail: any assertion scenario
@@ -30,7 +29,7 @@ func Failed(runs []*Run) bool {
 			return true
 		}
 		for _, sc := range r.Scenarios {
-			if sc.Role != reports.RoleDocumentation && sc.Verdict.Status != reports.Pass {
+			if sc.Role != zdv1.RoleDocumentation && sc.Verdict.Status != zdv1.Pass {
 				return true
 			}
 		}
@@ -40,37 +39,37 @@ func Failed(runs []*Run) bool {
 
 // Totals summarises every run rendered together.
 type Totals struct {
-	Status                                                  reports.Status
+	Status                                                  zdv1.Status
 	Runs, Scenarios, Passed, Failed, Errored, Documentation int
 }
 
 // Total adds up the runs: Status is the worst over assertion scenarios (ERROR
 // when there is nothing to judge).
 func Total(runs []*Run) Totals {
-	t := Totals{Status: reports.Pass, Runs: len(runs)}
+	t := Totals{Status: zdv1.Pass, Runs: len(runs)}
 	for _, r := range runs {
 		for _, sc := range r.Scenarios {
 			t.Scenarios++
-			if sc.Role == reports.RoleDocumentation {
+			if sc.Role == zdv1.RoleDocumentation {
 				t.Documentation++
 				continue
 			}
 			switch sc.Verdict.Status {
-			case reports.Pass:
+			case zdv1.Pass:
 				t.Passed++
-			case reports.Fail:
+			case zdv1.Fail:
 				t.Failed++
 			default:
 				t.Errored++
 			}
-			t.Status = reports.Worst(t.Status, sc.Verdict.Status)
+			t.Status = zdv1.Worst(t.Status, sc.Verdict.Status)
 		}
 		if len(r.Scenarios) == 0 {
-			t.Status = reports.Error
+			t.Status = zdv1.Error
 		}
 	}
 	if t.Scenarios == 0 {
-		t.Status = reports.Error
+		t.Status = zdv1.Error
 	}
 	return t
 }
@@ -87,11 +86,11 @@ type Badge struct {
 	Title string
 }
 
-func badgeFor(role reports.Role, st reports.Status) Badge {
-	if role == reports.RoleDocumentation {
+func badgeFor(role zdv1.Role, st zdv1.Status) Badge {
+	if role == zdv1.RoleDocumentation {
 		b := Badge{Class: "doc", Text: "DOC", Emoji: "📘",
 			Title: "documentation scenario: measures a known hazard; never fails the suite"}
-		if st == reports.Error {
+		if st == zdv1.Error {
 			// The hazard could not even be measured: worth a look, still not
 			// a suite failure.
 			b.Class, b.Emoji, b.Text = "doc-error", "⚠️", "DOC · ERROR"
@@ -100,9 +99,9 @@ func badgeFor(role reports.Role, st reports.Status) Badge {
 		return b
 	}
 	switch st {
-	case reports.Pass:
+	case zdv1.Pass:
 		return Badge{Class: "pass", Text: "PASS", Emoji: "✅", Title: "every criterion held"}
-	case reports.Fail:
+	case zdv1.Fail:
 		return Badge{Class: "fail", Text: "FAIL", Emoji: "❌", Title: "a criterion did not hold"}
 	default:
 		return Badge{Class: "error", Text: string(st), Emoji: "⚠️", Title: "the run itself broke: no verdict on the platform"}
@@ -113,19 +112,19 @@ func badgeFor(role reports.Role, st reports.Status) Badge {
 // documentation scenario that dropped requests, how many (that is the
 // hazard it documents).
 func (sc *Scenario) Badge() Badge {
-	if sc.Role != reports.RoleDocumentation {
+	if sc.Role != zdv1.RoleDocumentation {
 		return badgeFor(sc.Role, sc.Verdict.Status)
 	}
 	out := sc.Outcome()
-	if out == string(reports.Error) {
-		return badgeFor(sc.Role, reports.Error)
+	if out == string(zdv1.Error) {
+		return badgeFor(sc.Role, zdv1.Error)
 	}
-	b := badgeFor(sc.Role, reports.Pass)
+	b := badgeFor(sc.Role, zdv1.Pass)
 	b.Text = "DOC · " + out
 	if sc.Results.Dropped > 0 {
 		b.Text += " · " + formatCount(sc.Results.Dropped) + " dropped"
 	}
-	if sc.Verdict.Status == reports.Error {
+	if sc.Verdict.Status == zdv1.Error {
 		b.Title += "; the load generator missed some spans (see the load check), but what it did measure reproduced the hazard"
 	}
 	return b
@@ -135,7 +134,7 @@ func (sc *Scenario) Badge() Badge {
 // that did not pass, or the dropped-requests reason for a pass.
 func (sc *Scenario) headline() string {
 	for _, r := range sc.Verdict.Reasons {
-		if r.Status != reports.Pass {
+		if r.Status != zdv1.Pass {
 			return r.Message
 		}
 	}
@@ -143,7 +142,7 @@ func (sc *Scenario) headline() string {
 	if sc.PlatformLimit != "" {
 		limit = " (platform limit on this LB, see the scenario)"
 	}
-	if sc.Role == reports.RoleDocumentation && sc.Results.Dropped > 0 {
+	if sc.Role == zdv1.RoleDocumentation && sc.Results.Dropped > 0 {
 		// Documentation cases set no drop limit, so no reason mentions the
 		// hazard they exist to show.
 		return fmt.Sprintf("documented hazard: %s of %s requests dropped in %d failure window(s)%s",
@@ -214,8 +213,8 @@ func pct(share float64) string { return fmt.Sprintf("%.1f%%", 100*share) }
 
 // nearestEventBefore is the last event at or before a window's start, the
 // likeliest cause, or nil.
-func nearestEventBefore(w reports.FailureWindow) *reports.WindowEvent {
-	var best *reports.WindowEvent
+func nearestEventBefore(w zdv1.FailureWindow) *zdv1.WindowEvent {
+	var best *zdv1.WindowEvent
 	for i := range w.NearestEvents {
 		e := &w.NearestEvents[i]
 		if e.OffsetMs <= 0 && (best == nil || e.OffsetMs > best.OffsetMs) {
@@ -225,7 +224,7 @@ func nearestEventBefore(w reports.FailureWindow) *reports.WindowEvent {
 	return best
 }
 
-func eventText(e reports.Event) string {
+func eventText(e zdv1.Event) string {
 	s := e.Type
 	if e.Object != "" {
 		s += " " + e.Object

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 	"zerodrop/reports/render/rendertest"
 )
 
@@ -178,25 +178,25 @@ func TestChooseStep(t *testing.T) {
 func TestTimelineBounded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	w, err := runfile.Create(path, runfile.Meta{RunID: "x", Created: start, Scenario: reports.ScenarioSpec{Name: "long", Role: reports.RoleAssertion}})
+	w, err := runfile.Create(path, zdv1.Header{RunID: "x", Created: start, Scenario: zdv1.ScenarioSpec{Name: "long", Role: zdv1.RoleAssertion}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 20000
 	for i := range n {
-		r := runfile.Result{Seq: uint64(i), Time: start.Add(time.Duration(i) * 360 * time.Millisecond), Status: 200,
+		r := zdv1.Result{Seq: uint64(i), Time: start.Add(time.Duration(i) * 360 * time.Millisecond), Status: 200,
 			Pod: "pod-" + string(rune('a'+i%26))}
 		switch i % 50 {
 		case 1:
 			r.Status, r.Pod = 500+i%20, "" // 20 HTTP statuses
 		case 2:
-			r.Status, r.Class, r.Pod = 0, runfile.ClassReset, ""
+			r.Status, r.Class, r.Pod = 0, zdv1.ClassReset, ""
 		}
 		if err := w.Result(r); err != nil {
 			t.Fatal(err)
 		}
 		if i%10 == 0 {
-			if err := w.Event(runfile.Event{Time: r.Time, Source: "harness", Type: runfile.PodTerminating, Object: "pod/x"}); err != nil {
+			if err := w.Event(zdv1.Event{Time: r.Time, Source: "harness", Type: zdv1.EventPodTerminating, Object: "pod/x"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -205,7 +205,7 @@ func TestTimelineBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No span in the report: the timeline finds it in the file.
-	tl, err := BuildTimeline(context.Background(), path, &reports.Scenario{})
+	tl, err := BuildTimeline(context.Background(), path, &zdv1.Scenario{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +453,7 @@ func TestFailedAndTotals(t *testing.T) {
 		t.Errorf("Failed = true for a run whose only non-passes are documentation")
 	}
 	runs[1].Scenarios = nil
-	if !Failed(runs[1:]) || Total(runs[1:]).Status != reports.Error {
+	if !Failed(runs[1:]) || Total(runs[1:]).Status != zdv1.Error {
 		t.Errorf("an empty report must count as failed (it proves nothing)")
 	}
 }
@@ -487,8 +487,8 @@ func TestLoadErrors(t *testing.T) {
 		}
 		return d
 	}
-	good := reports.New(reports.RunMeta{Provider: "none"})
-	good.Scenarios = append(good.Scenarios, reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "x", Role: reports.RoleAssertion}, Verdict: reports.Verdict{Status: "MAYBE"}})
+	good := zdv1.New(zdv1.RunMeta{Provider: "none"})
+	good.Scenarios = append(good.Scenarios, zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "x", Role: zdv1.RoleAssertion}, Verdict: zdv1.Verdict{Status: "MAYBE"}})
 	badStatus, _ := json.Marshal(good)
 	tests := []struct {
 		name string
@@ -574,7 +574,7 @@ func TestHeadlineNamesAPlatformLimit(t *testing.T) {
 		{0, "0 of 100 requests dropped this time (platform limit"},
 		{3, "documented hazard: 3 of 100 requests dropped in 0 failure window(s) (platform limit"},
 	} {
-		sc := &Scenario{Scenario: reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Role: reports.RoleDocumentation, PlatformLimit: "the VIP moves"}}}
+		sc := &Scenario{Scenario: zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Role: zdv1.RoleDocumentation, PlatformLimit: "the VIP moves"}}}
 		sc.Results.Total, sc.Results.Dropped = 100, tc.dropped
 		if got := sc.headline(); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("dropped %d: headline %q, want prefix %q", tc.dropped, got, tc.want)

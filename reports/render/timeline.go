@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 // DefaultMaxBuckets bounds the time buckets of a timeline: enough to see a
@@ -39,13 +39,13 @@ const (
 // markerTypes are the event types drawn as vertical markers; the rest are
 // listed in the events table only.
 var markerTypes = map[string]bool{
-	runfile.Cordon: true, runfile.Uncordon: true, runfile.DrainStart: true, runfile.DrainEnd: true,
-	runfile.PodTerminating: true, runfile.PodDeleted: true,
-	runfile.EndpointRemoved: true, runfile.EndpointTerminating: true,
-	runfile.NodeAdded: true, runfile.NodeRemoved: true, runfile.PoolAdded: true, runfile.PoolRemoved: true,
-	runfile.RolloutStart: true, runfile.RolloutEnd: true,
-	runfile.LBBackendAdded: true, runfile.LBBackendRemoved: true,
-	runfile.LBNodeHealthy: true, runfile.LBNodeUnhealthy: true,
+	zdv1.EventCordon: true, zdv1.EventUncordon: true, zdv1.EventDrainStart: true, zdv1.EventDrainEnd: true,
+	zdv1.EventPodTerminating: true, zdv1.EventPodDeleted: true,
+	zdv1.EventEndpointRemoved: true, zdv1.EventEndpointTerminating: true,
+	zdv1.EventNodeAdded: true, zdv1.EventNodeRemoved: true, zdv1.EventPoolAdded: true, zdv1.EventPoolRemoved: true,
+	zdv1.EventRolloutStart: true, zdv1.EventRolloutEnd: true,
+	zdv1.EventLBBackendAdded: true, zdv1.EventLBBackendRemoved: true,
+	zdv1.EventLBNodeHealthy: true, zdv1.EventLBNodeUnhealthy: true,
 }
 
 // Marker is an event drawn on the timeline.
@@ -90,7 +90,7 @@ type Timeline struct {
 	Requested float64
 	// Stalls are the spans the load generator did not keep its schedule
 	// (from the report's delivery check): nothing was measured there.
-	Stalls []reports.Stall
+	Stalls []zdv1.Stall
 	// Results counts the result lines read; Truncated says the run file's
 	// last line was cut off.
 	Results   int64
@@ -124,7 +124,7 @@ func WithMaxBuckets(n int) TimelineOption {
 // the send span and the pods (busiest first) so one pass suffices; when it
 // has no span, a first pass over the file finds it. Memory stays bounded by
 // the limits above whatever the file's length.
-func BuildTimeline(ctx context.Context, path string, sc *reports.Scenario, opts ...TimelineOption) (*Timeline, error) {
+func BuildTimeline(ctx context.Context, path string, sc *zdv1.Scenario, opts ...TimelineOption) (*Timeline, error) {
 	cfg := timelineConfig{maxBuckets: DefaultMaxBuckets}
 	for _, o := range opts {
 		o(&cfg)
@@ -184,8 +184,8 @@ func BuildTimeline(ctx context.Context, path string, sc *reports.Scenario, opts 
 		if i, ok := classIndex[kind]; ok {
 			return i
 		}
-		if len(t.Classes) >= maxClasses-1 && kind != runfile.ClassOther {
-			kind = runfile.ClassOther
+		if len(t.Classes) >= maxClasses-1 && kind != zdv1.ClassOther {
+			kind = zdv1.ClassOther
 			if i, ok := classIndex[kind]; ok {
 				return i
 			}
@@ -234,7 +234,7 @@ func BuildTimeline(ctx context.Context, path string, sc *reports.Scenario, opts 
 				return nil
 			}
 			t.Markers = append(t.Markers, Marker{Time: e.Time, Source: e.Source, Type: e.Type,
-				Object: reports.RedactString(e.Object), Message: reports.RedactString(e.Message)})
+				Object: zdv1.RedactString(e.Object), Message: zdv1.RedactString(e.Message)})
 		}
 		return nil
 	})
@@ -289,7 +289,7 @@ func scanSpan(ctx context.Context, path string) (lo, hi time.Time, err error) {
 // plotSpan widens the load span [lo, hi] to take in marker events shortly
 // before or after it (a cordon a few seconds before the load ends), but not
 // the whole deploy and clean-up.
-func plotSpan(lo, hi time.Time, events []reports.Event) (time.Time, time.Time) {
+func plotSpan(lo, hi time.Time, events []zdv1.Event) (time.Time, time.Time) {
 	margin := max(2*time.Second, hi.Sub(lo)/10)
 	start, end := lo, hi
 	for _, e := range events {
@@ -328,9 +328,9 @@ func chooseStep(span time.Duration, rate float64, maxBuckets int) time.Duration 
 
 // busiestPods returns up to maxPods pod names, the busiest first, then by
 // name for a stable order.
-func busiestPods(pods []reports.PodCount) []string {
+func busiestPods(pods []zdv1.PodCount) []string {
 	ps := slices.Clone(pods)
-	slices.SortStableFunc(ps, func(a, b reports.PodCount) int {
+	slices.SortStableFunc(ps, func(a, b zdv1.PodCount) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
 			return c
 		}
@@ -352,15 +352,15 @@ func busiestPods(pods []reports.PodCount) []string {
 // dropped it), then HTTP errors by status.
 func classOrder(c string) int {
 	switch c {
-	case runfile.ClassRefused:
+	case zdv1.ClassRefused:
 		return 0
-	case runfile.ClassReset:
+	case zdv1.ClassReset:
 		return 1
-	case runfile.ClassTimeout:
+	case zdv1.ClassTimeout:
 		return 2
-	case runfile.ClassDNS:
+	case zdv1.ClassDNS:
 		return 3
-	case runfile.ClassOther:
+	case zdv1.ClassOther:
 		return 4
 	}
 	return 5

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 )
 
 const reportFileName = "report.json"
@@ -53,11 +53,11 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 
 	overrides := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { overrides[f.Name] = true })
-	var override func(*reports.Criteria)
+	var override func(*zdv1.Criteria)
 	if len(overrides) > 0 {
-		override = func(cr *reports.Criteria) {
+		override = func(cr *zdv1.Criteria) {
 			if overrides["max-dropped"] {
-				cr.MaxDropped = reports.Int64(*maxDropped)
+				cr.MaxDropped = zdv1.Int64(*maxDropped)
 			}
 			if overrides["expect-client-ip"] {
 				cr.ExpectedClientIP = *expectIP
@@ -67,8 +67,8 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 			}
 		}
 	}
-	run := reports.RunMeta{ToolVersion: c.version, Provider: "none"}
-	if old, err := reports.ReadFile(filepath.Join(dir, reportFileName)); err == nil {
+	run := zdv1.RunMeta{ToolVersion: c.version, Provider: "none"}
+	if old, err := zdv1.ReadFile(filepath.Join(dir, reportFileName)); err == nil {
 		run = old.Run
 	}
 	_, code := analyzeDir(ctx, c, dir, runFiles, run, override)
@@ -77,9 +77,9 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 
 // analyzeDir analyzes runFiles into dir/report.json, prints a summary and
 // returns the report and the exit code its verdict means.
-func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run reports.RunMeta,
-	override func(*reports.Criteria)) (*reports.Report, int) {
-	rep := reports.New(run)
+func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run zdv1.RunMeta,
+	override func(*zdv1.Criteria)) (*zdv1.Report, int) {
+	rep := zdv1.New(run)
 	for _, path := range runFiles {
 		var opts []verdict.Option
 		if override != nil {
@@ -113,13 +113,13 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run 
 	return rep, exitCode(rep.Summary.Status)
 }
 
-func printScenario(c *cli, sc reports.Scenario) {
+func printScenario(c *cli, sc zdv1.Scenario) {
 	r := sc.Results
 	fmt.Fprintf(c.stdout, "%s %s: %d requests at %.1f/s, %d ok, %d dropped (errors %d, non-2xx %d), p50 %.2fms p99 %.2fms max %.2fms, %d failure window(s)\n",
 		sc.Outcome(), sc.Name, r.Total, r.AchievedRate, r.OK, r.Dropped, r.Errors, r.Non2xx,
 		r.Latency.P50Ms, r.Latency.P99Ms, r.Latency.MaxMs, len(sc.FailureWindows))
 	for _, rs := range sc.Verdict.Reasons {
-		if rs.Status != reports.Pass {
+		if rs.Status != zdv1.Pass {
 			fmt.Fprintf(c.stdout, "  %s %s: %s\n", rs.Status, rs.Check, rs.Message)
 		}
 	}
@@ -132,11 +132,11 @@ func printScenario(c *cli, sc reports.Scenario) {
 	}
 }
 
-func exitCode(s reports.Status) int {
+func exitCode(s zdv1.Status) int {
 	switch s {
-	case reports.Pass:
+	case zdv1.Pass:
 		return exitOK
-	case reports.Fail:
+	case zdv1.Fail:
 		return exitFailed
 	default:
 		return exitBroken

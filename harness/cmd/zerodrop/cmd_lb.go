@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
@@ -132,7 +133,7 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 		return exitOK
 	}
 	enc := json.NewEncoder(c.stdout)
-	err := lb.SubscribeEvents(ctx, base, runfile.EventFunc(func(e runfile.Event) error { return enc.Encode(e) }), nil)
+	err := lb.SubscribeEvents(ctx, base, runfile.EventFunc(func(e zdv1.Event) error { return enc.Encode(e) }), nil)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(c.stderr, "zerodrop lb events: %v\n", err)
 		return exitFailed

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 const runFileName = "run.jsonl"
@@ -126,16 +126,16 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		return badInput(c, "load", "cannot create output directory: %v", err)
 	}
 	settings := l.Settings()
-	crit := reports.Criteria{MaxDropped: reports.Int64(*maxDropped), ExpectedClientIP: *expectIP,
+	crit := zdv1.Criteria{MaxDropped: zdv1.Int64(*maxDropped), ExpectedClientIP: *expectIP,
 		WindowGapMs: float64(*gap) / float64(time.Millisecond)}
 	if *maxP99 > 0 {
-		crit.MaxP99Ms = reports.Float64(float64(*maxP99) / float64(time.Millisecond))
+		crit.MaxP99Ms = zdv1.Float64(float64(*maxP99) / float64(time.Millisecond))
 	}
-	w, err := runfile.Create(runPath, runfile.Meta{
+	w, err := runfile.Create(runPath, zdv1.Header{
 		RunID:       l.RunID(),
 		ToolVersion: c.version,
-		Scenario: reports.ScenarioSpec{
-			Name: *name, Role: reports.RoleAssertion, Criteria: crit,
+		Scenario: zdv1.ScenarioSpec{
+			Name: *name, Role: zdv1.RoleAssertion, Criteria: crit,
 			Description: "zerodrop load against " + strings.Join(targets, ", "),
 		},
 		Load: &settings,
@@ -187,7 +187,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	}
 
 	// The analysis must complete even when the run was interrupted.
-	rep, code := analyzeDir(context.WithoutCancel(ctx), c, *out, []string{runPath}, reports.RunMeta{
+	rep, code := analyzeDir(context.WithoutCancel(ctx), c, *out, []string{runPath}, zdv1.RunMeta{
 		ToolVersion: c.version,
 		Provider:    "none",
 		Start:       started,

@@ -11,8 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"zerodrop/reports"
+	zdv1 "zerodrop/apis/v1"
 )
 
 // A blackhole: accepts connections and never answers.
@@ -79,12 +78,12 @@ func TestSecondInterruptAbandonsInFlight(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("a second interrupt did not end the load within 15s (the requests in flight have a 30s timeout)")
 	}
-	rep, err := reports.ReadFile(filepath.Join(out, "report.json"))
+	rep, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc := rep.Scenarios[0]
-	if sc.Verdict.Status != reports.Error || !strings.Contains(sc.Verdict.Reasons[0].Message, "abandoned") {
+	if sc.Verdict.Status != zdv1.Error || !strings.Contains(sc.Verdict.Reasons[0].Message, "abandoned") {
 		t.Errorf("verdict %+v", sc.Verdict)
 	}
 	if sc.Results.Dropped != 0 {

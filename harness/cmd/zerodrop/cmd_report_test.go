@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	zdv1 "zerodrop/apis/v1"
 
-	"zerodrop/reports"
 	"zerodrop/reports/render/rendertest"
 )
 
@@ -180,7 +180,7 @@ func TestReportRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(raw), awsSec) {
-		t.Error("report.json holds the AWS secret: reports.WriteFile should have redacted it")
+		t.Error("report.json holds the AWS secret: zdv1.WriteFile should have redacted it")
 	}
 	var planted int
 	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -216,7 +216,7 @@ func TestReportRedactsSecrets(t *testing.T) {
 				t.Errorf("%s holds secret %q", f, s)
 			}
 		}
-		if !strings.Contains(string(data), reports.Redacted) {
+		if !strings.Contains(string(data), zdv1.Redacted) {
 			t.Errorf("%s shows no redaction marker: were the secrets rendered at all?", f)
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/echo-server/echo"
-	"zerodrop/reports"
 )
 
 // The fault matrix runs the echo server and `zerodrop load` as separate
@@ -282,7 +282,7 @@ func TestFaultMatrix(t *testing.T) {
 		rate    int
 		timeout time.Duration
 		inject  func(e *faultEnv) []span
-		want    reports.Status
+		want    zdv1.Status
 		// faulty: the target is the misbehaving server in this mode, not
 		// the echo server.
 		faulty string
@@ -291,39 +291,39 @@ func TestFaultMatrix(t *testing.T) {
 		// lagFree: the generator itself must have kept its schedule.
 		wantLoadError bool
 	}{
-		{name: "control/200", rate: 200, timeout: time.Second, want: reports.Pass},
-		{name: "control/500", rate: 500, timeout: time.Second, want: reports.Pass},
-		{name: "stop-target-100ms/200", rate: 200, timeout: 50 * time.Millisecond, inject: stopTarget(100 * time.Millisecond), want: reports.Fail},
-		{name: "stop-target-300ms/200", rate: 200, timeout: 50 * time.Millisecond, inject: stopTarget(300 * time.Millisecond), want: reports.Fail},
-		{name: "stop-target-1000ms/200", rate: 200, timeout: 50 * time.Millisecond, inject: stopTarget(time.Second), want: reports.Fail},
-		{name: "stop-target-100ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(100 * time.Millisecond), want: reports.Fail},
-		{name: "stop-target-300ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(300 * time.Millisecond), want: reports.Fail},
-		{name: "stop-target-1000ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(time.Second), want: reports.Fail},
-		{name: "kill-and-restart-target/200", rate: 200, timeout: time.Second, want: reports.Fail, inject: killAndRestart},
-		{name: "kill-and-restart-target/500", rate: 500, timeout: time.Second, want: reports.Fail, inject: killAndRestart},
-		{name: "accept-and-never-answer-500ms/200", rate: 200, timeout: 200 * time.Millisecond, faulty: "hang", want: reports.Fail, wantClass: "timeout",
+		{name: "control/200", rate: 200, timeout: time.Second, want: zdv1.Pass},
+		{name: "control/500", rate: 500, timeout: time.Second, want: zdv1.Pass},
+		{name: "stop-target-100ms/200", rate: 200, timeout: 50 * time.Millisecond, inject: stopTarget(100 * time.Millisecond), want: zdv1.Fail},
+		{name: "stop-target-300ms/200", rate: 200, timeout: 50 * time.Millisecond, inject: stopTarget(300 * time.Millisecond), want: zdv1.Fail},
+		{name: "stop-target-1000ms/200", rate: 200, timeout: 50 * time.Millisecond, inject: stopTarget(time.Second), want: zdv1.Fail},
+		{name: "stop-target-100ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(100 * time.Millisecond), want: zdv1.Fail},
+		{name: "stop-target-300ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(300 * time.Millisecond), want: zdv1.Fail},
+		{name: "stop-target-1000ms/500", rate: 500, timeout: 50 * time.Millisecond, inject: stopTarget(time.Second), want: zdv1.Fail},
+		{name: "kill-and-restart-target/200", rate: 200, timeout: time.Second, want: zdv1.Fail, inject: killAndRestart},
+		{name: "kill-and-restart-target/500", rate: 500, timeout: time.Second, want: zdv1.Fail, inject: killAndRestart},
+		{name: "accept-and-never-answer-500ms/200", rate: 200, timeout: 200 * time.Millisecond, faulty: "hang", want: zdv1.Fail, wantClass: "timeout",
 			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 500*time.Millisecond)} }},
-		{name: "accept-and-never-answer-500ms/500", rate: 500, timeout: 200 * time.Millisecond, faulty: "hang", want: reports.Fail, wantClass: "timeout",
+		{name: "accept-and-never-answer-500ms/500", rate: 500, timeout: 200 * time.Millisecond, faulty: "hang", want: zdv1.Fail, wantClass: "timeout",
 			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 500*time.Millisecond)} }},
-		{name: "reset-connections-100ms/200", rate: 200, timeout: time.Second, faulty: "rst", want: reports.Fail,
+		{name: "reset-connections-100ms/200", rate: 200, timeout: time.Second, faulty: "rst", want: zdv1.Fail,
 			inject: func(e *faultEnv) []span { return []span{cue(e.t, e.echo.Process, 100*time.Millisecond)} }},
 		{
 			// Every 5th request of a connection is read and then reset:
 			// Go's transport re-sends each such GET on a new connection
 			// and would report 200 OK. Every one must count as dropped.
-			name: "reset-5th-request-hidden-retry/200", rate: 200, timeout: time.Second, faulty: "reset5", want: reports.Fail, wantClass: "retried",
+			name: "reset-5th-request-hidden-retry/200", rate: 200, timeout: time.Second, faulty: "reset5", want: zdv1.Fail, wantClass: "retried",
 			inject: func(e *faultEnv) []span {
 				return []span{{from: e.started.Add(-time.Second), to: time.Now().Add(time.Minute)}}
 			},
 		},
-		{name: "stop-generator-300ms/500", rate: 500, timeout: time.Second, want: reports.Error, wantLoadError: true,
+		{name: "stop-generator-300ms/500", rate: 500, timeout: time.Second, want: zdv1.Error, wantLoadError: true,
 			inject: func(e *faultEnv) []span { pause(e.t, e.gen.Process, 300*time.Millisecond); return nil }},
 		{
 			// The load generator stalls for 815 ms around a 515 ms outage of
 			// the target: nothing was sent while the target was down, so
 			// nothing failed, and a run that says PASS would claim a
 			// measurement it never made.
-			name: "generator-stall-hides-outage/500", rate: 500, timeout: time.Second, want: reports.Error, wantLoadError: true,
+			name: "generator-stall-hides-outage/500", rate: 500, timeout: time.Second, want: zdv1.Error, wantLoadError: true,
 			inject: func(e *faultEnv) []span {
 				_ = e.gen.Process.Signal(syscall.SIGSTOP)
 				time.Sleep(150 * time.Millisecond)
@@ -363,7 +363,7 @@ func TestFaultMatrix(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("zerodrop load did not finish a 3 s run within 30 s")
 			}
-			rep, err := reports.ReadFile(filepath.Join(out, "report.json"))
+			rep, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
 			if err != nil {
 				t.Fatalf("no report: %v", err)
 			}
@@ -380,7 +380,7 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			loadOK := true
 			for _, r := range sc.Verdict.Reasons {
-				if r.Check == "load" && r.Status != reports.Pass {
+				if r.Check == "load" && r.Status != zdv1.Pass {
 					loadOK = false
 				}
 			}
@@ -403,7 +403,7 @@ func TestFaultMatrix(t *testing.T) {
 						w.End.Format("15:04:05.000"), w.Failed, faults)
 				}
 			}
-			if tc.want == reports.Fail && len(faults) > 0 {
+			if tc.want == zdv1.Fail && len(faults) > 0 {
 				f := faults[0]
 				w := sc.FailureWindows[0]
 				t.Logf("fault %s-%s (%s); window %s-%s (%.0f ms, %d failed %v)", f.from.Format("15:04:05.000"), f.to.Format("15:04:05.000"),

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/echo-server/echo"
-	"zerodrop/reports"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -108,12 +108,12 @@ func TestLoadAndAnalyze(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 		}
-		rep, err := reports.ReadFile(filepath.Join(out, "report.json"))
+		rep, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sc := rep.Scenarios[0]
-		if rep.Summary.Status != reports.Pass || sc.Results.Total < 45 || sc.Results.Dropped != 0 || sc.Load.Host != "echo.test" ||
+		if rep.Summary.Status != zdv1.Pass || sc.Results.Total < 45 || sc.Results.Dropped != 0 || sc.Load.Host != "echo.test" ||
 			sc.Results.Pods[0].Pod != "echo-0" || rep.Run.ToolVersion != "test" || rep.Run.Provider != "none" {
 			t.Errorf("report = %+v", rep)
 		}
@@ -134,7 +134,7 @@ func TestLoadAndAnalyze(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "PASS") {
 			t.Errorf("analyze: exit %d stdout %s", code, stdout)
 		}
-		if _, err := reports.ReadFile(filepath.Join(out, "report.json")); err != nil {
+		if _, err := zdv1.ReadFile(filepath.Join(out, "report.json")); err != nil {
 			t.Errorf("analyze did not rewrite report.json: %v", err)
 		}
 		code, stdout, _ = runCLI(t, "analyze", "--expect-client-ip", "192.0.2.9", out)
@@ -165,7 +165,7 @@ func TestLoadAndAnalyze(t *testing.T) {
 		if code != 2 || !strings.Contains(so.String(), "ERROR") {
 			t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", code, so.String(), se.String())
 		}
-		rep, err := reports.ReadFile(filepath.Join(out, "report.json"))
+		rep, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

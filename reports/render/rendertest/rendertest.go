@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 
 	"zerodrop/harness/runfile"
-	"zerodrop/reports"
 )
 
 // Outage is a stretch of failed requests in a synthetic run.
@@ -41,7 +41,7 @@ type Step struct {
 // Case describes one synthetic scenario.
 type Case struct {
 	Scenario, Policy, Profile string
-	Role                      reports.Role
+	Role                      zdv1.Role
 	KeepAlive                 bool
 	Rate                      int // requests per second
 	Duration                  time.Duration
@@ -82,46 +82,46 @@ type Env struct {
 // drops (a naive profile), a pod that gets nothing, and a source-IP check.
 func Standard() []Case {
 	return []Case{
-		{Scenario: "rolling-update", Policy: "Local", Profile: "hardened", Role: reports.RoleAssertion, KeepAlive: true,
+		{Scenario: "rolling-update", Policy: "Local", Profile: "hardened", Role: zdv1.RoleAssertion, KeepAlive: true,
 			Rate: 50, Duration: 40 * time.Second, Pods: []string{"echo-7d9f-a1", "echo-7d9f-b2", "echo-7d9f-c3"},
 			NewPods: []string{"echo-5c4b-d4", "echo-5c4b-e5", "echo-5c4b-f6"}, RolloutAt: 12 * time.Second,
 			Steps: []Step{
-				{12 * time.Second, runfile.RolloutStart, "deployment/zd/echo", "kubectl rollout restart"},
-				{13 * time.Second, runfile.PodTerminating, "pod/zd/echo-7d9f-a1", ""},
-				{13200 * time.Millisecond, runfile.EndpointTerminating, "pod/zd/echo-7d9f-a1", ""},
-				{18 * time.Second, runfile.EndpointRemoved, "pod/zd/echo-7d9f-a1", ""},
-				{27 * time.Second, runfile.RolloutEnd, "deployment/zd/echo", ""},
+				{12 * time.Second, zdv1.EventRolloutStart, "deployment/zd/echo", "kubectl rollout restart"},
+				{13 * time.Second, zdv1.EventPodTerminating, "pod/zd/echo-7d9f-a1", ""},
+				{13200 * time.Millisecond, zdv1.EventEndpointTerminating, "pod/zd/echo-7d9f-a1", ""},
+				{18 * time.Second, zdv1.EventEndpointRemoved, "pod/zd/echo-7d9f-a1", ""},
+				{27 * time.Second, zdv1.EventRolloutEnd, "deployment/zd/echo", ""},
 			}},
-		{Scenario: "rolling-update", Policy: "Local", Profile: "naive", Role: reports.RoleDocumentation, KeepAlive: true,
+		{Scenario: "rolling-update", Policy: "Local", Profile: "naive", Role: zdv1.RoleDocumentation, KeepAlive: true,
 			Rate: 50, Duration: 40 * time.Second, Pods: []string{"echo-6f8a-a1", "echo-6f8a-b2", "echo-6f8a-c3"},
 			NewPods: []string{"echo-9e1d-d4", "echo-9e1d-e5", "echo-9e1d-f6"}, RolloutAt: 12 * time.Second,
-			Outages: []Outage{{From: 13 * time.Second, For: 1500 * time.Millisecond, Kind: runfile.ClassReset, Every: 3},
-				{From: 14500 * time.Millisecond, For: 2 * time.Second, Kind: runfile.ClassRefused, Every: 2}},
+			Outages: []Outage{{From: 13 * time.Second, For: 1500 * time.Millisecond, Kind: zdv1.ClassReset, Every: 3},
+				{From: 14500 * time.Millisecond, For: 2 * time.Second, Kind: zdv1.ClassRefused, Every: 2}},
 			Steps: []Step{
-				{12 * time.Second, runfile.RolloutStart, "deployment/zd/echo", ""},
-				{12900 * time.Millisecond, runfile.PodTerminating, "pod/zd/echo-6f8a-a1", ""},
-				{16600 * time.Millisecond, runfile.EndpointRemoved, "pod/zd/echo-6f8a-a1", ""},
-				{25 * time.Second, runfile.RolloutEnd, "deployment/zd/echo", ""},
+				{12 * time.Second, zdv1.EventRolloutStart, "deployment/zd/echo", ""},
+				{12900 * time.Millisecond, zdv1.EventPodTerminating, "pod/zd/echo-6f8a-a1", ""},
+				{16600 * time.Millisecond, zdv1.EventEndpointRemoved, "pod/zd/echo-6f8a-a1", ""},
+				{25 * time.Second, zdv1.EventRolloutEnd, "deployment/zd/echo", ""},
 			}},
-		{Scenario: "drain-node", Policy: "Cluster", Profile: "hardened", Role: reports.RoleAssertion, KeepAlive: true,
+		{Scenario: "drain-node", Policy: "Cluster", Profile: "hardened", Role: zdv1.RoleAssertion, KeepAlive: true,
 			Rate: 80, Duration: 50 * time.Second, Pods: []string{"echo-aa-1", "echo-aa-2", "echo-aa-3", "echo-aa-4"},
 			NewPods: []string{"echo-aa-1", "echo-aa-2", "echo-aa-3", "echo-aa-5"}, RolloutAt: 21 * time.Second,
-			Outages: []Outage{{From: 20 * time.Second, For: 900 * time.Millisecond, Kind: runfile.ClassRefused, Every: 4},
+			Outages: []Outage{{From: 20 * time.Second, For: 900 * time.Millisecond, Kind: zdv1.ClassRefused, Every: 4},
 				{From: 31 * time.Second, For: 2 * time.Second, Kind: "503", Every: 5}},
 			Steps: []Step{
-				{18 * time.Second, runfile.Cordon, "node/kind-worker2", ""},
-				{19 * time.Second, runfile.DrainStart, "node/kind-worker2", "kubectl drain --ignore-daemonsets"},
-				{19500 * time.Millisecond, runfile.PodTerminating, "pod/zd/echo-aa-4", ""},
-				{19600 * time.Millisecond, runfile.EndpointTerminating, "pod/zd/echo-aa-4", ""},
-				{20500 * time.Millisecond, runfile.LBNodeUnhealthy, "node/kind-worker2", "health check failed 2/2"},
-				{24 * time.Second, runfile.EndpointRemoved, "pod/zd/echo-aa-4", ""},
-				{30 * time.Second, runfile.LBBackendRemoved, "node/kind-worker2", ""},
-				{33 * time.Second, runfile.DrainEnd, "node/kind-worker2", ""},
-				{40 * time.Second, runfile.NodeRemoved, "node/kind-worker2", ""},
+				{18 * time.Second, zdv1.EventCordon, "node/kind-worker2", ""},
+				{19 * time.Second, zdv1.EventDrainStart, "node/kind-worker2", "kubectl drain --ignore-daemonsets"},
+				{19500 * time.Millisecond, zdv1.EventPodTerminating, "pod/zd/echo-aa-4", ""},
+				{19600 * time.Millisecond, zdv1.EventEndpointTerminating, "pod/zd/echo-aa-4", ""},
+				{20500 * time.Millisecond, zdv1.EventLBNodeUnhealthy, "node/kind-worker2", "health check failed 2/2"},
+				{24 * time.Second, zdv1.EventEndpointRemoved, "pod/zd/echo-aa-4", ""},
+				{30 * time.Second, zdv1.EventLBBackendRemoved, "node/kind-worker2", ""},
+				{33 * time.Second, zdv1.EventDrainEnd, "node/kind-worker2", ""},
+				{40 * time.Second, zdv1.EventNodeRemoved, "node/kind-worker2", ""},
 			}},
-		{Scenario: "source-ip", Policy: "Local", Profile: "hardened", Role: reports.RoleAssertion, KeepAlive: true,
+		{Scenario: "source-ip", Policy: "Local", Profile: "hardened", Role: zdv1.RoleAssertion, KeepAlive: true,
 			Rate: 40, Duration: 20 * time.Second, Pods: []string{"echo-s-1", "echo-s-2"}, ExpectedClientIP: "172.18.0.1"},
-		{Scenario: "distribution", Policy: "Local", Profile: "hardened", Role: reports.RoleDocumentation, KeepAlive: false,
+		{Scenario: "distribution", Policy: "Local", Profile: "hardened", Role: zdv1.RoleDocumentation, KeepAlive: false,
 			Rate: 40, Duration: 20 * time.Second, Pods: []string{"echo-d-1", "echo-d-2", "echo-d-3"}, IdlePods: []string{"echo-d-4"}},
 	}
 }
@@ -129,12 +129,12 @@ func Standard() []Case {
 // WriteRun writes a suite-style run directory under dir: report.json at the
 // top and one sub-directory per case holding run.jsonl. It returns the
 // report as written.
-func WriteRun(t testing.TB, dir string, env Env, cases []Case) *reports.Report {
+func WriteRun(t testing.TB, dir string, env Env, cases []Case) *zdv1.Report {
 	t.Helper()
 	if env.Start.IsZero() {
 		env.Start = time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
 	}
-	rep := reports.New(reports.RunMeta{ToolVersion: "v0.1.0-test", Provider: env.Provider,
+	rep := zdv1.New(zdv1.RunMeta{ToolVersion: "v0.1.0-test", Provider: env.Provider,
 		KubernetesVersion: env.Kubernetes, LBImplementation: env.LB, Start: env.Start, Host: "2 cores, load average 0.8"})
 	at := env.Start
 	for _, c := range cases {
@@ -158,7 +158,7 @@ type result struct {
 	latency time.Duration
 }
 
-func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) reports.Scenario {
+func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) zdv1.Scenario {
 	t.Helper()
 	sub := strings.NewReplacer("/", "-").Replace(c.Name())
 	if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
@@ -166,20 +166,20 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) repor
 	}
 	labels := map[string]string{"scenario": c.Scenario, "policy": c.Policy, "profile": c.Profile,
 		"keepalive": fmt.Sprint(c.KeepAlive), "lb": env.LB, "provider": env.Provider}
-	crit := reports.Criteria{MinRequests: int64(c.Rate) * 5}
-	if c.Role == reports.RoleAssertion {
-		crit.MaxDropped = reports.Int64(0)
+	crit := zdv1.Criteria{MinRequests: int64(c.Rate) * 5}
+	if c.Role == zdv1.RoleAssertion {
+		crit.MaxDropped = zdv1.Int64(0)
 	}
 	crit.ExpectedClientIP = c.ExpectedClientIP
 	if len(c.IdlePods) > 0 {
 		crit.ExpectedPods = append(slices.Clone(c.Pods), c.IdlePods...)
 		crit.RequireAllPodsServed = true
 	}
-	spec := reports.ScenarioSpec{Name: c.Name(), Role: c.Role, Description: c.Scenario + " under load",
+	spec := zdv1.ScenarioSpec{Name: c.Name(), Role: c.Role, Description: c.Scenario + " under load",
 		Seeds: []string{"002_4ed54c6ca980f06a.txt"}, Labels: labels,
 		Config:   map[string]string{"externalTrafficPolicy": c.Policy, "profile": c.Profile, "replicas": fmt.Sprint(len(c.Pods))},
 		Criteria: crit}
-	load := reports.LoadSettings{Targets: []string{"http://172.18.255.200/"}, Rate: c.Rate,
+	load := zdv1.LoadSettings{Targets: []string{"http://172.18.255.200/"}, Rate: c.Rate,
 		DurationMs: float64(c.Duration.Milliseconds()), Connections: 8, KeepAlive: c.KeepAlive, TimeoutMs: 2000}
 	if c.Secret != "" {
 		spec.Config["kubeconfig"] = c.Secret
@@ -206,7 +206,7 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) repor
 					r.status, r.latency = code, 3*time.Millisecond
 				} else {
 					r.status, r.class, r.pod = 0, o.Kind, ""
-					if o.Kind == runfile.ClassTimeout {
+					if o.Kind == zdv1.ClassTimeout {
 						r.latency = 2 * time.Second
 					}
 				}
@@ -215,34 +215,34 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) repor
 		res[i] = r
 	}
 	end := start.Add(c.Duration)
-	sc := reports.Scenario{ScenarioSpec: spec, Load: load, RunFile: sub + "/run.jsonl", RunID: "run-" + sub,
-		Start: start, End: end, FailureWindows: []reports.FailureWindow{}}
-	var events []reports.Event
+	sc := zdv1.Scenario{ScenarioSpec: spec, Load: load, RunFile: sub + "/run.jsonl", RunID: "run-" + sub,
+		Start: start, End: end, FailureWindows: []zdv1.FailureWindow{}}
+	var events []zdv1.Event
 	for _, s := range c.Steps {
-		events = append(events, reports.Event{Time: start.Add(s.At), Source: runfile.SourceHarness, Type: s.Type, Object: s.Object, Message: s.Message})
+		events = append(events, zdv1.Event{Time: start.Add(s.At), Source: zdv1.SourceHarness, Type: s.Type, Object: s.Object, Message: s.Message})
 	}
 	if c.Secret != "" {
-		events = append(events, reports.Event{Time: start.Add(time.Second), Source: runfile.SourceHarness, Type: runfile.Note,
+		events = append(events, zdv1.Event{Time: start.Add(time.Second), Source: zdv1.SourceHarness, Type: zdv1.EventNote,
 			Message: "kubectl said: " + c.Secret, Fields: map[string]string{"authorization": c.Secret}})
-		events = append(events, reports.Event{Time: start.Add(2 * time.Second), Source: runfile.SourceHarness, Type: runfile.Cordon,
+		events = append(events, zdv1.Event{Time: start.Add(2 * time.Second), Source: zdv1.SourceHarness, Type: zdv1.EventCordon,
 			Object: "node/kind-worker", Message: "using " + c.Secret})
 		if len(c.Outages) > 0 {
 			// The event just before a failure window is quoted in every output.
-			events = append(events, reports.Event{Time: start.Add(c.Outages[0].From - 50*time.Millisecond), Source: runfile.SourceKubernetes,
-				Type: runfile.Note, Message: "error from server: " + c.Secret})
+			events = append(events, zdv1.Event{Time: start.Add(c.Outages[0].From - 50*time.Millisecond), Source: zdv1.SourceKubernetes,
+				Type: zdv1.EventNote, Message: "error from server: " + c.Secret})
 		}
 	}
-	slices.SortStableFunc(events, func(a, b reports.Event) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(events, func(a, b zdv1.Event) int { return a.Time.Compare(b.Time) })
 	sc.Events = events
 	if sc.Events == nil {
-		sc.Events = []reports.Event{}
+		sc.Events = []zdv1.Event{}
 	}
 	sc.Results = summarize(res, c)
 	sc.FailureWindows = windows(res, events)
 	sc.Verdict = verdict(sc, c)
 
 	if !c.NoRunFile {
-		w, err := runfile.Create(filepath.Join(dir, sub, "run.jsonl"), runfile.Meta{RunID: sc.RunID, Created: start,
+		w, err := runfile.Create(filepath.Join(dir, sub, "run.jsonl"), zdv1.Header{RunID: sc.RunID, Created: start,
 			ToolVersion: "v0.1.0-test", Scenario: spec, Load: &load})
 		if err != nil {
 			t.Fatal(err)
@@ -251,12 +251,12 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) repor
 		for i, r := range res {
 			for ei < len(events) && !events[ei].Time.After(r.at) {
 				e := events[ei]
-				if err := w.Event(runfile.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}); err != nil {
+				if err := w.Event(zdv1.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}); err != nil {
 					t.Fatal(err)
 				}
 				ei++
 			}
-			rr := runfile.Result{Seq: uint64(i), ID: fmt.Sprintf("%s-%d", sc.RunID, i), Time: r.at, Latency: r.latency,
+			rr := zdv1.Result{Seq: uint64(i), ID: fmt.Sprintf("%s-%d", sc.RunID, i), Time: r.at, Latency: r.latency,
 				Status: r.status, Class: r.class, Pod: r.pod, Reused: c.KeepAlive && i > 8}
 			if r.pod != "" {
 				yes := true
@@ -276,7 +276,7 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) repor
 		}
 		for ; ei < len(events); ei++ {
 			e := events[ei]
-			if err := w.Event(runfile.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}); err != nil {
+			if err := w.Event(zdv1.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -295,9 +295,9 @@ func httpStatus(kind string) (int, bool) {
 	return 0, false
 }
 
-func summarize(res []result, c Case) reports.Results {
-	r := reports.Results{ErrorClasses: map[string]int64{}, StatusCodes: map[string]int64{}, ZeroTrafficPods: []string{},
-		ClientIPs: []reports.Count{}, Nodes: []reports.Count{}, ExpectedClientIP: c.ExpectedClientIP}
+func summarize(res []result, c Case) zdv1.Results {
+	r := zdv1.Results{ErrorClasses: map[string]int64{}, StatusCodes: map[string]int64{}, ZeroTrafficPods: []string{},
+		ClientIPs: []zdv1.Count{}, Nodes: []zdv1.Count{}, ExpectedClientIP: c.ExpectedClientIP}
 	pods := map[string]int64{}
 	var lat []float64
 	var okLat []float64
@@ -328,21 +328,21 @@ func summarize(res []result, c Case) reports.Results {
 	}
 	r.Latency, r.LatencyOK = latency(lat), latency(okLat)
 	for p, n := range pods {
-		r.Pods = append(r.Pods, reports.PodCount{Pod: p, Node: "kind-worker", Count: n, Share: float64(n) / float64(r.OK)})
+		r.Pods = append(r.Pods, zdv1.PodCount{Pod: p, Node: "kind-worker", Count: n, Share: float64(n) / float64(r.OK)})
 	}
 	for _, p := range c.IdlePods {
-		r.Pods = append(r.Pods, reports.PodCount{Pod: p, Node: "kind-worker3"})
+		r.Pods = append(r.Pods, zdv1.PodCount{Pod: p, Node: "kind-worker3"})
 		r.ZeroTrafficPods = append(r.ZeroTrafficPods, p)
 	}
-	slices.SortFunc(r.Pods, func(a, b reports.PodCount) int { return strings.Compare(a.Pod, b.Pod) })
-	r.Nodes = append(r.Nodes, reports.Count{Name: "kind-worker", Count: r.OK, Share: 1})
-	r.ClientIPs = append(r.ClientIPs, reports.Count{Name: cmp.Or(c.ExpectedClientIP, "10.244.1.1"), Count: r.OK, Share: 1})
+	slices.SortFunc(r.Pods, func(a, b zdv1.PodCount) int { return strings.Compare(a.Pod, b.Pod) })
+	r.Nodes = append(r.Nodes, zdv1.Count{Name: "kind-worker", Count: r.OK, Share: 1})
+	r.ClientIPs = append(r.ClientIPs, zdv1.Count{Name: cmp.Or(c.ExpectedClientIP, "10.244.1.1"), Count: r.OK, Share: 1})
 	return r
 }
 
-func latency(ms []float64) reports.Latency {
+func latency(ms []float64) zdv1.Latency {
 	if len(ms) == 0 {
-		return reports.Latency{}
+		return zdv1.Latency{}
 	}
 	s := slices.Clone(ms)
 	slices.Sort(s)
@@ -351,14 +351,14 @@ func latency(ms []float64) reports.Latency {
 	for _, v := range s {
 		sum += v
 	}
-	return reports.Latency{Count: int64(len(s)), P50Ms: q(0.5), P90Ms: q(0.9), P99Ms: q(0.99), MaxMs: s[len(s)-1], MeanMs: sum / float64(len(s))}
+	return zdv1.Latency{Count: int64(len(s)), P50Ms: q(0.5), P90Ms: q(0.9), P99Ms: q(0.99), MaxMs: s[len(s)-1], MeanMs: sum / float64(len(s))}
 }
 
 // windows merges failures closer than 1 s, as the verdict code does;
 // indexes are 0-based like its.
-func windows(res []result, events []reports.Event) []reports.FailureWindow {
-	var out []reports.FailureWindow
-	var cur *reports.FailureWindow
+func windows(res []result, events []zdv1.Event) []zdv1.FailureWindow {
+	var out []zdv1.FailureWindow
+	var cur *zdv1.FailureWindow
 	for _, x := range res {
 		failed := x.status < 200 || x.status > 299
 		if cur != nil && x.at.Sub(cur.End) > time.Second {
@@ -371,7 +371,7 @@ func windows(res []result, events []reports.Event) []reports.FailureWindow {
 			continue
 		}
 		if cur == nil {
-			out = append(out, reports.FailureWindow{Index: len(out), Start: x.at, End: x.at, Classes: map[string]int64{}})
+			out = append(out, zdv1.FailureWindow{Index: len(out), Start: x.at, End: x.at, Classes: map[string]int64{}})
 			cur = &out[len(out)-1]
 		}
 		cur.End = x.at
@@ -385,27 +385,27 @@ func windows(res []result, events []reports.Event) []reports.FailureWindow {
 	for i := range out {
 		w := &out[i]
 		w.DurationMs = float64(w.End.Sub(w.Start)) / float64(time.Millisecond)
-		w.NearestEvents = []reports.WindowEvent{}
+		w.NearestEvents = []zdv1.WindowEvent{}
 		for _, e := range events {
 			off := float64(e.Time.Sub(w.Start)) / float64(time.Millisecond)
 			if off > -10000 && e.Time.Before(w.End.Add(3*time.Second)) {
-				w.NearestEvents = append(w.NearestEvents, reports.WindowEvent{Event: e, OffsetMs: off})
+				w.NearestEvents = append(w.NearestEvents, zdv1.WindowEvent{Event: e, OffsetMs: off})
 			}
 		}
 	}
 	if out == nil {
-		out = []reports.FailureWindow{}
+		out = []zdv1.FailureWindow{}
 	}
 	return out
 }
 
-func verdict(sc reports.Scenario, c Case) reports.Verdict {
-	v := reports.Verdict{Status: reports.Pass}
-	add := func(r reports.Reason) {
+func verdict(sc zdv1.Scenario, c Case) zdv1.Verdict {
+	v := zdv1.Verdict{Status: zdv1.Pass}
+	add := func(r zdv1.Reason) {
 		v.Reasons = append(v.Reasons, r)
-		v.Status = reports.Worst(v.Status, r.Status)
+		v.Status = zdv1.Worst(v.Status, r.Status)
 	}
-	runReason := reports.Reason{Check: "run", Status: reports.Pass, Message: fmt.Sprintf("run file complete: %d results", sc.Results.Total)}
+	runReason := zdv1.Reason{Check: "run", Status: zdv1.Pass, Message: fmt.Sprintf("run file complete: %d results", sc.Results.Total)}
 	if c.NoRunFile {
 		// The report was written, then the evidence went missing; the
 		// numbers still stand.
@@ -419,25 +419,25 @@ func verdict(sc reports.Scenario, c Case) reports.Verdict {
 		secret = " (kubectl said: " + c.Secret + ")"
 	}
 	if sc.Criteria.MaxDropped != nil {
-		st := reports.Pass
+		st := zdv1.Pass
 		msg := "nothing dropped"
 		if r.Dropped > *sc.Criteria.MaxDropped {
-			st = reports.Fail
+			st = zdv1.Fail
 			msg = fmt.Sprintf("%d of %d requests dropped (%d errors, %d non-2xx) in %d failure window(s)%s", r.Dropped, r.Total, r.Errors, r.Non2xx, len(sc.FailureWindows), secret)
 		}
 		var idx []int
 		for _, w := range sc.FailureWindows {
 			idx = append(idx, w.Index)
 		}
-		add(reports.Reason{Check: "dropped", Status: st, Message: msg, Observed: reports.Float64(float64(r.Dropped)), Limit: &limit, Windows: idx})
+		add(zdv1.Reason{Check: "dropped", Status: st, Message: msg, Observed: zdv1.Float64(float64(r.Dropped)), Limit: &limit, Windows: idx})
 	}
 	// Documentation cases set no drop limit (as the suites do): their drops
 	// are measured, not judged.
 	if c.ExpectedClientIP != "" {
-		add(reports.Reason{Check: "client-ip", Status: reports.Pass, Message: "every answer saw client IP " + c.ExpectedClientIP})
+		add(zdv1.Reason{Check: "client-ip", Status: zdv1.Pass, Message: "every answer saw client IP " + c.ExpectedClientIP})
 	}
 	if len(c.IdlePods) > 0 {
-		add(reports.Reason{Check: "pods-served", Status: reports.Fail, Message: fmt.Sprintf("expected pods without traffic: %s", strings.Join(c.IdlePods, ", "))})
+		add(zdv1.Reason{Check: "pods-served", Status: zdv1.Fail, Message: fmt.Sprintf("expected pods without traffic: %s", strings.Join(c.IdlePods, ", "))})
 	}
 	return v
 }

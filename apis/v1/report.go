@@ -1,11 +1,4 @@
-// Package reports holds the versioned report.json types: what one zerodrop run
-// measured and concluded, per scenario, with the evidence behind each verdict.
-//
-// The package imports nothing from the rest of the project so that renderers,
-// outside tools and the harness can all depend on it. The schema is documented
-// in reports/README.md; any change to a field's meaning needs a new
-// SchemaVersion.
-package reports
+package v1
 
 import (
 	"encoding/json"
@@ -460,17 +453,6 @@ type FailureWindow struct {
 	// NearestEvents are the events closest to the window: a few before it,
 	// those during it and a few after, each with its offset from Start.
 	NearestEvents []WindowEvent `json:"nearestEvents"`
-}
-
-// Event mirrors the run-file event (harness/runfile.Event) so this package
-// needs no project import.
-type Event struct {
-	Time    time.Time         `json:"time"`
-	Source  string            `json:"source"`
-	Type    string            `json:"type"`
-	Object  string            `json:"object,omitempty"`
-	Message string            `json:"message,omitempty"`
-	Fields  map[string]string `json:"fields,omitempty"`
 }
 
 // WindowEvent is an event placed relative to a failure window.

@@ -1,4 +1,4 @@
-package schema
+package v1_test
 
 import (
 	"bytes"
@@ -12,23 +12,23 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/verdict"
-	"zerodrop/reports"
 	"zerodrop/reports/render/rendertest"
 )
 
 func compile(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ReportV1))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(zdv1.ReportSchemaV1))
 	if err != nil {
 		t.Fatalf("report.v1.json is not JSON: %v", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat() // date-time must be a real RFC 3339 time
-	if err := c.AddResource(ReportV1ID, doc); err != nil {
+	if err := c.AddResource(zdv1.ReportSchemaV1ID, doc); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile(ReportV1ID)
+	s, err := c.Compile(zdv1.ReportSchemaV1ID)
 	if err != nil {
 		t.Fatalf("report.v1.json is not a valid draft 2020-12 schema: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestSchemaAcceptsReports(t *testing.T) {
 	dir, files := suiteRun(t)
 
 	// The report the real analysis writes from the run files.
-	rep, err := verdict.BuildReport(context.Background(), reports.RunMeta{ToolVersion: "test", Provider: "kind",
+	rep, err := verdict.BuildReport(context.Background(), zdv1.RunMeta{ToolVersion: "test", Provider: "kind",
 		KubernetesVersion: "v1.34.2", LBImplementation: "metallb"}, files)
 	if err != nil {
 		t.Fatal(err)
@@ -82,23 +82,23 @@ func TestSchemaAcceptsReports(t *testing.T) {
 	}
 	// Edge cases: an empty report, and one scenario with every optional
 	// field unset (nil slices and maps marshal as null).
-	emptyRep := reports.New(reports.RunMeta{Provider: "none"})
+	emptyRep := zdv1.New(zdv1.RunMeta{Provider: "none"})
 	emptyRep.Summarize()
 	empty, _ := json.Marshal(emptyRep)
-	bare := reports.New(reports.RunMeta{Provider: "none"})
-	bare.Scenarios = append(bare.Scenarios, reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "x", Role: reports.RoleDocumentation},
-		Verdict: reports.Verdict{Status: reports.Error}})
+	bare := zdv1.New(zdv1.RunMeta{Provider: "none"})
+	bare.Scenarios = append(bare.Scenarios, zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "x", Role: zdv1.RoleDocumentation},
+		Verdict: zdv1.Verdict{Status: zdv1.Error}})
 	bare.Summarize()
 	bareJSON, _ := json.Marshal(bare)
 	// A run whose load generator stalled: the delivery block in full.
-	stalled := reports.New(reports.RunMeta{Provider: "none"})
+	stalled := zdv1.New(zdv1.RunMeta{Provider: "none"})
 	when := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
-	stalled.Scenarios = append(stalled.Scenarios, reports.Scenario{ScenarioSpec: reports.ScenarioSpec{Name: "s", Role: reports.RoleAssertion},
-		Results: reports.Results{Retried: 2, Delivery: &reports.Delivery{RequestedRate: 500, Seconds: 3, MinSecondRate: 90,
-			ShortSeconds: []reports.DeliverySecond{{Start: when, Sent: 90}}, ShortSecondsTotal: 1, Unsent: 410, Late: 3, MaxLagMs: 140, LagBoundMs: 50,
-			Stalls: []reports.Stall{{Start: when, End: when.Add(815 * time.Millisecond), DurationMs: 815, Unsent: 410, Late: 3, MaxLagMs: 140,
+	stalled.Scenarios = append(stalled.Scenarios, zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "s", Role: zdv1.RoleAssertion},
+		Results: zdv1.Results{Retried: 2, Delivery: &zdv1.Delivery{RequestedRate: 500, Seconds: 3, MinSecondRate: 90,
+			ShortSeconds: []zdv1.DeliverySecond{{Start: when, Sent: 90}}, ShortSecondsTotal: 1, Unsent: 410, Late: 3, MaxLagMs: 140, LagBoundMs: 50,
+			Stalls: []zdv1.Stall{{Start: when, End: when.Add(815 * time.Millisecond), DurationMs: 815, Unsent: 410, Late: 3, MaxLagMs: 140,
 				Reason: "the load generator was 815ms behind its schedule (bound 50ms)"}}}},
-		Verdict: reports.Verdict{Status: reports.Error}})
+		Verdict: zdv1.Verdict{Status: zdv1.Error}})
 	stalled.Summarize()
 	stalledJSON, _ := json.Marshal(stalled)
 
@@ -114,7 +114,7 @@ func TestSchemaAcceptsReports(t *testing.T) {
 // same run files.
 func TestSyntheticRunsAgreeWithAnalysis(t *testing.T) {
 	dir, files := suiteRun(t)
-	synth, err := reports.ReadFile(filepath.Join(dir, "report.json"))
+	synth, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestSyntheticRunsAgreeWithAnalysis(t *testing.T) {
 func TestSchemaRejects(t *testing.T) {
 	s := compile(t)
 	_, files := suiteRun(t)
-	rep, err := verdict.BuildReport(context.Background(), reports.RunMeta{ToolVersion: "test", Provider: "kind"}, files)
+	rep, err := verdict.BuildReport(context.Background(), zdv1.RunMeta{ToolVersion: "test", Provider: "kind"}, files)
 	if err != nil {
 		t.Fatal(err)
 	}

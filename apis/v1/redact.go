@@ -1,4 +1,4 @@
-package reports
+package v1
 
 import (
 	"regexp"

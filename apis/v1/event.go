@@ -1,0 +1,71 @@
+package v1
+
+import "time"
+
+// Event is something the harness, Kubernetes or the LB did or saw, on the same
+// wall clock as the load results.
+type Event struct {
+	Time    time.Time         `json:"time"`
+	Source  string            `json:"source"`           // "harness", "kubernetes", "lb", "load"
+	Type    string            `json:"type"`             // see the constants below
+	Object  string            `json:"object,omitempty"` // "node/kind-worker", "pod/ns/name", "service/ns/name"
+	Message string            `json:"message,omitempty"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// CriteriaField is the field of an EventCriteria event that holds the criteria.
+const CriteriaField = "criteria"
+
+// Event sources.
+const (
+	SourceHarness    = "harness"
+	SourceKubernetes = "kubernetes"
+	SourceLB         = "lb"
+	SourceLoad       = "load"
+)
+
+// Event types.
+const (
+	EventCordon              = "cordon"
+	EventUncordon            = "uncordon"
+	EventDrainStart          = "drain-start"
+	EventDrainEnd            = "drain-end"
+	EventPodTerminating      = "pod-terminating"
+	EventPodDeleted          = "pod-deleted"
+	EventPodReady            = "pod-ready"
+	EventPodUnready          = "pod-unready"
+	EventEndpointRemoved     = "endpoint-removed"
+	EventEndpointAdded       = "endpoint-added"
+	EventEndpointTerminating = "endpoint-terminating"
+	EventNodeAdded           = "node-added"
+	EventNodeRemoved         = "node-removed"
+	EventRolloutStart        = "rollout-start"
+	EventRolloutEnd          = "rollout-end"
+	EventPoolAdded           = "pool-added"
+	EventPoolRemoved         = "pool-removed"
+	EventLBBackendAdded      = "lb-backend-added"
+	EventLBBackendRemoved    = "lb-backend-removed"
+	EventLBNodeHealthy       = "lb-node-healthy"
+	EventLBNodeUnhealthy     = "lb-node-unhealthy"
+	// EventLoadStart and EventLoadStop bracket a load stream (source "load"): the
+	// verdict judges delivery between them.
+	EventLoadStart = "load-start"
+	EventLoadStop  = "load-stop"
+	// EventUnsent (source "load") records requests the load generator was due to
+	// send and did not, because it was too far behind its schedule or its
+	// in-flight cap was full. Fields: from and to (the first and last due
+	// time, RFC 3339 with nanoseconds), requests, reason. The instrument
+	// was blind for that span, so the verdict cannot pass it.
+	EventUnsent = "unsent"
+	// EventCriteria (source "harness") records criteria a scenario could only
+	// settle after the header was written: the client address the load
+	// balancer shows, the pods that exist, the pod it turned unready. Field
+	// CriteriaField holds the complete criteria as JSON; the last such
+	// event is what the verdict judges by (except windowGapMs, which only
+	// the header sets), so the run file alone gives the verdict.
+	EventCriteria = "criteria"
+	// EventAction is a free-form harness step ("scale deployment to 3").
+	EventAction = "action"
+	// EventNote is anything worth recording that is not a step.
+	EventNote = "note"
+)
