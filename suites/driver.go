@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"zerodrop/fixtures"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"
@@ -87,19 +87,16 @@ func summary(s zdv1.Scenario) string {
 // events (backend added/removed, node healthy/unhealthy) go into every run
 // file next to the Kubernetes events.
 func configureCloudLB(ctx context.Context, s *Suite, progress func(string)) error {
-	profiles, err := lb.StockProfiles()
+	stock, err := profiles.Stock()
 	if err != nil {
 		return fmt.Errorf("cloud LB profiles: %w", err)
 	}
-	p, ok := profiles[s.Settings.LBProfile]
-	if !ok {
-		return fmt.Errorf("LB_PROFILE=%q is not a stock profile of clusters/lb/profiles", s.Settings.LBProfile)
+	p, ok := stock[s.Settings.LBProfile]
+	if !ok || !p.Emulated() {
+		return fmt.Errorf("LB_PROFILE=%q is not a profile the cloud LB runs; stock profiles it runs: %s",
+			s.Settings.LBProfile, strings.Join(stock.Emulated(), ", "))
 	}
-	s.LBCheck = fixtures.LBHealthCheck{
-		Interval:           time.Duration(p.HealthCheck.Interval),
-		HealthyThreshold:   p.HealthCheck.HealthyThreshold,
-		UnhealthyThreshold: p.HealthCheck.UnhealthyThreshold,
-	}
+	s.LB = p
 	// Every Service names the profile its workload was tuned for, so the LB
 	// applies that timing whatever default the cluster was created with.
 	s.LBProfileFor = func(string) string { return p.Name }

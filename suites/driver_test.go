@@ -5,9 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	zdv1 "zerodrop/apis/v1"
-
-	"zerodrop/fixtures"
 )
 
 func TestBrokenRunSaysWhatBroke(t *testing.T) {
@@ -45,11 +44,15 @@ func TestConfigureCloudLBRejectsAnUnknownProfile(t *testing.T) {
 	if err := configureCloudLB(context.Background(), s, func(string) {}); err == nil || !strings.Contains(err.Error(), "no-such-profile") {
 		t.Errorf("err = %v, want one naming the profile", err)
 	}
+	s.Settings.LBProfile = "metallb"
+	if err := configureCloudLB(context.Background(), s, func(string) {}); err == nil || !strings.Contains(err.Error(), "not a profile the cloud LB runs") {
+		t.Errorf("LB_PROFILE=metallb with LB=cloud: err = %v, want a refusal (MetalLB runs that model)", err)
+	}
 	s.Settings.LBProfile = "generic"
 	if err := configureCloudLB(context.Background(), s, func(string) {}); err != nil {
 		t.Fatalf("generic profile: %v", err)
 	}
-	if s.LBCheck == (fixtures.LBHealthCheck{}) || s.LBProfileFor("x") != "generic" {
-		t.Errorf("LB check %+v / profile %q not taken from the stock profile", s.LBCheck, s.LBProfileFor("x"))
+	if s.LB.Name != "generic" || s.LB.RemovalLag() != 30*time.Second || s.LBProfileFor("x") != "generic" {
+		t.Errorf("LB %+v / profile %q not taken from the stock profile", s.LB, s.LBProfileFor("x"))
 	}
 }

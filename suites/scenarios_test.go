@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
@@ -172,7 +173,7 @@ func TestBusiest(t *testing.T) {
 // A case's run carries its scenario's identity as written in the scenario's
 // file, and its minimum of results follows the suite's timing.
 func TestSpecTakesIdentityFromTheScenario(t *testing.T) {
-	s := &Suite{Settings: Settings{Rate: 200, LB: "metallb", Provider: "kind"}, Timing: DefaultTiming(), LBCheck: fixtures.MetalLBL2}
+	s := &Suite{Settings: Settings{Rate: 200, LB: "metallb", Provider: "kind"}, Timing: DefaultTiming(), LB: profiles.MustStock("metallb")}
 	for _, sc := range Scenarios() {
 		for _, c := range sc.Cases {
 			sp := s.spec(sc, c)

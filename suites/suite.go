@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
-	"zerodrop/fixtures"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
@@ -19,9 +19,9 @@ type Suite struct {
 	Settings Settings
 	Env      *scenario.Env
 	Provider cluster.Provider
-	// LBCheck is the health-check timing of the LB under test; the hardened
-	// profile's preStop and settle times follow it.
-	LBCheck fixtures.LBHealthCheck
+	// LB is the profile of the LB under test (clusters/lb/profiles); the
+	// hardened workload's preStop and the settle times follow its timing.
+	LB profiles.Profile
 	// LBProfileFor names the cloud-style LB profile a scenario's Service
 	// asks for ("" for the cluster default); nil with MetalLB.
 	LBProfileFor func(scenario string) string

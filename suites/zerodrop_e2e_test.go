@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"zerodrop/fixtures"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
@@ -82,7 +82,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	case "metallb":
 		// MetalLB in L2 mode follows the EndpointSlices' serving condition
 		// and re-announces within about a second; no health checks.
-		suite.LBCheck = fixtures.MetalLBL2
+		suite.LB = profiles.MustStock("metallb")
 	default:
 		Expect(configureCloudLB(ctx, suite, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })).To(Succeed())
 	}

@@ -45,21 +45,13 @@
 // With externalTrafficPolicy Local a cloud LB picks nodes by health-checking
 // kube-proxy's healthCheckNodePort and stops sending new connections to a node
 // only interval x unhealthyThreshold after the check starts failing. The lag
-// is per provider; each number below was read from the provider's own
-// Kubernetes integration (looked up in stored public copies of the sources,
-// cited in profiles.go):
-//
-//	profile   aliases                    interval  unhealthy  removal lag  source
-//	generic                              10s       3          30s          zerodrop's middle ground, = fixtures.GenericLB
-//	gcp-nlb   gcp, gke, gke-legacy       8s        3          24s          kubernetes/ingress-gce pkg/healthchecksl4 (gceHc* constants)
-//	azure-lb  azure, azure-basic, aks    5s        2          10s          kubernetes-sigs/cloud-provider-azure pkg/consts (HealthProbeDefault*)
-//	aws-nlb   aws, eks                   10s       2          20s          kubernetes/cloud-provider-aws buildNLBHealthCheckConfiguration (Local)
-//	aws-elb   aws-clb                    10s       6          60s          kubernetes/cloud-provider-aws defaultElbHC* (Classic ELB)
-//	gclb      gce-ingress (L7)           60s       10         600s         kubernetes/ingress controllers/gce/healthchecks (the keepalive-unready incident's era)
-//	metallb   kind                       -         -          0s           no health check; speakers follow EndpointSlices
+// is per provider. The doctor reads it from the LB profiles of
+// clusters/lb/profiles (one YAML file per vendor behaviour, every number with
+// its source), the same files the fixtures and the cloud LB read;
+// `zerodrop doctor --list-profiles` prints them.
 //
 // A Service picks its profile with the annotation zerodrop.dev/lb-profile (the
-// same annotation the cloud-style LB of issue 9 reads); otherwise the
+// same annotation the cloud-style LB reads); otherwise the
 // --lb-profile default (generic) applies. The providers' own health-check
 // annotations (aws-load-balancer-healthcheck-interval / -unhealthy-threshold /
 // -healthy-threshold, azure-load-balancer-health-probe-interval /

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 )
 
@@ -86,8 +87,7 @@ func TestFixtureProfiles(t *testing.T) {
 func TestHardenedMatchesEveryProfile(t *testing.T) {
 	for _, p := range Profiles() {
 		t.Run(p.Name, func(t *testing.T) {
-			lb := fixtures.LBHealthCheck{Interval: p.Interval, HealthyThreshold: p.HealthyThreshold, UnhealthyThreshold: p.UnhealthyThreshold, FollowsServing: p.FollowsServing}
-			r := fixtureReport(t, []fixtures.Option{fixtures.WithLBHealthCheck(lb)}, WithLBProfile(p))
+			r := fixtureReport(t, []fixtures.Option{fixtures.WithLB(p.Profile)}, WithLBProfile(p))
 			if got := ids(r, Error); len(got) > 0 {
 				t.Errorf("hardened fixture for %s has errors %v; %s", p.Name, got, summary(r))
 			}
@@ -95,25 +95,37 @@ func TestHardenedMatchesEveryProfile(t *testing.T) {
 	}
 	fast, _ := LookupProfile("azure-lb")
 	slow, _ := LookupProfile("aws-elb")
-	lb := fixtures.LBHealthCheck{Interval: fast.Interval, HealthyThreshold: fast.HealthyThreshold, UnhealthyThreshold: fast.UnhealthyThreshold}
-	r := fixtureReport(t, []fixtures.Option{fixtures.WithLBHealthCheck(lb)}, WithLBProfile(slow))
+	r := fixtureReport(t, []fixtures.Option{fixtures.WithLB(fast.Profile)}, WithLBProfile(slow))
 	if got := bySeverity(r)["ZD002"]; got != Error {
 		t.Errorf("fixture tuned for azure-lb checked against aws-elb: ZD002 = %v, want error", got)
 	}
 }
 
-// TestGenericProfileMatchesFixtures keeps the two definitions of "generic"
-// in step.
-func TestGenericProfileMatchesFixtures(t *testing.T) {
-	g, ok := LookupProfile("generic")
-	if !ok {
-		t.Fatal("no generic profile")
+// TestProfilesAreTheStockProfiles: the doctor reads every LB profile of
+// clusters/lb/profiles and its numbers, so the doctor, the fixtures and the
+// cloud LB cannot disagree on a vendor's timing.
+func TestProfilesAreTheStockProfiles(t *testing.T) {
+	stock, err := profiles.Stock()
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := fixtures.GenericLB
-	if g.Interval != want.Interval || g.HealthyThreshold != want.HealthyThreshold || g.UnhealthyThreshold != want.UnhealthyThreshold {
-		t.Errorf("doctor generic %v x %d/%d != fixtures.GenericLB %+v", g.Interval, g.HealthyThreshold, g.UnhealthyThreshold, want)
+	got := Profiles()
+	if len(got) != len(stock) {
+		t.Fatalf("doctor has %d profiles, clusters/lb/profiles %d", len(got), len(stock))
 	}
-	if g.RemovalLag() != 30*time.Second {
-		t.Errorf("generic removal lag = %v, want 30s", g.RemovalLag())
+	for _, d := range got {
+		p := stock[d.Name]
+		if d.Interval != p.HealthCheck.Interval.D() || d.RemovalLag() != p.RemovalLag() || d.AdditionLag() != p.AdditionLag() ||
+			d.FollowsServing != p.FollowsServing() || d.Source == "" {
+			t.Errorf("%s: doctor view %+v does not carry the profile's numbers %+v", d.Name, d, p.HealthCheck)
+		}
+	}
+	for name, want := range map[string]time.Duration{"generic": 30 * time.Second, "gcp-nlb": 24 * time.Second, "aws-elb": time.Minute, "metallb": time.Second} {
+		if p, ok := LookupProfile(name); !ok || p.RemovalLag() != want {
+			t.Errorf("%s removal lag = %v (found %v), want %v", name, p.RemovalLag(), ok, want)
+		}
+	}
+	if p, _ := LookupProfile("azure-basic"); !p.SinglePool {
+		t.Error("azure-basic must be single-pool (incident nodepool-backend)")
 	}
 }

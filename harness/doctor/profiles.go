@@ -3,13 +3,17 @@ package doctor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
 )
 
@@ -39,6 +43,8 @@ type LBProfile struct {
 	FollowsServing bool `json:"followsServing,omitempty"`
 	// Source is where the numbers come from.
 	Source string `json:"source"`
+	// Profile is the LB profile this view was made from.
+	Profile profiles.Profile `json:"-"`
 }
 
 // RemovalLag is interval x unhealthy threshold.
@@ -72,85 +78,57 @@ func (p LBProfile) MarshalJSON() ([]byte, error) {
 }
 
 // DefaultProfile is used when neither the flag nor the Service picks one.
-const DefaultProfile = "generic"
+const DefaultProfile = profiles.DefaultName
 
-// The numbers below are the defaults each provider's Kubernetes integration
-// creates for a Service of type LoadBalancer with externalTrafficPolicy
-// Local, read from the provider's source code (the stored public copies the
-// `search` tool returned). Annotations on the Service override them; see
-// applyAnnotations.
-var profiles = []LBProfile{
-	{
-		Name: "generic", Interval: 10 * time.Second, Timeout: 2 * time.Second,
-		HealthyThreshold: 2, UnhealthyThreshold: 3,
-		Source: "zerodrop's own middle ground (10s x 3), not any vendor's default; the same numbers as fixtures.GenericLB " +
-			"and the generic profile of the cloud-style LB (issue 9)",
-	},
-	{
-		Name: "gcp-nlb", Aliases: []string{"gcp", "gke", "gke-legacy"},
-		Interval: 8 * time.Second, Timeout: time.Second, HealthyThreshold: 1, UnhealthyThreshold: 3,
-		Source: "kubernetes/ingress-gce pkg/healthchecksl4/healthchecksl4.go: gceHcCheckIntervalSeconds=8, " +
-			"gceHcTimeoutSeconds=1, gceHcHealthyThreshold=1, gceHcUnhealthyThreshold=3 " +
-			"(\"3 * 8 = 24 seconds before the LB will steer traffic away\"); the same constants in the legacy GCE cloud provider",
-	},
-	{
-		Name: "azure-lb", Aliases: []string{"azure", "azure-basic", "aks"},
-		Interval: 5 * time.Second, Timeout: 5 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 2,
-		Source: "kubernetes-sigs/cloud-provider-azure pkg/consts/consts.go: HealthProbeDefaultProbeInterval=5, " +
-			"HealthProbeDefaultNumOfProbe=2 (annotations azure-load-balancer-health-probe-interval / -num-of-probe); " +
-			"back in rotation after one successful probe, as the cloud-style LB's azure-lb profile reads Azure's docs",
-	},
-	{
-		Name: "aws-nlb", Aliases: []string{"aws", "eks"},
-		Interval: 10 * time.Second, Timeout: 10 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2,
-		Source: "kubernetes/cloud-provider-aws pkg/providers/v1/aws.go buildNLBHealthCheckConfiguration: with " +
-			"externalTrafficPolicy Local an HTTP check on the healthCheckNodePort, Interval 10, Timeout 10, " +
-			"HealthyThreshold 2, UnhealthyThreshold 2 (Cluster: 30s, thresholds 3)",
-	},
-	{
-		Name: "aws-elb", Aliases: []string{"aws-clb"},
-		Interval: 10 * time.Second, Timeout: 5 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 6,
-		Source: "kubernetes/cloud-provider-aws pkg/providers/v1: defaultElbHCInterval=10, defaultElbHCTimeout=5, " +
-			"defaultElbHCHealthyThreshold=2, defaultElbHCUnhealthyThreshold=6 (Classic ELB, the default without aws-load-balancer-type: nlb)",
-	},
-	{
-		Name: "gclb", Aliases: []string{"gce-ingress"}, L7: true,
-		Interval: 60 * time.Second, Timeout: 60 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 10,
-		Source: "kubernetes/ingress controllers/gce/healthchecks/healthchecks.go (the GCE Ingress of the keepalive-unready incident's time): " +
-			"DefaultHealthCheckInterval=60s, DefaultTimeout=60s, DefaultHealthyThreshold=1, DefaultUnhealthyThreshold=10",
-	},
-	{
-		Name: "metallb", Aliases: []string{"kind"}, FollowsServing: true,
-		Source: "MetalLB has no health check: its speakers follow EndpointSlices and, with Local, announce only from " +
-			"nodes with an endpoint that is ready or serving (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe), " +
-			"so the lag is endpoint propagation, not an interval, and a terminating endpoint keeps its node announced",
-	},
+// fromProfile is the doctor's view of one LB profile of clusters/lb/profiles,
+// the one place every vendor number is written (with its source) for the
+// doctor, the fixtures and the cloud LB alike.
+func fromProfile(p profiles.Profile) LBProfile {
+	h := p.HealthCheck
+	var src []string
+	for _, k := range slices.Sorted(maps.Keys(p.Sources)) {
+		switch {
+		case k == "healthCheck":
+			src = append([]string{p.Sources[k]}, src...)
+		case strings.HasPrefix(k, "healthCheck.") || k == "target":
+			src = append(src, k+": "+p.Sources[k])
+		}
+	}
+	return LBProfile{
+		Name: p.Name, Aliases: append([]string(nil), p.Aliases...),
+		Interval: h.Interval.D(), Timeout: h.Timeout.D(),
+		HealthyThreshold: h.HealthyThreshold, UnhealthyThreshold: h.UnhealthyThreshold,
+		SinglePool:     p.Eligibility.PoolLabel != "",
+		L7:             p.Mode == profiles.ModeL7,
+		FollowsServing: p.FollowsServing(),
+		Source:         strings.Join(src, "; "),
+		Profile:        p,
+	}
 }
+
+// stock is the doctor's list, built once from the embedded profiles (which
+// the profiles package's tests check, so an error is a build defect).
+var stock = sync.OnceValue(func() []LBProfile {
+	ps, err := profiles.Stock()
+	if err != nil {
+		panic(fmt.Sprintf("stock LB profiles are broken (a build defect): %v", err))
+	}
+	out := make([]LBProfile, 0, len(ps))
+	for _, n := range ps.Names() {
+		out = append(out, fromProfile(ps[n]))
+	}
+	return out
+})
 
 // Profiles returns the built-in LB profiles, sorted by name.
-func Profiles() []LBProfile {
-	out := append([]LBProfile(nil), profiles...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+func Profiles() []LBProfile { return append([]LBProfile(nil), stock()...) }
 
 // LookupProfile finds a profile by name or alias (case-insensitive).
 func LookupProfile(name string) (LBProfile, bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
-	for _, p := range profiles {
-		if p.Name == n {
-			p.Aliases = nil
+	for _, p := range stock() {
+		if p.Name == n || slices.Contains(p.Aliases, n) {
 			return p, true
-		}
-		for _, a := range p.Aliases {
-			if a == n {
-				// Keep the alias visible: azure-basic is the single-pool
-				// Basic LB of incident nodepool-backend, gke-legacy drops cordoned nodes.
-				p.Name = n + " (" + p.Name + ")"
-				p.Aliases = nil
-				p.SinglePool = p.SinglePool || n == "azure-basic"
-				return p, true
-			}
 		}
 	}
 	return LBProfile{}, false
@@ -218,7 +196,7 @@ func serviceProfile(svc *corev1.Service, def LBProfile) (LBProfile, []string) {
 // ProfileNames lists every accepted profile name and alias.
 func ProfileNames() []string {
 	var out []string
-	for _, p := range profiles {
+	for _, p := range stock() {
 		out = append(out, p.Name)
 		out = append(out, p.Aliases...)
 	}

@@ -3,6 +3,7 @@ package lb
 import (
 	"sort"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 )
 
 // BackendState is where a node stands in one Service's backend set.
@@ -12,7 +13,7 @@ const (
 	// Active nodes receive new flows.
 	Active BackendState = "active"
 	// Draining nodes keep their established flows until a deadline (or forever
-	// for FlowKeep) but receive no new ones.
+	// for profiles.FlowKeep) but receive no new ones.
 	Draining BackendState = "draining"
 	// Closed nodes receive nothing; packets of their flows meet the profile's closeAction.
 	Closed BackendState = "closed"
@@ -23,7 +24,7 @@ type Backend struct {
 	Node     string
 	State    BackendState
 	Since    time.Time
-	Deadline time.Time // when a Draining backend closes; zero = never (FlowKeep)
+	Deadline time.Time // when a Draining backend closes; zero = never (profiles.FlowKeep)
 	Reason   string    // why it is not Active
 }
 
@@ -38,17 +39,17 @@ type BackendChange struct {
 // flows, which keep their old flows for a while, which are closed. It is pure:
 // the caller passes the time and the facts (eligible nodes, health verdicts).
 type BackendSet struct {
-	flows    Flows
+	flows    profiles.Flows
 	backends map[string]*Backend
 }
 
 // NewBackendSet returns an empty set governed by the profile's flow rules.
-func NewBackendSet(f Flows) *BackendSet {
+func NewBackendSet(f profiles.Flows) *BackendSet {
 	return &BackendSet{flows: f, backends: map[string]*Backend{}}
 }
 
 // SetFlows changes the flow rules (the Service switched profiles).
-func (b *BackendSet) SetFlows(f Flows) { b.flows = f }
+func (b *BackendSet) SetFlows(f profiles.Flows) { b.flows = f }
 
 // Update moves every backend to the state the facts call for at now and returns
 // the changes. active is the set of nodes that should take new flows (eligible
@@ -91,9 +92,9 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 		switch be.State {
 		case Active:
 			switch action {
-			case FlowKeep:
+			case profiles.FlowKeep:
 				set(be, Draining, time.Time{}, reason)
-			case FlowDrain:
+			case profiles.FlowDrain:
 				set(be, Draining, now.Add(b.flows.DrainTimeout.D()), reason)
 			default:
 				set(be, Closed, time.Time{}, reason)
@@ -102,7 +103,7 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 			// A keep-forever drain of an unhealthy node becomes a timed drain or a
 			// close when the node also leaves the eligible set.
 			if be.Deadline.IsZero() && !eligible[n] {
-				if action == FlowDrain {
+				if action == profiles.FlowDrain {
 					set(be, Draining, now.Add(b.flows.DrainTimeout.D()), reason)
 				} else {
 					set(be, Closed, time.Time{}, reason)

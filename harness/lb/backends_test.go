@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 )
 
 func set(ns ...string) map[string]bool {
@@ -33,12 +34,12 @@ func TestBackendSetFlowRules(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		flows Flows
+		flows profiles.Flows
 		steps []step
 	}{
 		{
 			name:  "keep on unhealthy, close on removal (gcp-nlb)",
-			flows: Flows{OnUnhealthy: FlowKeep, OnRemoved: FlowClose},
+			flows: profiles.Flows{OnUnhealthy: profiles.FlowKeep, OnRemoved: profiles.FlowClose},
 			steps: []step{
 				{0, []string{"a", "b"}, []string{"a", "b"}, "a=active b=active", "a:->active b:->active"},
 				{1, []string{"a"}, []string{"a", "b"}, "a=active b=draining", "b:active->draining"},
@@ -48,7 +49,7 @@ func TestBackendSetFlowRules(t *testing.T) {
 		},
 		{
 			name:  "drain on removal with timeout (aws-nlb deregistration delay)",
-			flows: Flows{OnUnhealthy: FlowClose, OnRemoved: FlowDrain, DrainTimeout: Duration(300 * time.Second)},
+			flows: profiles.Flows{OnUnhealthy: profiles.FlowClose, OnRemoved: profiles.FlowDrain, DrainTimeout: profiles.Duration(300 * time.Second)},
 			steps: []step{
 				{0, []string{"a", "b"}, []string{"a", "b"}, "a=active b=active", "a:->active b:->active"},
 				{10, []string{"a"}, []string{"a"}, "a=active b=draining", "b:active->draining"},
@@ -58,7 +59,7 @@ func TestBackendSetFlowRules(t *testing.T) {
 		},
 		{
 			name:  "unhealthy closes at once (aws-nlb RST)",
-			flows: Flows{OnUnhealthy: FlowClose, OnRemoved: FlowDrain, DrainTimeout: Duration(300 * time.Second)},
+			flows: profiles.Flows{OnUnhealthy: profiles.FlowClose, OnRemoved: profiles.FlowDrain, DrainTimeout: profiles.Duration(300 * time.Second)},
 			steps: []step{
 				{0, []string{"a", "b"}, []string{"a", "b"}, "a=active b=active", "a:->active b:->active"},
 				{5, []string{"a"}, []string{"a", "b"}, "a=active", "b:active->closed"},
@@ -67,7 +68,7 @@ func TestBackendSetFlowRules(t *testing.T) {
 		},
 		{
 			name:  "draining node that comes back is active again",
-			flows: Flows{OnUnhealthy: FlowDrain, OnRemoved: FlowDrain, DrainTimeout: Duration(30 * time.Second)},
+			flows: profiles.Flows{OnUnhealthy: profiles.FlowDrain, OnRemoved: profiles.FlowDrain, DrainTimeout: profiles.Duration(30 * time.Second)},
 			steps: []step{
 				{0, []string{"a", "b"}, []string{"a", "b"}, "a=active b=active", "a:->active b:->active"},
 				{5, []string{"a"}, []string{"a", "b"}, "a=active b=draining", "b:active->draining"},
@@ -97,7 +98,7 @@ func TestBackendSetFlowRules(t *testing.T) {
 
 func TestBackendSetNextDeadline(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	b := NewBackendSet(Flows{OnUnhealthy: FlowDrain, OnRemoved: FlowDrain, DrainTimeout: Duration(30 * time.Second)})
+	b := NewBackendSet(profiles.Flows{OnUnhealthy: profiles.FlowDrain, OnRemoved: profiles.FlowDrain, DrainTimeout: profiles.Duration(30 * time.Second)})
 	b.Update(t0, set("a", "b"), set("a", "b"), nil)
 	if !b.NextDeadline().IsZero() {
 		t.Fatal("no deadline expected while all active")

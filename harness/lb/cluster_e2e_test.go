@@ -3,7 +3,7 @@
 package lb_test
 
 // The cloud LB on a real kind cluster (make cluster LB=cloud). Each subtest is
-// one "Done means" line of issue 9 and logs its figures. Needs the cluster
+// one behaviour the cloud LB promises and logs its figures. Needs the cluster
 // (KUBECONFIG or ../../out/kubeconfig, name $ZERODROP_CLUSTER or "zerodrop")
 // and the echo image (make image). Run one with -run 'Cluster/<name>'.
 
@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -720,7 +721,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("seed003-rolling-update", func(t *testing.T) {
-		gcp := fixtures.LBHealthCheck{Interval: 8 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 3}
+		gcp := profiles.MustStock("gcp-nlb")
 		for _, prof := range []fixtures.Profile{fixtures.Naive, fixtures.Hardened} {
 			if only := os.Getenv("ZDLB_ROLL"); only != "" && only != string(prof) {
 				continue
@@ -729,7 +730,7 @@ func TestCluster(t *testing.T) {
 			// One replica, and the update also moves it to another worker: the old
 			// node loses its last local endpoint for good, the canonical incident source-ip-dilemma
 			// case (a node whose pods are all replaced elsewhere).
-			w, err := fixtures.New(fixtures.WithProfile(prof), fixtures.WithLBHealthCheck(gcp), fixtures.WithNamespace(ns),
+			w, err := fixtures.New(fixtures.WithProfile(prof), fixtures.WithLB(gcp), fixtures.WithNamespace(ns),
 				fixtures.WithReplicas(1), fixtures.WithLBProfile("gcp-nlb"))
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -34,7 +35,7 @@ type L4Programmer interface {
 	Apply(ctx context.Context, cfg DPConfig) error
 }
 
-// L7Programmer applies the L7 proxy configuration (an *L7Proxy in production).
+// L7Programmer applies the profiles.L7 proxy configuration (an *L7Proxy in production).
 type L7Programmer interface {
 	Apply(ctx context.Context, svcs []L7Service) error
 }
@@ -44,7 +45,7 @@ type L7Programmer interface {
 type Controller struct {
 	programDelay   time.Duration
 	cs             kubernetes.Interface
-	profiles       Profiles
+	profiles       profiles.Set
 	defaultProfile string
 	class          string
 	claimUnclassed bool
@@ -70,7 +71,7 @@ type Controller struct {
 }
 
 type svcState struct {
-	profile       Profile
+	profile       profiles.Profile
 	vip           netip.Addr
 	backends      *BackendSet
 	eligible      []string
@@ -95,7 +96,7 @@ type svcState struct {
 type Option func(*Controller)
 
 // WithProfiles sets the profiles Services can name (default: the stock ones).
-func WithProfiles(ps Profiles) Option { return func(c *Controller) { c.profiles = ps } }
+func WithProfiles(ps profiles.Set) Option { return func(c *Controller) { c.profiles = ps } }
 
 // WithDefaultProfile sets the profile of Services without the annotation.
 func WithDefaultProfile(name string) Option { return func(c *Controller) { c.defaultProfile = name } }
@@ -112,7 +113,7 @@ func WithVIPPool(p *VIPPool) Option { return func(c *Controller) { c.pool = p } 
 // WithL4 sets the L4 data plane.
 func WithL4(p L4Programmer) Option { return func(c *Controller) { c.l4 = p } }
 
-// WithL7 sets the L7 proxy.
+// WithL7 sets the profiles.L7 proxy.
 func WithL7(p L7Programmer) Option { return func(c *Controller) { c.l7 = p } }
 
 // WithChecker sets how health checks are made (default HTTP from here).
@@ -135,21 +136,21 @@ func WithProgrammingDelay(d time.Duration) Option { return func(c *Controller) {
 
 // NewController returns a controller for the cluster behind cs.
 func NewController(cs kubernetes.Interface, opts ...Option) (*Controller, error) {
-	c := &Controller{cs: cs, defaultProfile: DefaultProfileName, class: contract.CloudLBClass, claimUnclassed: true,
+	c := &Controller{cs: cs, defaultProfile: profiles.DefaultName, class: contract.CloudLBClass, claimUnclassed: true,
 		clk: clock.RealClock{}, sink: runfile.Discard, log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
 		trigger: make(chan struct{}, 1), svcs: map[string]*svcState{}, programDelay: 3 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
 	if c.profiles == nil {
-		ps, err := StockProfiles()
+		ps, err := profiles.Stock()
 		if err != nil {
 			return nil, err
 		}
 		c.profiles = ps
 	}
-	if _, ok := c.profiles[c.defaultProfile]; !ok {
-		return nil, fmt.Errorf("default LB profile %q is unknown; known: %s", c.defaultProfile, strings.Join(c.profiles.Names(), ", "))
+	if p, ok := c.profiles[c.defaultProfile]; !ok || !p.Emulated() {
+		return nil, fmt.Errorf("default LB profile %q is not one the cloud LB runs; it runs: %s", c.defaultProfile, strings.Join(c.profiles.Emulated(), ", "))
 	}
 	if c.pool == nil {
 		return nil, errors.New("no VIP range: pass WithVIPPool (--vip-range)")
@@ -261,7 +262,7 @@ func (c *Controller) emit(typ, object, msg string, fields map[string]string) {
 func (c *Controller) onTransition(tr Transition) {
 	c.mu.Lock()
 	st := c.svcs[tr.Key.Service]
-	var prof Profile
+	var prof profiles.Profile
 	if st != nil {
 		prof = st.profile
 	}
@@ -302,9 +303,9 @@ func nodeIP(n *corev1.Node) netip.Addr {
 func svcKey(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
 
 // probeURL is what the profile's health check asks on node ip for svc.
-func probeURL(p Profile, svc *corev1.Service, ip netip.Addr) (string, error) {
+func probeURL(p profiles.Profile, svc *corev1.Service, ip netip.Addr) (string, error) {
 	switch p.HealthCheck.Target {
-	case TargetNodePort:
+	case profiles.TargetNodePort:
 		for _, port := range svc.Spec.Ports {
 			if port.NodePort != 0 {
 				return fmt.Sprintf("http://%s%s", netip.AddrPortFrom(ip, uint16(port.NodePort)), p.HealthCheck.Path), nil
@@ -443,7 +444,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			}
 		}
 		healthy := sortedKeys(active)
-		failOpen := len(active) == 0 && len(eligible) > 0 && prof.NoHealthyBackends == NoHealthyFailOpen
+		failOpen := len(active) == 0 && len(eligible) > 0 && prof.NoHealthyBackends == profiles.NoHealthyFailOpen
 		if failOpen {
 			for n := range eligible {
 				active[n] = true
@@ -505,11 +506,11 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		dp.VIPs = append(dp.VIPs, st.vip)
 		activeNodes := st.backends.Nodes(Active)
 		switch prof.Mode {
-		case ModeL4:
+		case profiles.ModeL4:
 			ds := DPService{Key: key, VIP: st.vip, Active: activeNodes, Draining: st.backends.Nodes(Draining),
 				CloseAction: prof.Flows.CloseAction, NoBackends: prof.Flows.CloseAction, IdleTimeout: prof.Flows.IdleTimeout.D()}
-			if prof.NoHealthyBackends == NoHealthyDrop {
-				ds.NoBackends = CloseDrop
+			if prof.NoHealthyBackends == profiles.NoHealthyDrop {
+				ds.NoBackends = profiles.CloseDrop
 			}
 			for _, p := range svc.Spec.Ports {
 				if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
@@ -517,7 +518,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				}
 			}
 			dp.Services = append(dp.Services, ds)
-		case ModeL7:
+		case profiles.ModeL7:
 			var ips []netip.Addr
 			for _, n := range activeNodes {
 				ips = append(ips, nodeIPs[n])
@@ -541,7 +542,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	}
 	c.mon.Set(ctx, probes)
 	var errs []error
-	// L4 first: it puts every VIP on lo, which the L7 listeners bind to.
+	// L4 first: it puts every VIP on lo, which the profiles.L7 listeners bind to.
 	if err := c.l4.Apply(ctx, dp); err != nil {
 		errs = append(errs, err)
 	}
@@ -556,7 +557,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	return next, errors.Join(errs...)
 }
 
-func (c *Controller) emitBackendChange(key string, prof Profile, ch BackendChange, failOpen bool, bs *BackendSet) {
+func (c *Controller) emitBackendChange(key string, prof profiles.Profile, ch BackendChange, failOpen bool, bs *BackendSet) {
 	fields := map[string]string{"service": key, "node": ch.Node, "profile": prof.Name, "from": string(ch.From), "to": string(ch.To)}
 	if ch.Reason != "" {
 		fields["reason"] = ch.Reason

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -83,12 +84,12 @@ func (l *eventLog) find(typ, object string) *zdv1.Event {
 }
 
 // fastProfile is gcp-nlb-like with millisecond timing.
-func fastProfile(name string, excludeCordoned bool) Profile {
-	return Profile{Name: name, Mode: ModeL4,
-		HealthCheck:       HealthCheck{Target: TargetKubeProxy, Interval: Duration(20 * time.Millisecond), Timeout: Duration(10 * time.Millisecond), HealthyThreshold: 1, UnhealthyThreshold: 2},
-		Eligibility:       Eligibility{ExcludeUnschedulable: excludeCordoned},
-		Flows:             Flows{OnUnhealthy: FlowKeep, OnRemoved: FlowClose, CloseAction: CloseDrop, IdleTimeout: Duration(time.Minute)},
-		NoHealthyBackends: NoHealthyDrop}
+func fastProfile(name string, excludeCordoned bool) profiles.Profile {
+	return profiles.Profile{Name: name, Mode: profiles.ModeL4,
+		HealthCheck:       profiles.HealthCheck{Target: profiles.TargetKubeProxy, Interval: profiles.Duration(20 * time.Millisecond), Timeout: profiles.Duration(10 * time.Millisecond), HealthyThreshold: 1, UnhealthyThreshold: 2},
+		Eligibility:       profiles.Eligibility{ExcludeUnschedulable: excludeCordoned},
+		Flows:             profiles.Flows{OnUnhealthy: profiles.FlowKeep, OnRemoved: profiles.FlowClose, CloseAction: profiles.CloseDrop, IdleTimeout: profiles.Duration(time.Minute)},
+		NoHealthyBackends: profiles.NoHealthyDrop}
 }
 
 func kNode(name, ip string) *corev1.Node {
@@ -129,7 +130,7 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 	}
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
 	l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
-	ps, _ := StockProfiles()
+	ps, _ := profiles.Stock()
 	ps["fast"] = fastProfile("fast", false)
 	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
 		WithProgrammingDelay(programDelay))
@@ -196,7 +197,7 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
 	l4, evs := &fakeL4{}, &eventLog{}
-	ps := Profiles{"legacy": fastProfile("legacy", true), "generic": fastProfile("generic", false)}
+	ps := profiles.Set{"legacy": fastProfile("legacy", true), "generic": fastProfile("generic", false)}
 	var urls sync.Map
 	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs), WithProgrammingDelay(programDelay),
 		WithChecker(func(_ context.Context, url string) CheckResult {
@@ -243,7 +244,7 @@ func TestProgrammingDelay(t *testing.T) {
 	}
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
 	l4, evs := &fakeL4{}, &eventLog{}
-	ps, _ := StockProfiles()
+	ps, _ := profiles.Stock()
 	ps["fast"] = fastProfile("fast", false)
 	const delay = time.Second
 	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithChecker(check),
@@ -320,12 +321,12 @@ func TestFailOpenEnds(t *testing.T) {
 	}
 	prof := fastProfile("fo", false)
 	prof.HealthCheck.HealthyThreshold = 2
-	prof.NoHealthyBackends = NoHealthyFailOpen
-	prof.Flows.OnUnhealthy = FlowDrain
-	prof.Flows.DrainTimeout = Duration(time.Minute)
+	prof.NoHealthyBackends = profiles.NoHealthyFailOpen
+	prof.Flows.OnUnhealthy = profiles.FlowDrain
+	prof.Flows.DrainTimeout = profiles.Duration(time.Minute)
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
 	l4, evs := &fakeL4{}, &eventLog{}
-	c, err := NewController(cs, WithProfiles(Profiles{"fo": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
+	c, err := NewController(cs, WithProfiles(profiles.Set{"fo": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
 		WithChecker(check), WithEventSink(evs), WithProgrammingDelay(programDelay))
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +400,7 @@ func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 	prof := fastProfile("drop", false) // NoHealthyBackends: drop
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
 	l4, evs := &fakeL4{}, &eventLog{}
-	c, err := NewController(cs, WithProfiles(Profiles{"drop": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
+	c, err := NewController(cs, WithProfiles(profiles.Set{"drop": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
 		WithChecker(check), WithEventSink(evs), WithProgrammingDelay(programDelay))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 )
 
 // Runner runs a command with stdin and returns its combined output. It is how
@@ -40,13 +41,13 @@ func ExecRunner(netns string) Runner {
 
 // DPService is one L4 Service as the data plane sees it.
 type DPService struct {
-	Key         string      // namespace/name, for comments and IDs
-	VIP         netip.Addr  // the LoadBalancer address
-	Ports       []uint16    // TCP ports on the VIP
-	Active      []string    // nodes that take new flows
-	Draining    []string    // nodes that keep their flows but take no new ones
-	CloseAction CloseAction // what packets of closed or unknown flows meet
-	NoBackends  CloseAction // what new connections meet when Active is empty
+	Key         string               // namespace/name, for comments and IDs
+	VIP         netip.Addr           // the LoadBalancer address
+	Ports       []uint16             // TCP ports on the VIP
+	Active      []string             // nodes that take new flows
+	Draining    []string             // nodes that keep their flows but take no new ones
+	CloseAction profiles.CloseAction // what packets of closed or unknown flows meet
+	NoBackends  profiles.CloseAction // what new connections meet when Active is empty
 	IdleTimeout time.Duration
 }
 
@@ -54,7 +55,7 @@ type DPService struct {
 type DPConfig struct {
 	Nodes    map[string]netip.Addr // every node any service names -> its address
 	Services []DPService           // L4 services
-	VIPs     []netip.Addr          // every LB address to answer for (L4 and L7)
+	VIPs     []netip.Addr          // every LB address to answer for (L4 and profiles.L7)
 }
 
 // Dataplane programs direct-server-return forwarding in the network namespace
@@ -376,7 +377,7 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 		}
 	}
 
-	// Flows only go one way through the LB (replies leave the nodes straight
+	// profiles.Flows only go one way through the LB (replies leave the nodes straight
 	// to the client), so conntrack would call every packet after the SYN
 	// invalid: VIP traffic is not tracked; the flows map is the state.
 	fmt.Fprintf(&b, "add rule %s raw ip daddr @vipaddrs notrack\n", t)
@@ -396,11 +397,11 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 			timeout = 600
 		}
 		closed := "meta mark set 0x0 accept" // to the local stack, which has no socket there: RST from the VIP
-		if s.CloseAction == CloseDrop {
+		if s.CloseAction == profiles.CloseDrop {
 			closed = "drop"
 		}
 		noBackends := "meta mark set 0x0 accept"
-		if s.NoBackends == CloseDrop {
+		if s.NoBackends == profiles.CloseDrop {
 			noBackends = "drop"
 		}
 		for _, suffix := range []string{"", "_new", "_keep"} {

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 )
 
 func dockerRunner(container string) Runner {
@@ -94,7 +95,7 @@ func TestDataplaneDockerBridgeE2E(t *testing.T) {
 		}
 		return DPConfig{Nodes: ns, VIPs: []netip.Addr{netip.MustParseAddr(vip)},
 			Services: []DPService{{Key: "e2e/web", VIP: netip.MustParseAddr(vip), Ports: []uint16{80}, Active: active, Draining: draining,
-				CloseAction: CloseReset, NoBackends: CloseReset, IdleTimeout: time.Minute}}}
+				CloseAction: profiles.CloseReset, NoBackends: profiles.CloseReset, IdleTimeout: time.Minute}}}
 	}
 	if err := dp.Apply(ctx, cfg([]string{"n1", "n2"}, nil)); err != nil {
 		t.Fatal(err)

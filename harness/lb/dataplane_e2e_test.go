@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/utils/clock"
 )
@@ -200,7 +201,7 @@ func (tp *topo) spread(t *testing.T, n int) map[string]int {
 	return got
 }
 
-func svcConfig(active, draining []string, closeAction CloseAction) DPConfig {
+func svcConfig(active, draining []string, closeAction profiles.CloseAction) DPConfig {
 	nodes := map[string]netip.Addr{}
 	for n, a := range e2eNodes {
 		nodes[n] = netip.MustParseAddr(a)
@@ -208,7 +209,7 @@ func svcConfig(active, draining []string, closeAction CloseAction) DPConfig {
 	return DPConfig{
 		Nodes: nodes,
 		Services: []DPService{{Key: "e2e/web", VIP: netip.MustParseAddr(e2eVIP), Ports: []uint16{80},
-			Active: active, Draining: draining, CloseAction: closeAction, NoBackends: CloseReset, IdleTimeout: time.Minute}},
+			Active: active, Draining: draining, CloseAction: closeAction, NoBackends: profiles.CloseReset, IdleTimeout: time.Minute}},
 		VIPs: []netip.Addr{netip.MustParseAddr(e2eVIP)},
 	}
 }
@@ -234,7 +235,7 @@ func TestDataplaneE2E(t *testing.T) {
 	// gratuitous ARP of the new VIP must correct it.
 	sh(t, "ip", "-n", tp.ns("cl"), "neigh", "replace", e2eVIP, "lladdr", "02:00:00:00:00:01", "dev", "eth0", "nud", "stale")
 	time.Sleep(1100 * time.Millisecond) // past the neighbour locktime
-	if err := dp.Apply(ctx, svcConfig([]string{"n1", "n2"}, nil, CloseReset)); err != nil {
+	if err := dp.Apply(ctx, svcConfig([]string{"n1", "n2"}, nil, profiles.CloseReset)); err != nil {
 		t.Fatal(err)
 	}
 	lbMAC, err := exec.Command("ip", "-n", tp.ns("lb"), "-br", "link", "show", "eth0").Output()
@@ -265,7 +266,7 @@ func TestDataplaneE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := first.Node
-		if err := dp.Apply(ctx, svcConfig([]string{other(x)}, []string{x}, CloseReset)); err != nil {
+		if err := dp.Apply(ctx, svcConfig([]string{other(x)}, []string{x}, profiles.CloseReset)); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 5; i++ {
@@ -283,7 +284,7 @@ func TestDataplaneE2E(t *testing.T) {
 			t.Fatalf("new connections reached draining node %s: %v", x, got)
 		}
 		// Drain over: the established connection is reset by the LB.
-		if err := dp.Apply(ctx, svcConfig([]string{other(x)}, nil, CloseReset)); err != nil {
+		if err := dp.Apply(ctx, svcConfig([]string{other(x)}, nil, profiles.CloseReset)); err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.get(false)
@@ -294,7 +295,7 @@ func TestDataplaneE2E(t *testing.T) {
 	})
 
 	t.Run("a reused 4-tuple after its node left picks a live node", func(t *testing.T) {
-		if err := dp.Apply(ctx, svcConfig([]string{"n1", "n2"}, nil, CloseReset)); err != nil {
+		if err := dp.Apply(ctx, svcConfig([]string{"n1", "n2"}, nil, profiles.CloseReset)); err != nil {
 			t.Fatal(err)
 		}
 		port := 40000 + os.Getpid()%20000
@@ -310,7 +311,7 @@ func TestDataplaneE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := r.Node
-		if err := dp.Apply(ctx, svcConfig([]string{other(x)}, nil, CloseReset)); err != nil {
+		if err := dp.Apply(ctx, svcConfig([]string{other(x)}, nil, profiles.CloseReset)); err != nil {
 			t.Fatal(err)
 		}
 		var c2 *conn
@@ -337,7 +338,7 @@ func TestDataplaneE2E(t *testing.T) {
 	})
 
 	t.Run("health checks remove a node after interval x unhealthyThreshold", func(t *testing.T) {
-		hc := HealthCheck{Target: TargetKubeProxy, Interval: Duration(300 * time.Millisecond), Timeout: Duration(200 * time.Millisecond),
+		hc := profiles.HealthCheck{Target: profiles.TargetKubeProxy, Interval: profiles.Duration(300 * time.Millisecond), Timeout: profiles.Duration(200 * time.Millisecond),
 			HealthyThreshold: 1, UnhealthyThreshold: 3}
 		var mu sync.Mutex
 		active := map[string]bool{}
@@ -349,7 +350,7 @@ func TestDataplaneE2E(t *testing.T) {
 					act = append(act, n)
 				}
 			}
-			return dp.Apply(ctx, svcConfig(act, nil, CloseReset))
+			return dp.Apply(ctx, svcConfig(act, nil, profiles.CloseReset))
 		}
 		check := HTTPChecker(clock.RealClock{}, NetnsDialer(tp.ns("lb"), nil))
 		mon := NewMonitor(clock.RealClock{}, check, func(tr Transition) {

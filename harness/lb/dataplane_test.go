@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 )
 
 // recorder is a Runner that records commands and answers `ip -j rule show`.
@@ -30,7 +31,7 @@ func (r *recorder) run(_ context.Context, stdin, name string, args ...string) ([
 	return nil, nil
 }
 
-func testConfig(active, draining []string, closeAction CloseAction) DPConfig {
+func testConfig(active, draining []string, closeAction profiles.CloseAction) DPConfig {
 	return DPConfig{
 		Nodes: map[string]netip.Addr{
 			"n1": netip.MustParseAddr("10.0.0.11"),
@@ -68,7 +69,7 @@ func TestDataplaneRender(t *testing.T) {
 		}
 	}
 	rec.cmds = nil
-	if err := d.Apply(ctx, testConfig([]string{"n1", "n2"}, nil, CloseReset)); err != nil {
+	if err := d.Apply(ctx, testConfig([]string{"n1", "n2"}, nil, profiles.CloseReset)); err != nil {
 		t.Fatal(err)
 	}
 	cmds := strings.Join(rec.cmds, "\n")
@@ -100,7 +101,7 @@ func TestDataplaneRender(t *testing.T) {
 
 	// n2 drains, closed flows are dropped: n2 is live but not chosen.
 	rec.cmds, rec.stdin = nil, nil
-	if err := d.Apply(ctx, testConfig([]string{"n1"}, []string{"n2"}, CloseDrop)); err != nil {
+	if err := d.Apply(ctx, testConfig([]string{"n1"}, []string{"n2"}, profiles.CloseDrop)); err != nil {
 		t.Fatal(err)
 	}
 	script = rec.stdin[0]
@@ -119,7 +120,7 @@ func TestDataplaneRender(t *testing.T) {
 
 	// No active node: new connections meet NoBackends; the service removed: its chains go.
 	rec.cmds, rec.stdin = nil, nil
-	if err := d.Apply(ctx, DPConfig{Nodes: testConfig(nil, nil, CloseDrop).Nodes}); err != nil {
+	if err := d.Apply(ctx, DPConfig{Nodes: testConfig(nil, nil, profiles.CloseDrop).Nodes}); err != nil {
 		t.Fatal(err)
 	}
 	script = rec.stdin[0]
@@ -158,7 +159,7 @@ func TestDataplaneSkipsUnchangedRuleset(t *testing.T) {
 		}
 		return n
 	}
-	two := testConfig([]string{"n1", "n2"}, nil, CloseReset)
+	two := testConfig([]string{"n1", "n2"}, nil, profiles.CloseReset)
 	for i := 0; i < 3; i++ {
 		if err := d.Apply(ctx, two); err != nil {
 			t.Fatal(err)
@@ -183,7 +184,7 @@ func TestDataplaneSkipsUnchangedRuleset(t *testing.T) {
 	if got := nfts(); got != 2 {
 		t.Errorf("a new state then the same one reordered: %d rulesets in all, want 2", got)
 	}
-	if err := d.Apply(ctx, testConfig([]string{"n1"}, []string{"n2"}, CloseReset)); err != nil {
+	if err := d.Apply(ctx, testConfig([]string{"n1"}, []string{"n2"}, profiles.CloseReset)); err != nil {
 		t.Fatal(err)
 	}
 	if got := nfts(); got != 3 {

@@ -2,7 +2,7 @@
 // (LB=cloud): a controller that implements Services of type LoadBalancer the
 // way GCP, AWS and Azure do, so the suite can reproduce the outages of the
 // seeds (health-check lag, cordoned nodes leaving the LB, one-nodepool
-// backends, keep-alive reuse by an L7 front end) on a laptop.
+// backends, keep-alive reuse by an profiles.L7 front end) on a laptop.
 //
 // # Shape
 //
@@ -25,7 +25,7 @@
 // status.loadBalancer.ingress (ipMode VIP), so kube-proxy on every node
 // installs its rules for the address, exactly as on a cloud.
 //
-// Profiles (profile.go, clusters/lb/profiles/*.yaml) carry each vendor's
+// LB profiles (package zerodrop/clusters/lb/profiles, one YAML file each) carry each vendor's
 // health-check timing, eligibility rule and flow behaviour as data with the
 // source of every number; a Service picks one with zerodrop.dev/lb-profile.
 //
@@ -93,7 +93,7 @@
 // unhealthy. Each flip is an event (lb-node-healthy / lb-node-unhealthy) with
 // the checks that caused it, recorded before the data plane acts on it.
 //
-// # L7 (gclb)
+// # profiles.L7 (gclb)
 //
 // An HTTP reverse proxy on VIP:port (the VIP is local, so its packets reach the
 // proxy) that round-robins requests over the active nodes' nodeIP:nodePort with

@@ -3,6 +3,7 @@ package lb
 import (
 	"fmt"
 	"sort"
+	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -22,7 +23,7 @@ type Ineligible string
 // Rules: control-plane and exclude-labelled nodes never; NotReady nodes never;
 // cordoned nodes only when the profile excludes them (pre-1.27 behaviour);
 // with a pool rule, only nodes whose pool label matches the Service's pool.
-func NodeEligibility(p Profile, svc *corev1.Service, node *corev1.Node) Ineligible {
+func NodeEligibility(p profiles.Profile, svc *corev1.Service, node *corev1.Node) Ineligible {
 	if _, ok := node.Labels[labelControlPlane]; ok {
 		return "control-plane node"
 	}
@@ -58,7 +59,7 @@ func NodeEligibility(p Profile, svc *corev1.Service, node *corev1.Node) Ineligib
 }
 
 // ServicePool is the nodepool a pool-scoped profile restricts svc to ("" when none).
-func ServicePool(p Profile, svc *corev1.Service) string {
+func ServicePool(p profiles.Profile, svc *corev1.Service) string {
 	e := p.Eligibility
 	if e.PoolLabel == "" {
 		return ""
@@ -75,7 +76,7 @@ func ServicePool(p Profile, svc *corev1.Service) string {
 
 // EligibleNodes returns the names of the nodes that may back svc, sorted, and the
 // reason for each one left out.
-func EligibleNodes(p Profile, svc *corev1.Service, nodes []*corev1.Node) (eligible []string, excluded map[string]Ineligible) {
+func EligibleNodes(p profiles.Profile, svc *corev1.Service, nodes []*corev1.Node) (eligible []string, excluded map[string]Ineligible) {
 	excluded = map[string]Ineligible{}
 	for _, n := range nodes {
 		if why := NodeEligibility(p, svc, n); why != "" {

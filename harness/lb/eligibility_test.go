@@ -3,6 +3,7 @@ package lb
 import (
 	"strings"
 	"testing"
+	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,7 @@ func testNode(name string, opts ...nodeOpt) *corev1.Node {
 }
 
 func TestEligibleNodes(t *testing.T) {
-	ps, err := StockProfiles()
+	ps, err := profiles.Stock()
 	if err != nil {
 		t.Fatal(err)
 	}

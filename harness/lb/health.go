@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/utils/clock"
 )
@@ -44,7 +45,7 @@ type HealthState struct {
 }
 
 // NewHealthState returns an unhealthy state using hc's thresholds.
-func NewHealthState(hc HealthCheck) *HealthState {
+func NewHealthState(hc profiles.HealthCheck) *HealthState {
 	return &HealthState{healthyThreshold: hc.HealthyThreshold, unhealthyThreshold: hc.UnhealthyThreshold}
 }
 
@@ -125,7 +126,7 @@ type ProbeKey struct {
 type Probe struct {
 	Key         ProbeKey
 	URL         string
-	HealthCheck HealthCheck
+	HealthCheck profiles.HealthCheck
 }
 
 // Transition is a health verdict flip and the check that caused it.

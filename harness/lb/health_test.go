@@ -9,12 +9,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-func hc(interval time.Duration, healthy, unhealthy int) HealthCheck {
-	return HealthCheck{Target: TargetKubeProxy, Interval: Duration(interval), Timeout: Duration(interval / 2),
+func hc(interval time.Duration, healthy, unhealthy int) profiles.HealthCheck {
+	return profiles.HealthCheck{Target: profiles.TargetKubeProxy, Interval: profiles.Duration(interval), Timeout: profiles.Duration(interval / 2),
 		HealthyThreshold: healthy, UnhealthyThreshold: unhealthy}
 }
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 
 	lbimage "zerodrop/clusters/lb"
 )
@@ -69,7 +70,7 @@ func (o *KindOptions) defaults() {
 		o.Network = "kind"
 	}
 	if o.Profile == "" {
-		o.Profile = DefaultProfileName
+		o.Profile = profiles.DefaultName
 	}
 	if o.AdminPort == 0 {
 		o.AdminPort = 9100

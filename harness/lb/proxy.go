@@ -14,9 +14,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 )
 
-// L7Service is one port of an L7 (gclb) Service: the proxy listens on
+// L7Service is one port of an profiles.L7 (gclb) Service: the proxy listens on
 // VIP:Port and sends requests to nodeIP:NodePort of the backends.
 type L7Service struct {
 	Key      string
@@ -24,12 +25,12 @@ type L7Service struct {
 	Port     uint16
 	NodePort uint16
 	Backends []netip.Addr // nodes taking requests, in order
-	L7       L7
+	L7       profiles.L7
 }
 
 func (s L7Service) listenAddr() netip.AddrPort { return netip.AddrPortFrom(s.VIP, s.Port) }
 
-// L7Proxy is the HTTP front end of L7 profiles. Like Google's front ends in
+// L7Proxy is the HTTP front end of profiles.L7 profiles. Like Google's front ends in
 // incident keepalive-unready it keeps connections to nodeIP:nodePort open and reuses them, so a
 // request on a reused connection reaches whatever pod kube-proxy NATed that
 // connection to when it opened, ready or not.
@@ -120,7 +121,7 @@ func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 // Close stops every listener.
 func (p *L7Proxy) Close() error { return p.Apply(context.Background(), nil) }
 
-func (l *l7Listener) transport(addr string, cfg L7) *http.Transport {
+func (l *l7Listener) transport(addr string, cfg profiles.L7) *http.Transport {
 	l.tmu.Lock()
 	defer l.tmu.Unlock()
 	t, ok := l.perNode[addr]

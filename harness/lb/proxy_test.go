@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 )
 
 // backend counts the TCP connections it accepted and answers with its name,
@@ -52,7 +53,7 @@ func TestL7ProxyReusesBackendConnections(t *testing.T) {
 			p := NewL7Proxy(nil, nil)
 			defer p.Close()
 			svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t), NodePort: be.addrPort().Port(),
-				Backends: []netip.Addr{be.addrPort().Addr()}, L7: L7{KeepAlive: true, IdleConnTimeout: Duration(time.Minute), MaxIdleConnsPerNode: 10}}
+				Backends: []netip.Addr{be.addrPort().Addr()}, L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
 			if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +92,7 @@ func TestL7ProxyBackendChanges(t *testing.T) {
 	ip := netip.MustParseAddr("127.0.0.1")
 	// Both backends live on 127.0.0.1: switching the NodePort switches backend.
 	svc := L7Service{Key: "ns/web", VIP: ip, Port: freePort(t), NodePort: a.addrPort().Port(), Backends: []netip.Addr{ip},
-		L7: L7{KeepAlive: true, IdleConnTimeout: Duration(time.Minute), MaxIdleConnsPerNode: 10}}
+		L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
 	if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
@@ -55,7 +56,7 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 	}
 	switch sub {
 	case "profiles":
-		ps, err := lb.LoadProfiles(*dir)
+		ps, err := profiles.Load(*dir)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop lb profiles: %v\n", err)
 			return exitBroken
@@ -73,8 +74,15 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 			if p.Eligibility.ExcludeUnschedulable {
 				cordon = "dropped"
 			}
+			mode := string(p.Mode)
+			if !p.Emulated() {
+				// Timing only (the doctor, the fixtures); `lb start` refuses it.
+				fmt.Fprintf(tw, "%s\t%s (not emulated)\t%v/%v %d↑ %d↓\t%v\t-\t-\t-\t-\n", n, mode, h.Interval.D(), h.Timeout.D(),
+					h.HealthyThreshold, h.UnhealthyThreshold, h.DetectionTime())
+				continue
+			}
 			removed := string(p.Flows.OnRemoved)
-			if p.Flows.OnRemoved == lb.FlowDrain {
+			if p.Flows.OnRemoved == profiles.FlowDrain {
 				removed += " " + p.Flows.DrainTimeout.D().String()
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%v/%v %d↑ %d↓\t%v\t%s\t%s\t%s\t%s\n", n, p.Mode, h.Interval.D(), h.Timeout.D(), h.HealthyThreshold,

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,7 +42,7 @@ func main() {
 func run() error {
 	var (
 		kubeconfig  = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (its server must be reachable from here)")
-		profileName = flag.String("lb-profile", lb.DefaultProfileName, "profile of Services without the "+contract.LBProfileAnnotation+" annotation")
+		profileName = flag.String("lb-profile", profiles.DefaultName, "profile of Services without the "+contract.LBProfileAnnotation+" annotation")
 		profileDir  = flag.String("profile-dir", "", "directory of extra profile YAML files (same schema as clusters/lb/profiles)")
 		vipRange    = flag.String("vip-range", "", "LoadBalancer addresses to hand out, FIRST-LAST (required)")
 		iface       = flag.String("interface", "eth0", "interface towards the nodes")
@@ -53,7 +54,7 @@ func run() error {
 	flag.Parse()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 
-	profiles, err := lb.LoadProfiles(*profileDir)
+	profiles, err := profiles.Load(*profileDir)
 	if err != nil {
 		return err
 	}

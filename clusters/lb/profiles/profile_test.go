@@ -1,4 +1,4 @@
-package lb
+package profiles
 
 import (
 	"os"
@@ -11,11 +11,11 @@ import (
 )
 
 func TestStockProfiles(t *testing.T) {
-	ps, err := StockProfiles()
+	ps, err := Stock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"aws-nlb", "azure-basic", "azure-lb", "gclb", "gcp-nlb", "generic", "gke-legacy"}
+	want := []string{"aws-elb", "aws-nlb", "azure-basic", "azure-lb", "gclb", "gcp-nlb", "generic", "gke-legacy", "metallb"}
 	if got := strings.Join(ps.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
@@ -25,9 +25,26 @@ func TestStockProfiles(t *testing.T) {
 			t.Errorf("%s: no sources documented", n)
 		}
 	}
+	for n, p := range ps {
+		if wantEmulated := n != "metallb" && n != "aws-elb"; p.Emulated() != wantEmulated {
+			t.Errorf("%s: emulated by the cloud LB = %v, want %v", n, p.Emulated(), wantEmulated)
+		}
+		if p.FollowsServing() != (n == "metallb") {
+			t.Errorf("%s: follows the serving condition = %v", n, p.FollowsServing())
+		}
+	}
+	if m := ps["metallb"]; m.RemovalLag() != time.Second || m.AdditionLag() != time.Second {
+		t.Errorf("metallb lags %v/%v, want 1s/1s (what the hardened fixture designs for)", m.RemovalLag(), m.AdditionLag())
+	}
+	for name, want := range map[string]string{"gke": "gcp-nlb", "EKS": "aws-nlb", "aks": "azure-lb", "kind": "metallb", "gke-legacy": "gke-legacy", "nope": ""} {
+		p, ok := ps.Find(name)
+		if p.Name != want || ok != (want != "") {
+			t.Errorf("Find(%q) = %q, %v; want %q", name, p.Name, ok, want)
+		}
+	}
 	// The numbers the scenarios lean on.
 	if d := ps["generic"].HealthCheck.DetectionTime(); d != 30*time.Second {
-		t.Errorf("generic detection time = %v, want 30s (10s x 3, as fixtures.GenericLB)", d)
+		t.Errorf("generic detection time = %v, want 30s (10s x 3, the default of the doctor and the fixtures)", d)
 	}
 	if d := ps["gcp-nlb"].HealthCheck.DetectionTime(); d != 24*time.Second {
 		t.Errorf("gcp-nlb detection time = %v, want 24s (8s x 3)", d)
@@ -47,7 +64,7 @@ healthCheck: {target: kube-proxy, interval: 5s, timeout: 1s, healthyThreshold: 1
 flows: {onUnhealthy: keep, onRemoved: drain, drainTimeout: 10s, closeAction: reset, idleTimeout: 1m}
 noHealthyBackends: drop
 `
-	if _, err := ParseProfile([]byte(base)); err != nil {
+	if _, err := Parse([]byte(base)); err != nil {
 		t.Fatalf("base profile: %v", err)
 	}
 	cases := []struct {
@@ -65,7 +82,7 @@ noHealthyBackends: drop
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseProfile([]byte(c.edit))
+			_, err := Parse([]byte(c.edit))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, c.want)
 			}
@@ -84,7 +101,7 @@ noHealthyBackends: drop
 	if err := os.WriteFile(filepath.Join(dir, "mine.yaml"), []byte(mine), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := LoadProfiles(dir)
+	ps, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +127,7 @@ noHealthyBackends: drop
 	if err := os.WriteFile(filepath.Join(dir, "other.yaml"), []byte(mine), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadProfiles(dir); err == nil || !strings.Contains(err.Error(), "must equal the file name") {
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "must equal the file name") {
 		t.Fatalf("mismatched name error = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package lb
+package profiles
 
 import (
 	"encoding/json"
@@ -7,18 +7,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
-	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
 )
 
-// DefaultProfileName applies when neither the Service nor the controller names one.
-const DefaultProfileName = "generic"
+// DefaultName applies when neither the Service nor the controller names one.
+const DefaultName = "generic"
 
 // Mode says how the LB forwards.
 type Mode string
@@ -28,6 +28,15 @@ const (
 	ModeL4 Mode = "l4"
 	// ModeL7 proxies HTTP requests over kept-alive connections to nodeIP:nodePort.
 	ModeL7 Mode = "l7"
+	// ModeAnnounce is no LB device at all: one node answers for the address
+	// (MetalLB's L2 mode) and the health check is replaced by following the
+	// EndpointSlices (TargetServing). MetalLB implements it; the cloud LB
+	// does not.
+	ModeAnnounce Mode = "announce"
+	// ModeProxy is a TCP proxy that opens its own connection to a node for
+	// each client connection (AWS Classic ELB). Only its timing is modelled,
+	// for the doctor; the cloud LB does not emulate it.
+	ModeProxy Mode = "proxy"
 )
 
 // HealthTarget says what a health check asks.
@@ -38,6 +47,11 @@ const (
 	TargetKubeProxy HealthTarget = "kube-proxy"
 	// TargetNodePort asks Path on the Service's NodePort (L7 load balancers).
 	TargetNodePort HealthTarget = "nodeport"
+	// TargetServing asks nothing: nodes are picked from the EndpointSlices'
+	// serving condition (ModeAnnounce), so a terminating Pod that stays
+	// ready keeps its node in use until it exits; Interval is how quickly
+	// the LB follows a change.
+	TargetServing HealthTarget = "endpoint-serving"
 )
 
 // FlowAction says what established flows to a node do when it stops taking new ones.
@@ -99,9 +113,16 @@ type HealthCheck struct {
 }
 
 // DetectionTime is how long a node that stopped answering stays in the set:
-// interval x unhealthyThreshold (the window incidents drain-local-pdb, rolling-update-local and 003 are about).
+// interval x unhealthyThreshold (the window incidents drain-local-pdb,
+// rolling-update-local and keepalive-unready are about).
 func (h HealthCheck) DetectionTime() time.Duration {
 	return h.Interval.D() * time.Duration(h.UnhealthyThreshold)
+}
+
+// AdditionTime is how long a node whose check started passing waits before
+// it gets traffic: interval x healthyThreshold.
+func (h HealthCheck) AdditionTime() time.Duration {
+	return h.Interval.D() * time.Duration(h.HealthyThreshold)
 }
 
 // Eligibility says which nodes may be backends at all.
@@ -130,7 +151,10 @@ type L7 struct {
 
 // Profile is one vendor's load-balancer behaviour, loaded from a YAML file.
 type Profile struct {
-	Name              string            `json:"name"`
+	Name string `json:"name"`
+	// Aliases are other names users know the LB by ("gke", "eks"); the
+	// doctor accepts them, Service annotations name the profile itself.
+	Aliases           []string          `json:"aliases,omitempty"`
 	Description       string            `json:"description,omitempty"`
 	Mode              Mode              `json:"mode"`
 	HealthCheck       HealthCheck       `json:"healthCheck"`
@@ -141,9 +165,28 @@ type Profile struct {
 	Sources           map[string]string `json:"sources,omitempty"`
 }
 
-// ParseProfile reads one profile file and validates it. Unknown fields are errors,
+// RemovalLag is the longest time the LB keeps sending new connections to a
+// node after it stopped serving (HealthCheck.DetectionTime).
+func (p Profile) RemovalLag() time.Duration { return p.HealthCheck.DetectionTime() }
+
+// AdditionLag is the longest time before the LB sends traffic to a node that
+// started serving (HealthCheck.AdditionTime).
+func (p Profile) AdditionLag() time.Duration { return p.HealthCheck.AdditionTime() }
+
+// FollowsServing reports whether the LB picks nodes from the EndpointSlices'
+// serving condition instead of a health check (TargetServing): there a
+// terminating Pod that stays ready keeps traffic on its node until it exits,
+// so the readiness probe, not the Pod's deletion, is what moves the LB.
+func (p Profile) FollowsServing() bool { return p.HealthCheck.Target == TargetServing }
+
+// Emulated reports whether zerodrop's cloud LB can run the profile (modes l4
+// and l7); the others exist for their timing (the doctor, the fixtures) and
+// for the LB that implements them (MetalLB for announce).
+func (p Profile) Emulated() bool { return p.Mode == ModeL4 || p.Mode == ModeL7 }
+
+// Parse reads one profile file and validates it. Unknown fields are errors,
 // so a typo in a user's profile does not silently fall back to a default.
-func ParseProfile(data []byte) (Profile, error) {
+func Parse(data []byte) (Profile, error) {
 	var p Profile
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		return Profile{}, fmt.Errorf("parse profile: %w", err)
@@ -162,19 +205,23 @@ func (p Profile) Validate() error {
 		bad("name is empty")
 	}
 	switch p.Mode {
-	case ModeL4, ModeL7:
+	case ModeL4, ModeL7, ModeAnnounce, ModeProxy:
 	default:
-		bad("mode %q: want l4 or l7", p.Mode)
+		bad("mode %q: want l4, l7, announce or proxy", p.Mode)
 	}
 	h := p.HealthCheck
 	switch h.Target {
 	case TargetKubeProxy:
+	case TargetServing:
+		if p.Mode != ModeAnnounce {
+			bad("healthCheck.target %s belongs to mode announce", TargetServing)
+		}
 	case TargetNodePort:
 		if !strings.HasPrefix(h.Path, "/") {
 			bad("healthCheck.path %q: target nodeport needs an absolute path", h.Path)
 		}
 	default:
-		bad("healthCheck.target %q: want kube-proxy or nodeport", h.Target)
+		bad("healthCheck.target %q: want kube-proxy, nodeport or %s", h.Target, TargetServing)
 	}
 	if h.Interval.D() <= 0 {
 		bad("healthCheck.interval must be > 0")
@@ -189,6 +236,24 @@ func (p Profile) Validate() error {
 	if (len(e.PoolAnnotations) > 0 || e.DefaultPool != "") && e.PoolLabel == "" {
 		bad("eligibility.poolLabel is needed with poolAnnotations/defaultPool")
 	}
+	if p.Mode == ModeAnnounce && h.Target != TargetServing {
+		bad("mode announce needs healthCheck.target %s", TargetServing)
+	}
+	if p.Emulated() {
+		p.validateFlows(bad)
+	}
+	if p.Mode == ModeL7 && p.L7 == nil {
+		bad("mode l7 needs an l7 section")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("profile %q: %w", p.Name, err)
+	}
+	return nil
+}
+
+// validateFlows checks what the cloud LB needs to run the profile; the
+// modes it does not emulate are modelled by their timing alone.
+func (p Profile) validateFlows(bad func(string, ...any)) {
 	f := p.Flows
 	switch f.OnUnhealthy {
 	case FlowKeep, FlowDrain, FlowClose:
@@ -216,27 +281,35 @@ func (p Profile) Validate() error {
 	default:
 		bad("noHealthyBackends %q: want failOpen or drop", p.NoHealthyBackends)
 	}
-	if p.Mode == ModeL7 && p.L7 == nil {
-		bad("mode l7 needs an l7 section")
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("profile %q: %w", p.Name, err)
-	}
-	return nil
 }
 
-// Profiles is a set of profiles by name.
-type Profiles map[string]Profile
+// Set is a set of profiles by name.
+type Set map[string]Profile
 
-// StockProfiles returns the profiles shipped in clusters/lb/profiles.
-func StockProfiles() (Profiles, error) {
-	return loadFS(profiles.FS, ".")
+// Stock returns the profiles shipped in clusters/lb/profiles.
+func Stock() (Set, error) {
+	return loadFS(FS, ".")
 }
 
-// LoadProfiles returns the stock profiles overlaid with every *.yaml file of dir
+// MustStock returns the stock profile called name and panics if there is
+// none: for names written in code (fixtures, defaults), which the package's
+// tests check against the stock set.
+func MustStock(name string) Profile {
+	ps, err := Stock()
+	if err != nil {
+		panic(fmt.Sprintf("stock LB profiles are broken (a build defect): %v", err))
+	}
+	p, ok := ps[name]
+	if !ok {
+		panic(fmt.Sprintf("%q is not a stock LB profile; known: %s", name, strings.Join(ps.Names(), ", ")))
+	}
+	return p
+}
+
+// Load returns the stock profiles overlaid with every *.yaml file of dir
 // (dir may be empty: stock only).
-func LoadProfiles(dir string) (Profiles, error) {
-	ps, err := StockProfiles()
+func Load(dir string) (Set, error) {
+	ps, err := Stock()
 	if err != nil {
 		return nil, fmt.Errorf("stock profiles are broken (a build defect): %w", err)
 	}
@@ -250,21 +323,21 @@ func LoadProfiles(dir string) (Profiles, error) {
 	for n, p := range user {
 		ps[n] = p
 	}
-	return ps, nil
+	return ps, checkAliases(ps)
 }
 
-func loadFS(fsys fs.FS, dir string) (Profiles, error) {
+func loadFS(fsys fs.FS, dir string) (Set, error) {
 	names, err := fs.Glob(fsys, filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	ps := Profiles{}
+	ps := Set{}
 	for _, n := range names {
 		b, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", n, err)
 		}
-		p, err := ParseProfile(b)
+		p, err := Parse(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n, err)
 		}
@@ -273,11 +346,47 @@ func loadFS(fsys fs.FS, dir string) (Profiles, error) {
 		}
 		ps[p.Name] = p
 	}
-	return ps, nil
+	return ps, checkAliases(ps)
+}
+
+// checkAliases refuses an alias that is another profile's name or alias, so
+// Find has one answer.
+func checkAliases(ps Set) error {
+	owner := map[string]string{}
+	for _, n := range ps.Names() {
+		for _, a := range ps[n].Aliases {
+			if a != strings.ToLower(a) {
+				return fmt.Errorf("profile %s: alias %q must be lower case", n, a)
+			}
+			if _, clash := ps[a]; clash {
+				return fmt.Errorf("profile %s: alias %q is the name of another profile", n, a)
+			}
+			if o, dup := owner[a]; dup {
+				return fmt.Errorf("profiles %s and %s both claim alias %q", o, n, a)
+			}
+			owner[a] = n
+		}
+	}
+	return nil
+}
+
+// Find returns the profile whose name or one of whose aliases is name
+// (case-insensitive).
+func (ps Set) Find(name string) (Profile, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if p, ok := ps[n]; ok {
+		return p, true
+	}
+	for _, p := range ps {
+		if slices.Contains(p.Aliases, n) {
+			return p, true
+		}
+	}
+	return Profile{}, false
 }
 
 // Names lists the profile names, sorted.
-func (ps Profiles) Names() []string {
+func (ps Set) Names() []string {
 	out := make([]string, 0, len(ps))
 	for n := range ps {
 		out = append(out, n)
@@ -286,15 +395,31 @@ func (ps Profiles) Names() []string {
 	return out
 }
 
-// Lookup returns the profile named by the Service annotation, or def without it.
-func (ps Profiles) Lookup(annotations map[string]string, def string) (Profile, error) {
+// Emulated lists the names of the profiles the cloud LB can run, sorted.
+func (ps Set) Emulated() []string {
+	var out []string
+	for _, n := range ps.Names() {
+		if ps[n].Emulated() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Lookup returns the profile the cloud LB runs for a Service: the one its
+// annotation names, or def without it. A profile the cloud LB does not
+// emulate is an error.
+func (ps Set) Lookup(annotations map[string]string, def string) (Profile, error) {
 	name := def
 	if v := annotations[contract.LBProfileAnnotation]; v != "" {
 		name = v
 	}
 	p, ok := ps[name]
 	if !ok {
-		return Profile{}, fmt.Errorf("unknown LB profile %q (annotation %s); known: %s", name, contract.LBProfileAnnotation, strings.Join(ps.Names(), ", "))
+		return Profile{}, fmt.Errorf("unknown LB profile %q (annotation %s); known: %s", name, contract.LBProfileAnnotation, strings.Join(ps.Emulated(), ", "))
+	}
+	if !p.Emulated() {
+		return Profile{}, fmt.Errorf("LB profile %q (mode %s) is not one the cloud LB emulates; it runs: %s", name, p.Mode, strings.Join(ps.Emulated(), ", "))
 	}
 	return p, nil
 }
