@@ -72,7 +72,7 @@ bench-load: build ## whole-process load benchmark: zerodrop load vs vegeta's CLI
 	  --rates $(BENCH_RATES) --out out/bench-load
 
 lb-e2e: ## the cloud LB's own checks: data plane in namespaces and on a Docker bridge; TestCluster needs `make cluster LB=cloud` and `make image`
-	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'DataplaneE2E|DockerBridge|TestCluster' ./harness/lb/
+	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'DataplaneE2E|DockerBridge|TestCluster' ./harness/lb/ ./internal/cloudlb/
 
 long: ## the 60 s / 500 rps clean loopback run
 	$(GO) test -tags long -run CleanRun60s -v -timeout 10m ./harness/load/
@@ -80,7 +80,7 @@ long: ## the 60 s / 500 rps clean loopback run
 build: ## build the echo server and the zerodrop CLI into bin/
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/echo-server ./echo-server
-	@if [ -d harness/cmd/zerodrop ]; then CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/zerodrop ./harness/cmd/zerodrop; fi
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/zerodrop ./cmd/zerodrop
 
 ECHO_IMAGE_CTX := out/echo-image
 

@@ -10,12 +10,12 @@ import (
 	"os"
 	"strings"
 	"time"
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"

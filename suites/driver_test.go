@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

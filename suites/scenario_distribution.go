@@ -2,8 +2,8 @@ package suites
 
 import (
 	"context"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 )

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"

@@ -3,10 +3,10 @@ package suites
 import (
 	"context"
 	"fmt"
-	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 )

@@ -3,8 +3,8 @@ package suites
 import (
 	"context"
 	"fmt"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/scenario"

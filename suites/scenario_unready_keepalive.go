@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 )

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/clusters/lb/profiles"
-
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"

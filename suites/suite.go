@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/clusters/lb/profiles"
-
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"

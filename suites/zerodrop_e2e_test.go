@@ -11,12 +11,12 @@ import (
 	"runtime"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
@@ -104,7 +104,12 @@ var _ = AfterSuite(func(ctx SpecContext) {
 	}
 }, NodeTimeout(5*time.Minute))
 
-var _ = Describe("zerodrop", func() {
+// Ordered: the specs run in the registry's order even under
+// --randomize-all (Ginkgo otherwise only keeps the order inside one top-level
+// container by default), because that order is a decision (Scenarios).
+// ContinueOnFailure: one scenario's failure must not skip the others, which
+// an Ordered container does by default.
+var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 	for _, sc := range Scenarios() {
 		Describe(sc.Name, Label("scenario:"+sc.Name), func() {
 			for _, c := range sc.CasesOn(or(os.Getenv("LB"), "metallb")) {

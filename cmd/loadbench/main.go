@@ -38,6 +38,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

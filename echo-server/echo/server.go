@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"zerodrop/harness/jsonstr"
+	"zerodrop/internal/jsonstr"
 )
 
 const (

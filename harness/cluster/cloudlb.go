@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/lb"
 )
 

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 	"zerodrop/internal/waitfor"

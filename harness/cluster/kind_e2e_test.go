@@ -24,7 +24,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"

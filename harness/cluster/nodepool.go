@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 )

@@ -18,10 +18,10 @@ import (
 	"sort"
 	"strings"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 )

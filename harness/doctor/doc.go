@@ -10,7 +10,7 @@
 // carry the file and line of the field at fault; LoadCluster reads the same
 // kinds from a live cluster. Check runs the rules; WriteText, WriteJSON and
 // WriteSARIF (2.1.0) render the Report. The `zerodrop doctor` subcommand
-// (harness/cmd/zerodrop/cmd_doctor.go) is a thin layer over this package.
+// (cmd/zerodrop/cmd_doctor.go) is a thin layer over this package.
 //
 // # Rules
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -8,10 +8,9 @@ package kube
 import (
 	"context"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
-
 	"zerodrop/harness/runfile"
-
 	"zerodrop/internal/waitfor"
 )
 

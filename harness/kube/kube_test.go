@@ -7,13 +7,14 @@ import (
 	"sync"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	zdv1 "zerodrop/apis/v1"
 )
 
 type events struct {

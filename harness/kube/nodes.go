@@ -6,12 +6,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubectl/pkg/drain"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/contract"
 )
 

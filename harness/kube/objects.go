@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	zdv1 "zerodrop/apis/v1"
 )
 
 // Interface is the clientset the steps use.

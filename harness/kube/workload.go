@@ -6,13 +6,14 @@ import (
 	"sort"
 	"strings"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	zdv1 "zerodrop/apis/v1"
 )
 
 // WaitRollout waits until the Deployment's controller has seen its latest

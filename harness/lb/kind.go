@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"zerodrop/clusters/lb/profiles"
 
 	lbimage "zerodrop/clusters/lb"
+	"zerodrop/clusters/lb/profiles"
 )
 
 var kindDockerfile = lbimage.Dockerfile
@@ -251,7 +251,7 @@ func buildBinary(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("cloud LB: %w", err)
 	}
 	out := filepath.Join(dir, "zerodrop-lb")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "zerodrop/harness/lb/cmd/zerodrop-lb")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "zerodrop/cmd/zerodrop-lb")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("cloud LB: go build zerodrop-lb (run from inside the zerodrop module, or pass a binary): %w: %s", err, b)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

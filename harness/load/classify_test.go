@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/load"
 )
 

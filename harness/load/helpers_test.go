@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/echo-server/echo"
 )
 

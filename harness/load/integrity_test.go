@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/load"
 )
 

@@ -50,10 +50,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
 )
 

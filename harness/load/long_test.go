@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/verdict"

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"

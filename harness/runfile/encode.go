@@ -3,8 +3,9 @@ package runfile
 import (
 	"strconv"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/jsonstr"
+	"zerodrop/internal/jsonstr"
 )
 
 // appendResultLine encodes a result line without reflection: one per

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

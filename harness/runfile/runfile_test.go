@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -12,7 +12,7 @@ type EventSink interface {
 // EventFunc adapts a function to EventSink.
 type EventFunc func(zdv1.Event) error
 
-// zdv1.Event calls f(e).
+// Event calls f(e).
 func (f EventFunc) Event(e zdv1.Event) error { return f(e) }
 
 // Discard is an EventSink that drops every event.

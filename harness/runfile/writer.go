@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 
@@ -143,7 +144,7 @@ func (w *Writer) flushLoop(every time.Duration) {
 	}
 }
 
-// zdv1.Result appends a result line.
+// Result appends a result line.
 func (w *Writer) Result(r zdv1.Result) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -152,7 +153,7 @@ func (w *Writer) Result(r zdv1.Result) error {
 	return w.writeLocked(w.scratch, &w.results)
 }
 
-// zdv1.Event appends an event line; it makes Writer an EventSink. A zero Time is
+// Event appends an event line; it makes Writer an EventSink. A zero Time is
 // set to now; Source and Type are required.
 func (w *Writer) Event(e zdv1.Event) error {
 	if e.Type == "" || e.Source == "" {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding/json"
 	"testing"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

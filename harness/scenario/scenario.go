@@ -27,13 +27,13 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/load"

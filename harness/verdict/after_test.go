@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
 )
 

@@ -20,8 +20,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
 )
 

@@ -3,6 +3,7 @@ package verdict
 import (
 	"encoding/json"
 	"testing"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

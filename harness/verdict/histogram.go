@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

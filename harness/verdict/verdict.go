@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

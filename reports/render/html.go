@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

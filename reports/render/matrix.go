@@ -2,6 +2,7 @@ package render
 
 import (
 	"strings"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/reports/svg"
 )
 

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

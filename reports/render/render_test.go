@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
 	"zerodrop/reports/render/rendertest"
 )

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
 )
 

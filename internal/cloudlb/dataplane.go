@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+
 	"zerodrop/clusters/lb/profiles"
 )
 
@@ -377,7 +378,7 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 		}
 	}
 
-	// profiles.Flows only go one way through the LB (replies leave the nodes straight
+	// Flows only go one way through the LB (replies leave the nodes straight
 	// to the client), so conntrack would call every packet after the SYN
 	// invalid: VIP traffic is not tracked; the flows map is the state.
 	fmt.Fprintf(&b, "add rule %s raw ip daddr @vipaddrs notrack\n", t)

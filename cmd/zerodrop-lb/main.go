@@ -23,13 +23,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
-	"zerodrop/harness/lb"
+	"zerodrop/internal/cloudlb"
 )
 
 func main() {
@@ -66,7 +66,7 @@ func run() error {
 	if *vipRange == "" {
 		return errors.New("--vip-range is required (e.g. 172.18.255.190-172.18.255.221)")
 	}
-	pool, err := lb.ParseVIPRange(*vipRange)
+	pool, err := cloudlb.ParseVIPRange(*vipRange)
 	if err != nil {
 		return err
 	}
@@ -87,8 +87,8 @@ func run() error {
 	defer stop()
 
 	dev := *iface
-	dp := lb.NewDataplane(lb.ExecRunner(""), dev, lb.WithAnnounce(func(ip netip.Addr) error {
-		err := lb.GratuitousARP(dev, ip)
+	dp := cloudlb.NewDataplane(cloudlb.ExecRunner(""), dev, cloudlb.WithAnnounce(func(ip netip.Addr) error {
+		err := cloudlb.GratuitousARP(dev, ip)
 		if err != nil {
 			log.Warn("gratuitous ARP failed", "vip", ip.String(), "err", err)
 		}
@@ -104,13 +104,13 @@ func run() error {
 			log.Warn("data plane cleanup", "err", err)
 		}
 	}()
-	proxy := lb.NewL7Proxy(log, nil)
+	proxy := cloudlb.NewL7Proxy(log, nil)
 	defer proxy.Close()
-	hub := lb.NewEventHub(log, 10000)
+	hub := cloudlb.NewEventHub(log, 10000)
 
-	c, err := lb.NewController(cs, lb.WithProfiles(profiles), lb.WithDefaultProfile(*profileName),
-		lb.WithClass(*class, *unclassed), lb.WithVIPPool(pool), lb.WithL4(dp), lb.WithL7(proxy),
-		lb.WithEventSink(hub), lb.WithLogger(log))
+	c, err := cloudlb.NewController(cs, cloudlb.WithProfiles(profiles), cloudlb.WithDefaultProfile(*profileName),
+		cloudlb.WithClass(*class, *unclassed), cloudlb.WithVIPPool(pool), cloudlb.WithL4(dp), cloudlb.WithL7(proxy),
+		cloudlb.WithEventSink(hub), cloudlb.WithLogger(log))
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/echo-server/echo"
 )
 

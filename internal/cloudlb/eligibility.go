@@ -1,11 +1,12 @@
-package lb
+package cloudlb
 
 import (
 	"fmt"
 	"sort"
-	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop/clusters/lb/profiles"
 )
 
 // Standard labels that keep a node out of every cloud LB (the service controller

@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"context"
@@ -7,8 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 )
 
@@ -25,7 +26,7 @@ func TestEventHubStreamAndResume(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- SubscribeEvents(ctx, srv.URL, runfile.EventFunc(func(e zdv1.Event) error {
+		done <- lb.SubscribeEvents(ctx, srv.URL, runfile.EventFunc(func(e zdv1.Event) error {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, e)
@@ -49,7 +50,7 @@ func TestEventHubStreamAndResume(t *testing.T) {
 	mu.Unlock()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("SubscribeEvents returned %v, want context.Canceled", err)
+		t.Fatalf("lb.SubscribeEvents returned %v, want context.Canceled", err)
 	}
 }
 
@@ -61,7 +62,7 @@ func TestSubscribeEventsSinkError(t *testing.T) {
 	boom := errors.New("disk full")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := SubscribeEvents(ctx, srv.URL, runfile.EventFunc(func(zdv1.Event) error { return boom }), nil)
+	err := lb.SubscribeEvents(ctx, srv.URL, runfile.EventFunc(func(zdv1.Event) error { return boom }), nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the sink's error", err)
 	}

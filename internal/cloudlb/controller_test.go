@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"context"
@@ -7,15 +7,16 @@ import (
 	"sync"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
+	"zerodrop/harness/lb"
 )
 
 type fakeL4 struct {
@@ -119,10 +120,10 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 
 	var hmu sync.Mutex
 	healthy := map[string]bool{"http://10.0.0.1:32000/healthz": true} // only a has a local endpoint
-	check := func(_ context.Context, url string) CheckResult {
+	check := func(_ context.Context, url string) lb.CheckResult {
 		hmu.Lock()
 		defer hmu.Unlock()
-		r := CheckResult{Time: time.Now(), URL: url, OK: healthy[url], Status: 503}
+		r := lb.CheckResult{Time: time.Now(), URL: url, OK: healthy[url], Status: 503}
 		if r.OK {
 			r.Status = 200
 		}
@@ -200,9 +201,9 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 	ps := profiles.Set{"legacy": fastProfile("legacy", true), "generic": fastProfile("generic", false)}
 	var urls sync.Map
 	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs), WithProgrammingDelay(programDelay),
-		WithChecker(func(_ context.Context, url string) CheckResult {
+		WithChecker(func(_ context.Context, url string) lb.CheckResult {
 			urls.Store(url, true)
-			return CheckResult{URL: url, OK: true, Status: 200}
+			return lb.CheckResult{URL: url, OK: true, Status: 200}
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -239,8 +240,8 @@ func TestProgrammingDelay(t *testing.T) {
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"))
-	check := func(_ context.Context, url string) CheckResult {
-		return CheckResult{Time: time.Now(), URL: url, OK: true, Status: 200}
+	check := func(_ context.Context, url string) lb.CheckResult {
+		return lb.CheckResult{Time: time.Now(), URL: url, OK: true, Status: 200}
 	}
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
 	l4, evs := &fakeL4{}, &eventLog{}
@@ -300,7 +301,7 @@ func TestFailOpenEnds(t *testing.T) {
 	var mu sync.Mutex
 	bUp, bPasses := false, 0
 	release := make(chan struct{}) // b's second passing check waits for it
-	check := func(_ context.Context, url string) CheckResult {
+	check := func(_ context.Context, url string) lb.CheckResult {
 		mu.Lock()
 		up := bUp
 		if up && strings.Contains(url, "10.0.0.2") {
@@ -313,7 +314,7 @@ func TestFailOpenEnds(t *testing.T) {
 		}
 		defer mu.Unlock()
 		ok := strings.Contains(url, "10.0.0.1") || up
-		r := CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
+		r := lb.CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
 		if ok {
 			r.Status = 200
 		}
@@ -334,13 +335,13 @@ func TestFailOpenEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = c.Run(ctx) }()
-	state := func() ServiceState {
+	state := func() lb.ServiceState {
 		for _, s := range c.State() {
 			if s.Service == "default/web" {
 				return s
 			}
 		}
-		return ServiceState{}
+		return lb.ServiceState{}
 	}
 
 	waitFor(t, "a alone active once it passed twice", func() bool {
@@ -394,8 +395,8 @@ func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
-	check := func(_ context.Context, url string) CheckResult {
-		return CheckResult{Time: time.Now(), URL: url, OK: false, Status: 503}
+	check := func(_ context.Context, url string) lb.CheckResult {
+		return lb.CheckResult{Time: time.Now(), URL: url, OK: false, Status: 503}
 	}
 	prof := fastProfile("drop", false) // NoHealthyBackends: drop
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
@@ -408,7 +409,7 @@ func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = c.Run(ctx) }()
-	var last ServiceState
+	var last lb.ServiceState
 	waitFor(t, "both nodes checked (and failed) several times, with the VIP forwarded", func() bool {
 		for _, s := range c.State() {
 			if s.Service == "default/web" {

@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -26,7 +24,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
+	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 )
 
@@ -35,7 +36,7 @@ type L4Programmer interface {
 	Apply(ctx context.Context, cfg DPConfig) error
 }
 
-// L7Programmer applies the profiles.L7 proxy configuration (an *L7Proxy in production).
+// L7Programmer applies the L7 proxy configuration (an *L7Proxy in production).
 type L7Programmer interface {
 	Apply(ctx context.Context, svcs []L7Service) error
 }
@@ -113,7 +114,7 @@ func WithVIPPool(p *VIPPool) Option { return func(c *Controller) { c.pool = p } 
 // WithL4 sets the L4 data plane.
 func WithL4(p L4Programmer) Option { return func(c *Controller) { c.l4 = p } }
 
-// WithL7 sets the profiles.L7 proxy.
+// WithL7 sets the L7 proxy.
 func WithL7(p L7Programmer) Option { return func(c *Controller) { c.l7 = p } }
 
 // WithChecker sets how health checks are made (default HTTP from here).
@@ -504,10 +505,10 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			}
 		}
 		dp.VIPs = append(dp.VIPs, st.vip)
-		activeNodes := st.backends.Nodes(Active)
+		activeNodes := st.backends.Nodes(lb.Active)
 		switch prof.Mode {
 		case profiles.ModeL4:
-			ds := DPService{Key: key, VIP: st.vip, Active: activeNodes, Draining: st.backends.Nodes(Draining),
+			ds := DPService{Key: key, VIP: st.vip, Active: activeNodes, Draining: st.backends.Nodes(lb.Draining),
 				CloseAction: prof.Flows.CloseAction, NoBackends: prof.Flows.CloseAction, IdleTimeout: prof.Flows.IdleTimeout.D()}
 			if prof.NoHealthyBackends == profiles.NoHealthyDrop {
 				ds.NoBackends = profiles.CloseDrop
@@ -542,7 +543,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	}
 	c.mon.Set(ctx, probes)
 	var errs []error
-	// L4 first: it puts every VIP on lo, which the profiles.L7 listeners bind to.
+	// L4 first: it puts every VIP on lo, which the L7 listeners bind to.
 	if err := c.l4.Apply(ctx, dp); err != nil {
 		errs = append(errs, err)
 	}
@@ -564,16 +565,16 @@ func (c *Controller) emitBackendChange(key string, prof profiles.Profile, ch Bac
 	}
 	obj := "node/" + ch.Node
 	switch {
-	case ch.To == Active:
+	case ch.To == lb.Active:
 		msg := fmt.Sprintf("LB added node %s to the backends of %s", ch.Node, key)
 		if failOpen {
 			msg += " (no node is healthy: failing open to every eligible node)"
 			fields["failOpen"] = "true"
 		}
 		c.emit(zdv1.EventLBBackendAdded, obj, msg, fields)
-	case ch.From == Active:
+	case ch.From == lb.Active:
 		flows := "established flows are closed (" + string(prof.Flows.CloseAction) + ")"
-		if ch.To == Draining {
+		if ch.To == lb.Draining {
 			flows = "established flows keep flowing"
 			for _, b := range bs.Backends() {
 				if b.Node == ch.Node && !b.Deadline.IsZero() {
@@ -637,61 +638,14 @@ func (c *Controller) readyEndpointNodes(svc *corev1.Service) []string {
 	return out
 }
 
-// NodeHealth is one node's health-check standing for a Service.
-type NodeHealth struct {
-	Healthy bool `json:"healthy"`
-	// Expected is the verdict the cluster calls for: with Local, whether the
-	// node holds a ready endpoint; with Cluster, healthy (kube-proxy serves
-	// every node).
-	Expected bool         `json:"expected"`
-	URL      string       `json:"url"`
-	Last     *CheckResult `json:"last,omitempty"`
-}
-
-// ServiceState is what the LB does for one Service (GET /state).
-type ServiceState struct {
-	Service       string                `json:"service"`
-	Profile       string                `json:"profile,omitempty"`
-	Policy        string                `json:"policy,omitempty"` // externalTrafficPolicy: Local or Cluster
-	VIP           string                `json:"vip,omitempty"`
-	Eligible      []string              `json:"eligible"`
-	Excluded      map[string]string     `json:"excluded,omitempty"`
-	Health        map[string]NodeHealth `json:"health"`
-	Active        []string              `json:"active"`
-	Draining      []Backend             `json:"draining,omitempty"`
-	EndpointNodes []string              `json:"endpointNodes"` // nodes with a ready endpoint (for comparing with Active)
-	// Pending are eligible nodes whose verdict is not in, differs from the
-	// cluster's facts (NodeHealth.Expected: a check that ran before
-	// kube-proxy knew the endpoint, a node short of its healthy threshold),
-	// or is not acted on yet (healthy but not a backend).
-	Pending []string `json:"pending,omitempty"`
-	// FailingOpen: no eligible node is healthy and the profile spreads new
-	// flows over all of them.
-	FailingOpen bool `json:"failingOpen,omitempty"`
-	// Forwarding: the data plane carries the VIP (after the programming delay).
-	Forwarding bool   `json:"forwarding"`
-	Error      string `json:"error,omitempty"`
-}
-
-// Settled reports whether the LB has done what it will do for s's current
-// facts: its address is forwarded and every eligible node's health verdict
-// matches the cluster and is acted on. A node that stays unexpectedly
-// unhealthy (kube-proxy down) keeps it unsettled: that is a broken
-// precondition, named by WaitSettled, not a state to measure from.
-// Load started before then measures the LB's start-up (fail-open, first checks),
-// not the scenario.
-func (s ServiceState) Settled() bool {
-	return s.VIP != "" && s.Forwarding && len(s.Pending) == 0 && s.Error == ""
-}
-
 // State returns the LB's view of every Service it implements.
-func (c *Controller) State() []ServiceState {
+func (c *Controller) State() []lb.ServiceState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []ServiceState
+	var out []lb.ServiceState
 	for key, st := range c.svcs {
-		s := ServiceState{Service: key, Profile: st.profile.Name, Eligible: st.eligible, EndpointNodes: st.endpointNodes,
-			Health: map[string]NodeHealth{}, Excluded: map[string]string{}, Error: st.err,
+		s := lb.ServiceState{Service: key, Profile: st.profile.Name, Eligible: st.eligible, EndpointNodes: st.endpointNodes,
+			Health: map[string]lb.NodeHealth{}, Excluded: map[string]string{}, Error: st.err,
 			FailingOpen: st.failOpen, Forwarding: st.forwarding, Policy: "Cluster"}
 		if st.local {
 			s.Policy = "Local"
@@ -703,9 +657,9 @@ func (c *Controller) State() []ServiceState {
 			s.Excluded[n] = string(why)
 		}
 		if st.backends != nil {
-			s.Active = st.backends.Nodes(Active)
+			s.Active = st.backends.Nodes(lb.Active)
 			for _, b := range st.backends.Backends() {
-				if b.State == Draining {
+				if b.State == lb.Draining {
 					s.Draining = append(s.Draining, b)
 				}
 			}
@@ -713,7 +667,7 @@ func (c *Controller) State() []ServiceState {
 		// Read live from the monitor: a first check that fails flips nothing
 		// and triggers no reconcile, yet it is a verdict.
 		for n, p := range st.probes {
-			h := NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL,
+			h := lb.NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL,
 				Expected: !st.local || slices.Contains(st.endpointNodes, n)}
 			r, checked := c.mon.Last(p.Key)
 			if checked {

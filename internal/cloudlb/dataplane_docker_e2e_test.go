@@ -1,6 +1,6 @@
 //go:build e2e
 
-package lb
+package cloudlb
 
 // The data plane between Docker containers on a Docker bridge, with the host as
 // the client: the same path as on kind (host -> LB container -> node container,
@@ -23,6 +23,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+
 	"zerodrop/clusters/lb/profiles"
 )
 

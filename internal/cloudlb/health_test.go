@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"zerodrop/clusters/lb/profiles"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"zerodrop/clusters/lb/profiles"
+	"zerodrop/harness/lb"
 )
 
 func hc(interval time.Duration, healthy, unhealthy int) profiles.HealthCheck {
@@ -39,7 +41,7 @@ func TestHealthStateThresholds(t *testing.T) {
 			s := NewHealthState(hc(time.Second, c.healthy, c.unhealthy))
 			var got strings.Builder
 			for _, r := range c.results {
-				s.Observe(CheckResult{OK: r == '+'})
+				s.Observe(lb.CheckResult{OK: r == '+'})
 				if s.Healthy() {
 					got.WriteByte('H')
 				} else {
@@ -61,10 +63,10 @@ type scripted struct {
 	reply chan bool
 }
 
-func (s scripted) check(_ context.Context, url string) CheckResult {
+func (s scripted) check(_ context.Context, url string) lb.CheckResult {
 	now := s.clk.Now()
 	s.calls <- url
-	return CheckResult{Time: now, URL: url, OK: <-s.reply}
+	return lb.CheckResult{Time: now, URL: url, OK: <-s.reply}
 }
 
 func TestMonitorFlipsAfterIntervalTimesThreshold(t *testing.T) {
@@ -132,11 +134,11 @@ func TestMonitorSetKeepsRunningLoops(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	var mu sync.Mutex
 	calls := map[string]int{}
-	m := NewMonitor(clk, func(_ context.Context, url string) CheckResult {
+	m := NewMonitor(clk, func(_ context.Context, url string) lb.CheckResult {
 		mu.Lock()
 		calls[url]++
 		mu.Unlock()
-		return CheckResult{URL: url, OK: true}
+		return lb.CheckResult{URL: url, OK: true}
 	}, nil)
 	defer m.Stop()
 	a := Probe{Key: ProbeKey{"s", "a"}, URL: "http://a/", HealthCheck: hc(time.Second, 1, 1)}

@@ -1,37 +1,17 @@
-package lb
+package cloudlb
 
 import (
 	"sort"
 	"time"
+
 	"zerodrop/clusters/lb/profiles"
+	"zerodrop/harness/lb"
 )
-
-// BackendState is where a node stands in one Service's backend set.
-type BackendState string
-
-const (
-	// Active nodes receive new flows.
-	Active BackendState = "active"
-	// Draining nodes keep their established flows until a deadline (or forever
-	// for profiles.FlowKeep) but receive no new ones.
-	Draining BackendState = "draining"
-	// Closed nodes receive nothing; packets of their flows meet the profile's closeAction.
-	Closed BackendState = "closed"
-)
-
-// Backend is a node's standing in a Service's backend set.
-type Backend struct {
-	Node     string
-	State    BackendState
-	Since    time.Time
-	Deadline time.Time // when a Draining backend closes; zero = never (profiles.FlowKeep)
-	Reason   string    // why it is not Active
-}
 
 // BackendChange is one state change of a backend, for events.
 type BackendChange struct {
 	Node     string
-	From, To BackendState
+	From, To lb.BackendState
 	Reason   string
 }
 
@@ -40,12 +20,12 @@ type BackendChange struct {
 // the caller passes the time and the facts (eligible nodes, health verdicts).
 type BackendSet struct {
 	flows    profiles.Flows
-	backends map[string]*Backend
+	backends map[string]*lb.Backend
 }
 
 // NewBackendSet returns an empty set governed by the profile's flow rules.
 func NewBackendSet(f profiles.Flows) *BackendSet {
-	return &BackendSet{flows: f, backends: map[string]*Backend{}}
+	return &BackendSet{flows: f, backends: map[string]*lb.Backend{}}
 }
 
 // SetFlows changes the flow rules (the Service switched profiles).
@@ -57,7 +37,7 @@ func (b *BackendSet) SetFlows(f profiles.Flows) { b.flows = f }
 // eligible node (a node that is eligible but not active is unhealthy).
 func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, reasons map[string]string) []BackendChange {
 	var changes []BackendChange
-	set := func(be *Backend, to BackendState, deadline time.Time, reason string) {
+	set := func(be *lb.Backend, to lb.BackendState, deadline time.Time, reason string) {
 		if be.State == to && be.Deadline.Equal(deadline) {
 			return
 		}
@@ -70,10 +50,10 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 	for n := range active {
 		be, ok := b.backends[n]
 		if !ok {
-			be = &Backend{Node: n, State: "", Since: now}
+			be = &lb.Backend{Node: n, State: "", Since: now}
 			b.backends[n] = be
 		}
-		set(be, Active, time.Time{}, "")
+		set(be, lb.Active, time.Time{}, "")
 	}
 	for n, be := range b.backends {
 		if active[n] {
@@ -90,31 +70,31 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 			reason = "not eligible"
 		}
 		switch be.State {
-		case Active:
+		case lb.Active:
 			switch action {
 			case profiles.FlowKeep:
-				set(be, Draining, time.Time{}, reason)
+				set(be, lb.Draining, time.Time{}, reason)
 			case profiles.FlowDrain:
-				set(be, Draining, now.Add(b.flows.DrainTimeout.D()), reason)
+				set(be, lb.Draining, now.Add(b.flows.DrainTimeout.D()), reason)
 			default:
-				set(be, Closed, time.Time{}, reason)
+				set(be, lb.Closed, time.Time{}, reason)
 			}
-		case Draining:
+		case lb.Draining:
 			// A keep-forever drain of an unhealthy node becomes a timed drain or a
 			// close when the node also leaves the eligible set.
 			if be.Deadline.IsZero() && !eligible[n] {
 				if action == profiles.FlowDrain {
-					set(be, Draining, now.Add(b.flows.DrainTimeout.D()), reason)
+					set(be, lb.Draining, now.Add(b.flows.DrainTimeout.D()), reason)
 				} else {
-					set(be, Closed, time.Time{}, reason)
+					set(be, lb.Closed, time.Time{}, reason)
 				}
 			}
 			if !be.Deadline.IsZero() && !now.Before(be.Deadline) {
-				set(be, Closed, time.Time{}, reason+"; drain period over")
+				set(be, lb.Closed, time.Time{}, reason+"; drain period over")
 			}
 		}
 		// Closed backends are forgotten: their flows meet the closeAction either way.
-		if be.State == Closed || be.State == "" {
+		if be.State == lb.Closed || be.State == "" {
 			delete(b.backends, n)
 		}
 	}
@@ -127,7 +107,7 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 func (b *BackendSet) NextDeadline() time.Time {
 	var next time.Time
 	for _, be := range b.backends {
-		if be.State == Draining && !be.Deadline.IsZero() && (next.IsZero() || be.Deadline.Before(next)) {
+		if be.State == lb.Draining && !be.Deadline.IsZero() && (next.IsZero() || be.Deadline.Before(next)) {
 			next = be.Deadline
 		}
 	}
@@ -135,7 +115,7 @@ func (b *BackendSet) NextDeadline() time.Time {
 }
 
 // Nodes returns the nodes in state s, sorted.
-func (b *BackendSet) Nodes(s BackendState) []string {
+func (b *BackendSet) Nodes(s lb.BackendState) []string {
 	var out []string
 	for n, be := range b.backends {
 		if be.State == s {
@@ -147,8 +127,8 @@ func (b *BackendSet) Nodes(s BackendState) []string {
 }
 
 // Backends returns a copy of every tracked backend, sorted by node.
-func (b *BackendSet) Backends() []Backend {
-	out := make([]Backend, 0, len(b.backends))
+func (b *BackendSet) Backends() []lb.Backend {
+	out := make([]lb.Backend, 0, len(b.backends))
 	for _, be := range b.backends {
 		out = append(out, *be)
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 )
 

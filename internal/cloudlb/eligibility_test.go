@@ -1,12 +1,13 @@
-package lb
+package cloudlb
 
 import (
 	"strings"
 	"testing"
-	"zerodrop/clusters/lb/profiles"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"zerodrop/clusters/lb/profiles"
 )
 
 type nodeOpt func(*corev1.Node)

@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+
 	"zerodrop/clusters/lb/profiles"
 )
 

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package lb
+package cloudlb
 
 // The data plane on real kernels, without Docker or kind: network namespaces
 // for a client, the LB and two "nodes" on a bridge inside a switch namespace.
@@ -26,9 +26,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/utils/clock"
+
+	"zerodrop/clusters/lb/profiles"
 )
 
 const (

@@ -1,10 +1,11 @@
-package lb
+package cloudlb
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
 	"zerodrop/clusters/lb/profiles"
 )
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/clusters/lb/profiles"
-
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
 )

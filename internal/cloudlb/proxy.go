@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"context"
@@ -14,10 +14,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
 	"zerodrop/clusters/lb/profiles"
 )
 
-// L7Service is one port of an profiles.L7 (gclb) Service: the proxy listens on
+// L7Service is one port of an L7 (gclb) Service: the proxy listens on
 // VIP:Port and sends requests to nodeIP:NodePort of the backends.
 type L7Service struct {
 	Key      string
@@ -30,7 +31,7 @@ type L7Service struct {
 
 func (s L7Service) listenAddr() netip.AddrPort { return netip.AddrPortFrom(s.VIP, s.Port) }
 
-// L7Proxy is the HTTP front end of profiles.L7 profiles. Like Google's front ends in
+// L7Proxy is the HTTP front end of L7 profiles. Like Google's front ends in
 // incident keepalive-unready it keeps connections to nodeIP:nodePort open and reuses them, so a
 // request on a reused connection reaches whatever pod kube-proxy NATed that
 // connection to when it opened, ready or not.

@@ -1,35 +1,17 @@
-package lb
+package cloudlb
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
-	"time"
-	"zerodrop/clusters/lb/profiles"
 
 	"k8s.io/utils/clock"
+
+	"zerodrop/clusters/lb/profiles"
+	"zerodrop/harness/lb"
 )
-
-// CheckResult is the outcome of one health check.
-type CheckResult struct {
-	Time    time.Time     `json:"time"`
-	URL     string        `json:"url"`
-	OK      bool          `json:"ok"`
-	Status  int           `json:"status,omitempty"` // HTTP status, 0 when no answer
-	Error   string        `json:"error,omitempty"`
-	Latency time.Duration `json:"latency"`
-}
-
-// String is the short form used in events: "GET http://... -> 503 in 1.2ms".
-func (r CheckResult) String() string {
-	if r.Error != "" {
-		return fmt.Sprintf("GET %s -> %s after %v", r.URL, r.Error, r.Latency.Round(time.Microsecond))
-	}
-	return fmt.Sprintf("GET %s -> %d in %v", r.URL, r.Status, r.Latency.Round(time.Microsecond))
-}
 
 // HealthState is the verdict of one (service, node) health check: it turns
 // healthy after HealthyThreshold consecutive successes and unhealthy after
@@ -50,7 +32,7 @@ func NewHealthState(hc profiles.HealthCheck) *HealthState {
 }
 
 // Observe records one result and reports whether the verdict flipped.
-func (s *HealthState) Observe(r CheckResult) (flipped bool) {
+func (s *HealthState) Observe(r lb.CheckResult) (flipped bool) {
 	s.checks++
 	if r.OK {
 		s.successes++
@@ -74,7 +56,7 @@ func (s *HealthState) Observe(r CheckResult) (flipped bool) {
 func (s *HealthState) Healthy() bool { return s.healthy }
 
 // Checker performs one health check of url within ctx's deadline.
-type Checker func(ctx context.Context, url string) CheckResult
+type Checker func(ctx context.Context, url string) lb.CheckResult
 
 // HTTPChecker returns a Checker that GETs the URL with a fresh connection each
 // time (cloud health checkers close theirs) and passes only on 200.
@@ -89,9 +71,9 @@ func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network,
 			return http.ErrUseLastResponse
 		},
 	}
-	return func(ctx context.Context, url string) CheckResult {
+	return func(ctx context.Context, url string) lb.CheckResult {
 		start := clk.Now()
-		res := CheckResult{Time: start, URL: url}
+		res := lb.CheckResult{Time: start, URL: url}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			res.Error = err.Error()
@@ -133,9 +115,9 @@ type Probe struct {
 type Transition struct {
 	Key     ProbeKey
 	Healthy bool
-	Result  CheckResult
+	Result  lb.CheckResult
 	// Recent holds the results that led to the flip (the threshold's worth), oldest first.
-	Recent []CheckResult
+	Recent []lb.CheckResult
 }
 
 // Monitor runs one health-check loop per Probe: a check at start, then every
@@ -161,8 +143,8 @@ type probeLoop struct {
 	// flip has been notified, so "node unhealthy" is recorded before anything
 	// acts on it.
 	published bool
-	recent    []CheckResult
-	last      CheckResult
+	recent    []lb.CheckResult
+	last      lb.CheckResult
 }
 
 // NewMonitor returns a Monitor; notify is called (from the loop's goroutine) on every flip.
@@ -218,12 +200,12 @@ func (m *Monitor) Healthy(k ProbeKey) bool {
 }
 
 // Last returns the latest check result of a unit.
-func (m *Monitor) Last(k ProbeKey) (CheckResult, bool) {
+func (m *Monitor) Last(k ProbeKey) (lb.CheckResult, bool) {
 	m.mu.Lock()
 	l, ok := m.loops[k]
 	m.mu.Unlock()
 	if !ok {
-		return CheckResult{}, false
+		return lb.CheckResult{}, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -266,7 +248,7 @@ func (m *Monitor) run(ctx context.Context, l *probeLoop) {
 				need = hc.HealthyThreshold
 			}
 			tr = Transition{Key: l.probe.Key, Healthy: l.state.Healthy(), Result: res,
-				Recent: append([]CheckResult(nil), l.recent[max(0, len(l.recent)-need):]...)}
+				Recent: append([]lb.CheckResult(nil), l.recent[max(0, len(l.recent)-need):]...)}
 		}
 		l.mu.Unlock()
 		if flipped {

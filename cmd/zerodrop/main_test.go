@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/echo-server/echo"
 )
 

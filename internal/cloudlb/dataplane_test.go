@@ -1,4 +1,4 @@
-package lb
+package cloudlb
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+
 	"zerodrop/clusters/lb/profiles"
 )
 

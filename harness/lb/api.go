@@ -1,0 +1,96 @@
+package lb
+
+import (
+	"fmt"
+	"time"
+)
+
+// The types of the cloud LB's admin API (GET /state), shared by the LB
+// (internal/cloudlb) and its clients.
+
+// NodeHealth is one node's health-check standing for a Service.
+type NodeHealth struct {
+	Healthy bool `json:"healthy"`
+	// Expected is the verdict the cluster calls for: with Local, whether the
+	// node holds a ready endpoint; with Cluster, healthy (kube-proxy serves
+	// every node).
+	Expected bool         `json:"expected"`
+	URL      string       `json:"url"`
+	Last     *CheckResult `json:"last,omitempty"`
+}
+
+// ServiceState is what the LB does for one Service (GET /state).
+type ServiceState struct {
+	Service       string                `json:"service"`
+	Profile       string                `json:"profile,omitempty"`
+	Policy        string                `json:"policy,omitempty"` // externalTrafficPolicy: Local or Cluster
+	VIP           string                `json:"vip,omitempty"`
+	Eligible      []string              `json:"eligible"`
+	Excluded      map[string]string     `json:"excluded,omitempty"`
+	Health        map[string]NodeHealth `json:"health"`
+	Active        []string              `json:"active"`
+	Draining      []Backend             `json:"draining,omitempty"`
+	EndpointNodes []string              `json:"endpointNodes"` // nodes with a ready endpoint (for comparing with Active)
+	// Pending are eligible nodes whose verdict is not in, differs from the
+	// cluster's facts (NodeHealth.Expected: a check that ran before
+	// kube-proxy knew the endpoint, a node short of its healthy threshold),
+	// or is not acted on yet (healthy but not a backend).
+	Pending []string `json:"pending,omitempty"`
+	// FailingOpen: no eligible node is healthy and the profile spreads new
+	// flows over all of them.
+	FailingOpen bool `json:"failingOpen,omitempty"`
+	// Forwarding: the data plane carries the VIP (after the programming delay).
+	Forwarding bool   `json:"forwarding"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Settled reports whether the LB has done what it will do for s's current
+// facts: its address is forwarded and every eligible node's health verdict
+// matches the cluster and is acted on. A node that stays unexpectedly
+// unhealthy (kube-proxy down) keeps it unsettled: that is a broken
+// precondition, named by WaitSettled, not a state to measure from.
+// Load started before then measures the LB's start-up (fail-open, first checks),
+// not the scenario.
+func (s ServiceState) Settled() bool {
+	return s.VIP != "" && s.Forwarding && len(s.Pending) == 0 && s.Error == ""
+}
+
+// CheckResult is the outcome of one health check.
+type CheckResult struct {
+	Time    time.Time     `json:"time"`
+	URL     string        `json:"url"`
+	OK      bool          `json:"ok"`
+	Status  int           `json:"status,omitempty"` // HTTP status, 0 when no answer
+	Error   string        `json:"error,omitempty"`
+	Latency time.Duration `json:"latency"`
+}
+
+// String is the short form used in events: "GET http://... -> 503 in 1.2ms".
+func (r CheckResult) String() string {
+	if r.Error != "" {
+		return fmt.Sprintf("GET %s -> %s after %v", r.URL, r.Error, r.Latency.Round(time.Microsecond))
+	}
+	return fmt.Sprintf("GET %s -> %d in %v", r.URL, r.Status, r.Latency.Round(time.Microsecond))
+}
+
+// BackendState is where a node stands in one Service's backend set.
+type BackendState string
+
+const (
+	// Active nodes receive new flows.
+	Active BackendState = "active"
+	// Draining nodes keep their established flows until a deadline (or forever
+	// for profiles.FlowKeep) but receive no new ones.
+	Draining BackendState = "draining"
+	// Closed nodes receive nothing; packets of their flows meet the profile's closeAction.
+	Closed BackendState = "closed"
+)
+
+// Backend is a node's standing in a Service's backend set.
+type Backend struct {
+	Node     string
+	State    BackendState
+	Since    time.Time
+	Deadline time.Time // when a Draining backend closes; zero = never (profiles.FlowKeep)
+	Reason   string    // why it is not Active
+}

@@ -1,0 +1,121 @@
+// Package cloudlb is zerodrop's cloud-style load balancer for kind clusters
+// (LB=cloud): a controller that implements Services of type LoadBalancer the
+// way GCP, AWS and Azure do, so the suite can reproduce the outages of the
+// seeds (health-check lag, cordoned nodes leaving the LB, one-nodepool
+// backends, keep-alive reuse by an L7 front end) on a laptop.
+//
+// # Shape
+//
+// One LB container per cluster on the kind docker network (StartKind), built
+// FROM the local kind node image (Debian with nftables, iproute2, procps) plus
+// the static zerodrop-lb binary; no image is pulled. It runs the Controller
+// (client-go informers on Services, Nodes and EndpointSlices, kubeconfig
+// pointing at <cluster>-control-plane:6443 on the kind network), the L4
+// Dataplane in its own network namespace, the L7Proxy, and an admin server
+// (/healthz, /state, /events).
+//
+// It is a product of its own: cmd/zerodrop-lb runs it inside the LB
+// container, and nothing of the test tool links it. The suites and the
+// cluster provider use the thin client zerodrop/harness/lb (start, find and
+// stop the container, read its state, wait until it settled, follow its
+// events), which also holds the admin API's types.
+//
+// Which Services: type LoadBalancer with spec.loadBalancerClass
+// "zerodrop.dev/cloud-lb", and, with --claim-unclassed (what LB=cloud sets,
+// because harness/cluster then does not install MetalLB), every
+// LoadBalancer Service without a class. With MetalLB present the two never
+// fight: MetalLB ignores classed Services, the cloud LB ignores unclassed ones.
+//
+// Addresses: the 32 addresses of the kind subnet just below the 32 that
+// harness/cluster gives MetalLB (KindVIPRange). The controller writes
+// status.loadBalancer.ingress (ipMode VIP), so kube-proxy on every node
+// installs its rules for the address, exactly as on a cloud.
+//
+// LB profiles (package zerodrop/clusters/lb/profiles, one YAML file each) carry each vendor's
+// health-check timing, eligibility rule and flow behaviour as data with the
+// source of every number; a Service picks one with zerodrop.dev/lb-profile.
+//
+// # L4 data plane: direct server return with nftables and policy routing
+//
+// The client's packets reach a node unchanged (destination VIP:port, source
+// the client), so kube-proxy on the node does what it does behind a cloud
+// passthrough LB: DNAT to a local endpoint (Local) or to any endpoint with SNAT
+// (Cluster), and with Local and no local endpoint it drops the packet. Replies
+// leave the node straight for the client with the VIP as source (the node has
+// the client on-link): direct server return, and the client address is
+// preserved (incident nodepool-backend, 003).
+//
+//   - The VIPs sit on the LB's lo, so the LB answers ARP for them on the kind
+//     network and the host reaches them with no route of its own. A new VIP
+//     is announced with a gratuitous ARP: a host that cached the address at
+//     a previous LB container's MAC would otherwise send into the void until
+//     its neighbour entry fails. The local
+//     routing table moves from rule priority 0 to 200, behind the fwmark rules
+//     (priority 100), so a marked packet to a local VIP is forwarded instead
+//     of delivered.
+//   - nftables (one table, rewritten atomically by `nft -f` on every change)
+//     decides per packet. A SYN picks an active node with jhash over the
+//     4-tuple and records the flow in a dynamic map (4-tuple -> mark,
+//     per-service idle timeout). Every later packet looks its mark up in that
+//     map; a "live" map says whether the (service, node) pair still takes
+//     established flows (active or draining). Anything else meets the
+//     profile's closeAction: drop, or "reset" (the mark is cleared and the
+//     LB's own stack, which has no socket on VIP:port, answers with a RST from
+//     the VIP).
+//   - Mark = service id << 16 | node id. `ip rule fwmark <node>/0xffff lookup
+//     1000+<node>`, and that table holds `default via <nodeIP> onlink`: the
+//     packet goes out unchanged to the node's MAC.
+//   - Redirects and reverse-path filtering are off in the LB's namespace; IP
+//     forwarding is on.
+//
+// Why a flow map instead of conntrack marks (the first design): the LB sees
+// only the client-to-node half of each TCP connection, and conntrack then
+// calls every packet after the SYN invalid (an ACK in SYN_SENT from the
+// original direction), stripping its ct mark. VIP traffic is therefore not
+// tracked at all (notrack in the raw hook) and the dynamic map is the state.
+// A SYN on a 4-tuple the map already knows first deletes the old entry, so a
+// reused client port never sticks to a node that left. The flow map survives
+// every rule change (it is never flushed), which is what keeps established
+// flows on their node while the backend set changes with no process restart.
+// A restart of the LB forgets the flows (their packets then meet the
+// closeAction), as a cloud LB's own failover would.
+//
+// Backends (backends.go): a node is active when it is eligible (profile rule:
+// Ready, not control plane, optionally not cordoned, optionally in the
+// Service's nodepool) and healthy (or every eligible node when none is healthy
+// and the profile fails open). When it stops being active its flows follow the
+// profile: keep (GCP, Azure Standard: established flows continue on an
+// unhealthy backend), drain for a period (AWS deregistration delay) or close.
+// A new Service starts failing open (no node has passed yet); the first node
+// to pass ends that, and every node still short of its healthy threshold
+// leaves at once — the events name the end of fail-open as the reason, and
+// /state reports such nodes as pending. Settled (no pending node, address
+// forwarded) is what the suite and WaitSettled wait for before any load.
+//
+// Health checks (health.go): one HTTP GET per (service, node) every interval,
+// bounded by the timeout, on the healthCheckNodePort for Local and on
+// kube-proxy's :10256/healthz for Cluster; healthy after healthyThreshold
+// consecutive 200s, unhealthy after unhealthyThreshold failures. A node starts
+// unhealthy. Each flip is an event (lb-node-healthy / lb-node-unhealthy) with
+// the checks that caused it, recorded before the data plane acts on it.
+//
+// # L7 (gclb)
+//
+// An HTTP reverse proxy on VIP:port (the VIP is local, so its packets reach the
+// proxy) that round-robins requests over the active nodes' nodeIP:nodePort with
+// per-node keep-alive pools and X-Forwarded-For. kube-proxy NATs a connection
+// once, when it opens, so requests on a reused connection keep reaching the
+// pod it was NATed to after that pod's endpoint is gone (incident keepalive-unready).
+//
+// # Events
+//
+// Every state change is a zdv1.Event (source "lb") on the LB's wall clock,
+// which is the host's (containers share the kernel clock), logged and
+// streamed as JSON lines on GET /events; SubscribeEvents follows the stream
+// into any runfile.EventSink and resumes with ?since= after a break. GET
+// /state shows per Service the eligible nodes (and why others are not), each
+// node's last check, the active and draining backends and the nodes holding
+// ready endpoints, for comparing the LB's view with the cluster's.
+//
+// Limits: IPv4 and TCP only; one LB instance per cluster (no LB failover).
+package cloudlb
