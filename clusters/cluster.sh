@@ -22,7 +22,7 @@ esac
 
 say "building the zerodrop CLI"
 mkdir -p "$repo/bin"
-(cd "$repo" && CGO_ENABLED=0 "$GO" build -trimpath -o bin/zerodrop ./cmd/zerodrop)
+(cd "$repo" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-X main.version=${ZERODROP_VERSION:-dev}" -o bin/zerodrop ./cmd/zerodrop)
 zd="$repo/bin/zerodrop"
 name="${CLUSTER_NAME:-zerodrop}"
 kubeconfig="${ZERODROP_KUBECONFIG:-$repo/out/kubeconfig}"
