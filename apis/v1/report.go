@@ -101,6 +101,19 @@ func (sc *Scenario) Outcome() string {
 	}
 }
 
+// OverridesText is the criteria a reader overrode, as compact JSON
+// ({"maxDropped":1000}); "" when the run file's own criteria decided.
+func (sc *Scenario) OverridesText() string {
+	if sc.CriteriaOverrides == nil {
+		return ""
+	}
+	b, err := json.Marshal(sc.CriteriaOverrides)
+	if err != nil {
+		return "(unprintable overrides)"
+	}
+	return string(b)
+}
+
 // Report is the top level of report.json.
 type Report struct {
 	SchemaVersion string     `json:"schemaVersion"`
@@ -282,12 +295,23 @@ type Scenario struct {
 	Load LoadSettings `json:"load"`
 	// RunFile is the path of the run file the numbers were computed from,
 	// relative to the report when possible.
-	RunFile        string          `json:"runFile,omitempty"`
-	RunID          string          `json:"runId,omitempty"`
-	Start          time.Time       `json:"start"`
-	End            time.Time       `json:"end"`
-	Results        Results         `json:"results"`
-	FailureWindows []FailureWindow `json:"failureWindows"`
+	RunFile string `json:"runFile,omitempty"`
+	// RunFileSHA256 is the hex SHA-256 of the run file as analysed: a
+	// reader checks a report against its evidence with it (zerodrop report
+	// re-analyses the file and refuses a report that disagrees).
+	RunFileSHA256 string `json:"runFileSha256,omitempty"`
+	// SkippedLines counts run-file lines that could not be read and were
+	// skipped (the verdict is ERROR then: they were not measured).
+	SkippedLines int64 `json:"skippedLines,omitempty"`
+	// CriteriaOverrides holds the criteria a reader replaced when analysing
+	// (zerodrop analyze --max-dropped ...), only the fields replaced; nil
+	// when the run file's own criteria decided. Criteria is the result.
+	CriteriaOverrides *Criteria       `json:"criteriaOverrides,omitempty"`
+	RunID             string          `json:"runId,omitempty"`
+	Start             time.Time       `json:"start"`
+	End               time.Time       `json:"end"`
+	Results           Results         `json:"results"`
+	FailureWindows    []FailureWindow `json:"failureWindows"`
 	// Events are the run's events in time order, at most MaxEvents of them;
 	// EventsOmitted counts the rest.
 	Events        []Event `json:"events"`

@@ -51,20 +51,30 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 	}
 	slices.Sort(runFiles)
 
-	overrides := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { overrides[f.Name] = true })
-	var override func(*zdv1.Criteria)
-	if len(overrides) > 0 {
-		override = func(cr *zdv1.Criteria) {
-			if overrides["max-dropped"] {
-				cr.MaxDropped = zdv1.Int64(*maxDropped)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// Only the criteria asked for are replaced; the report records them as
+	// criteriaOverrides so nobody mistakes them for the run's own.
+	var override *zdv1.Criteria
+	if len(set) > 0 {
+		override = &zdv1.Criteria{}
+		if set["max-dropped"] {
+			if *maxDropped < 0 {
+				return badInput(c, "analyze", "--max-dropped %d: want 0 or more", *maxDropped)
 			}
-			if overrides["expect-client-ip"] {
-				cr.ExpectedClientIP = *expectIP
+			override.MaxDropped = zdv1.Int64(*maxDropped)
+		}
+		if set["expect-client-ip"] {
+			if *expectIP == "" {
+				return badInput(c, "analyze", "--expect-client-ip needs an address")
 			}
-			if overrides["window-gap"] {
-				cr.WindowGapMs = float64(*gap) / float64(time.Millisecond)
+			override.ExpectedClientIP = *expectIP
+		}
+		if set["window-gap"] {
+			if *gap <= 0 {
+				return badInput(c, "analyze", "--window-gap %v: want a positive duration", *gap)
 			}
+			override.WindowGapMs = float64(*gap) / float64(time.Millisecond)
 		}
 	}
 	run := zdv1.RunMeta{ToolVersion: c.version, Provider: "none"}
@@ -78,14 +88,14 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 // analyzeDir analyzes runFiles into dir/report.json, prints a summary and
 // returns the report and the exit code its verdict means.
 func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run zdv1.RunMeta,
-	override func(*zdv1.Criteria)) (*zdv1.Report, int) {
+	override *zdv1.Criteria) (*zdv1.Report, int) {
 	rep := zdv1.New(run)
 	for _, path := range runFiles {
 		var opts []verdict.Option
 		if override != nil {
 			// Applied to the run file's own criteria (header and criteria
 			// events): an override changes only what was asked.
-			opts = append(opts, verdict.WithCriteriaOverride(override))
+			opts = append(opts, verdict.WithOverrides(*override))
 		}
 		one, err := verdict.BuildReport(ctx, run, []string{path}, opts...)
 		if err != nil {
@@ -129,6 +139,9 @@ func printScenario(c *cli, sc zdv1.Scenario) {
 			parts = append(parts, fmt.Sprintf("%s %d (%.1f%%)", p.Pod, p.Count, 100*p.Share))
 		}
 		fmt.Fprintf(c.stdout, "  pods: %s\n", strings.Join(parts, ", "))
+	}
+	if o := sc.OverridesText(); o != "" {
+		fmt.Fprintf(c.stdout, "  criteria overridden by this analysis, not the run's own: %s\n", o)
 	}
 }
 

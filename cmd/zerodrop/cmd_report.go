@@ -28,6 +28,13 @@ into --out (default: the first DIR):
                        cell to its evidence
   junit-zerodrop.xml   one testcase per scenario, for CI test reporting
 
+Every scenario is checked against its run file first: the run file is
+analysed again (with the criteria overrides report.json records) and must
+give the same figures and verdict, and its SHA-256 must be the one
+report.json names. A report that disagrees with its run files is refused
+(exit 2, nothing written); a scenario without its run file is rendered as
+unverified.
+
 Several DIRs (for example one per Kubernetes version or provider) merge into
 one matrix: rows are scenario / policy / profile, columns provider /
 Kubernetes / LB. A scenario whose run file is missing keeps its numbers and
@@ -39,7 +46,8 @@ junit.xml from Ginkgo (suite runs); always and never force it.
 
 Exit status: 0 no assertion scenario failed (documentation scenarios never
 fail), 1 an assertion scenario is FAIL or ERROR or a report has no scenario,
-2 bad input (missing directory, unreadable or invalid report.json).`
+2 bad input (missing directory, unreadable or invalid report.json, a report
+that its run files contradict).`
 
 // Output names of `zerodrop report`.
 const (
@@ -81,6 +89,17 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 			return exitBroken
 		}
 		return badInput(c, "report", "%v", err)
+	}
+	// A report is only as good as its evidence: report.json whose verdict
+	// or figures its own run files contradict (an edited report, a swapped
+	// run file) is refused, and nothing is written.
+	if bad := render.Mismatches(runs); len(bad) > 0 {
+		for _, sc := range bad {
+			fmt.Fprintf(c.stderr, "zerodrop report: %s: %s: %s\n", sc.Run.Dir, sc.Name, sc.EvidenceNote)
+		}
+		fmt.Fprintf(c.stderr, "zerodrop report: %d scenario(s) of report.json disagree with their run files; nothing was written. "+
+			"Rebuild report.json from the run files with `zerodrop analyze DIR`, or find out who changed them.\n", len(bad))
+		return exitBroken
 	}
 	writeJUnit := *junit == "always"
 	if *junit == "auto" {
@@ -128,8 +147,8 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "wrote %s\n", path)
 	}
 	t := render.Total(runs)
-	fmt.Fprintf(c.stdout, "%s: %d run(s), %d scenario(s): %d passed, %d failed, %d errored, %d documentation\n",
-		t.Status, t.Runs, t.Scenarios, t.Passed, t.Failed, t.Errored, t.Documentation)
+	fmt.Fprintf(c.stdout, "%s: %d run(s), %d scenario(s): %d passed, %d failed, %d errored, %d documentation; %d verified against their run files, %d unverified\n",
+		t.Status, t.Runs, t.Scenarios, t.Passed, t.Failed, t.Errored, t.Documentation, t.Verified, t.Unverified)
 	for _, run := range runs {
 		for _, sc := range run.Scenarios {
 			if sc.Timeline == nil {

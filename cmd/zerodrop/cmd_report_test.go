@@ -104,6 +104,30 @@ func TestReportCommand(t *testing.T) {
 	})
 }
 
+// TestReportRefusesATamperedReport: report.json edited to PASS over a run
+// file full of failures is refused and nothing is written.
+func TestReportRefusesATamperedReport(t *testing.T) {
+	dir := t.TempDir()
+	rep := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind", Kubernetes: "v1.34.2", LB: "metallb"}, rendertest.Standard())
+	for i := range rep.Scenarios {
+		if rep.Scenarios[i].Verdict.Status == zdv1.Fail {
+			rep.Scenarios[i].Verdict.Status = zdv1.Pass
+		}
+	}
+	rep.Summarize()
+	if err := rep.WriteFile(filepath.Join(dir, "report.json")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, errOut := runCLI(t, "report", "--out", out, dir)
+	if code != exitBroken || !strings.Contains(errOut, "report.json says PASS, the run file gives FAIL") || !strings.Contains(errOut, "nothing was written") {
+		t.Fatalf("exit %d, want 2 naming the contradiction\n%s%s", code, stdout, errOut)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("output directory exists after a refusal: %v", err)
+	}
+}
+
 func TestReportBadInput(t *testing.T) {
 	dir := t.TempDir()
 	invalid := filepath.Join(dir, "invalid")
@@ -202,6 +226,18 @@ func TestReportRedactsSecrets(t *testing.T) {
 	})
 	if planted == 0 {
 		t.Fatal("test setup: no run file to plant a secret in")
+	}
+	// As from an older version: report.json names no digest, so the
+	// planted note (which changes no figure) is not a contradiction.
+	old, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range old.Scenarios {
+		old.Scenarios[i].RunFileSHA256 = ""
+	}
+	if err := old.WriteFile(filepath.Join(dir, "report.json")); err != nil {
+		t.Fatal(err)
 	}
 	if code, out, errOut := runCLI(t, "report", "--junit=always", dir); code == exitBroken {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)

@@ -143,15 +143,26 @@ func TestLoadAndAnalyze(t *testing.T) {
 		}
 	})
 
-	t.Run("refused target fails", func(t *testing.T) {
+	t.Run("a target that never answered is an error, not a measured drop", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "refused")
 		code, stdout, stderr := runCLI(t, "load", "--target", refused, "--rate", "20", "--duration", "500ms", "--out", out)
-		if code != 1 || !strings.Contains(stdout, "refused") {
-			t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		if code != exitBroken || !strings.Contains(stdout, "never answered") || !strings.Contains(stdout, "refused 10") {
+			t.Fatalf("exit %d, want 2 saying the target never answered\nstdout: %s\nstderr: %s", code, stdout, stderr)
 		}
-		code, _, _ = runCLI(t, "analyze", "--max-dropped", "1000", out)
-		if code != 0 {
-			t.Errorf("analyze with a lenient override: exit %d, want 0", code)
+		// A lenient override cannot make it pass, and it is marked.
+		code, stdout, _ = runCLI(t, "analyze", "--max-dropped", "1000", out)
+		if code != exitBroken || !strings.Contains(stdout, `criteria overridden by this analysis, not the run's own: {"maxDropped":1000}`) {
+			t.Errorf("analyze with a lenient override: exit %d, want 2 with the override named\n%s", code, stdout)
+		}
+		rep, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := rep.Scenarios[0].CriteriaOverrides; o == nil || o.MaxDropped == nil || *o.MaxDropped != 1000 || o.ExpectedClientIP != "" {
+			t.Errorf("report.json criteriaOverrides = %+v, want only maxDropped 1000", o)
+		}
+		if rep.Scenarios[0].RunFileSHA256 == "" {
+			t.Error("report.json names no digest of its run file")
 		}
 	})
 

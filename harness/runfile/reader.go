@@ -3,6 +3,8 @@ package runfile
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +33,19 @@ type Reader struct {
 	line      int
 	truncated bool
 	done      bool
+	corrupt   Corrupt
+}
+
+// Corrupt counts the complete lines a Reader skipped because they did not
+// decode (a disk or copy error in the middle of a file). The lines around
+// them are still read: one bad line must not hide the thousands after it,
+// but a verdict must not pass a file with holes in it either.
+type Corrupt struct {
+	Lines int64 `json:"lines"`
+	// First is the number of the first skipped line and FirstError why it
+	// did not decode.
+	First      int    `json:"first,omitempty"`
+	FirstError string `json:"firstError,omitempty"`
 }
 
 // NewReader reads a run file from r; name is used in errors.
@@ -42,6 +57,9 @@ func NewReader(r io.Reader, name string) *Reader {
 // mid-line). Valid once Next has returned io.EOF.
 func (r *Reader) Truncated() bool { return r.truncated }
 
+// Corrupt reports the lines skipped so far because they did not decode.
+func (r *Reader) Corrupt() Corrupt { return r.corrupt }
+
 var (
 	prefixResult = []byte(`{"kind":"result",`)
 	prefixEvent  = []byte(`{"kind":"event",`)
@@ -49,8 +67,9 @@ var (
 
 // Next returns the next record, or io.EOF after the last one. A last line
 // without a newline that does not decode is taken as cut off by a killed
-// writer: Next returns io.EOF and Truncated reports true. A bad line anywhere
-// else is an error naming the line.
+// writer: Next returns io.EOF and Truncated reports true. A complete line
+// anywhere else that does not decode is skipped and counted (Corrupt). Only
+// a failing read is an error.
 func (r *Reader) Next() (Record, error) {
 	for {
 		if r.done {
@@ -79,7 +98,11 @@ func (r *Reader) Next() (Record, error) {
 				r.truncated = true
 				return Record{}, io.EOF
 			}
-			return Record{}, fmt.Errorf("%s line %d: %w", r.name, r.line, derr)
+			if r.corrupt.Lines == 0 {
+				r.corrupt.First, r.corrupt.FirstError = r.line, derr.Error()
+			}
+			r.corrupt.Lines++
+			continue
 		}
 		rec.Line = r.line
 		return rec, nil
@@ -135,27 +158,58 @@ func decodeLine(data []byte) (Record, error) {
 	return rec, nil
 }
 
+// Stats is what reading a whole run file found besides its records.
+type Stats struct {
+	// Truncated: the last line was cut off (the writer was killed).
+	Truncated bool
+	// Corrupt counts the complete lines that did not decode and were skipped.
+	Corrupt Corrupt
+	// SHA256 is the hex digest of the file's bytes as read, so a report can
+	// name exactly the evidence it was computed from.
+	SHA256 string
+}
+
 // ReadFile streams every record of the run file at path to fn, stopping at
-// the first error fn returns. It reports whether the last line was cut off.
-func ReadFile(path string, fn func(Record) error) (truncated bool, err error) {
+// the first error fn returns, and reports what else it found.
+func ReadFile(path string, fn func(Record) error) (Stats, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, fmt.Errorf("open run file: %w", err)
+		return Stats{}, fmt.Errorf("open run file: %w", err)
 	}
 	defer f.Close()
-	r := NewReader(f, path)
+	h := sha256.New()
+	r := NewReader(io.TeeReader(f, h), path)
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			return r.Truncated(), nil
+			// The reader stops at a cut-off last line; hash what follows so
+			// the digest is the whole file's.
+			if _, err := io.Copy(h, f); err != nil {
+				return Stats{}, fmt.Errorf("read %s: %w", path, err)
+			}
+			return Stats{Truncated: r.Truncated(), Corrupt: r.Corrupt(), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 		}
 		if err != nil {
-			return false, err
+			return Stats{}, err
 		}
 		if err := fn(rec); err != nil {
-			return false, err
+			return Stats{}, err
 		}
 	}
+}
+
+// Digest is the hex SHA-256 of the file at path, as ReadFile reports it.
+func Digest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open run file: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ReadMeta returns the meta line of the run file at path, which must be its

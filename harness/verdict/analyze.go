@@ -10,6 +10,7 @@
 package verdict
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
@@ -39,7 +41,7 @@ const (
 )
 
 type options struct {
-	override  func(*zdv1.Criteria)
+	override  *zdv1.Criteria
 	maxEvents int
 	runFile   string
 }
@@ -47,12 +49,27 @@ type options struct {
 // Option configures AnalyzeFile.
 type Option func(*options)
 
-// WithCriteriaOverride changes the criteria the run file gives (its header,
-// then its last criteria event) before they are applied: what a user asks
-// for on the command line. Everything it leaves alone keeps the run file's
-// value, so a re-analysis never silently drops a check.
-func WithCriteriaOverride(f func(*zdv1.Criteria)) Option {
-	return func(o *options) { o.override = f }
+// WithOverrides replaces criteria the run file gives (its header, then its
+// last criteria event) before they are applied: what a user asks for on
+// the command line. Only the fields set in o replace the run file's (as a
+// JSON merge: a nil pointer or empty value is "not overridden"), so a
+// re-analysis never silently drops a check. The scenario records o as
+// CriteriaOverrides, so the report says what was overridden and a reader
+// can re-derive the verdict from the run file with the same overrides.
+func WithOverrides(o zdv1.Criteria) Option {
+	return func(opts *options) { opts.override = &o }
+}
+
+// ApplyOverrides merges the fields set in o into c (see WithOverrides).
+func ApplyOverrides(c *zdv1.Criteria, o zdv1.Criteria) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("criteria overrides: %w", err)
+	}
+	if err := json.Unmarshal(b, c); err != nil {
+		return fmt.Errorf("criteria overrides: %w", err)
+	}
+	return nil
 }
 
 // WithMaxEvents caps the events listed in the scenario (default 2000).
@@ -101,6 +118,7 @@ type analysis struct {
 	deliv         *delivery
 	criteriaErr   error
 	afterRemoval  *zdv1.AfterRemoval
+	corrupt       runfile.Corrupt
 }
 
 // AnalyzeFile reads the run file at path and returns the scenario with its
@@ -126,9 +144,12 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 	// replaced by criteria events later on; the window gap is the header's,
 	// fixed before any result is read.
 	crit := zdv1.Criteria{}
+	var overrideErr error
 	settle := func(c zdv1.Criteria) zdv1.Criteria {
 		if o.override != nil {
-			o.override(&c)
+			if err := ApplyOverrides(&c, *o.override); err != nil {
+				overrideErr = err
+			}
 		}
 		return c
 	}
@@ -141,7 +162,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 	}
 	_ = f.Close()
 	n := 0
-	truncated, err := runfile.ReadFile(path, func(rec runfile.Record) error {
+	stats, err := runfile.ReadFile(path, func(rec runfile.Record) error {
 		if n++; n%8192 == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("analysis of %s cancelled: %w", path, err)
@@ -182,7 +203,8 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 		}
 		a.readErr = err
 	}
-	a.truncated = truncated
+	a.truncated = stats.Truncated
+	a.corrupt = stats.Corrupt
 	if a.gap == 0 {
 		a.gap = gapOf(crit).Nanoseconds()
 	}
@@ -220,6 +242,8 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 
 	sc := zdv1.Scenario{
 		RunFile:        o.runFile,
+		RunFileSHA256:  stats.SHA256,
+		SkippedLines:   stats.Corrupt.Lines,
 		Results:        a.results(crit),
 		FailureWindows: windows,
 		Events:         []zdv1.Event{},
@@ -239,6 +263,13 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 		sc.Role = zdv1.RoleAssertion
 	}
 	sc.Criteria = crit
+	if o.override != nil {
+		ov := *o.override
+		sc.CriteriaOverrides = &ov
+	}
+	if overrideErr != nil && a.criteriaErr == nil {
+		a.criteriaErr = overrideErr
+	}
 	if sc.Start.IsZero() && a.first != 0 {
 		sc.Start = time.Unix(0, a.first).UTC()
 	}
@@ -549,10 +580,21 @@ func (a *analysis) problems(crit zdv1.Criteria) []string {
 	if a.truncated {
 		p = append(p, fmt.Sprintf("run file's last line (%d) is cut off: the run was killed while writing", a.lastLine+1))
 	}
+	if c := a.corrupt; c.Lines > 0 {
+		p = append(p, fmt.Sprintf("%d line(s) of the run file could not be read and were skipped (first: line %d, %s); "+
+			"the figures are from the other lines, but what the skipped lines held was not measured", c.Lines, c.First, c.FirstError))
+	}
 	if a.end == nil {
 		p = append(p, fmt.Sprintf("run file has no end line: the run was cut short after %d results", a.res.Total))
 	} else if a.end.Error != "" {
 		p = append(p, "the run reported an error: "+a.end.Error)
+	}
+	if a.res.Total > 0 && len(a.res.StatusCodes) == 0 {
+		// Not a measured outage but no measurement: the address, the port
+		// or the LB never worked, so nothing about a disruption was seen.
+		p = append(p, fmt.Sprintf("the target never answered: none of %d requests got an HTTP response (%s); "+
+			"check the address and port and that the load balancer serves before the disruption starts",
+			a.res.Total, classText(a.res.ErrorClasses)))
 	}
 	minReq := max(crit.MinRequests, 1)
 	if a.res.Total < minReq {
@@ -581,4 +623,23 @@ func BuildReport(ctx context.Context, run zdv1.RunMeta, runFiles []string, opts 
 	}
 	rep.Summarize()
 	return rep, nil
+}
+
+// classText is "refused 40, timeout 2", largest first.
+func classText(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y string) int {
+		if m[x] != m[y] {
+			return cmp.Compare(m[y], m[x])
+		}
+		return strings.Compare(x, y)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -295,7 +295,9 @@ func TestBrokenRuns(t *testing.T) {
 		{"load reported an error", runSpec{results: good, endErr: errors.New("sink full")}, "sink full"},
 		{"no results", runSpec{}, "only 0 results"},
 		{"too few results", runSpec{results: good, crit: zdv1.Criteria{MinRequests: 10}}, "only 2 results"},
-		{"corrupt line", runSpec{results: good, garbage: "not json\n"}, "unreadable"},
+		{"corrupt line", runSpec{results: good, garbage: "not json\n"}, "could not be read and were skipped"},
+		{"target never answered", runSpec{results: []zdv1.Result{fail(0, zdv1.ClassRefused), fail(10, zdv1.ClassRefused), fail(20, zdv1.ClassTimeout)}},
+			"never answered: none of 3 requests got an HTTP response (refused 2, timeout 1)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -326,7 +328,7 @@ func TestCriteriaOverrideAndEvents(t *testing.T) {
 		evs = append(evs, zdv1.Event{Time: at(i), Source: zdv1.SourceHarness, Type: zdv1.EventNote})
 	}
 	sc := analyze(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: rs, events: evs},
-		WithCriteriaOverride(func(c *zdv1.Criteria) { c.MaxDropped = zdv1.Int64(1) }), WithMaxEvents(3))
+		WithOverrides(zdv1.Criteria{MaxDropped: zdv1.Int64(1)}), WithMaxEvents(3))
 	if sc.Verdict.Status != zdv1.Pass || *sc.Criteria.MaxDropped != 1 {
 		t.Errorf("override not applied: %s %+v", sc.Verdict.Status, sc.Criteria)
 	}

@@ -34,13 +34,13 @@ func TestLateCriteriaDecideTheVerdict(t *testing.T) {
 		name     string
 		late     zdv1.Criteria
 		events   []zdv1.Event
-		override func(*zdv1.Criteria)
+		override *zdv1.Criteria
 		check    string
 		want     zdv1.Status
 	}{
 		{"forbidden client IP set late", zdv1.Criteria{ForbiddenClientIP: "127.0.0.1"}, nil, nil, "forbidden-client-ip", zdv1.Fail},
 		{"... and still there after an override of another criterion", zdv1.Criteria{ForbiddenClientIP: "127.0.0.1"}, nil,
-			func(c *zdv1.Criteria) { c.MaxDropped = zdv1.Int64(5) }, "forbidden-client-ip", zdv1.Fail},
+			&zdv1.Criteria{MaxDropped: zdv1.Int64(5)}, "forbidden-client-ip", zdv1.Fail},
 		{"expected client IP set late", zdv1.Criteria{ExpectedClientIP: "10.0.0.9"}, nil, nil, "client-ip", zdv1.Fail},
 		{"expected pods set late", zdv1.Criteria{ExpectedPods: []string{"p1", "p2"}, RequireAllPodsServed: true}, nil, nil,
 			"pods-served", zdv1.Fail},
@@ -58,7 +58,7 @@ func TestLateCriteriaDecideTheVerdict(t *testing.T) {
 			evs := append(append([]zdv1.Event{}, tc.events...), criteriaEvent(t, 100, late))
 			var opts []Option
 			if tc.override != nil {
-				opts = append(opts, WithCriteriaOverride(tc.override))
+				opts = append(opts, WithOverrides(*tc.override))
 			}
 			sc := analyze(t, runSpec{crit: header, results: rs, events: evs}, opts...)
 			r := reason(sc, tc.check)

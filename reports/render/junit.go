@@ -76,6 +76,10 @@ func JUnit(w io.Writer, runs []*Run) error {
 		if !rm.Start.IsZero() {
 			s.Timestamp = rm.Start.UTC().Format("2006-01-02T15:04:05")
 		}
+		// The environment is part of every test's identity: merged runs of
+		// several environments would otherwise repeat classname and name,
+		// and CI dashboards fold such repeats into one test.
+		env := junitEnv(run.Key())
 		var suiteTime float64
 		for _, sc := range run.Scenarios {
 			dur := sc.End.Sub(sc.Start).Seconds()
@@ -87,7 +91,7 @@ func JUnit(w io.Writer, runs []*Run) error {
 			if family == "" {
 				family, _, _ = strings.Cut(sc.Name, "/")
 			}
-			c := junitCase{Name: sc.Name, Classname: "zerodrop." + family, Time: fmt.Sprintf("%.3f", dur), SystemOut: caseOutput(sc)}
+			c := junitCase{Name: sc.Name, Classname: "zerodrop." + env + "." + family, Time: fmt.Sprintf("%.3f", dur), SystemOut: caseOutput(sc)}
 			if sc.Role != zdv1.RoleDocumentation {
 				switch sc.Verdict.Status {
 				case zdv1.Pass:
@@ -161,4 +165,14 @@ func caseOutput(sc *Scenario) string {
 		fmt.Fprintf(&b, "run file: %s\n", sc.RunFile)
 	}
 	return b.String()
+}
+
+// junitEnv is the run's environment as one classname segment
+// ("kind_v1_34_2_metallb"): dots would read as package separators.
+func junitEnv(c Column) string {
+	s := strings.NewReplacer(" · ", "_", ".", "_", " ", "_").Replace(c.String())
+	if c == (Column{}) {
+		s = "unknown"
+	}
+	return s
 }

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +14,7 @@ import (
 	"strings"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/verdict"
 )
 
 // ReportFileName is the report every run directory holds.
@@ -44,7 +47,28 @@ type Scenario struct {
 	TimelineNote string
 	// RunFileExists says the run file was found.
 	RunFileExists bool
+	// Evidence says whether report.json's figures and verdict for the
+	// scenario were re-derived from its run file; EvidenceNote says how or
+	// why not.
+	Evidence     Evidence
+	EvidenceNote string
 }
+
+// Evidence is how a scenario of report.json stands against its run file.
+type Evidence string
+
+const (
+	// EvidenceVerified: the run file, analysed again with the criteria
+	// overrides the report records, gives the same figures and verdict, and
+	// its SHA-256 is the one the report names.
+	EvidenceVerified Evidence = "verified"
+	// EvidenceUnverified: there is no run file to check against; the
+	// scenario's numbers rest on report.json alone.
+	EvidenceUnverified Evidence = "unverified"
+	// EvidenceMismatch: the run file says something else than report.json
+	// (an edited report, a replaced run file, another analysis).
+	EvidenceMismatch Evidence = "mismatch"
+)
 
 // Key identifies the environment of a run: a readiness-matrix column.
 func (r *Run) Key() Column {
@@ -127,6 +151,11 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 			}
 			run.Scenarios = append(run.Scenarios, sc)
 		}
+		for _, sc := range run.Scenarios {
+			if err := sc.verify(ctx); err != nil {
+				return nil, fmt.Errorf("render %s: %w", dir, err)
+			}
+		}
 		if !cfg.noPlots {
 			for _, sc := range run.Scenarios {
 				if err := ctx.Err(); err != nil {
@@ -138,6 +167,84 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 		runs = append(runs, run)
 	}
 	return runs, nil
+}
+
+// verify re-derives the scenario from its run file and compares. Only a
+// cancelled context is an error; everything else is recorded on sc.
+func (sc *Scenario) verify(ctx context.Context) error {
+	if !sc.RunFileExists {
+		sc.Evidence = EvidenceUnverified
+		sc.EvidenceNote = "no run file to check report.json against: its numbers are unverified"
+		if sc.RunFile != "" {
+			sc.EvidenceNote = fmt.Sprintf("run file %s not found: report.json's numbers are unverified", sc.RunFile)
+		}
+		return nil
+	}
+	opts := []verdict.Option{verdict.WithRunFileName(sc.RunFile)}
+	if sc.CriteriaOverrides != nil {
+		opts = append(opts, verdict.WithOverrides(*sc.CriteriaOverrides))
+	}
+	got, err := verdict.AnalyzeFile(ctx, sc.RunFilePath, opts...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		sc.Evidence = EvidenceUnverified
+		sc.EvidenceNote = "run file unreadable, report.json's numbers are unverified: " + zdv1.RedactString(err.Error())
+		return nil
+	}
+	// Compare what a reader would, after the same redaction report.json
+	// went through.
+	tmp := zdv1.Report{Scenarios: []zdv1.Scenario{got}}
+	tmp.Redact()
+	got = tmp.Scenarios[0]
+	var diffs []string
+	if sc.RunFileSHA256 != "" && got.RunFileSHA256 != sc.RunFileSHA256 {
+		diffs = append(diffs, fmt.Sprintf("the run file's SHA-256 is %.12s…, report.json names %.12s… (the file changed after the report was written)",
+			got.RunFileSHA256, sc.RunFileSHA256))
+	}
+	if got.Verdict.Status != sc.Verdict.Status {
+		diffs = append(diffs, fmt.Sprintf("report.json says %s, the run file gives %s", sc.Verdict.Status, got.Verdict.Status))
+	}
+	if r, g := sc.Results, got.Results; r.Total != g.Total || r.OK != g.OK || r.Dropped != g.Dropped {
+		diffs = append(diffs, fmt.Sprintf("report.json counts %d requests, %d ok, %d dropped; the run file %d, %d, %d",
+			r.Total, r.OK, r.Dropped, g.Total, g.OK, g.Dropped))
+	}
+	if !sameJSON(sc.Results, got.Results) || !sameJSON(sc.Verdict, got.Verdict) || len(sc.FailureWindows) != len(got.FailureWindows) {
+		diffs = append(diffs, "report.json's figures or reasons differ from the run file's")
+	}
+	if len(diffs) > 0 {
+		sc.Evidence = EvidenceMismatch
+		sc.EvidenceNote = strings.Join(diffs, "; ")
+		return nil
+	}
+	sc.Evidence = EvidenceVerified
+	sc.EvidenceNote = fmt.Sprintf("re-derived from %s (SHA-256 %.12s…): same figures and verdict", sc.RunFile, got.RunFileSHA256)
+	if sc.CriteriaOverrides != nil {
+		sc.EvidenceNote += " with the criteria overrides report.json records"
+	}
+	return nil
+}
+
+// sameJSON compares two values as their JSON, the form a reader sees.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// Mismatches lists the scenarios whose report.json disagrees with their
+// run file.
+func Mismatches(runs []*Run) []*Scenario {
+	var out []*Scenario
+	for _, r := range runs {
+		for _, sc := range r.Scenarios {
+			if sc.Evidence == EvidenceMismatch {
+				out = append(out, sc)
+			}
+		}
+	}
+	return out
 }
 
 func (sc *Scenario) loadTimeline(ctx context.Context, opts []TimelineOption) {
@@ -155,6 +262,9 @@ func (sc *Scenario) loadTimeline(ctx context.Context, opts []TimelineOption) {
 		return
 	}
 	sc.Timeline = tl
+	if c := tl.Corrupt; c.Lines > 0 {
+		sc.TimelineNote = fmt.Sprintf("%d unreadable line(s) of the run file skipped (first: line %d); the timeline shows the rest", c.Lines, c.First)
+	}
 }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)

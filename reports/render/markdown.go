@@ -55,7 +55,11 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 	if opt.HTMLName != "" {
 		fmt.Fprintf(&b, " Plots and evidence: `%s`.", opt.HTMLName)
 	}
-	b.WriteString("\n\n")
+	fmt.Fprintf(&b, " Evidence: %d scenario(s) re-derived from their run files", t.Verified)
+	if t.Unverified > 0 {
+		fmt.Fprintf(&b, ", **%d unverified** (no run file to check)", t.Unverified)
+	}
+	b.WriteString(".\n\n")
 
 	m := BuildMatrix(runs)
 	if len(m.Columns) > 1 || len(runs) > 1 {
@@ -151,6 +155,10 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			if sc.TimelineNote != "" {
 				fmt.Fprintf(&b, "- %s\n", mdCell(sc.TimelineNote))
 			}
+			fmt.Fprintf(&b, "- evidence %s: %s\n", sc.Evidence, mdCell(sc.EvidenceNote))
+			if o := sc.OverridesText(); o != "" {
+				fmt.Fprintf(&b, "- **criteria overridden** when this report was made, not the run's own: `%s`\n", o)
+			}
 			b.WriteString("\n</details>\n\n")
 		}
 	}
@@ -167,12 +175,17 @@ func evidenceLink(sc *Scenario, outDir string) string {
 	return relLink(target, outDir)
 }
 
-// relLink is target as a URL path relative to outDir (as given when outDir
-// is empty or unrelated).
+// relLink is target as a URL path relative to outDir. Both are made
+// absolute first: filepath.Rel cannot relate a relative path to an absolute
+// one, and a link left as given breaks as soon as --out is elsewhere.
 func relLink(target, outDir string) string {
 	if outDir != "" {
-		if rel, err := filepath.Rel(outDir, target); err == nil {
-			target = rel
+		at, err1 := filepath.Abs(target)
+		ao, err2 := filepath.Abs(outDir)
+		if err1 == nil && err2 == nil {
+			if rel, err := filepath.Rel(ao, at); err == nil {
+				target = rel
+			}
 		}
 	}
 	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "#", "%23", "?", "%3F").Replace(filepath.ToSlash(target))

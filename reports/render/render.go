@@ -42,6 +42,9 @@ func Failed(runs []*Run) bool {
 type Totals struct {
 	Status                                                  zdv1.Status
 	Runs, Scenarios, Passed, Failed, Errored, Documentation int
+	// Verified scenarios were re-derived from their run files; Unverified
+	// ones have none to check against (see Evidence).
+	Verified, Unverified int
 }
 
 // Total adds up the runs: Status is the worst over assertion scenarios (ERROR
@@ -51,6 +54,12 @@ func Total(runs []*Run) Totals {
 	for _, r := range runs {
 		for _, sc := range r.Scenarios {
 			t.Scenarios++
+			switch sc.Evidence {
+			case EvidenceVerified:
+				t.Verified++
+			case EvidenceUnverified:
+				t.Unverified++
+			}
 			if sc.Role == zdv1.RoleDocumentation {
 				t.Documentation++
 				continue

@@ -393,8 +393,9 @@ type junitDoc struct {
 	Suites   []struct {
 		Name  string `xml:"name,attr"`
 		Cases []struct {
-			Name    string `xml:"name,attr"`
-			Failure *struct {
+			Name      string `xml:"name,attr"`
+			Classname string `xml:"classname,attr"`
+			Failure   *struct {
 				Message string `xml:"message,attr"`
 				Text    string `xml:",chardata"`
 			} `xml:"failure"`
@@ -422,6 +423,17 @@ func TestJUnit(t *testing.T) {
 	}
 	if len(doc.Suites) != 2 {
 		t.Fatalf("%d suites, want 2", len(doc.Suites))
+	}
+	// Both runs hold the same scenarios: the environment keeps them apart.
+	ids := map[string]bool{}
+	for _, su := range doc.Suites {
+		for _, c := range su.Cases {
+			id := c.Classname + "/" + c.Name
+			if ids[id] {
+				t.Errorf("test identity %s appears twice across environments", id)
+			}
+			ids[id] = true
+		}
 	}
 	for _, c := range doc.Suites[0].Cases {
 		switch c.Name {
@@ -519,11 +531,11 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-func TestBrokenRunFileLeavesNumbers(t *testing.T) {
+func TestCorruptLineKeepsTheRestAndIsFlagged(t *testing.T) {
 	dir := t.TempDir()
 	cases := rendertest.Standard()[:1]
 	rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, cases)
-	// A bad line in the middle of the run file.
+	// A bad line in the middle of the run file, after the report was made.
 	path := filepath.Join(dir, "rolling-update-local-hardened", "run.jsonl")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -539,12 +551,63 @@ func TestBrokenRunFileLeavesNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := runs[0].Scenarios[0]
-	if sc.Timeline != nil || !strings.Contains(sc.TimelineNote, "line 6") {
-		t.Errorf("timeline = %v, note %q: want none and a note naming line 6", sc.Timeline, sc.TimelineNote)
+	if sc.Timeline == nil || !strings.Contains(sc.TimelineNote, "line 6") {
+		t.Errorf("timeline = %v, note %q: want the timeline of the other lines and a note naming line 6", sc.Timeline != nil, sc.TimelineNote)
+	}
+	if sc.Evidence != EvidenceMismatch || !strings.Contains(sc.EvidenceNote, "SHA-256") || !strings.Contains(sc.EvidenceNote, "1999") {
+		t.Errorf("evidence %s: %q; want a mismatch naming the digest and the lost request", sc.Evidence, sc.EvidenceNote)
 	}
 	_, html, _ := renderAll(t, runs, dir)
-	if !strings.Contains(html, "timeline unavailable") || !strings.Contains(html, ">2,000<") {
-		t.Errorf("HTML does not show the numbers with the timeline unavailable")
+	if !strings.Contains(html, "ev-mismatch") || !strings.Contains(html, ">2,000<") {
+		t.Errorf("HTML does not show report.json's numbers flagged as contradicted by the run file")
+	}
+}
+
+// TestTamperedReportIsCaught: a report.json whose verdict was edited to PASS
+// over a run file full of failures is a mismatch, and so is one whose run
+// file was swapped; an untouched one is verified.
+func TestTamperedReportIsCaught(t *testing.T) {
+	dir := t.TempDir()
+	cases := rendertest.Standard()
+	rep := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, cases)
+	runs, err := Load(context.Background(), []string{dir}, WithoutTimelines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range runs[0].Scenarios {
+		want := EvidenceVerified
+		if !sc.RunFileExists {
+			want = EvidenceUnverified
+		}
+		if sc.Evidence != want {
+			t.Errorf("%s: evidence %s (%s), want %s", sc.Name, sc.Evidence, sc.EvidenceNote, want)
+		}
+	}
+	if m := Mismatches(runs); len(m) != 0 {
+		t.Fatalf("untouched report: %d mismatches", len(m))
+	}
+	failed := -1
+	for i, sc := range rep.Scenarios {
+		if sc.Verdict.Status == zdv1.Fail && sc.RunFile != "" {
+			failed = i
+		}
+	}
+	if failed < 0 {
+		t.Fatal("the standard cases have no failing scenario to tamper with")
+	}
+	rep.Scenarios[failed].Verdict.Status = zdv1.Pass
+	rep.Scenarios[failed].Results.Dropped = 0
+	rep.Summarize()
+	if err := rep.WriteFile(filepath.Join(dir, ReportFileName)); err != nil {
+		t.Fatal(err)
+	}
+	runs, err = Load(context.Background(), []string{dir}, WithoutTimelines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Mismatches(runs)
+	if len(m) != 1 || m[0].Name != rep.Scenarios[failed].Name || !strings.Contains(m[0].EvidenceNote, "report.json says PASS, the run file gives FAIL") {
+		t.Fatalf("tampered verdict: mismatches %v", m)
 	}
 }
 

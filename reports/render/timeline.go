@@ -95,6 +95,8 @@ type Timeline struct {
 	// last line was cut off.
 	Results   int64
 	Truncated bool
+	// Corrupt counts run-file lines that did not decode and were skipped.
+	Corrupt runfile.Corrupt
 }
 
 // Buckets is the number of buckets.
@@ -201,7 +203,7 @@ func BuildTimeline(ctx context.Context, path string, sc *zdv1.Scenario, opts ...
 	}
 
 	var lines int64
-	truncated, err := runfile.ReadFile(path, func(rec runfile.Record) error {
+	stats, err := runfile.ReadFile(path, func(rec runfile.Record) error {
 		if lines++; lines%65536 == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("timeline of %s: %w", path, err)
@@ -241,7 +243,8 @@ func BuildTimeline(ctx context.Context, path string, sc *zdv1.Scenario, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("timeline of %s: %w", path, err)
 	}
-	t.Truncated = truncated
+	t.Truncated = stats.Truncated
+	t.Corrupt = stats.Corrupt
 	t.sortClasses()
 	slices.SortStableFunc(t.Markers, func(a, b Marker) int { return a.Time.Compare(b.Time) })
 	return t, nil

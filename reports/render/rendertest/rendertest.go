@@ -6,8 +6,8 @@ package rendertest
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +17,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
+	analyze "zerodrop/harness/verdict"
 )
 
 // Outage is a stretch of failed requests in a synthetic run.
@@ -140,7 +141,7 @@ func WriteRun(t testing.TB, dir string, env Env, cases []Case) *zdv1.Report {
 	for _, c := range cases {
 		sc := writeCase(t, dir, env, c, at)
 		rep.Scenarios = append(rep.Scenarios, sc)
-		at = sc.End.Add(5 * time.Second)
+		at = at.Add(c.Duration + 5*time.Second)
 	}
 	rep.Run.End = at
 	rep.Summarize()
@@ -237,13 +238,14 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) zdv1.
 	if sc.Events == nil {
 		sc.Events = []zdv1.Event{}
 	}
-	sc.Results = summarize(res, c)
-	sc.FailureWindows = windows(res, events)
-	sc.Verdict = verdict(sc, c)
-
-	if !c.NoRunFile {
-		w, err := runfile.Create(filepath.Join(dir, sub, "run.jsonl"), zdv1.Header{RunID: sc.RunID, Created: start,
-			ToolVersion: "v0.1.0-test", Scenario: spec, Load: &load})
+	// The run file is written, then analysed as the suite does, so the
+	// report is what zerodrop computes from it (zerodrop report re-derives
+	// every scenario and refuses a report its run file contradicts). A case
+	// without a run file loses it after the analysis.
+	{
+		path := filepath.Join(dir, sub, "run.jsonl")
+		w, err := runfile.Create(path, zdv1.Header{RunID: sc.RunID, Created: start,
+			ToolVersion: "v0.1.0-test", Scenario: spec, Load: &load}, runfile.WithClock(func() time.Time { return end }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,6 +285,16 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) zdv1.
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
+		analysed, err := analyze.AnalyzeFile(context.Background(), path, analyze.WithRunFileName(sc.RunFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.NoRunFile {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sc = analysed
 	}
 	return sc
 }
@@ -293,151 +305,4 @@ func httpStatus(kind string) (int, bool) {
 		return code, true
 	}
 	return 0, false
-}
-
-func summarize(res []result, c Case) zdv1.Results {
-	r := zdv1.Results{ErrorClasses: map[string]int64{}, StatusCodes: map[string]int64{}, ZeroTrafficPods: []string{},
-		ClientIPs: []zdv1.Count{}, Nodes: []zdv1.Count{}, ExpectedClientIP: c.ExpectedClientIP}
-	pods := map[string]int64{}
-	var lat []float64
-	var okLat []float64
-	for _, x := range res {
-		r.Total++
-		ms := float64(x.latency) / float64(time.Millisecond)
-		lat = append(lat, ms)
-		switch {
-		case x.status == 0:
-			r.Errors++
-			r.ErrorClasses[x.class]++
-		case x.status >= 200 && x.status < 300:
-			r.OK++
-			r.StatusCodes[fmt.Sprint(x.status)]++
-			pods[x.pod]++
-			okLat = append(okLat, ms)
-		default:
-			r.Non2xx++
-			r.StatusCodes[fmt.Sprint(x.status)]++
-		}
-	}
-	r.Dropped = r.Errors + r.Non2xx
-	if len(res) > 0 {
-		r.FirstSend, r.LastSend = res[0].at, res[len(res)-1].at
-		if span := r.LastSend.Sub(r.FirstSend).Seconds(); span > 0 {
-			r.AchievedRate = float64(r.Total) / span
-		}
-	}
-	r.Latency, r.LatencyOK = latency(lat), latency(okLat)
-	for p, n := range pods {
-		r.Pods = append(r.Pods, zdv1.PodCount{Pod: p, Node: "kind-worker", Count: n, Share: float64(n) / float64(r.OK)})
-	}
-	for _, p := range c.IdlePods {
-		r.Pods = append(r.Pods, zdv1.PodCount{Pod: p, Node: "kind-worker3"})
-		r.ZeroTrafficPods = append(r.ZeroTrafficPods, p)
-	}
-	slices.SortFunc(r.Pods, func(a, b zdv1.PodCount) int { return strings.Compare(a.Pod, b.Pod) })
-	r.Nodes = append(r.Nodes, zdv1.Count{Name: "kind-worker", Count: r.OK, Share: 1})
-	r.ClientIPs = append(r.ClientIPs, zdv1.Count{Name: cmp.Or(c.ExpectedClientIP, "10.244.1.1"), Count: r.OK, Share: 1})
-	return r
-}
-
-func latency(ms []float64) zdv1.Latency {
-	if len(ms) == 0 {
-		return zdv1.Latency{}
-	}
-	s := slices.Clone(ms)
-	slices.Sort(s)
-	q := func(p float64) float64 { return s[min(len(s)-1, int(math.Ceil(p*float64(len(s))))-1)] }
-	var sum float64
-	for _, v := range s {
-		sum += v
-	}
-	return zdv1.Latency{Count: int64(len(s)), P50Ms: q(0.5), P90Ms: q(0.9), P99Ms: q(0.99), MaxMs: s[len(s)-1], MeanMs: sum / float64(len(s))}
-}
-
-// windows merges failures closer than 1 s, as the verdict code does;
-// indexes are 0-based like its.
-func windows(res []result, events []zdv1.Event) []zdv1.FailureWindow {
-	var out []zdv1.FailureWindow
-	var cur *zdv1.FailureWindow
-	for _, x := range res {
-		failed := x.status < 200 || x.status > 299
-		if cur != nil && x.at.Sub(cur.End) > time.Second {
-			cur = nil
-		}
-		if !failed {
-			if cur != nil {
-				cur.OK++
-			}
-			continue
-		}
-		if cur == nil {
-			out = append(out, zdv1.FailureWindow{Index: len(out), Start: x.at, End: x.at, Classes: map[string]int64{}})
-			cur = &out[len(out)-1]
-		}
-		cur.End = x.at
-		cur.Failed++
-		kind := x.class
-		if x.status != 0 {
-			kind = fmt.Sprintf("http-%d", x.status)
-		}
-		cur.Classes[kind]++
-	}
-	for i := range out {
-		w := &out[i]
-		w.DurationMs = float64(w.End.Sub(w.Start)) / float64(time.Millisecond)
-		w.NearestEvents = []zdv1.WindowEvent{}
-		for _, e := range events {
-			off := float64(e.Time.Sub(w.Start)) / float64(time.Millisecond)
-			if off > -10000 && e.Time.Before(w.End.Add(3*time.Second)) {
-				w.NearestEvents = append(w.NearestEvents, zdv1.WindowEvent{Event: e, OffsetMs: off})
-			}
-		}
-	}
-	if out == nil {
-		out = []zdv1.FailureWindow{}
-	}
-	return out
-}
-
-func verdict(sc zdv1.Scenario, c Case) zdv1.Verdict {
-	v := zdv1.Verdict{Status: zdv1.Pass}
-	add := func(r zdv1.Reason) {
-		v.Reasons = append(v.Reasons, r)
-		v.Status = zdv1.Worst(v.Status, r.Status)
-	}
-	runReason := zdv1.Reason{Check: "run", Status: zdv1.Pass, Message: fmt.Sprintf("run file complete: %d results", sc.Results.Total)}
-	if c.NoRunFile {
-		// The report was written, then the evidence went missing; the
-		// numbers still stand.
-		runReason.Message = "run file complete when analysed"
-	}
-	add(runReason)
-	r := sc.Results
-	limit := float64(0)
-	secret := ""
-	if c.Secret != "" {
-		secret = " (kubectl said: " + c.Secret + ")"
-	}
-	if sc.Criteria.MaxDropped != nil {
-		st := zdv1.Pass
-		msg := "nothing dropped"
-		if r.Dropped > *sc.Criteria.MaxDropped {
-			st = zdv1.Fail
-			msg = fmt.Sprintf("%d of %d requests dropped (%d errors, %d non-2xx) in %d failure window(s)%s", r.Dropped, r.Total, r.Errors, r.Non2xx, len(sc.FailureWindows), secret)
-		}
-		var idx []int
-		for _, w := range sc.FailureWindows {
-			idx = append(idx, w.Index)
-		}
-		add(zdv1.Reason{Check: "dropped", Status: st, Message: msg, Observed: zdv1.Float64(float64(r.Dropped)), Limit: &limit, Windows: idx})
-	}
-	// Documentation cases set no drop limit (as the suites do): their drops
-	// are measured, not judged.
-	if c.ExpectedClientIP != "" {
-		add(zdv1.Reason{Check: "client-ip", Status: zdv1.Pass, Message: "every answer saw client IP " + c.ExpectedClientIP})
-	}
-	if len(c.IdlePods) > 0 {
-		add(zdv1.Reason{Check: "pods-served", Status: zdv1.Fail, Message: fmt.Sprintf("expected pods without traffic: %s", strings.Join(c.IdlePods, ", "))})
-	}
-	return v
 }
