@@ -223,7 +223,7 @@ func (s *Suite) spec(sc Scenario, c Case, extra ...fixtures.Option) scenario.Spe
 
 // settleAfter is how long load keeps running after an action: the LB's
 // removal lag plus a margin, so a late blackhole is measured too.
-func (s *Suite) settleAfter() time.Duration { return s.LB.RemovalLag() + s.Timing.SettleMargin }
+func (s *Suite) settleAfter() time.Duration { return s.LB.LongestRemovalLag() + s.Timing.SettleMargin }
 
 // busiest is the candidate (node or pod) with the most answers in served,
 // the first one on a tie or when none has answered; "" without candidates.

@@ -50,6 +50,7 @@ func run() error {
 		class       = flag.String("class", contract.CloudLBClass, "spec.loadBalancerClass this LB owns")
 		unclassed   = flag.Bool("claim-unclassed", true, "also implement LoadBalancer Services without a loadBalancerClass (turn off when MetalLB runs too)")
 		listProf    = flag.Bool("list-profiles", false, "print the profiles (stock and --profile-dir) as JSON and exit")
+		k8sMinor    = flag.Int("kubernetes-minor", 0, "apply the node rules of the Kubernetes 1.N service controller (0: the API server's version)")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -108,9 +109,16 @@ func run() error {
 	defer proxy.Close()
 	hub := cloudlb.NewEventHub(log, 10000)
 
-	c, err := cloudlb.NewController(cs, cloudlb.WithProfiles(profiles), cloudlb.WithDefaultProfile(*profileName),
+	opts := []cloudlb.Option{cloudlb.WithProfiles(profiles), cloudlb.WithDefaultProfile(*profileName),
 		cloudlb.WithClass(*class, *unclassed), cloudlb.WithVIPPool(pool), cloudlb.WithL4(dp), cloudlb.WithL7(proxy),
-		cloudlb.WithEventSink(hub), cloudlb.WithLogger(log))
+		cloudlb.WithEventSink(hub), cloudlb.WithLogger(log)}
+	if *k8sMinor < 0 {
+		return fmt.Errorf("--kubernetes-minor %d: want 0 (ask the API server) or a minor version such as 34", *k8sMinor)
+	}
+	if *k8sMinor > 0 {
+		opts = append(opts, cloudlb.WithKubernetesMinor(*k8sMinor))
+	}
+	c, err := cloudlb.NewController(cs, opts...)
 	if err != nil {
 		return err
 	}

@@ -217,10 +217,17 @@ func printProfiles(c *cli, format doctor.Format) int {
 		return printJSON(c, profiles)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tALIASES\tINTERVAL\tHEALTHY\tUNHEALTHY\tREMOVAL LAG\tSOURCE")
+	fmt.Fprintln(tw, "PROFILE\tALIASES\tINTERVAL\tHEALTHY\tUNHEALTHY\tREMOVAL LAG\tCLUSTER POLICY\tSOURCE")
 	for _, p := range profiles {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%v\t%s\n", p.Name, strings.Join(p.Aliases, ","), p.Interval,
-			p.HealthyThreshold, p.UnhealthyThreshold, p.RemovalLag(), p.Source)
+		name, cluster := p.Name, p.ClusterCheck
+		if p.Historical != "" {
+			name += " (historical)"
+		}
+		if cluster == "" {
+			cluster = "same"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%v\t%s\t%s\n", name, strings.Join(p.Aliases, ","), p.Interval,
+			p.HealthyThreshold, p.UnhealthyThreshold, p.RemovalLag(), cluster, p.Source)
 	}
 	if err := tw.Flush(); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)

@@ -62,7 +62,7 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 			return exitBroken
 		}
 		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tMODE\tCHECK\tREMOVAL LAG\tCORDONED\tPOOL\tUNHEALTHY FLOWS\tREMOVED FLOWS")
+		fmt.Fprintln(tw, "NAME\tMODE\tCHECK (LOCAL)\tREMOVAL LAG\tCHECK (CLUSTER)\tCORDONED\tPOOL\tUNHEALTHY FLOWS\tREMOVED FLOWS")
 		for _, n := range ps.Names() {
 			p := ps[n]
 			h := p.HealthCheck
@@ -75,18 +75,28 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 				cordon = "dropped"
 			}
 			mode := string(p.Mode)
+			ch := "same"
+			if c := p.ClusterHealthCheck; c != nil {
+				ch = fmt.Sprintf("%s %v/%v %d↑ %d↓ = %v", c.Target, c.Interval.D(), c.Timeout.D(), c.HealthyThreshold, c.UnhealthyThreshold, c.DetectionTime())
+			}
+			if p.Historical != "" {
+				n += " (historical)"
+			}
 			if !p.Emulated() {
 				// Timing only (the doctor, the fixtures); `lb start` refuses it.
-				fmt.Fprintf(tw, "%s\t%s (not emulated)\t%v/%v %d↑ %d↓\t%v\t-\t-\t-\t-\n", n, mode, h.Interval.D(), h.Timeout.D(),
-					h.HealthyThreshold, h.UnhealthyThreshold, h.DetectionTime())
+				fmt.Fprintf(tw, "%s\t%s (not emulated)\t%s %v/%v %d↑ %d↓\t%v\t%s\t-\t-\t-\t-\n", n, mode, h.Target, h.Interval.D(), h.Timeout.D(),
+					h.HealthyThreshold, h.UnhealthyThreshold, h.DetectionTime(), ch)
 				continue
 			}
 			removed := string(p.Flows.OnRemoved)
 			if p.Flows.OnRemoved == profiles.FlowDrain {
 				removed += " " + p.Flows.DrainTimeout.D().String()
+				if p.Flows.AfterDrain == profiles.FlowKeep {
+					removed += ", then kept"
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%v/%v %d↑ %d↓\t%v\t%s\t%s\t%s\t%s\n", n, p.Mode, h.Interval.D(), h.Timeout.D(), h.HealthyThreshold,
-				h.UnhealthyThreshold, h.DetectionTime(), cordon, pool, p.Flows.OnUnhealthy, removed)
+			fmt.Fprintf(tw, "%s\t%s\t%s %v/%v %d↑ %d↓\t%v\t%s\t%s\t%s\t%s\t%s\n", n, p.Mode, h.Target, h.Interval.D(), h.Timeout.D(), h.HealthyThreshold,
+				h.UnhealthyThreshold, h.DetectionTime(), ch, cordon, pool, p.Flows.OnUnhealthy, removed)
 		}
 		_ = tw.Flush()
 		return exitOK

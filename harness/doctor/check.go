@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -165,6 +166,11 @@ func Check(m *Manifests, opts ...Option) *Report {
 		if l7Via == "" && prof.L7 {
 			l7Via = "LB profile " + prof.Name
 		}
+		if prof.PodBackends || negIngress(svc) {
+			// Container-native load balancing: the proxy reaches Pods without
+			// kube-proxy, so no NATed connection outlives a Pod's readiness.
+			l7Via = ""
+		}
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && l7Via == "" {
 			continue
 		}
@@ -279,4 +285,16 @@ func apiGroup(apiVersion string) string {
 		return apiVersion[:i]
 	}
 	return ""
+}
+
+// annGKENEG is the Service annotation that gives a GKE Ingress
+// container-native (NEG) backends: cloud.google.com/neg: '{"ingress": true}'
+// (GKE docs, "Container-native load balancing through Ingress").
+const annGKENEG = "cloud.google.com/neg"
+
+func negIngress(svc *corev1.Service) bool {
+	var v struct {
+		Ingress bool `json:"ingress"`
+	}
+	return json.Unmarshal([]byte(svc.Annotations[annGKENEG]), &v) == nil && v.Ingress
 }

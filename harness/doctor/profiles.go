@@ -37,6 +37,14 @@ type LBProfile struct {
 	// L7: an HTTP proxy that keeps connections to the nodes open and reuses
 	// them (GCE Ingress, incident keepalive-unready).
 	L7 bool `json:"l7,omitempty"`
+	// PodBackends: an HTTP proxy that sends to Pods directly (GKE NEG), so
+	// no kube-proxy NAT outlives a Pod's readiness.
+	PodBackends bool `json:"podBackends,omitempty"`
+	// ClusterCheck describes the check of externalTrafficPolicy Cluster
+	// Services when it differs from the Local one ("" when the same).
+	ClusterCheck string `json:"clusterCheck,omitempty"`
+	// Historical says why the LB can no longer be created ("" when current).
+	Historical string `json:"historical,omitempty"`
 	// FollowsServing: no health check; nodes are picked from the
 	// EndpointSlices' serving condition (MetalLB), so a terminating Pod that
 	// stays ready keeps its node in the LB until it exits.
@@ -90,7 +98,7 @@ func fromProfile(p profiles.Profile) LBProfile {
 		switch {
 		case k == "healthCheck":
 			src = append([]string{p.Sources[k]}, src...)
-		case strings.HasPrefix(k, "healthCheck.") || k == "target":
+		case strings.HasPrefix(k, "healthCheck.") || k == "target" || k == "clusterHealthCheck":
 			src = append(src, k+": "+p.Sources[k])
 		}
 	}
@@ -99,11 +107,22 @@ func fromProfile(p profiles.Profile) LBProfile {
 		Interval: h.Interval.D(), Timeout: h.Timeout.D(),
 		HealthyThreshold: h.HealthyThreshold, UnhealthyThreshold: h.UnhealthyThreshold,
 		SinglePool:     p.Eligibility.PoolLabel != "",
-		L7:             p.Mode == profiles.ModeL7,
+		L7:             p.Mode == profiles.ModeL7 && !p.PodBackends(),
+		PodBackends:    p.PodBackends(),
+		ClusterCheck:   clusterCheck(p),
+		Historical:     p.Historical,
 		FollowsServing: p.FollowsServing(),
 		Source:         strings.Join(src, "; "),
 		Profile:        p,
 	}
+}
+
+func clusterCheck(p profiles.Profile) string {
+	if p.ClusterHealthCheck == nil {
+		return ""
+	}
+	c := *p.ClusterHealthCheck
+	return fmt.Sprintf("%s %v x %d = %v", c.Target, c.Interval.D(), c.UnhealthyThreshold, c.DetectionTime())
 }
 
 // stock is the doctor's list, built once from the embedded profiles (which

@@ -369,6 +369,8 @@ func TestRules(t *testing.T) {
 			fire: map[string]Severity{"ZD040": Warning}},
 		{name: "ZD040 fires with the gclb profile", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 605", Grace: "620"},
 			fire: map[string]Severity{"ZD040": Warning}},
+		{name: "ZD040 quiet with container-native (NEG) backends", in: m{Extra: ingress, SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'"}, quiet: []string{"ZD040"}},
+		{name: "ZD040 quiet with the gclb-neg profile", in: m{Extra: ingress, SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet with keep-alive off", in: m{Extra: ingress, Env: "env:\n- name: ECHO_KEEPALIVE\n  value: \"false\""}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet without L7", in: m{}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet when readiness cannot flip on its own", in: m{Extra: ingress, Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: http"}, quiet: []string{"ZD040"}},

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -67,10 +68,17 @@ type CheckResult struct {
 
 // String is the short form used in events: "GET http://... -> 503 in 1.2ms".
 func (r CheckResult) String() string {
-	if r.Error != "" {
-		return fmt.Sprintf("GET %s -> %s after %v", r.URL, r.Error, r.Latency.Round(time.Microsecond))
+	verb, target := "GET", r.URL
+	if a, ok := strings.CutPrefix(r.URL, "tcp://"); ok {
+		verb, target = "connect", a
 	}
-	return fmt.Sprintf("GET %s -> %d in %v", r.URL, r.Status, r.Latency.Round(time.Microsecond))
+	if r.Error != "" {
+		return fmt.Sprintf("%s %s -> %s after %v", verb, target, r.Error, r.Latency.Round(time.Microsecond))
+	}
+	if verb == "connect" {
+		return fmt.Sprintf("connect %s -> accepted in %v", target, r.Latency.Round(time.Microsecond))
+	}
+	return fmt.Sprintf("GET %s -> %d in %v", target, r.Status, r.Latency.Round(time.Microsecond))
 }
 
 // BackendState is where a node stands in one Service's backend set.

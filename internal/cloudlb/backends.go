@@ -21,11 +21,14 @@ type BackendChange struct {
 type BackendSet struct {
 	flows    profiles.Flows
 	backends map[string]*lb.Backend
+	// drained holds the nodes whose drain period ended under AfterDrain
+	// keep: their flows stay for good and no new drain starts.
+	drained map[string]bool
 }
 
 // NewBackendSet returns an empty set governed by the profile's flow rules.
 func NewBackendSet(f profiles.Flows) *BackendSet {
-	return &BackendSet{flows: f, backends: map[string]*lb.Backend{}}
+	return &BackendSet{flows: f, backends: map[string]*lb.Backend{}, drained: map[string]bool{}}
 }
 
 // SetFlows changes the flow rules (the Service switched profiles).
@@ -54,6 +57,7 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 			b.backends[n] = be
 		}
 		set(be, lb.Active, time.Time{}, "")
+		delete(b.drained, n)
 	}
 	for n, be := range b.backends {
 		if active[n] {
@@ -82,7 +86,7 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 		case lb.Draining:
 			// A keep-forever drain of an unhealthy node becomes a timed drain or a
 			// close when the node also leaves the eligible set.
-			if be.Deadline.IsZero() && !eligible[n] {
+			if be.Deadline.IsZero() && !eligible[n] && !b.drained[n] {
 				if action == profiles.FlowDrain {
 					set(be, lb.Draining, now.Add(b.flows.DrainTimeout.D()), reason)
 				} else {
@@ -90,12 +94,19 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 				}
 			}
 			if !be.Deadline.IsZero() && !now.Before(be.Deadline) {
-				set(be, lb.Closed, time.Time{}, reason+"; drain period over")
+				if b.flows.AfterDrain == profiles.FlowKeep {
+					// No connection termination: the drain's end closes nothing.
+					set(be, lb.Draining, time.Time{}, reason+"; drain period over, established flows kept (no connection termination)")
+					b.drained[n] = true
+				} else {
+					set(be, lb.Closed, time.Time{}, reason+"; drain period over")
+				}
 			}
 		}
 		// Closed backends are forgotten: their flows meet the closeAction either way.
 		if be.State == lb.Closed || be.State == "" {
 			delete(b.backends, n)
+			delete(b.drained, n)
 		}
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Node < changes[j].Node })

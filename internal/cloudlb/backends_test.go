@@ -59,6 +59,20 @@ func TestBackendSetFlowRules(t *testing.T) {
 			},
 		},
 		{
+			name: "drain on removal, flows kept after it (aws-nlb without connection termination)",
+			flows: profiles.Flows{OnUnhealthy: profiles.FlowClose, OnRemoved: profiles.FlowDrain, DrainTimeout: profiles.Duration(300 * time.Second),
+				AfterDrain: profiles.FlowKeep},
+			steps: []step{
+				{0, []string{"a", "b"}, []string{"a", "b"}, "a=active b=active", "a:->active b:->active"},
+				{10, []string{"a"}, []string{"a"}, "a=active b=draining", "b:active->draining"},
+				{310, []string{"a"}, []string{"a"}, "a=active b=draining", ""},
+				{5000, []string{"a"}, []string{"a"}, "a=active b=draining", ""},
+				{5001, []string{"a", "b"}, []string{"a", "b"}, "a=active b=active", "b:draining->active"},
+				{5002, []string{"a"}, []string{"a"}, "a=active b=draining", "b:active->draining"},
+				{5302, []string{"a"}, []string{"a"}, "a=active b=draining", ""},
+			},
+		},
+		{
 			name:  "unhealthy closes at once (aws-nlb RST)",
 			flows: profiles.Flows{OnUnhealthy: profiles.FlowClose, OnRemoved: profiles.FlowDrain, DrainTimeout: profiles.Duration(300 * time.Second)},
 			steps: []step{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -58,6 +59,10 @@ type Controller struct {
 	sink           runfile.EventSink
 	log            *slog.Logger
 	resync         time.Duration
+	// rules are the service controller's node rules of the cluster's
+	// Kubernetes version (rulesSet: fixed by WithKubernetesMinor).
+	rules    ServiceControllerRules
+	rulesSet bool
 
 	mon     *Monitor
 	trigger chan struct{}
@@ -69,14 +74,27 @@ type Controller struct {
 	mu    sync.Mutex
 	svcs  map[string]*svcState
 	ready bool
+	// nodeEpoch counts the node changes on which the service controller
+	// re-syncs every LB (ServiceControllerRules.Resyncs, node added or
+	// deleted); a Service whose synced epoch is older gets a new node set.
+	nodeEpoch uint64
 }
 
 type svcState struct {
-	profile       profiles.Profile
-	vip           netip.Addr
-	backends      *BackendSet
-	eligible      []string
-	excluded      map[string]Ineligible
+	profile  profiles.Profile
+	vip      netip.Addr
+	backends *BackendSet
+	eligible []string
+	excluded map[string]Ineligible
+	// synced is the node set the service controller last handed over,
+	// at nodeEpoch syncedEpoch and the Service's resourceVersion syncedRV;
+	// syncExcluded says why the others were left out, stale which synced
+	// nodes the controller would now leave out but has not re-synced.
+	synced        []string
+	syncExcluded  map[string]Ineligible
+	syncedEpoch   uint64
+	syncedRV      string
+	stale         map[string]Ineligible
 	endpointNodes []string
 	probes        map[string]Probe // node -> probe
 	err           string
@@ -123,6 +141,12 @@ func WithChecker(ch Checker) Option { return func(c *Controller) { c.check = ch 
 // WithEventSink receives every LB state change.
 func WithEventSink(s runfile.EventSink) Option { return func(c *Controller) { c.sink = s } }
 
+// WithKubernetesMinor fixes the service controller rules to those of
+// Kubernetes 1.minor instead of asking the API server its version.
+func WithKubernetesMinor(minor int) Option {
+	return func(c *Controller) { c.rules, _ = RulesFor(minor); c.rulesSet = true }
+}
+
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(c *Controller) { c.log = l } }
 
@@ -138,7 +162,7 @@ func WithProgrammingDelay(d time.Duration) Option { return func(c *Controller) {
 // NewController returns a controller for the cluster behind cs.
 func NewController(cs kubernetes.Interface, opts ...Option) (*Controller, error) {
 	c := &Controller{cs: cs, defaultProfile: profiles.DefaultName, class: contract.CloudLBClass, claimUnclassed: true,
-		clk: clock.RealClock{}, sink: runfile.Discard, log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
+		clk: clock.RealClock{}, sink: runfile.Discard, rules: LatestRules(), log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
 		trigger: make(chan struct{}, 1), svcs: map[string]*svcState{}, programDelay: 3 * time.Second}
 	for _, o := range opts {
 		o(c)
@@ -181,15 +205,40 @@ func (c *Controller) Run(ctx context.Context) error {
 	nodeInf := f.Core().V1().Nodes()
 	sliceInf := f.Discovery().V1().EndpointSlices()
 	c.svcLister, c.nodeLister, c.sliceLister = svcInf.Lister(), nodeInf.Lister(), sliceInf.Lister()
+	if !c.rulesSet {
+		c.rules = c.discoverRules()
+	}
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.kick() },
 		UpdateFunc: func(any, any) { c.kick() },
 		DeleteFunc: func(any) { c.kick() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), nodeInf.Informer(), sliceInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), sliceInf.Informer()} {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return fmt.Errorf("LB controller: watch: %w", err)
 		}
+	}
+	bump := func() {
+		c.mu.Lock()
+		c.nodeEpoch++
+		c.mu.Unlock()
+		c.kick()
+	}
+	nodeH := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { bump() },
+		UpdateFunc: func(o, n any) {
+			on, ok1 := o.(*corev1.Node)
+			nn, ok2 := n.(*corev1.Node)
+			if ok1 && ok2 && c.rules.Resyncs(on, nn) {
+				bump()
+				return
+			}
+			c.kick() // addresses, cordon and pool rules of the profile
+		},
+		DeleteFunc: func(any) { bump() },
+	}
+	if _, err := nodeInf.Informer().AddEventHandler(nodeH); err != nil {
+		return fmt.Errorf("LB controller: watch: %w", err)
 	}
 	f.Start(ctx.Done())
 	defer f.Shutdown()
@@ -236,6 +285,28 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
+// discoverRules picks the service controller rules of the API server's
+// version, and says which (or why it fell back to the newest).
+func (c *Controller) discoverRules() ServiceControllerRules {
+	r := LatestRules()
+	v, err := c.cs.Discovery().ServerVersion()
+	var minor int
+	if err == nil {
+		minor, err = strconv.Atoi(strings.TrimRight(v.Minor, "+"))
+	}
+	if err != nil {
+		c.emit(zdv1.EventNote, "lb", fmt.Sprintf("LB could not read the Kubernetes version (%v); it applies the node rules of the %s", err, r), nil)
+		return r
+	}
+	r, known := RulesFor(minor)
+	msg := fmt.Sprintf("LB applies the node rules of the %s to Kubernetes %s.%s (%s)", r, v.Major, v.Minor, r.Source)
+	if !known {
+		msg = fmt.Sprintf("LB knows no service controller rules as old as Kubernetes %s.%s; it applies the oldest it knows, the %s", v.Major, v.Minor, r)
+	}
+	c.emit(zdv1.EventNote, "lb", msg, map[string]string{"kubernetes": v.GitVersion, "rulesSince": "1." + strconv.Itoa(r.Since)})
+	return r
+}
+
 // Ready reports whether the caches synced (for /healthz).
 func (c *Controller) Ready() bool {
 	c.mu.Lock()
@@ -263,12 +334,17 @@ func (c *Controller) emit(typ, object, msg string, fields map[string]string) {
 func (c *Controller) onTransition(tr Transition) {
 	c.mu.Lock()
 	st := c.svcs[tr.Key.Service]
-	var prof profiles.Profile
+	var hc profiles.HealthCheck
+	prof := profiles.Profile{}
 	if st != nil {
 		prof = st.profile
+		if p, ok := st.probes[tr.Key.Node]; ok {
+			hc = p.HealthCheck
+		} else {
+			hc = prof.HealthCheck
+		}
 	}
 	c.mu.Unlock()
-	hc := prof.HealthCheck
 	typ, verdict, n := zdv1.EventLBNodeHealthy, "healthy", hc.HealthyThreshold
 	if !tr.Healthy {
 		typ, verdict, n = zdv1.EventLBNodeUnhealthy, "unhealthy", hc.UnhealthyThreshold
@@ -303,16 +379,22 @@ func nodeIP(n *corev1.Node) netip.Addr {
 
 func svcKey(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
 
-// probeURL is what the profile's health check asks on node ip for svc.
+// probeURL is what the profile's health check for svc's traffic policy asks
+// on node ip: an http:// URL, or tcp://ip:port for a connect-only check.
 func probeURL(p profiles.Profile, svc *corev1.Service, ip netip.Addr) (string, error) {
-	switch p.HealthCheck.Target {
-	case profiles.TargetNodePort:
+	hc := p.HealthCheckFor(svc.Spec.ExternalTrafficPolicy)
+	switch hc.Target {
+	case profiles.TargetNodePort, profiles.TargetTrafficPort:
 		for _, port := range svc.Spec.Ports {
-			if port.NodePort != 0 {
-				return fmt.Sprintf("http://%s%s", netip.AddrPortFrom(ip, uint16(port.NodePort)), p.HealthCheck.Path), nil
+			if port.NodePort != 0 && (port.Protocol == corev1.ProtocolTCP || port.Protocol == "") {
+				ap := netip.AddrPortFrom(ip, uint16(port.NodePort))
+				if hc.Target == profiles.TargetTrafficPort {
+					return "tcp://" + ap.String(), nil
+				}
+				return fmt.Sprintf("http://%s%s", ap, hc.Path), nil
 			}
 		}
-		return "", errors.New("profile checks the NodePort but the Service has none (allocateLoadBalancerNodePorts: false?)")
+		return "", fmt.Errorf("profile %s checks the Service's NodePort (%s) but the Service has no TCP NodePort (allocateLoadBalancerNodePorts: false?)", p.Name, hc.Target)
 	default:
 		if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 			if svc.Spec.HealthCheckNodePort == 0 {
@@ -417,8 +499,9 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			statusUpdates = append(statusUpdates, svc)
 			st.forwardFrom = now.Add(c.programDelay)
 		}
-		// Backends.
-		st.eligible, st.excluded = EligibleNodes(prof, svc, nodeList)
+		// Backends: the node set the service controller hands over (re-synced
+		// only when its rules say so), less what the cloud itself leaves out.
+		c.syncNodes(key, st, prof, svc, nodeList)
 		st.endpointNodes = c.readyEndpointNodes(svc)
 		st.local = svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 		eligible := map[string]bool{}
@@ -434,7 +517,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				continue
 			}
 			eligible[n] = true
-			p := Probe{Key: ProbeKey{Service: key, Node: n}, URL: u, HealthCheck: prof.HealthCheck}
+			p := Probe{Key: ProbeKey{Service: key, Node: n}, URL: u, HealthCheck: prof.HealthCheckFor(svc.Spec.ExternalTrafficPolicy)}
 			st.probes[n] = p
 			probes = append(probes, p)
 		}
@@ -476,7 +559,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				r := "not yet passed a health check"
 				if res, ok := c.mon.Last(ProbeKey{Service: key, Node: n}); ok {
 					if res.OK {
-						r = fmt.Sprintf("not yet healthy (needs %d consecutive passes; last: %s)", prof.HealthCheck.HealthyThreshold, res)
+						r = fmt.Sprintf("not yet healthy (needs %d consecutive passes; last: %s)", prof.HealthCheckFor(svc.Spec.ExternalTrafficPolicy).HealthyThreshold, res)
 					} else {
 						r = "failed health check: " + res.String()
 					}
@@ -587,6 +670,49 @@ func (c *Controller) emitBackendChange(key string, prof profiles.Profile, ch Bac
 		c.emit(zdv1.EventLBBackendRemoved, obj, fmt.Sprintf("LB removed node %s from the backends of %s: %s; %s", ch.Node, key, ch.Reason, flows), fields)
 	default:
 		c.emit(zdv1.EventNote, obj, fmt.Sprintf("LB %s flows of %s on node %s: %s", ch.To, key, ch.Node, ch.Reason), fields)
+	}
+}
+
+// syncNodes sets st.eligible and st.excluded. The service controller's part
+// is recomputed when a node change it re-syncs on happened since the last
+// time, or the Service changed; otherwise the last set stands, and each of its
+// nodes the controller would now leave out is reported once as stale.
+func (c *Controller) syncNodes(key string, st *svcState, prof profiles.Profile, svc *corev1.Service, nodes []*corev1.Node) {
+	byName := make(map[string]*corev1.Node, len(nodes))
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	if st.syncExcluded == nil || st.syncedEpoch != c.nodeEpoch || st.syncedRV != svc.ResourceVersion {
+		st.synced, st.syncExcluded = nil, map[string]Ineligible{}
+		for _, n := range nodes {
+			if why := c.rules.Excluded(svc, n); why != "" {
+				st.syncExcluded[n.Name] = why
+				continue
+			}
+			st.synced = append(st.synced, n.Name)
+		}
+		sort.Strings(st.synced)
+		st.syncedEpoch, st.syncedRV, st.stale = c.nodeEpoch, svc.ResourceVersion, nil
+	}
+	st.eligible, st.excluded = nil, maps.Clone(st.syncExcluded)
+	for _, name := range st.synced {
+		n := byName[name]
+		if n == nil {
+			continue // deleted: the epoch moves and the next pass re-syncs
+		}
+		if why := c.rules.Excluded(svc, n); why != "" && st.stale[name] != why {
+			if st.stale == nil {
+				st.stale = map[string]Ineligible{}
+			}
+			st.stale[name] = why
+			c.emit(zdv1.EventNote, "node/"+name, fmt.Sprintf("node %s now fails the service controller's node rules (%s) but stays a backend of service %s: the %s does not re-sync LBs on that change, so it leaves at the next re-sync (a node added, deleted or (un)labelled %s, or a change to the Service)",
+				name, why, key, c.rules, labelExcludeLB), map[string]string{"service": key, "node": name, "reason": string(why), "rulesSince": "1." + strconv.Itoa(c.rules.Since)})
+		}
+		if why := ProfileExcludes(prof, svc, n); why != "" {
+			st.excluded[name] = why
+			continue
+		}
+		st.eligible = append(st.eligible, name)
 	}
 }
 

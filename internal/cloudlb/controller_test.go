@@ -440,3 +440,66 @@ func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerNodeRulesFollowVersion runs the same node changes under the
+// service controller rules of Kubernetes 1.26 and 1.34: a node that turns
+// NotReady leaves a Cluster Service's LB on 1.26 and stays on 1.34
+// (KEP-3458); a node tainted ToBeDeletedByClusterAutoscaler leaves at once on
+// 1.26 but on 1.34 only at the next re-sync (here: another node labelled for
+// exclusion), with an event saying why it stayed.
+func TestControllerNodeRulesFollowVersion(t *testing.T) {
+	for _, minor := range []int{26, 34} {
+		t.Run(fmt.Sprintf("1.%d", minor), func(t *testing.T) {
+			svc := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "fast"}},
+				Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000}}},
+			}
+			cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"), kNode("c", "10.0.0.3"), kNode("d", "10.0.0.4"))
+			pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+			l4, evs := &fakeL4{}, &eventLog{}
+			ps := profiles.Set{"fast": fastProfile("fast", false), "generic": fastProfile("generic", false)}
+			c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs),
+				WithProgrammingDelay(programDelay), WithKubernetesMinor(minor),
+				WithChecker(func(_ context.Context, url string) lb.CheckResult {
+					return lb.CheckResult{URL: url, OK: true, Status: 200}
+				}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { _ = c.Run(ctx) }()
+			waitFor(t, "all four active", func() bool { s, _ := l4.service("default/web"); return fmt.Sprint(s.Active) == "[a b c d]" })
+			update := func(name string, edit func(*corev1.Node)) {
+				t.Helper()
+				n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				edit(n)
+				if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			update("b", notReady)
+			update("c", tainted)
+			if minor == 26 {
+				waitFor(t, "NotReady b and tainted c gone at once", func() bool { s, _ := l4.service("default/web"); return fmt.Sprint(s.Active) == "[a d]" })
+				return
+			}
+			waitFor(t, "the stale-node event for c", func() bool {
+				e := evs.find(zdv1.EventNote, "node/c")
+				return e != nil && strings.Contains(e.Message, "stays a backend") && e.Fields["rulesSince"] == "1.34"
+			})
+			time.Sleep(100 * time.Millisecond) // several health-check rounds: nothing may move
+			if s, _ := l4.service("default/web"); fmt.Sprint(s.Active) != "[a b c d]" {
+				t.Fatalf("1.34 changed the node set without a re-sync: %v", s.Active)
+			}
+			update("d", excludeLabel("true"))
+			waitFor(t, "re-sync drops tainted c and labelled d, keeps NotReady b", func() bool {
+				s, _ := l4.service("default/web")
+				return fmt.Sprint(s.Active) == "[a b]"
+			})
+		})
+	}
+}

@@ -80,24 +80,45 @@
 // A restart of the LB forgets the flows (their packets then meet the
 // closeAction), as a cloud LB's own failover would.
 //
-// Backends (backends.go): a node is active when it is eligible (profile rule:
-// Ready, not control plane, optionally not cordoned, optionally in the
-// Service's nodepool) and healthy (or every eligible node when none is healthy
-// and the profile fails open). When it stops being active its flows follow the
-// profile: keep (GCP, Azure Standard: established flows continue on an
-// unhealthy backend), drain for a period (AWS deregistration delay) or close.
+// Eligibility (eligibility.go): which nodes a Service's LB may use is the
+// Kubernetes service controller's decision, and it changed across versions.
+// ServiceControllerRules holds it per minor version as read from
+// k8s.io/cloud-provider controllers/service/controller.go: NotReady nodes left
+// every LB up to 1.24, only Cluster Services' in 1.25-1.26, and none from 1.27
+// (KEP-3458); the ToBeDeletedByClusterAutoscaler taint excludes a node from
+// 1.23; the exclusion label's value is parsed from 1.34. From 1.27 the
+// controller re-syncs LBs only when a node is added or deleted, the exclusion
+// label flips or the Service changes, so a node that turns NotReady or gets
+// the taint stays a backend until then; the controller reproduces that (a
+// node-set epoch per re-sync) and says so with an event. The rules are those
+// of the API server's version (discovered at start; --kubernetes-minor in
+// tests). On top, the cloud's own rules from the profile: control-plane nodes
+// never, cordoned nodes for gke-legacy (Kubernetes <= 1.18), one node pool
+// for azure-basic.
+//
+// Backends (backends.go): a node is active when it is eligible and healthy (or
+// every eligible node when none is healthy and the profile fails open). When
+// it stops being active its flows follow the profile: keep (GCP, Azure
+// Standard: established flows continue on an unhealthy backend), drain for a
+// period (AWS deregistration delay, GKE L4 connection draining) and then close
+// or keep (AWS without connection termination), or close.
 // A new Service starts failing open (no node has passed yet); the first node
 // to pass ends that, and every node still short of its healthy threshold
 // leaves at once — the events name the end of fail-open as the reason, and
 // /state reports such nodes as pending. Settled (no pending node, address
 // forwarded) is what the suite and WaitSettled wait for before any load.
 //
-// Health checks (health.go): one HTTP GET per (service, node) every interval,
-// bounded by the timeout, on the healthCheckNodePort for Local and on
-// kube-proxy's :10256/healthz for Cluster; healthy after healthyThreshold
-// consecutive 200s, unhealthy after unhealthyThreshold failures. A node starts
-// unhealthy. Each flip is an event (lb-node-healthy / lb-node-unhealthy) with
-// the checks that caused it, recorded before the data plane acts on it.
+// Health checks (health.go): one check per (service, node) every interval,
+// bounded by the timeout, with the profile's check for the Service's traffic
+// policy: an HTTP GET of /healthz on the healthCheckNodePort for Local and on
+// kube-proxy's :10256/healthz for Cluster (target kube-proxy; kube-proxy fails
+// the latter for nodes being deleted or tainted ToBeDeletedByClusterAutoscaler
+// from 1.31, KEP-3836), a TCP connect to the Service's NodePort (target
+// traffic-port: AWS NLB and Azure for Cluster), or a GET of a path on the
+// NodePort (L7). Healthy after healthyThreshold consecutive passes, unhealthy
+// after unhealthyThreshold failures; a node starts unhealthy. Each flip is an
+// event (lb-node-healthy / lb-node-unhealthy) with the checks that caused it,
+// recorded before the data plane acts on it.
 //
 // # L7 (gclb)
 //
@@ -116,6 +137,17 @@
 // /state shows per Service the eligible nodes (and why others are not), each
 // node's last check, the active and draining backends and the nodes holding
 // ready endpoints, for comparing the LB's view with the cluster's.
+//
+// # What it does not model
+//
+// A report column stands for the profile's timing, eligibility and flow rules
+// above, on one LB instance. Not modelled: UDP and SCTP ports (not forwarded),
+// IPv6, proxy protocol, per-zone backends, cross-zone balancing and zonal
+// failover, the LB's own failover or provisioning time, session affinity
+// (ClientIP), Pod (NEG) backends, GKE subsetting's 25-node limit, the AWS CLB
+// TCP proxy, and the cleanup finalizer the service controller puts on
+// Services. Health checks come from one LB address, not from a vendor's
+// prober ranges.
 //
 // Limits: IPv4 and TCP only; one LB instance per cluster (no LB failover).
 package cloudlb

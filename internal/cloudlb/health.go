@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -59,7 +60,8 @@ func (s *HealthState) Healthy() bool { return s.healthy }
 type Checker func(ctx context.Context, url string) lb.CheckResult
 
 // HTTPChecker returns a Checker that GETs the URL with a fresh connection each
-// time (cloud health checkers close theirs) and passes only on 200.
+// time (cloud health checkers close theirs) and passes only on 200; a
+// tcp://host:port URL is a connect-only check that passes when accepted.
 // dial may be nil (net.Dialer); tests pass one that dials from a network namespace.
 func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network, addr string) (net.Conn, error)) Checker {
 	if dial == nil {
@@ -74,6 +76,23 @@ func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network,
 	return func(ctx context.Context, url string) lb.CheckResult {
 		start := clk.Now()
 		res := lb.CheckResult{Time: start, URL: url}
+		if addr, ok := strings.CutPrefix(url, "tcp://"); ok {
+			// A TCP check passes when the connection is accepted (AWS NLB
+			// and Azure TCP probes); it is closed at once.
+			conn, err := dial(ctx, "tcp", addr)
+			res.Latency = clk.Since(start)
+			if err != nil {
+				if ctx.Err() == context.DeadlineExceeded {
+					res.Error = "timeout"
+				} else {
+					res.Error = err.Error()
+				}
+				return res
+			}
+			_ = conn.Close()
+			res.OK = true
+			return res
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			res.Error = err.Error()

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"zerodrop/harness/contract"
@@ -47,6 +49,15 @@ const (
 	TargetKubeProxy HealthTarget = "kube-proxy"
 	// TargetNodePort asks Path on the Service's NodePort (L7 load balancers).
 	TargetNodePort HealthTarget = "nodeport"
+	// TargetTrafficPort opens a TCP connection to the Service's NodePort
+	// and passes when it is accepted (AWS NLB and Azure for Cluster
+	// Services): kube-proxy answers for the whole cluster there, so the
+	// check follows the node, not its local endpoints.
+	TargetTrafficPort HealthTarget = "traffic-port"
+	// TargetPod asks Path on each ready Pod directly (container-native load
+	// balancing, GKE NEG): no node and no kube-proxy between the LB and the
+	// Pod. Only its timing is modelled; the cloud LB does not emulate it.
+	TargetPod HealthTarget = "pod"
 	// TargetServing asks nothing: nodes are picked from the EndpointSlices'
 	// serving condition (ModeAnnounce), so a terminating Pod that stays
 	// ready keeps its node in use until it exits; Interval is how quickly
@@ -135,15 +146,24 @@ type Eligibility struct {
 
 // Flows says what established flows do when their node stops taking new ones.
 type Flows struct {
-	OnUnhealthy  FlowAction  `json:"onUnhealthy"`
-	OnRemoved    FlowAction  `json:"onRemoved"`
-	DrainTimeout Duration    `json:"drainTimeout"`
-	CloseAction  CloseAction `json:"closeAction"`
-	IdleTimeout  Duration    `json:"idleTimeout"`
+	OnUnhealthy  FlowAction `json:"onUnhealthy"`
+	OnRemoved    FlowAction `json:"onRemoved"`
+	DrainTimeout Duration   `json:"drainTimeout"`
+	// AfterDrain says what a drained node's flows meet when DrainTimeout is
+	// over: close (the default) or keep (AWS NLB without connection
+	// termination on deregistration: the flows live on until they end or
+	// idle out).
+	AfterDrain  FlowAction  `json:"afterDrain,omitempty"`
+	CloseAction CloseAction `json:"closeAction"`
+	IdleTimeout Duration    `json:"idleTimeout"`
 }
 
 // L7 configures the HTTP proxy of ModeL7 profiles.
 type L7 struct {
+	// Backends is what the proxy sends requests to: "nodes" (nodeIP:nodePort,
+	// through kube-proxy; the default) or "pods" (container-native load
+	// balancing, which the cloud LB does not emulate).
+	Backends            string   `json:"backends,omitempty"`
 	KeepAlive           bool     `json:"keepAlive"`
 	IdleConnTimeout     Duration `json:"idleConnTimeout"`
 	MaxIdleConnsPerNode int      `json:"maxIdleConnsPerNode"`
@@ -154,20 +174,46 @@ type Profile struct {
 	Name string `json:"name"`
 	// Aliases are other names users know the LB by ("gke", "eks"); the
 	// doctor accepts them, Service annotations name the profile itself.
-	Aliases           []string          `json:"aliases,omitempty"`
-	Description       string            `json:"description,omitempty"`
-	Mode              Mode              `json:"mode"`
-	HealthCheck       HealthCheck       `json:"healthCheck"`
-	Eligibility       Eligibility       `json:"eligibility"`
-	Flows             Flows             `json:"flows"`
-	NoHealthyBackends NoHealthy         `json:"noHealthyBackends"`
-	L7                *L7               `json:"l7,omitempty"`
-	Sources           map[string]string `json:"sources,omitempty"`
+	Aliases     []string `json:"aliases,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Mode        Mode     `json:"mode"`
+	// Historical says why the profile describes an LB that can no longer be
+	// created (kept for the incident it explains); empty for current ones.
+	Historical string `json:"historical,omitempty"`
+	// HealthCheck is the check of a Service with externalTrafficPolicy
+	// Local (the healthCheckNodePort, which follows the node's local
+	// endpoints): the one every drain incident is about.
+	HealthCheck HealthCheck `json:"healthCheck"`
+	// ClusterHealthCheck is the check of a Service with
+	// externalTrafficPolicy Cluster when it differs (AWS and Azure probe the
+	// traffic port with other timing); nil means HealthCheck.
+	ClusterHealthCheck *HealthCheck      `json:"clusterHealthCheck,omitempty"`
+	Eligibility        Eligibility       `json:"eligibility"`
+	Flows              Flows             `json:"flows"`
+	NoHealthyBackends  NoHealthy         `json:"noHealthyBackends"`
+	L7                 *L7               `json:"l7,omitempty"`
+	Sources            map[string]string `json:"sources,omitempty"`
+}
+
+// HealthCheckFor returns the check the LB runs for a Service with the given
+// externalTrafficPolicy ("" is Cluster, the API default).
+func (p Profile) HealthCheckFor(policy corev1.ServiceExternalTrafficPolicy) HealthCheck {
+	if policy != corev1.ServiceExternalTrafficPolicyLocal && p.ClusterHealthCheck != nil {
+		return *p.ClusterHealthCheck
+	}
+	return p.HealthCheck
 }
 
 // RemovalLag is the longest time the LB keeps sending new connections to a
-// node after it stopped serving (HealthCheck.DetectionTime).
+// node after its last local endpoint stopped serving, for a Service with
+// externalTrafficPolicy Local (HealthCheck.DetectionTime).
 func (p Profile) RemovalLag() time.Duration { return p.HealthCheck.DetectionTime() }
+
+// LongestRemovalLag is RemovalLag over both traffic policies: how long a
+// caller must wait for the LB to have noticed any node that stopped serving.
+func (p Profile) LongestRemovalLag() time.Duration {
+	return max(p.RemovalLag(), p.HealthCheckFor(corev1.ServiceExternalTrafficPolicyCluster).DetectionTime())
+}
 
 // AdditionLag is the longest time before the LB sends traffic to a node that
 // started serving (HealthCheck.AdditionTime).
@@ -182,7 +228,19 @@ func (p Profile) FollowsServing() bool { return p.HealthCheck.Target == TargetSe
 // Emulated reports whether zerodrop's cloud LB can run the profile (modes l4
 // and l7); the others exist for their timing (the doctor, the fixtures) and
 // for the LB that implements them (MetalLB for announce).
-func (p Profile) Emulated() bool { return p.Mode == ModeL4 || p.Mode == ModeL7 }
+func (p Profile) Emulated() bool {
+	return p.Mode == ModeL4 || (p.Mode == ModeL7 && !p.PodBackends())
+}
+
+// PodBackends reports whether an L7 profile sends requests straight to Pods
+// (container-native load balancing) instead of through nodes and kube-proxy.
+func (p Profile) PodBackends() bool { return p.L7 != nil && p.L7.Backends == L7BackendPods }
+
+// L7 backend kinds.
+const (
+	L7BackendNodes = "nodes"
+	L7BackendPods  = "pods"
+)
 
 // Parse reads one profile file and validates it. Unknown fields are errors,
 // so a typo in a user's profile does not silently fall back to a default.
@@ -209,29 +267,14 @@ func (p Profile) Validate() error {
 	default:
 		bad("mode %q: want l4, l7, announce or proxy", p.Mode)
 	}
+	p.validateHealthCheck("healthCheck", p.HealthCheck, bad)
+	if c := p.ClusterHealthCheck; c != nil {
+		p.validateHealthCheck("clusterHealthCheck", *c, bad)
+		if c.Target == TargetServing || c.Target == TargetPod {
+			bad("clusterHealthCheck.target %s: only healthCheck may follow endpoints or Pods", c.Target)
+		}
+	}
 	h := p.HealthCheck
-	switch h.Target {
-	case TargetKubeProxy:
-	case TargetServing:
-		if p.Mode != ModeAnnounce {
-			bad("healthCheck.target %s belongs to mode announce", TargetServing)
-		}
-	case TargetNodePort:
-		if !strings.HasPrefix(h.Path, "/") {
-			bad("healthCheck.path %q: target nodeport needs an absolute path", h.Path)
-		}
-	default:
-		bad("healthCheck.target %q: want kube-proxy, nodeport or %s", h.Target, TargetServing)
-	}
-	if h.Interval.D() <= 0 {
-		bad("healthCheck.interval must be > 0")
-	}
-	if h.Timeout.D() <= 0 || h.Timeout.D() > h.Interval.D() {
-		bad("healthCheck.timeout %v must be > 0 and <= interval %v", h.Timeout.D(), h.Interval.D())
-	}
-	if h.HealthyThreshold < 1 || h.UnhealthyThreshold < 1 {
-		bad("healthCheck thresholds must be >= 1 (healthy %d, unhealthy %d)", h.HealthyThreshold, h.UnhealthyThreshold)
-	}
 	e := p.Eligibility
 	if (len(e.PoolAnnotations) > 0 || e.DefaultPool != "") && e.PoolLabel == "" {
 		bad("eligibility.poolLabel is needed with poolAnnotations/defaultPool")
@@ -245,10 +288,49 @@ func (p Profile) Validate() error {
 	if p.Mode == ModeL7 && p.L7 == nil {
 		bad("mode l7 needs an l7 section")
 	}
+	if p.L7 != nil {
+		switch p.L7.Backends {
+		case "", L7BackendNodes:
+			if h.Target == TargetPod {
+				bad("healthCheck.target %s needs l7.backends %s", TargetPod, L7BackendPods)
+			}
+		case L7BackendPods:
+			if h.Target != TargetPod {
+				bad("l7.backends %s needs healthCheck.target %s", L7BackendPods, TargetPod)
+			}
+		default:
+			bad("l7.backends %q: want %s or %s", p.L7.Backends, L7BackendNodes, L7BackendPods)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("profile %q: %w", p.Name, err)
 	}
 	return nil
+}
+
+func (p Profile) validateHealthCheck(field string, h HealthCheck, bad func(string, ...any)) {
+	switch h.Target {
+	case TargetKubeProxy, TargetTrafficPort:
+	case TargetServing:
+		if p.Mode != ModeAnnounce {
+			bad("%s.target %s belongs to mode announce", field, TargetServing)
+		}
+	case TargetNodePort, TargetPod:
+		if !strings.HasPrefix(h.Path, "/") {
+			bad("%s.path %q: target %s needs an absolute path", field, h.Path, h.Target)
+		}
+	default:
+		bad("%s.target %q: want kube-proxy, traffic-port, nodeport, pod or %s", field, h.Target, TargetServing)
+	}
+	if h.Interval.D() <= 0 {
+		bad("%s.interval must be > 0", field)
+	}
+	if h.Timeout.D() <= 0 || h.Timeout.D() > h.Interval.D() {
+		bad("%s.timeout %v must be > 0 and <= interval %v", field, h.Timeout.D(), h.Interval.D())
+	}
+	if h.HealthyThreshold < 1 || h.UnhealthyThreshold < 1 {
+		bad("%s thresholds must be >= 1 (healthy %d, unhealthy %d)", field, h.HealthyThreshold, h.UnhealthyThreshold)
+	}
 }
 
 // validateFlows checks what the cloud LB needs to run the profile; the
@@ -267,6 +349,15 @@ func (p Profile) validateFlows(bad func(string, ...any)) {
 	}
 	if f.DrainTimeout.D() < 0 {
 		bad("flows.drainTimeout must be >= 0")
+	}
+	switch cmp.Or(f.AfterDrain, FlowClose) {
+	case FlowClose:
+	case FlowKeep:
+		if f.OnRemoved != FlowDrain && f.OnUnhealthy != FlowDrain {
+			bad("flows.afterDrain keep needs a drain (onRemoved or onUnhealthy drain)")
+		}
+	default:
+		bad("flows.afterDrain %q: want close or keep", f.AfterDrain)
 	}
 	switch f.CloseAction {
 	case CloseReset, CloseDrop:

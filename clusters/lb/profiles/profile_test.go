@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"zerodrop/harness/contract"
 )
 
@@ -15,7 +17,7 @@ func TestStockProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"aws-elb", "aws-nlb", "azure-basic", "azure-lb", "gclb", "gcp-nlb", "generic", "gke-legacy", "metallb"}
+	want := []string{"aws-elb", "aws-nlb", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
 	if got := strings.Join(ps.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
@@ -24,9 +26,23 @@ func TestStockProfiles(t *testing.T) {
 		if len(p.Sources) == 0 {
 			t.Errorf("%s: no sources documented", n)
 		}
+		cited := func(field string) bool {
+			for k := range p.Sources {
+				if k == field || strings.HasPrefix(k, field+".") || (field == "healthCheck" && k == "target") {
+					return true
+				}
+			}
+			return false
+		}
+		if !cited("healthCheck") {
+			t.Errorf("%s: the health check cites no source", n)
+		}
+		if p.ClusterHealthCheck != nil && !cited("clusterHealthCheck") {
+			t.Errorf("%s: clusterHealthCheck cites no source", n)
+		}
 	}
 	for n, p := range ps {
-		if wantEmulated := n != "metallb" && n != "aws-elb"; p.Emulated() != wantEmulated {
+		if wantEmulated := n != "metallb" && n != "aws-elb" && n != "gclb-neg"; p.Emulated() != wantEmulated {
 			t.Errorf("%s: emulated by the cloud LB = %v, want %v", n, p.Emulated(), wantEmulated)
 		}
 		if p.FollowsServing() != (n == "metallb") {
@@ -49,11 +65,67 @@ func TestStockProfiles(t *testing.T) {
 	if d := ps["gcp-nlb"].HealthCheck.DetectionTime(); d != 24*time.Second {
 		t.Errorf("gcp-nlb detection time = %v, want 24s (8s x 3)", d)
 	}
-	if !ps["gke-legacy"].Eligibility.ExcludeUnschedulable || ps["gcp-nlb"].Eligibility.ExcludeUnschedulable {
-		t.Errorf("only gke-legacy drops cordoned nodes")
+	for n, p := range ps {
+		if p.Eligibility.ExcludeUnschedulable != (n == "gke-legacy") {
+			t.Errorf("%s: drops cordoned nodes = %v; only gke-legacy (Kubernetes <= 1.18) does", n, p.Eligibility.ExcludeUnschedulable)
+		}
+		if (p.Historical != "") != (n == "gke-legacy" || n == "azure-basic") {
+			t.Errorf("%s: historical = %q", n, p.Historical)
+		}
 	}
 	if ps["gclb"].Mode != ModeL7 || ps["gclb"].L7 == nil || !ps["gclb"].L7.KeepAlive {
 		t.Errorf("gclb must be an L7 profile with keep-alive")
+	}
+}
+
+// TestVendorNumbers pins each vendor's health checks to the figures its
+// profile cites (ingress-gce, cloud-provider-gcp/aws/azure): an edit that
+// changes one must change this table, and say why in the profile's sources.
+func TestVendorNumbers(t *testing.T) {
+	ps, err := Stock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, cluster := corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster
+	cases := []struct {
+		profile string
+		policy  corev1.ServiceExternalTrafficPolicy
+		target  HealthTarget
+		every   time.Duration
+		timeout time.Duration
+		up      int
+		down    int
+	}{
+		{"gke-l4", local, TargetKubeProxy, 3 * time.Second, time.Second, 1, 2},
+		{"gke-l4", cluster, TargetKubeProxy, 8 * time.Second, time.Second, 1, 3},
+		{"gcp-nlb", local, TargetKubeProxy, 8 * time.Second, time.Second, 1, 3},
+		{"gcp-nlb", cluster, TargetKubeProxy, 8 * time.Second, time.Second, 1, 3},
+		{"aws-nlb", local, TargetKubeProxy, 10 * time.Second, 10 * time.Second, 2, 2},
+		{"aws-nlb", cluster, TargetTrafficPort, 30 * time.Second, 10 * time.Second, 3, 3},
+		{"azure-lb", local, TargetKubeProxy, 5 * time.Second, 5 * time.Second, 2, 2},
+		{"azure-lb", cluster, TargetTrafficPort, 5 * time.Second, 5 * time.Second, 2, 2},
+		{"azure-basic", cluster, TargetTrafficPort, 5 * time.Second, 5 * time.Second, 2, 2},
+		{"gclb", local, TargetNodePort, 60 * time.Second, 60 * time.Second, 1, 10},
+		{"gclb-neg", local, TargetPod, 15 * time.Second, 15 * time.Second, 1, 2},
+		{"aws-elb", local, TargetKubeProxy, 10 * time.Second, 5 * time.Second, 2, 6},
+	}
+	for _, c := range cases {
+		h := ps[c.profile].HealthCheckFor(c.policy)
+		if h.Target != c.target || h.Interval.D() != c.every || h.Timeout.D() != c.timeout || h.HealthyThreshold != c.up || h.UnhealthyThreshold != c.down {
+			t.Errorf("%s %s: %+v, want %s %v/%v/%d/%d", c.profile, c.policy, h, c.target, c.every, c.timeout, c.up, c.down)
+		}
+	}
+	if p := ps["gke-l4"]; p.RemovalLag() != 6*time.Second || p.LongestRemovalLag() != 24*time.Second {
+		t.Errorf("gke-l4 removal lag %v (Local), %v (longest); want 6s and 24s", p.RemovalLag(), p.LongestRemovalLag())
+	}
+	if f := ps["aws-nlb"].Flows; f.OnRemoved != FlowDrain || f.DrainTimeout.D() != 300*time.Second || f.AfterDrain != FlowKeep {
+		t.Errorf("aws-nlb removal: %+v; want a 300s drain after which connections stay", f)
+	}
+	if f := ps["gke-l4"].Flows; f.OnRemoved != FlowDrain || f.DrainTimeout.D() != 30*time.Second {
+		t.Errorf("gke-l4 removal: %+v; want 30s connection draining", f)
+	}
+	if ps["gclb-neg"].Emulated() || !ps["gclb-neg"].PodBackends() || ps["gclb"].PodBackends() {
+		t.Error("gclb-neg sends to Pods and is not emulated; gclb sends to nodes")
 	}
 }
 
@@ -79,6 +151,10 @@ noHealthyBackends: drop
 		{"bad close", strings.Replace(base, "closeAction: reset", "closeAction: shrug", 1), "closeAction"},
 		{"nodeport without path", strings.Replace(base, "target: kube-proxy", "target: nodeport", 1), "path"},
 		{"l7 without section", strings.Replace(base, "mode: l4", "mode: l7", 1), "l7 section"},
+		{"bad cluster check", base + "clusterHealthCheck: {target: pod, path: /, interval: 5s, timeout: 1s, healthyThreshold: 1, unhealthyThreshold: 2}\n", "clusterHealthCheck.target pod"},
+		{"cluster check timing", base + "clusterHealthCheck: {target: traffic-port, interval: 5s, timeout: 9s, healthyThreshold: 1, unhealthyThreshold: 2}\n", "clusterHealthCheck.timeout"},
+		{"keep after close", strings.Replace(strings.Replace(base, "onRemoved: drain", "onRemoved: close", 1), "drainTimeout: 10s", "drainTimeout: 10s, afterDrain: keep", 1), "afterDrain keep needs a drain"},
+		{"pods without pod check", strings.Replace(base, "mode: l4", "mode: l7", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n", "needs healthCheck.target pod"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
