@@ -1,0 +1,150 @@
+package cloudlb
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	servicecontroller "k8s.io/cloud-provider/controllers/service"
+	fakecloud "k8s.io/cloud-provider/fake"
+	"k8s.io/component-base/featuregate"
+	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
+	"k8s.io/klog/v2"
+
+	"zerodrop/clusters/lb/profiles"
+	"zerodrop/harness/lb"
+)
+
+// upstreamHosts records the node set the upstream service controller last
+// handed the cloud for each Service.
+type upstreamHosts struct {
+	mu    sync.Mutex
+	hosts map[string]string
+}
+
+func (u *upstreamHosts) record(c fakecloud.UpdateBalancerCall) {
+	var names []string
+	for _, n := range c.Hosts {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.hosts[c.Service.Namespace+"/"+c.Service.Name] = fmt.Sprint(names)
+}
+
+func (u *upstreamHosts) get(key string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.hosts[key]
+}
+
+// TestRulesMatchUpstreamServiceController runs k8s.io/cloud-provider's own
+// service controller (the module version go.mod pins: v0.34, Kubernetes
+// 1.34) next to the cloud LB with the 1.34 rules, on one fake cluster, and
+// walks both through the node changes the rules are about. After each step
+// the node set upstream hands its cloud and the cloud LB's eligible set must
+// both be the expected one: the table in eligibility.go is checked against
+// the code it cites, not against our reading of it.
+func TestRulesMatchUpstreamServiceController(t *testing.T) {
+	mk := func(name, policy string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicy(policy),
+				HealthCheckNodePort: 32000, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}}}
+	}
+	cs := fake.NewSimpleClientset(mk("cluster", "Cluster"), mk("local", "Local"),
+		kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"), kNode("c", "10.0.0.3"), kNode("d", "10.0.0.4"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The upstream controller logs through klog; its chatter is not evidence here.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	defer klog.LogToStderr(true)
+
+	up := &upstreamHosts{hosts: map[string]string{}}
+	cloud := &fakecloud.Cloud{EnsureCallCb: up.record, UpdateCallCb: up.record}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	sc, err := servicecontroller.New(cloud, cs, f.Core().V1().Services(), f.Core().V1().Nodes(), "zerodrop", featuregate.NewFeatureGate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	go sc.Run(ctx, 1, controllersmetrics.NewControllerManagerMetrics("zerodrop-test"))
+
+	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.210")
+	ps := profiles.Set{"generic": fastProfile("generic", false)}
+	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(&fakeL4{}), WithL7(&fakeL7{}),
+		WithProgrammingDelay(programDelay), WithKubernetesMinor(34),
+		WithChecker(func(_ context.Context, url string) lb.CheckResult {
+			return lb.CheckResult{URL: url, OK: true, Status: 200}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Run(ctx) }()
+	ours := func(key string) string {
+		for _, s := range c.State() {
+			if s.Service == key {
+				return fmt.Sprint(s.Eligible)
+			}
+		}
+		return ""
+	}
+
+	update := func(name string, edit func(*corev1.Node)) {
+		t.Helper()
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(n)
+		if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		what string
+		do   func()
+		want string // both Services: 1.34 treats the policies alike
+	}{
+		{"start", func() {}, "[a b c d]"},
+		{"b turns NotReady (kept: KEP-3458)", func() { update("b", notReady) }, "[a b c d]"},
+		{"c gets the autoscaler taint (kept: no re-sync on taints)", func() { update("c", tainted) }, "[a b c d]"},
+		{"d labelled exclude=false (kept: the value is parsed)", func() { update("d", excludeLabel("false")) }, "[a b c d]"},
+		{"d labelled exclude=true (re-sync: d and tainted c leave)", func() { update("d", excludeLabel("true")) }, "[a b]"},
+		{"a deleted", func() {
+			if err := cs.CoreV1().Nodes().Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, "[b]"},
+		{"e added", func() {
+			if _, err := cs.CoreV1().Nodes().Create(ctx, kNode("e", "10.0.0.5"), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, "[b e]"},
+	}
+	for _, s := range steps {
+		s.do()
+		// Settle, then hold: a step that must change nothing is only proven
+		// once both have had time to (wrongly) change.
+		time.Sleep(1500 * time.Millisecond)
+		for _, key := range []string{"default/cluster", "default/local"} {
+			deadline := time.Now().Add(10 * time.Second)
+			for (up.get(key) != s.want || ours(key) != s.want) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got, mine := up.get(key), ours(key); got != s.want || mine != s.want {
+				t.Fatalf("%s, %s: upstream service controller v0.34 hands over %s, the cloud LB's 1.34 rules %s; want %s", s.what, key, got, mine, s.want)
+			}
+		}
+		t.Logf("%s: upstream and cloud LB agree on %s", s.what, s.want)
+	}
+}
