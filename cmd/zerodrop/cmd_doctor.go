@@ -38,9 +38,14 @@ rollouts and node-pool changes: each finding with the incident it comes from
 (docs/incidents.md) and the fix. Flags may follow the FILE arguments.
 
 The LB health-check lag (preStop must outlast it with externalTrafficPolicy
-Local) comes from --lb-profile, or a Service's zerodrop.dev/lb-profile
-annotation, or the provider's health-check annotations on the Service; see
---list-profiles for the defaults and where each number comes from.
+Local) comes from a Service's zerodrop.dev/lb-profile annotation, else
+--lb-profile, else the LB its provider annotations or loadBalancerClass name
+(aws-load-balancer-type: nlb is aws-nlb, other AWS annotations the Classic ELB,
+Azure annotations azure-lb, GKE's gke-l4 or gcp-nlb); a Service that names
+no LB is judged against every plausible cloud LB (gke-l4, gcp-nlb, aws-nlb,
+aws-elb, azure-lb), each finding saying on which it holds, and the exit code
+follows the worst. The provider's health-check annotations on the Service
+change the timing. See --list-profiles for every number and its source.
 
 Exit status: 0 no finding at or above --fail-on, 1 such a finding exists,
 2 bad input (unreadable or unparseable manifests, named by file and line) or
@@ -51,7 +56,7 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 	output := fs.String("output", "text", "output format: text, json or sarif (SARIF 2.1.0 for CI annotations)")
 	fs.StringVar(output, "o", "text", "shorthand for --output")
 	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this severity exists: error, warning, info or none")
-	profile := fs.String("lb-profile", doctor.DefaultProfile, "LB health-check profile for Services that do not name one (see --list-profiles)")
+	profile := fs.String("lb-profile", "", "LB profile for Services that do not name one (default: inferred per Service, else every plausible cloud LB; see --list-profiles)")
 	namespace := fs.String("namespace", "", "namespace of manifests without one (default \"default\"); with the cluster, the namespace to read (default: the kubeconfig context's)")
 	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
 	allNS := fs.Bool("all-namespaces", false, "with the cluster: read every namespace")
@@ -81,9 +86,13 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 	if *listProfiles {
 		return printProfiles(c, format)
 	}
-	prof, found := doctor.LookupProfile(*profile)
-	if !found {
-		return badInput(c, "doctor", "--lb-profile %q: unknown profile (known: %s)", *profile, strings.Join(doctor.ProfileNames(), ", "))
+	var profOpt doctor.Option
+	if *profile != "" {
+		prof, found := doctor.LookupProfile(*profile)
+		if !found {
+			return badInput(c, "doctor", "--lb-profile %q: unknown profile (known: %s)", *profile, strings.Join(doctor.ProfileNames(), ", "))
+		}
+		profOpt = doctor.WithLBProfile(prof)
 	}
 	if *allNS && len(paths) > 0 && !*useCluster {
 		return badInput(c, "doctor", "--all-namespaces applies to the cluster, not to files")
@@ -110,7 +119,7 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 		}
 	}
 
-	rep := doctor.Check(ms, doctor.WithLBProfile(prof), doctor.WithDefaultNamespace(defaultNS))
+	rep := doctor.Check(ms, profOpt, doctor.WithDefaultNamespace(defaultNS))
 	if err := doctor.Write(c.stdout, rep, format); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
 		return exitBroken

@@ -60,7 +60,11 @@ func TestDoctorCommand(t *testing.T) {
 	}{
 		{name: "naive fails", args: []string{naive}, code: 1,
 			stdout: []string{"ERROR   ZD001", "ERROR   ZD002", "ERROR   ZD020", naive + ":", "summary: 3 error(s)"}},
-		{name: "hardened passes", args: []string{hardened}, code: 0, stdout: []string{"no findings", "summary: 0 error(s), 0 warning(s)"}},
+		{name: "hardened passes on the LB it was built for", args: []string{"--lb-profile", "generic", hardened}, code: 0, stdout: []string{"no findings", "summary: 0 error(s), 0 warning(s)"}},
+		// Built for generic's 30 s, it is not safe behind an LB that takes 60 s
+		// (the AWS Classic ELB), which a Service that names no LB may get.
+		{name: "hardened without a named LB", args: []string{hardened}, code: 1,
+			stdout: []string{"lb=any of aws-elb|", "ERROR   ZD002", "no LB named: holds on aws-elb; not on", "gke-l4"}},
 		{name: "fail-on none", args: []string{"--fail-on", "none", naive}, code: 0},
 		{name: "naive Cluster has only warnings", args: []string{naiveCluster}, code: 0, stdout: []string{"WARNING ZD001", "WARNING ZD004"}},
 		{name: "fail-on warning", args: []string{"--fail-on=warning", naiveCluster}, code: 1},

@@ -3,8 +3,10 @@ package doctor
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"zerodrop/harness/contract"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -32,11 +34,13 @@ func (f Finding) Location() string {
 
 // ServiceSummary is what the doctor analysed for one Service.
 type ServiceSummary struct {
-	Service   string   `json:"service"`
-	Type      string   `json:"type"`
-	Policy    string   `json:"externalTrafficPolicy"`
-	Profile   string   `json:"lbProfile"`
-	LBLag     string   `json:"lbHealthCheck"`
+	Service string `json:"service"`
+	Type    string `json:"type"`
+	Policy  string `json:"externalTrafficPolicy"`
+	Profile string `json:"lbProfile"`
+	LBLag   string `json:"lbHealthCheck"`
+	// LBChoice says why the Service is judged against that LB (or those).
+	LBChoice  string   `json:"lbChoice"`
 	L7        string   `json:"l7,omitempty"`
 	Workloads []string `json:"workloads"`
 	Source    Source   `json:"source"`
@@ -44,6 +48,7 @@ type ServiceSummary struct {
 
 // Report is the result of Check.
 type Report struct {
+	// Profile is the --lb-profile given, or ProfilePerService.
 	Profile  string           `json:"lbProfile"`
 	Services []ServiceSummary `json:"services"`
 	Findings []Finding        `json:"findings"`
@@ -80,12 +85,15 @@ func (r *Report) Failed(threshold Severity) bool {
 type Option func(*checkConfig)
 
 type checkConfig struct {
-	profile   LBProfile
+	profile   *LBProfile
 	namespace string
 }
 
-// WithLBProfile sets the LB profile for Services that do not name one.
-func WithLBProfile(p LBProfile) Option { return func(c *checkConfig) { c.profile = p } }
+// WithLBProfile sets the LB profile for Services that do not name one
+// (without it, each Service's provider annotations and loadBalancerClass
+// decide, and a Service that names no LB is judged against every plausible
+// one).
+func WithLBProfile(p LBProfile) Option { return func(c *checkConfig) { c.profile = &p } }
 
 // WithDefaultNamespace sets the namespace of objects that have none (the
 // namespace kubectl apply would put them in). Default "default".
@@ -100,14 +108,17 @@ func WithDefaultNamespace(ns string) Option {
 // Check runs every rule over the Services of type LoadBalancer (and the
 // Services an Ingress or HTTPRoute sends to) and the workloads behind them.
 func Check(m *Manifests, opts ...Option) *Report {
-	def, _ := LookupProfile(DefaultProfile)
-	cfg := checkConfig{profile: def, namespace: "default"}
+	cfg := checkConfig{namespace: "default"}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	rep := &Report{Profile: cfg.profile.Name, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...)}
+	prof := ProfilePerService
+	if cfg.profile != nil {
+		prof = cfg.profile.Name
+	}
+	rep := &Report{Profile: prof, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...)}
 
 	// Copy, so defaulting the namespace leaves the input untouched.
 	objs := make([]*Object, len(m.Objects))
@@ -162,7 +173,8 @@ func Check(m *Manifests, opts ...Option) *Report {
 				break
 			}
 		}
-		prof, problems := serviceProfile(svc, cfg.profile)
+		choice, problems := serviceProfile(svc, cfg.profile)
+		prof := choice.profiles[0] // the worst lag of the plausible ones
 		if l7Via == "" && prof.L7 {
 			l7Via = "LB profile " + prof.Name
 		}
@@ -176,8 +188,8 @@ func Check(m *Manifests, opts ...Option) *Report {
 		}
 		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 		sum := ServiceSummary{
-			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: prof.Name,
-			LBLag: prof.Describe(), L7: l7Via, Workloads: []string{}, Source: so.Source,
+			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: choice.names(),
+			LBLag: choice.describe(), LBChoice: choice.how, L7: l7Via, Workloads: []string{}, Source: so.Source,
 		}
 		if local {
 			sum.Policy = "Local"
@@ -208,16 +220,16 @@ func Check(m *Manifests, opts ...Option) *Report {
 				if rule.check == nil {
 					continue
 				}
-				for _, res := range rule.check(t) {
-					obj := res.obj
+				for _, h := range runRule(rule, t, choice) {
+					obj := h.res.obj
 					if obj == nil {
 						obj = wo
 					}
-					line := res.line
+					line := h.res.line
 					if line == 0 {
 						line = obj.Source.Line
 					}
-					emit(finding(rule, res.sev, so, obj, line, res.msg))
+					emit(finding(rule, h.res.sev, so, obj, line, h.res.msg+h.suffix))
 				}
 			}
 		}
@@ -240,6 +252,73 @@ func Check(m *Manifests, opts ...Option) *Report {
 		return a.RuleID < b.RuleID
 	})
 	return rep
+}
+
+// ProfilePerService is Report.Profile when no --lb-profile was given: each
+// Service is judged against the LB it names, or every plausible one.
+const ProfilePerService = "per Service"
+
+type hit struct {
+	res    result
+	suffix string
+}
+
+// runRule runs rule for target t against every profile of the choice. With
+// one profile that is all; with several (no LB named) results that differ
+// only by profile are merged into one, worst lag first, and say on which
+// plausible LBs they hold and on which not, so the user sees what naming
+// their LB would change.
+func runRule(rule Rule, t *target, choice lbChoice) []hit {
+	if choice.named() {
+		t.profile = choice.profiles[0]
+		var out []hit
+		for _, r := range rule.check(t) {
+			out = append(out, hit{res: r})
+		}
+		return out
+	}
+	type group struct {
+		res   result
+		fired []string
+	}
+	var order []string
+	groups := map[string]*group{}
+	for _, p := range choice.profiles {
+		t.profile = p
+		for _, r := range rule.check(t) {
+			objRef := ""
+			if r.obj != nil {
+				objRef = r.obj.Ref()
+			}
+			key := fmt.Sprintf("%d|%d|%s", r.sev, r.line, objRef)
+			g := groups[key]
+			if g == nil {
+				g = &group{res: r}
+				groups[key] = g
+				order = append(order, key)
+			}
+			g.fired = append(g.fired, p.Name)
+		}
+	}
+	t.profile = choice.profiles[0]
+	var out []hit
+	for _, key := range order {
+		g := groups[key]
+		var safe []string
+		for _, p := range choice.profiles {
+			if !slices.Contains(g.fired, p.Name) {
+				safe = append(safe, p.Name)
+			}
+		}
+		suffix := fmt.Sprintf(" [no LB named: holds on every plausible one (%s). Name yours with --lb-profile or the %s annotation]",
+			strings.Join(g.fired, ", "), contract.LBProfileAnnotation)
+		if len(safe) > 0 {
+			suffix = fmt.Sprintf(" [no LB named: holds on %s; not on %s. Name yours with --lb-profile or the %s annotation]",
+				strings.Join(g.fired, ", "), strings.Join(safe, ", "), contract.LBProfileAnnotation)
+		}
+		out = append(out, hit{res: g.res, suffix: suffix})
+	}
+	return out
 }
 
 func mustRule(id string) Rule {

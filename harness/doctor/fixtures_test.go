@@ -27,6 +27,11 @@ func fixtureReport(t *testing.T, opts []fixtures.Option, check ...Option) *Repor
 	if err != nil {
 		t.Fatalf("Read rendered fixture: %v\n%s", err, out)
 	}
+	if len(check) == 0 {
+		// The fixtures design for generic unless told otherwise.
+		g, _ := LookupProfile(DefaultProfile)
+		check = []Option{WithLBProfile(g)}
+	}
 	return Check(ms, check...)
 }
 

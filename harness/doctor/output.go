@@ -46,7 +46,7 @@ func WriteText(w io.Writer, r *Report) error {
 		ew.printf("no Service of type LoadBalancer (or behind an Ingress/HTTPRoute) in the input; nothing to check\n")
 	}
 	for _, s := range r.Services {
-		ew.printf("%s  %s  externalTrafficPolicy=%s  lb=%s (%s)", s.Service, s.Type, s.Policy, s.Profile, s.LBLag)
+		ew.printf("%s  %s  externalTrafficPolicy=%s  lb=%s (%s; %s)", s.Service, s.Type, s.Policy, s.Profile, s.LBLag, s.LBChoice)
 		if s.L7 != "" {
 			ew.printf("  l7=%s", s.L7)
 		}

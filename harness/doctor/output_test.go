@@ -27,7 +27,7 @@ func TestWriteText(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"service/shop/web  LoadBalancer  externalTrafficPolicy=Local  lb=generic (10s x 3 = 30s)",
+		"service/shop/web  LoadBalancer  externalTrafficPolicy=Local  lb=generic (10s x 3 = 30s; --lb-profile)",
 		"workloads: deployment/shop/web",
 		"ERROR   ZD002 prestop-shorter-than-lb-lag  test.yaml:",
 		"[incident rolling-update-local, source-ip-dilemma]",

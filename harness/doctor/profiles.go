@@ -164,18 +164,159 @@ const (
 	annAWSTargets   = "service.beta.kubernetes.io/aws-load-balancer-target-node-labels"
 )
 
-// serviceProfile resolves the profile for one Service: its
-// zerodrop.dev/lb-profile annotation, else def; then provider annotations
-// that override the timing. Problems are returned as messages for a finding.
-func serviceProfile(svc *corev1.Service, def LBProfile) (LBProfile, []string) {
-	p := def
+// lbChoice is the LB profile(s) one Service is judged against, and why.
+type lbChoice struct {
+	// profiles holds one profile, or several when the manifests do not say
+	// which LB the Service gets: every plausible one, worst lag first.
+	profiles []LBProfile
+	// how says where the choice came from, for the summary.
+	how string
+}
+
+// named reports whether the Service is judged against exactly one LB.
+func (c lbChoice) named() bool { return len(c.profiles) == 1 }
+
+// names is "gcp-nlb" or "any of aws-elb|gcp-nlb|...".
+func (c lbChoice) names() string {
+	var n []string
+	for _, p := range c.profiles {
+		n = append(n, p.Name)
+	}
+	if len(n) == 1 {
+		return n[0]
+	}
+	return "any of " + strings.Join(n, "|")
+}
+
+// describe is each profile's removal lag.
+func (c lbChoice) describe() string {
+	if c.named() {
+		return c.profiles[0].Describe()
+	}
+	var d []string
+	for _, p := range c.profiles {
+		d = append(d, p.Name+" "+seconds(p.RemovalLag()))
+	}
+	return strings.Join(d, ", ")
+}
+
+// Plausible is what a Service that names no LB may get on a cloud: the
+// current node-based load balancers the cloud controllers create for type
+// LoadBalancer without any annotation (GKE's two NLB implementations, the
+// AWS in-tree CLB, Azure's Standard LB), and the AWS NLB a single annotation
+// away. Historical profiles, L7 and MetalLB are left out: they need a choice
+// the manifests would show.
+var plausibleNames = []string{"gke-l4", "gcp-nlb", "aws-nlb", "aws-elb", "azure-lb"}
+
+// lbHint is one way manifests name their LB without zerodrop's annotation.
+type lbHint struct {
+	// annotation (with value, "" = any value) or class names the hint.
+	annotation, value, prefix, class string
+	profiles                         []string
+	why                              string
+}
+
+// lbHints, first match wins. Each names the controller that reads the
+// annotation or class.
+var lbHints = []lbHint{
+	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "nlb", profiles: []string{"aws-nlb"},
+		why: "cloud-provider-aws creates an NLB for aws-load-balancer-type: nlb"},
+	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "external", profiles: []string{"aws-nlb"},
+		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
+	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "nlb-ip", profiles: []string{"aws-nlb"},
+		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
+	{class: "service.k8s.aws/nlb", profiles: []string{"aws-nlb"},
+		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
+	{prefix: "service.beta.kubernetes.io/aws-load-balancer-", profiles: []string{"aws-elb"},
+		why: "AWS annotations without aws-load-balancer-type: nlb: cloud-provider-aws creates a Classic ELB"},
+	{prefix: "service.beta.kubernetes.io/azure-", profiles: []string{"azure-lb"},
+		why: "Azure annotations: cloud-provider-azure's Standard LB"},
+	{annotation: "cloud.google.com/l4-rbs", value: "enabled", profiles: []string{"gke-l4"},
+		why: "cloud.google.com/l4-rbs: enabled: ingress-gce's backend-service NLB"},
+	{class: "networking.gke.io/l4-regional-external", profiles: []string{"gke-l4"}, why: "GKE L4 class: ingress-gce"},
+	{class: "networking.gke.io/l4-regional-internal", profiles: []string{"gke-l4"}, why: "GKE L4 class: ingress-gce"},
+	{prefix: "networking.gke.io/", profiles: []string{"gke-l4", "gcp-nlb"},
+		why: "GKE annotations: ingress-gce (gke-l4) or the GCE cloud provider (gcp-nlb), depending on the cluster"},
+	{prefix: "cloud.google.com/", profiles: []string{"gke-l4", "gcp-nlb"},
+		why: "GKE annotations: ingress-gce (gke-l4) or the GCE cloud provider (gcp-nlb), depending on the cluster"},
+}
+
+// matches reports whether the hint applies to svc.
+func (h lbHint) matches(svc *corev1.Service) bool {
+	if h.class != "" {
+		return svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == h.class
+	}
+	if h.prefix != "" {
+		for k := range svc.Annotations {
+			// cloud.google.com/neg is about Ingress backends, not the Service's LB.
+			if strings.HasPrefix(k, h.prefix) && k != annGKENEG {
+				return true
+			}
+		}
+		return false
+	}
+	v, ok := svc.Annotations[h.annotation]
+	return ok && (h.value == "" || strings.EqualFold(strings.TrimSpace(v), h.value))
+}
+
+// serviceProfile resolves what one Service is judged against: its
+// zerodrop.dev/lb-profile annotation, else explicit (the --lb-profile flag,
+// nil when not given), else the LB its provider annotations or
+// loadBalancerClass name, else every plausible LB. Provider annotations that
+// change the timing apply on top. Problems are returned as messages for a
+// finding.
+func serviceProfile(svc *corev1.Service, explicit *LBProfile) (lbChoice, []string) {
 	var problems []string
+	pick := func(names []string, how string) lbChoice {
+		c := lbChoice{how: how}
+		for _, n := range names {
+			if p, ok := LookupProfile(n); ok {
+				c.profiles = append(c.profiles, p)
+			}
+		}
+		return c
+	}
+	var choice lbChoice
 	if name, ok := svc.Annotations[contract.LBProfileAnnotation]; ok {
 		if found, ok := LookupProfile(name); ok {
-			p = found
+			choice = lbChoice{profiles: []LBProfile{found}, how: "annotation " + contract.LBProfileAnnotation}
 		} else {
-			problems = append(problems, fmt.Sprintf("annotation %s=%q names no known profile (known: %s); using %s",
-				contract.LBProfileAnnotation, name, strings.Join(ProfileNames(), ", "), def.Name))
+			problems = append(problems, fmt.Sprintf("annotation %s=%q names no known profile (known: %s); judged as if it named none",
+				contract.LBProfileAnnotation, name, strings.Join(ProfileNames(), ", ")))
+		}
+	}
+	if choice.profiles == nil && explicit != nil {
+		choice = lbChoice{profiles: []LBProfile{*explicit}, how: "--lb-profile"}
+	}
+	if choice.profiles == nil {
+		for _, h := range lbHints {
+			if h.matches(svc) {
+				choice = pick(h.profiles, h.why)
+				break
+			}
+		}
+	}
+	if choice.profiles == nil {
+		choice = pick(plausibleNames, "no LB named (no "+contract.LBProfileAnnotation+", --lb-profile, provider annotation or loadBalancerClass): every plausible cloud LB")
+	}
+	for i := range choice.profiles {
+		choice.profiles[i], problems = withTimingAnnotations(svc, choice.profiles[i], problems)
+	}
+	sort.SliceStable(choice.profiles, func(i, j int) bool { return choice.profiles[i].RemovalLag() > choice.profiles[j].RemovalLag() })
+	return choice, problems
+}
+
+// withTimingAnnotations applies the provider annotations that change a
+// Service's health check to p.
+func withTimingAnnotations(svc *corev1.Service, p LBProfile, problems []string) (LBProfile, []string) {
+	seen := map[string]bool{}
+	for _, q := range problems {
+		seen[q] = true
+	}
+	report := func(msg string) {
+		if !seen[msg] {
+			problems = append(problems, msg)
+			seen[msg] = true
 		}
 	}
 	overridden := false
@@ -183,7 +324,7 @@ func serviceProfile(svc *corev1.Service, def LBProfile) (LBProfile, []string) {
 		if v, ok := svc.Annotations[key]; ok {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 {
-				problems = append(problems, fmt.Sprintf("annotation %s=%q is not a number of seconds; ignored", key, v))
+				report(fmt.Sprintf("annotation %s=%q is not a number of seconds; ignored", key, v))
 				return
 			}
 			*dst = time.Duration(n) * time.Second
@@ -194,7 +335,7 @@ func serviceProfile(svc *corev1.Service, def LBProfile) (LBProfile, []string) {
 		if v, ok := svc.Annotations[key]; ok {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 {
-				problems = append(problems, fmt.Sprintf("annotation %s=%q is not a count; ignored", key, v))
+				report(fmt.Sprintf("annotation %s=%q is not a count; ignored", key, v))
 				return
 			}
 			*dst = n

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -130,8 +131,14 @@ func (x m) yaml(t testing.TB) []byte {
 	return b.Bytes()
 }
 
+// checkYAML checks doc against generic, the LB the test manifests were
+// written for, unless opts say otherwise (TestLBInference covers the default).
 func checkYAML(t testing.TB, doc []byte, opts ...Option) *Report {
 	t.Helper()
+	if len(opts) == 0 {
+		g, _ := LookupProfile(DefaultProfile)
+		opts = []Option{WithLBProfile(g)}
+	}
 	ms, err := Read("test.yaml", bytes.NewReader(doc))
 	if err != nil {
 		t.Fatalf("Read: %v\n%s", err, doc)
@@ -524,5 +531,58 @@ spec:
 	bad := strings.Replace(doc, "        readinessProbe: {httpGet: {path: /ready, port: 8080}}\n", "", 1)
 	if got := bySeverity(checkYAML(t, []byte(bad))); got["ZD030"] != Error {
 		t.Errorf("ZD030 = %v without a readiness probe on the serving container", got["ZD030"])
+	}
+}
+
+// TestLBInference: without --lb-profile the LB comes from the Service's
+// annotations and class, and a Service that names none is judged against
+// every plausible cloud LB, each finding saying where it holds.
+func TestLBInference(t *testing.T) {
+	prestop := func(s int) string { return fmt.Sprintf("lifecycle:\n  preStop:\n    sleep:\n      seconds: %d", s) }
+	cases := []struct {
+		name      string
+		ann       string
+		lifecycle string
+		profile   string // ServiceSummary.Profile
+		choice    string // substring of ServiceSummary.LBChoice
+		zd002     string // "" quiet, else a substring of its message
+	}{
+		{"aws nlb annotation", "service.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "aws-nlb", "cloud-provider-aws", ""},
+		{"other aws annotation: the Classic ELB", `service.beta.kubernetes.io/aws-load-balancer-internal: "true"`, "", "aws-elb", "Classic ELB", "60s"},
+		{"azure annotation", `service.beta.kubernetes.io/azure-load-balancer-internal: "true"`, "", "azure-lb", "cloud-provider-azure", ""},
+		// Seed 002's own recommendation: preStop 10 s for GKE L4's 3 s x 2.
+		{"gke l4-rbs, seed 002's preStop", "cloud.google.com/l4-rbs: enabled", prestop(10), "gke-l4", "ingress-gce", ""},
+		{"gke internal: either GKE LB", "networking.gke.io/load-balancer-type: Internal", prestop(10), "any of gcp-nlb|gke-l4", "depending on the cluster",
+			"holds on gcp-nlb; not on gke-l4"},
+		{"zerodrop annotation wins", "zerodrop.dev/lb-profile: gcp-nlb\nservice.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "gcp-nlb", "annotation zerodrop.dev/lb-profile", ""},
+		{"neg annotation names no LB", `cloud.google.com/neg: '{"ingress": true}'`, "", "any of aws-elb|", "no LB named", "holds on aws-elb; not on"},
+		{"nothing named", "", "", "any of aws-elb|", "every plausible cloud LB", "holds on aws-elb; not on gcp-nlb, aws-nlb, azure-lb, gke-l4"},
+		{"nothing named, preStop 5s", "", prestop(5), "any of aws-elb|", "no LB named", "holds on every plausible one (aws-elb, gcp-nlb, aws-nlb, azure-lb, gke-l4)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := m{SvcAnnotations: c.ann, Lifecycle: c.lifecycle}.yaml(t)
+			ms, err := Read("test.yaml", bytes.NewReader(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Check(ms)
+			if r.Profile != ProfilePerService || len(r.Services) != 1 {
+				t.Fatalf("report profile %q, %d services", r.Profile, len(r.Services))
+			}
+			s := r.Services[0]
+			if !strings.HasPrefix(s.Profile, c.profile) || !strings.Contains(s.LBChoice, c.choice) {
+				t.Errorf("lb = %q (%s), want %q (%s)", s.Profile, s.LBChoice, c.profile, c.choice)
+			}
+			var msg string
+			for _, f := range r.Findings {
+				if f.RuleID == "ZD002" {
+					msg = f.Message
+				}
+			}
+			if (c.zd002 == "") != (msg == "") || !strings.Contains(msg, c.zd002) {
+				t.Errorf("ZD002 = %q, want %q", msg, c.zd002)
+			}
+		})
 	}
 }
