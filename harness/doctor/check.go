@@ -8,6 +8,7 @@ import (
 	"strings"
 	"zerodrop/harness/contract"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -131,7 +132,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 		objs[i] = &cp
 		last[apiGroup(cp.APIVersion)+"|"+cp.Ref()] = i
 	}
-	var services, workloads, pdbs, routes []*Object
+	var services, workloads, pdbs, routes, hpas []*Object
 	for i, o := range objs {
 		// Like kubectl apply, a later definition of the same object wins.
 		if j := last[apiGroup(o.APIVersion)+"|"+o.Ref()]; j != i {
@@ -148,6 +149,8 @@ func Check(m *Manifests, opts ...Option) *Report {
 				services = append(services, o)
 			} else if pdbOf(o) != nil {
 				pdbs = append(pdbs, o)
+			} else if _, ok := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+				hpas = append(hpas, o)
 			} else if _, ok := asWorkload(o); ok {
 				workloads = append(workloads, o)
 			}
@@ -205,6 +208,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 			if !serviceSelects(svc, wl) {
 				continue
 			}
+			wl.scaledBy(hpas)
 			sum.Workloads = append(sum.Workloads, wo.Ref())
 			ci, c := wl.servingContainer(svc)
 			if c == nil {

@@ -10,8 +10,8 @@ import (
 )
 
 // LoadCluster reads the objects the rules need from a live cluster:
-// Services, Deployments, StatefulSets, DaemonSets, PodDisruptionBudgets and
-// Ingresses in namespace ("" for all namespaces). Findings from a cluster
+// Services, Deployments, StatefulSets, DaemonSets, PodDisruptionBudgets,
+// HorizontalPodAutoscalers and Ingresses in namespace ("" for all namespaces). Findings from a cluster
 // have no file or line; they name the object.
 func LoadCluster(ctx context.Context, cs kubernetes.Interface, namespace string) (*Manifests, error) {
 	m := &Manifests{}
@@ -67,6 +67,18 @@ func LoadCluster(ctx context.Context, cs kubernetes.Interface, namespace string)
 	}
 	for i := range pdbs.Items {
 		add("policy/v1", "PodDisruptionBudget", &pdbs.Items[i], &pdbs.Items[i])
+	}
+	hpas, err := cs.AutoscalingV2().HorizontalPodAutoscalers(namespace).List(ctx, opts)
+	switch {
+	case err == nil:
+		for i := range hpas.Items {
+			add("autoscaling/v2", "HorizontalPodAutoscaler", &hpas.Items[i], &hpas.Items[i])
+		}
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		// HPAs only lower the replica count the PDB and replica rules see.
+		m.Skipped = append(m.Skipped, Skip{Reason: fmt.Sprintf("horizontalpodautoscalers in %s not readable (%v): replica counts are the workloads' own", where, err)})
+	default:
+		return nil, fail("horizontalpodautoscalers", err)
 	}
 	ings, err := cs.NetworkingV1().Ingresses(namespace).List(ctx, opts)
 	switch {

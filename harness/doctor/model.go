@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,6 +103,9 @@ type workload struct {
 	obj      *Object
 	kind     string
 	replicas *int32 // nil for a DaemonSet: one per eligible node
+	// hpa is the HorizontalPodAutoscaler that scales the workload; replicas
+	// then holds its minReplicas, the fewest Pods a drain can meet.
+	hpa      *Object
 	template *corev1.PodTemplateSpec
 	minReady int32
 	selector *metav1.LabelSelector
@@ -127,6 +131,28 @@ func asWorkload(o *Object) (*workload, bool) {
 		return &workload{obj: o, kind: "DaemonSet", template: &t.Spec.Template, minReady: t.Spec.MinReadySeconds, selector: t.Spec.Selector}, true
 	}
 	return nil, false
+}
+
+// scaledBy applies the HorizontalPodAutoscaler among hpas that targets w (same
+// namespace, kind and name): the HPA owns the replica count, which goes as low
+// as minReplicas (default 1, autoscaling/v2 HorizontalPodAutoscalerSpec).
+func (w *workload) scaledBy(hpas []*Object) {
+	if w.replicas == nil {
+		return
+	}
+	for _, o := range hpas {
+		h := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler)
+		ref := h.Spec.ScaleTargetRef
+		if o.Namespace != w.obj.Namespace || ref.Kind != w.kind || ref.Name != w.obj.Name {
+			continue
+		}
+		min := int32(1)
+		if h.Spec.MinReplicas != nil {
+			min = *h.Spec.MinReplicas
+		}
+		w.replicas, w.hpa = &min, o
+		return
+	}
 }
 
 func (w *workload) podLabels() labels.Set { return labels.Set(w.template.Labels) }

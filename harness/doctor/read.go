@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	extv1beta1 "k8s.io/api/extensions/v1beta1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -58,7 +59,8 @@ func (s Source) String() string {
 
 // Object is one Kubernetes object from the input. Obj holds the typed object
 // for the kinds the doctor analyses (*appsv1.Deployment, *appsv1.StatefulSet,
-// *appsv1.DaemonSet, *corev1.Service, *policyv1.PodDisruptionBudget) and
+// *appsv1.DaemonSet, *corev1.Service, *policyv1.PodDisruptionBudget,
+// *autoscalingv2.HorizontalPodAutoscaler) and
 // nil for every other kind.
 type Object struct {
 	APIVersion string
@@ -676,6 +678,10 @@ func decodeTyped(obj *Object, raw []byte) error {
 		return into(&appsv1.DaemonSet{})
 	case obj.Kind == "PodDisruptionBudget" && group == "policy":
 		return into(&policyv1.PodDisruptionBudget{})
+	case obj.Kind == "HorizontalPodAutoscaler" && group == "autoscaling":
+		// v1, v2beta1, v2beta2 and v2 share scaleTargetRef, minReplicas and
+		// maxReplicas, the fields the doctor reads.
+		return into(&autoscalingv2.HorizontalPodAutoscaler{})
 	case obj.Kind == "Ingress" && group == "networking.k8s.io" && obj.APIVersion == "networking.k8s.io/v1":
 		var ing networkingv1.Ingress
 		if err := json.Unmarshal(raw, &ing); err != nil {

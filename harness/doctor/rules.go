@@ -133,6 +133,16 @@ var catalogue = []Rule{
 		check: checkPreStopUnknown,
 	},
 	{
+		ID: "ZD006", Name: "zero-grace-period", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
+		Summary: "terminationGracePeriodSeconds 0 kills Pods without a chance to drain",
+		Description: "A grace period of 0 means \"stop immediately via the kill signal (no opportunity to shut down)\" " +
+			"(k8s.io/api core/v1 PodSpec.terminationGracePeriodSeconds): no preStop runs to completion and every " +
+			"request in flight on a Pod that a drain, rollout or scale-down removes is cut, while the LB and " +
+			"kube-proxy still send it new ones.",
+		Fix:   "Remove the field (default 30 s) or set it above the preStop hook plus the app's drain time.",
+		check: checkZeroGrace,
+	},
+	{
 		ID: "ZD010", Name: "local-without-spread", Severity: Warning, Seeds: []string{incident.NodepoolBackend},
 		Summary: "with Local, replicas can all sit on few nodes",
 		Description: "With externalTrafficPolicy Local the LB balances per node, not per Pod: Pods sharing a node " +
@@ -325,6 +335,16 @@ func checkNoPreStop(t *target) []result {
 	}
 	return []result{{sev: Warning, line: t.line(t.cpath()),
 		msg: "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"}}
+}
+
+func checkZeroGrace(t *target) []result {
+	g := t.wl.template.Spec.TerminationGracePeriodSeconds
+	if g == nil || *g != 0 {
+		return nil
+	}
+	return []result{{sev: Error, line: t.line(t.podPath("terminationGracePeriodSeconds")),
+		msg: "terminationGracePeriodSeconds is 0: the kubelet kills the Pod at once on every drain, rollout or scale-down, " +
+			"cutting the requests it is serving and the ones the LB still sends it"}}
 }
 
 func checkPreStopUnknown(t *target) []result {

@@ -206,6 +206,12 @@ spec:
           serviceName: web
           servicePort: 80`
 
+// hpa is an autoscaling/v2 HPA scaling Deployment name with minReplicas min.
+func hpa(name string, min int) string {
+	return fmt.Sprintf("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: %s\n  namespace: shop\nspec:\n"+
+		"  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: %s\n  minReplicas: %d\n  maxReplicas: 10", name, name, min)
+}
+
 const secondPDB = `apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata:
@@ -323,6 +329,10 @@ func TestRules(t *testing.T) {
 		{name: "ZD020 fires: maxUnavailable 0", in: m{PDB: pdb("  maxUnavailable: 0\n")}, fire: map[string]Severity{"ZD020": Error}, quiet: []string{"ZD022"}, lineHas: "maxUnavailable"},
 		{name: "ZD020 fires: minAvailable = replicas", in: m{PDB: pdb("  minAvailable: 3\n")}, fire: map[string]Severity{"ZD020": Error}},
 		{name: "ZD020 fires: the drain-local-pdb incident's chart default (minAvailable 1, one replica)", in: m{Replicas: "1", PDB: pdb("  minAvailable: 1\n")}, fire: map[string]Severity{"ZD020": Error}},
+		// ingress-nginx's chart with autoscaling on: replicas unset, HPA minReplicas 3.
+		{name: "ZD020 and ZD012 quiet: an HPA keeps at least 3", in: m{Replicas: "-", PDB: pdb("  minAvailable: 1\n"), Extra: hpa("web", 3)}, quiet: []string{"ZD020", "ZD012"}},
+		{name: "ZD020 fires: HPA minReplicas 1 with minAvailable 1", in: m{Replicas: "5", PDB: pdb("  minAvailable: 1\n"), Extra: hpa("web", 1)}, fire: map[string]Severity{"ZD020": Error}},
+		{name: "an HPA of another workload changes nothing", in: m{Replicas: "1", PDB: pdb("  minAvailable: 1\n"), Extra: hpa("api", 3)}, fire: map[string]Severity{"ZD020": Error}},
 		{name: "ZD020 fires: minAvailable 100%", in: m{PDB: pdb("  minAvailable: 100%\n")}, fire: map[string]Severity{"ZD020": Error}},
 		{name: "ZD020 fires: minAvailable 90% rounds up to all", in: m{PDB: pdb("  minAvailable: 90%\n")}, fire: map[string]Severity{"ZD020": Error}},
 		{name: "ZD020 quiet: minAvailable 2 of 3", in: m{PDB: pdb("  minAvailable: 2\n  unhealthyPodEvictionPolicy: AlwaysAllow\n")}, quiet: []string{"ZD020", "ZD022"}},
@@ -369,6 +379,10 @@ func TestRules(t *testing.T) {
 		{name: "ZD033 fires on 0", in: m{MinReady: "0"}, fire: map[string]Severity{"ZD033": Warning}, lineHas: "minReadySeconds"},
 		{name: "ZD033 quiet with Cluster", in: m{Policy: "Cluster", MinReady: "-"}, quiet: []string{"ZD033"}},
 		{name: "ZD033 quiet", in: m{}, quiet: []string{"ZD033"}},
+
+		// ZD006: grace 0 (Emissary's manifest ships it).
+		{name: "ZD006 fires on grace 0", in: m{Grace: "0", Lifecycle: "-"}, fire: map[string]Severity{"ZD006": Error}, lineHas: "terminationGracePeriodSeconds"},
+		{name: "ZD006 quiet by default", in: m{Grace: "-"}, quiet: []string{"ZD006"}},
 
 		// ZD040: keep-alive behind L7 (incident keepalive-unready).
 		{name: "ZD040 fires behind an Ingress", in: m{Extra: ingress}, fire: map[string]Severity{"ZD040": Warning}, lineHas: "readinessProbe"},
