@@ -470,17 +470,7 @@ func TestControllerNodeRulesFollowVersion(t *testing.T) {
 			defer cancel()
 			go func() { _ = c.Run(ctx) }()
 			waitFor(t, "all four active", func() bool { s, _ := l4.service("default/web"); return fmt.Sprint(s.Active) == "[a b c d]" })
-			update := func(name string, edit func(*corev1.Node)) {
-				t.Helper()
-				n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				edit(n)
-				if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			update := func(name string, edit nodeOpt) { updateNode(ctx, t, cs, name, edit) }
 			update("b", notReady)
 			update("c", tainted)
 			if minor == 26 {

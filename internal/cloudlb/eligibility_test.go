@@ -1,11 +1,13 @@
 package cloudlb
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"zerodrop/clusters/lb/profiles"
 )
@@ -145,5 +147,18 @@ func TestServiceControllerRules(t *testing.T) {
 		if got := r.Resyncs(c.old, c.cur); got != c.want {
 			t.Errorf("1.%d: re-sync on %+v -> %+v = %v, want %v", c.minor, c.old.Spec, c.cur.Spec, got, c.want)
 		}
+	}
+}
+
+// updateNode applies edit to the node called name in cs.
+func updateNode(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, edit nodeOpt) {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(n)
+	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

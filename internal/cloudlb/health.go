@@ -82,11 +82,7 @@ func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network,
 			conn, err := dial(ctx, "tcp", addr)
 			res.Latency = clk.Since(start)
 			if err != nil {
-				if ctx.Err() == context.DeadlineExceeded {
-					res.Error = "timeout"
-				} else {
-					res.Error = err.Error()
-				}
+				res.Error = checkError(ctx, err)
 				return res
 			}
 			_ = conn.Close()
@@ -102,11 +98,7 @@ func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network,
 		resp, err := client.Do(req)
 		res.Latency = clk.Since(start)
 		if err != nil {
-			if ctx.Err() == context.DeadlineExceeded {
-				res.Error = "timeout"
-			} else {
-				res.Error = err.Error()
-			}
+			res.Error = checkError(ctx, err)
 			return res
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -115,6 +107,15 @@ func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network,
 		res.OK = resp.StatusCode == http.StatusOK
 		return res
 	}
+}
+
+// checkError is a failed check's reason: "timeout" when the check's own
+// deadline ran out, else the error.
+func checkError(ctx context.Context, err error) string {
+	if ctx.Err() == context.DeadlineExceeded {
+		return "timeout"
+	}
+	return err.Error()
 }
 
 // ProbeKey names one health-checked unit: a node of a service.

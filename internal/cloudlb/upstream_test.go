@@ -99,17 +99,7 @@ func TestRulesMatchUpstreamServiceController(t *testing.T) {
 		return ""
 	}
 
-	update := func(name string, edit func(*corev1.Node)) {
-		t.Helper()
-		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		edit(n)
-		if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	update := func(name string, edit nodeOpt) { updateNode(ctx, t, cs, name, edit) }
 	steps := []struct {
 		what string
 		do   func()
