@@ -337,6 +337,18 @@ func checkNoPreStop(t *target) []result {
 		msg: "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"}}
 }
 
+// hostPortOf returns the first hostPort a Pod spec binds, or 0.
+func hostPortOf(ps corev1.PodSpec) int32 {
+	for _, c := range ps.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				return p.HostPort
+			}
+		}
+	}
+	return 0
+}
+
 func checkZeroGrace(t *target) []result {
 	g := t.wl.template.Spec.TerminationGracePeriodSeconds
 	if g == nil || *g != 0 {
@@ -585,8 +597,16 @@ func checkRollout(t *target) []result {
 		if s.RollingUpdate != nil && s.RollingUpdate.MaxSurge != nil && s.RollingUpdate.MaxSurge.String() != "0" && s.RollingUpdate.MaxSurge.String() != "0%" {
 			return nil
 		}
-		return []result{{sev: Warning, line: t.line([]any{"spec", "updateStrategy"}, []any{"spec"}),
-			msg: "a DaemonSet without maxSurge replaces each node's only endpoint with nothing in between: with Local every node leaves the LB during its update"}}
+		msg := "a DaemonSet without maxSurge replaces each node's only endpoint with nothing in between: with Local every node leaves the LB during its update"
+		if port := hostPortOf(o.Spec.Template.Spec); port != 0 {
+			// The scheduler's NodePorts filter (k8s.io/kubernetes
+			// pkg/scheduler/framework/plugins/nodeports) keeps a second Pod
+			// asking the same hostPort off the node, so a surge Pod would
+			// stay Pending and the rollout stall.
+			msg += fmt.Sprintf("; maxSurge cannot help: the Pods bind hostPort %d, which the old Pod holds while a surge Pod waits for it, so the surge Pod never schedules. "+
+				"Drain each node's traffic before its update instead (a preStop that outlasts the LB lag), or drop the hostPort", port)
+		}
+		return []result{{sev: Warning, line: t.line([]any{"spec", "updateStrategy"}, []any{"spec"}), msg: msg}}
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type m struct {
 	PodExtra       string // spread over nodes
 	Extra          string // further documents (PDB, Ingress)
 	PDB            string // maxUnavailable 1 AlwaysAllow; "-" omits
+	HostPort       string // hostPort of the http port; "" none
 }
 
 const manifestTmpl = `apiVersion: v1
@@ -84,6 +85,9 @@ spec:
         ports:
         - name: http
           containerPort: 8080
+{{- if .HostPort}}
+          hostPort: {{.HostPort}}
+{{- end}}
 {{- if ne .Lifecycle "-"}}
 {{indent 8 (or .Lifecycle "lifecycle:\n  preStop:\n    sleep:\n      seconds: 35")}}
 {{- end}}
@@ -598,5 +602,25 @@ func TestLBInference(t *testing.T) {
 				t.Errorf("ZD002 = %q, want %q", msg, c.zd002)
 			}
 		})
+	}
+}
+
+// TestDaemonSetSurgeWithHostPort: a surge Pod cannot schedule next to an old
+// Pod holding the same hostPort, so ZD032 must not offer maxSurge as the fix.
+func TestDaemonSetSurgeWithHostPort(t *testing.T) {
+	for _, hp := range []string{"", "80"} {
+		r := checkYAML(t, m{Kind: "DaemonSet", Strategy: "updateStrategy:\n  type: RollingUpdate", HostPort: hp}.yaml(t))
+		var msg string
+		for _, f := range r.Findings {
+			if f.RuleID == "ZD032" {
+				msg = f.Message
+			}
+		}
+		if msg == "" {
+			t.Fatalf("hostPort %q: ZD032 quiet", hp)
+		}
+		if got := strings.Contains(msg, "maxSurge cannot help: the Pods bind hostPort 80"); got != (hp != "") {
+			t.Errorf("hostPort %q: message %q", hp, msg)
+		}
 	}
 }
