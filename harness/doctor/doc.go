@@ -20,7 +20,7 @@
 //	ZD002 prestop-shorter-than-lb-lag    error   rolling-update-local,source-ip-dilemma   Local: preStop < LB interval x unhealthyThreshold
 //	ZD003 grace-not-above-prestop        error   rolling-update-local                     terminationGracePeriodSeconds <= preStop
 //	ZD004 no-prestop                     warning source-ip-dilemma                        Cluster: no preStop hook at all
-//	ZD005 prestop-duration-unknown       info    rolling-update-local                     exec/httpGet hook without a readable duration
+//	ZD005 prestop-duration-unknown       warning rolling-update-local                     exec/httpGet hook without a readable duration (info with Cluster)
 //	ZD006 zero-grace-period              error   rolling-update-local                     terminationGracePeriodSeconds: 0
 //	ZD010 local-without-spread           warning nodepool-backend                         Local, >= 2 replicas, no spread or anti-affinity
 //	ZD011 pool-affinity-vs-lb-backend    error*  nodepool-backend                         Local: Pods' pool vs the LB's backend pool

@@ -185,6 +185,8 @@ type preStop struct {
 	kind     string // "none", "sleep", "exec", "httpGet", "tcpSocket"
 	duration time.Duration
 	known    bool // duration is a lower bound we can rely on
+	// what names a known program's hook ("ingress-nginx /wait-shutdown").
+	what string
 }
 
 // sleepRE finds "sleep 10" (or "sleep 10s") in an exec preStop command such
@@ -200,6 +202,9 @@ func containerPreStop(c *corev1.Container) preStop {
 	case h.Sleep != nil:
 		return preStop{kind: "sleep", duration: time.Duration(h.Sleep.Seconds) * time.Second, known: true}
 	case h.Exec != nil:
+		if p, ok := knownShutdownHook(c, h.Exec.Command); ok {
+			return p
+		}
 		if m := sleepRE.FindStringSubmatch(strings.Join(h.Exec.Command, " ")); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			return preStop{kind: "exec", duration: time.Duration(n) * time.Second, known: true}
@@ -213,8 +218,39 @@ func containerPreStop(c *corev1.Container) preStop {
 	return preStop{kind: "none", known: true}
 }
 
+// knownShutdownHook reads the preStop programs of common ingress
+// controllers. ingress-nginx's /wait-shutdown (cmd/waitshutdown/main.go)
+// sends the controller SIGTERM and waits for nginx to exit; the controller
+// keeps nginx serving only for --shutdown-grace-period seconds (pkg/flags:
+// default 0, "Seconds to wait after receiving the shutdown signal, before
+// stopping the nginx process") before a graceful quit, which closes the
+// listeners. So the time the Pod keeps accepting new connections is that
+// flag, not the hook's run time.
+func knownShutdownHook(c *corev1.Container, cmd []string) (preStop, bool) {
+	if len(cmd) == 0 || !strings.HasSuffix(cmd[0], "/wait-shutdown") {
+		return preStop{}, false
+	}
+	secs := 0
+	args := append(append([]string(nil), c.Command...), c.Args...)
+	for i, a := range args {
+		v, ok := strings.CutPrefix(a, "--shutdown-grace-period=")
+		if !ok && a == "--shutdown-grace-period" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+				secs = n
+			}
+		}
+	}
+	return preStop{kind: "exec", duration: time.Duration(secs) * time.Second, known: true,
+		what: fmt.Sprintf("ingress-nginx /wait-shutdown with --shutdown-grace-period=%d", secs)}, true
+}
+
 func (p preStop) String() string {
 	switch {
+	case p.what != "":
+		return fmt.Sprintf("preStop %s (nginx keeps accepting for %v)", p.what, p.duration)
 	case p.kind == "none":
 		return "no preStop hook (0s)"
 	case p.known:

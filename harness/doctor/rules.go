@@ -125,10 +125,12 @@ var catalogue = []Rule{
 		check: checkNoPreStop,
 	},
 	{
-		ID: "ZD005", Name: "prestop-duration-unknown", Severity: Info, Seeds: []string{incident.RollingUpdateLocal},
+		ID: "ZD005", Name: "prestop-duration-unknown", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "the preStop hook's duration cannot be read, timing rules skipped",
-		Description: "An exec hook without a recognisable `sleep N`, or an httpGet/tcpSocket hook, takes as long as " +
-			"the program behind it; ZD001 and ZD002 are not evaluated.",
+		Description: "An exec hook without a recognisable `sleep N` (or a known controller's hook such as ingress-nginx's " +
+			"/wait-shutdown), or an httpGet/tcpSocket hook, takes as long as the program behind it; ZD001 and ZD002 are " +
+			"not evaluated. Behind externalTrafficPolicy Local it is a warning naming the LB lag the hook must cover; " +
+			"with Cluster, information.",
 		Fix:   "Prefer lifecycle.preStop.sleep, or check the hook's duration against ZD001/ZD002 by hand.",
 		check: checkPreStopUnknown,
 	},
@@ -363,6 +365,13 @@ func checkPreStopUnknown(t *target) []result {
 	ps := containerPreStop(t.c)
 	if ps.known {
 		return nil
+	}
+	// Behind Local an unreadable hook is the one thing standing between the
+	// LB's lag and dropped connections: say what it must cover.
+	if lag := t.profile.RemovalLag(); t.local && lag > 0 {
+		return []result{{sev: Warning, line: t.line(t.cpath("lifecycle", "preStop")),
+			msg: fmt.Sprintf("%s behind externalTrafficPolicy Local: the app must keep accepting connections for at least the LB lag %s (profile %s: %s) after the hook starts; ZD001 and ZD002 not evaluated",
+				ps, seconds(lag), t.profile.Name, t.profile.Describe())}}
 	}
 	return []result{{sev: Info, line: t.line(t.cpath("lifecycle", "preStop")),
 		msg: fmt.Sprintf("%s: ZD001 and ZD002 not evaluated", ps)}}

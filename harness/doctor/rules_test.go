@@ -31,6 +31,7 @@ type m struct {
 	Extra          string // further documents (PDB, Ingress)
 	PDB            string // maxUnavailable 1 AlwaysAllow; "-" omits
 	HostPort       string // hostPort of the http port; "" none
+	Args           string // container args, a YAML flow list; "" none
 }
 
 const manifestTmpl = `apiVersion: v1
@@ -82,6 +83,9 @@ spec:
       containers:
       - name: web
         image: web:1
+{{- if .Args}}
+        args: {{.Args}}
+{{- end}}
         ports:
         - name: http
           containerPort: 8080
@@ -290,10 +294,19 @@ func TestRules(t *testing.T) {
 		{name: "ZD004 quiet with Local (ZD002 covers it)", in: m{Lifecycle: "-"}, quiet: []string{"ZD004"}},
 
 		// ZD005: unknown hook duration.
-		{name: "ZD005 fires on an httpGet hook", in: m{Lifecycle: "lifecycle:\n  preStop:\n    httpGet:\n      path: /shutdown\n      port: 8080"},
-			fire: map[string]Severity{"ZD005": Info}, quiet: []string{"ZD001", "ZD002", "ZD003"}},
-		{name: "ZD005 fires on exec without sleep", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
-			fire: map[string]Severity{"ZD005": Info}, quiet: []string{"ZD002"}},
+		{name: "ZD005 fires as a warning on an httpGet hook behind Local", in: m{Lifecycle: "lifecycle:\n  preStop:\n    httpGet:\n      path: /shutdown\n      port: 8080"},
+			fire: map[string]Severity{"ZD005": Warning}, quiet: []string{"ZD001", "ZD002", "ZD003"}},
+		{name: "ZD005 informs on an httpGet hook with Cluster", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    httpGet:\n      path: /shutdown\n      port: 8080"},
+			fire: map[string]Severity{"ZD005": Info}},
+		{name: "ZD005 warns on exec without sleep", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/usr/local/bin/drain.sh\"]"},
+			fire: map[string]Severity{"ZD005": Warning}, quiet: []string{"ZD002"}},
+		// ingress-nginx: /wait-shutdown keeps nginx accepting only for --shutdown-grace-period (default 0).
+		{name: "ZD002 fires on ingress-nginx's /wait-shutdown with the default grace period", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
+			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},
+		{name: "ZD002 quiet on /wait-shutdown with --shutdown-grace-period=35", in: m{Args: `["/nginx-ingress-controller", "--shutdown-grace-period=35"]`, Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
+			quiet: []string{"ZD002", "ZD005"}},
+		{name: "ZD002 reads --shutdown-grace-period as two args", in: m{Args: `["--shutdown-grace-period", "10"]`, Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
+			fire: map[string]Severity{"ZD002": Error}},
 		{name: "ZD005 quiet on sleep", in: m{}, quiet: []string{"ZD005"}},
 
 		// ZD010: spread with Local.
