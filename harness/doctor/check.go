@@ -282,8 +282,9 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 		return out
 	}
 	type group struct {
-		res   result
-		fired []string
+		res    result
+		fired  []string
+		varies bool // the message differs between profiles: the rule reads the LB
 	}
 	var order []string
 	groups := map[string]*group{}
@@ -302,6 +303,7 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 				order = append(order, key)
 			}
 			g.fired = append(g.fired, p.Name)
+			g.varies = g.varies || r.msg != g.res.msg
 		}
 	}
 	t.profile = choice.profiles[0]
@@ -314,8 +316,11 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 				safe = append(safe, p.Name)
 			}
 		}
-		suffix := fmt.Sprintf(" [no LB named: holds on every plausible one (%s). Name yours with --lb-profile or the %s annotation]",
-			strings.Join(g.fired, ", "), contract.LBProfileAnnotation)
+		suffix := ""
+		if g.varies {
+			suffix = fmt.Sprintf(" [no LB named: holds on every plausible one (%s). Name yours with --lb-profile or the %s annotation]",
+				strings.Join(g.fired, ", "), contract.LBProfileAnnotation)
+		}
 		if len(safe) > 0 {
 			suffix = fmt.Sprintf(" [no LB named: holds on %s; not on %s. Name yours with --lb-profile or the %s annotation]",
 				strings.Join(g.fired, ", "), strings.Join(safe, ", "), contract.LBProfileAnnotation)
