@@ -239,7 +239,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 		}
 		if len(sum.Workloads) == 0 {
 			emit(finding(mustRule("ZD090"), Info, so, so, so.FirstLine([]any{"spec", "selector"}, []any{"spec"}),
-				fmt.Sprintf("selector %s matches no Deployment, StatefulSet or DaemonSet in namespace %s of the input",
+				fmt.Sprintf("selector %s matches no Deployment, StatefulSet, DaemonSet, ReplicationController or Argo Rollout in namespace %s of the input",
 					selectorString(svc.Spec.Selector), so.Namespace)))
 		}
 		rep.Services = append(rep.Services, sum)

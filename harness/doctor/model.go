@@ -129,6 +129,27 @@ func asWorkload(o *Object) (*workload, bool) {
 		return &workload{obj: o, kind: "StatefulSet", replicas: &r, template: &t.Spec.Template, minReady: t.Spec.MinReadySeconds, selector: t.Spec.Selector}, true
 	case *appsv1.DaemonSet:
 		return &workload{obj: o, kind: "DaemonSet", template: &t.Spec.Template, minReady: t.Spec.MinReadySeconds, selector: t.Spec.Selector}, true
+	case *corev1.ReplicationController:
+		r := int32(1)
+		if t.Spec.Replicas != nil {
+			r = *t.Spec.Replicas
+		}
+		if t.Spec.Template == nil {
+			return nil, false
+		}
+		return &workload{obj: o, kind: "ReplicationController", replicas: &r, template: t.Spec.Template, minReady: t.Spec.MinReadySeconds,
+			selector: &metav1.LabelSelector{MatchLabels: t.Spec.Selector}}, true
+	case *argoRollout:
+		if t.Spec.Template == nil {
+			// A workloadRef Rollout takes its template from a Deployment
+			// the doctor reads on its own.
+			return nil, false
+		}
+		r := int32(1)
+		if t.Spec.Replicas != nil {
+			r = *t.Spec.Replicas
+		}
+		return &workload{obj: o, kind: "Rollout", replicas: &r, template: t.Spec.Template, minReady: t.Spec.MinReadySeconds, selector: t.Spec.Selector}, true
 	}
 	return nil, false
 }
@@ -153,6 +174,18 @@ func (w *workload) scaledBy(hpas []*Object) {
 		w.replicas, w.hpa = &min, o
 		return
 	}
+}
+
+// argoRollout is the part of an Argo Rollouts Rollout (argoproj.io/v1alpha1)
+// the rules read: it has a Deployment's replicas, selector and Pod template
+// (github.com/argoproj/argo-rollouts pkg/apis/rollouts/v1alpha1 RolloutSpec).
+type argoRollout struct {
+	Spec struct {
+		Replicas        *int32                  `json:"replicas,omitempty"`
+		Selector        *metav1.LabelSelector   `json:"selector,omitempty"`
+		Template        *corev1.PodTemplateSpec `json:"template,omitempty"`
+		MinReadySeconds int32                   `json:"minReadySeconds,omitempty"`
+	} `json:"spec"`
 }
 
 func (w *workload) podLabels() labels.Set { return labels.Set(w.template.Labels) }

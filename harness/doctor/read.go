@@ -678,6 +678,10 @@ func decodeTyped(obj *Object, raw []byte) error {
 		return into(&appsv1.DaemonSet{})
 	case obj.Kind == "PodDisruptionBudget" && group == "policy":
 		return into(&policyv1.PodDisruptionBudget{})
+	case obj.Kind == "ReplicationController" && group == "":
+		return into(&corev1.ReplicationController{})
+	case obj.Kind == "Rollout" && group == "argoproj.io":
+		return into(&argoRollout{})
 	case obj.Kind == "HorizontalPodAutoscaler" && group == "autoscaling":
 		// v1, v2beta1, v2beta2 and v2 share scaleTargetRef, minReplicas and
 		// maxReplicas, the fields the doctor reads.

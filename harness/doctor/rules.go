@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"zerodrop/harness/contract"
@@ -382,26 +383,55 @@ func checkSpread(t *target) []result {
 		return nil
 	}
 	ps := t.wl.template.Spec
-	for _, c := range ps.TopologySpreadConstraints {
-		if c.TopologyKey == corev1.LabelHostname || c.TopologyKey == corev1.LabelTopologyZone || c.TopologyKey == corev1.LabelFailureDomainBetaZone {
+	own := t.wl.podLabels()
+	// A constraint or anti-affinity term spreads these Pods only if its
+	// labelSelector selects them: the scheduler counts the Pods the selector
+	// matches, and a missing selector matches none (apimachinery
+	// metav1.LabelSelectorAsSelector(nil) is labels.Nothing()).
+	selects := func(ls *metav1.LabelSelector) bool {
+		if ls == nil {
+			return false
+		}
+		sel, err := metav1.LabelSelectorAsSelector(ls)
+		return err == nil && sel.Matches(own)
+	}
+	byHost := func(key string) bool {
+		return key == corev1.LabelHostname || key == corev1.LabelTopologyZone || key == corev1.LabelFailureDomainBetaZone
+	}
+	var blind []string // spreads whose selector misses these Pods
+	for i, c := range ps.TopologySpreadConstraints {
+		if !byHost(c.TopologyKey) {
+			continue
+		}
+		if selects(c.LabelSelector) {
 			return nil
 		}
+		blind = append(blind, fmt.Sprintf("topologySpreadConstraints[%d]", i))
 	}
 	if a := ps.Affinity; a != nil && a.PodAntiAffinity != nil {
-		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		for i, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			if term.TopologyKey == corev1.LabelHostname {
-				return nil
+				if selects(term.LabelSelector) {
+					return nil
+				}
+				blind = append(blind, fmt.Sprintf("podAntiAffinity.required[%d]", i))
 			}
 		}
-		for _, wt := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		for i, wt := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			if wt.PodAffinityTerm.TopologyKey == corev1.LabelHostname {
-				return nil
+				if selects(wt.PodAffinityTerm.LabelSelector) {
+					return nil
+				}
+				blind = append(blind, fmt.Sprintf("podAntiAffinity.preferred[%d]", i))
 			}
 		}
 	}
-	return []result{{sev: Warning, line: t.line(t.podPath("topologySpreadConstraints"), t.podPath("affinity"), t.podPath()),
-		msg: fmt.Sprintf("%d replicas with externalTrafficPolicy Local and no spread over nodes: traffic splits per node, "+
-			"so co-located Pods get uneven shares and one node drain can take several endpoints", *t.wl.replicas)}}
+	msg := fmt.Sprintf("%d replicas with externalTrafficPolicy Local and no spread over nodes: traffic splits per node, "+
+		"so co-located Pods get uneven shares and one node drain can take several endpoints", *t.wl.replicas)
+	if len(blind) > 0 {
+		msg = fmt.Sprintf("%s: the labelSelector of %s matches none of these Pods' labels (%s), so it spreads nothing", msg, strings.Join(blind, ", "), own)
+	}
+	return []result{{sev: Warning, line: t.line(t.podPath("topologySpreadConstraints"), t.podPath("affinity"), t.podPath()), msg: msg}}
 }
 
 func checkPools(t *target) []result {

@@ -311,9 +311,15 @@ func TestRules(t *testing.T) {
 
 		// ZD010: spread with Local.
 		{name: "ZD010 fires", in: m{PodExtra: "-"}, fire: map[string]Severity{"ZD010": Warning}, lineHas: "spec:"},
+		{name: "ZD010 fires when the spread selects other Pods", in: m{PodExtra: "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  labelSelector:\n    matchLabels:\n      app: api"},
+			fire: map[string]Severity{"ZD010": Warning}, lineHas: "topologySpreadConstraints"},
+		{name: "ZD010 fires on a spread without a labelSelector (it counts no Pods)", in: m{PodExtra: "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
+			fire: map[string]Severity{"ZD010": Warning}},
+		{name: "ZD010 fires when the anti-affinity selects other Pods", in: m{PodExtra: "affinity:\n  podAntiAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n    - topologyKey: kubernetes.io/hostname\n      labelSelector:\n        matchLabels:\n          app: api"},
+			fire: map[string]Severity{"ZD010": Warning}},
 		{name: "ZD010 quiet with anti-affinity", in: m{PodExtra: "affinity:\n  podAntiAffinity:\n    preferredDuringSchedulingIgnoredDuringExecution:\n    - weight: 100\n      podAffinityTerm:\n        topologyKey: kubernetes.io/hostname\n        labelSelector:\n          matchLabels:\n            app: web"},
 			quiet: []string{"ZD010"}},
-		{name: "ZD010 quiet with zone spread", in: m{PodExtra: "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: topology.kubernetes.io/zone\n  whenUnsatisfiable: ScheduleAnyway"},
+		{name: "ZD010 quiet with zone spread", in: m{PodExtra: "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: topology.kubernetes.io/zone\n  whenUnsatisfiable: ScheduleAnyway\n  labelSelector:\n    matchLabels:\n      app: web"},
 			quiet: []string{"ZD010"}},
 		{name: "ZD010 quiet with Cluster", in: m{Policy: "Cluster", PodExtra: "-"}, quiet: []string{"ZD010"}},
 		{name: "ZD010 quiet for a DaemonSet", in: m{Kind: "DaemonSet", PodExtra: "-"}, quiet: []string{"ZD010"}},
@@ -327,13 +333,13 @@ func TestRules(t *testing.T) {
 			fire: map[string]Severity{"ZD011": Error}},
 		{name: "ZD011 quiet: the nodepool-backend incident's fix (affinity + annotation)", in: m{
 			SvcAnnotations: "service.beta.kubernetes.io/azure-load-balancer-mode: pool-1-availabilitySet-27255451",
-			PodExtra:       "affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: nodepool.banzaicloud.io/name\n          operator: In\n          values: [pool-1]\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
+			PodExtra:       "affinity:\n  nodeAffinity:\n    requiredDuringSchedulingIgnoredDuringExecution:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - key: nodepool.banzaicloud.io/name\n          operator: In\n          values: [pool-1]\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  labelSelector:\n    matchLabels:\n      app: web"},
 			quiet: []string{"ZD011", "ZD010"}},
 		{name: "ZD011 warns: Pods pinned, single-pool LB unpinned", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: azure-basic",
-			PodExtra: "nodeSelector:\n  zerodrop.dev/pool: pool-b\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
+			PodExtra: "nodeSelector:\n  zerodrop.dev/pool: pool-b\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  labelSelector:\n    matchLabels:\n      app: web"},
 			fire: map[string]Severity{"ZD011": Warning}, quiet: []string{"ZD010"}},
 		{name: "ZD011 info: Pods pinned, LB takes all nodes", in: m{
-			PodExtra: "nodeSelector:\n  zerodrop.dev/pool: pool-b\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule"},
+			PodExtra: "nodeSelector:\n  zerodrop.dev/pool: pool-b\ntopologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  labelSelector:\n    matchLabels:\n      app: web"},
 			fire: map[string]Severity{"ZD011": Info}},
 		{name: "ZD011 quiet with Cluster", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-pool: pool-1"}, quiet: []string{"ZD011"}},
 
@@ -634,6 +640,29 @@ func TestDaemonSetSurgeWithHostPort(t *testing.T) {
 		}
 		if got := strings.Contains(msg, "maxSurge cannot help: the Pods bind hostPort 80"); got != (hp != "") {
 			t.Errorf("hostPort %q: message %q", hp, msg)
+		}
+	}
+}
+
+// TestOtherWorkloadKinds: ReplicationControllers and Argo Rollouts are
+// workloads like Deployments (they were "selects nothing" before).
+func TestOtherWorkloadKinds(t *testing.T) {
+	for _, kind := range []string{"ReplicationController", "Rollout"} {
+		doc := string(m{Readiness: "-", PDB: "-"}.yaml(t))
+		doc = strings.Replace(doc, "apiVersion: apps/v1\nkind: Deployment", map[string]string{
+			"ReplicationController": "apiVersion: v1\nkind: ReplicationController",
+			"Rollout":               "apiVersion: argoproj.io/v1alpha1\nkind: Rollout",
+		}[kind], 1)
+		if kind == "ReplicationController" {
+			doc = strings.Replace(doc, "  selector:\n    matchLabels:\n      app: web", "  selector:\n    app: web", 1)
+		}
+		r := checkYAML(t, []byte(doc))
+		got := bySeverity(r)
+		if _, ok := got["ZD090"]; ok {
+			t.Errorf("%s: the Service selects nothing?\n%s", kind, doc)
+		}
+		if got["ZD030"] != Error {
+			t.Errorf("%s: no ZD030 for the missing readiness probe: %v", kind, got)
 		}
 	}
 }
