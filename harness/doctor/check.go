@@ -167,14 +167,12 @@ func Check(m *Manifests, opts ...Option) *Report {
 		rep.Findings = append(rep.Findings, f)
 	}
 
+	ix := newIndex(workloads, pdbs, hpas, routes)
 	for _, so := range services {
 		svc := so.Obj.(*corev1.Service)
 		l7Via := ""
-		for _, r := range routes {
-			if r.Namespace == so.Namespace && contains(r.routes, so.Name) {
-				l7Via = r.Ref()
-				break
-			}
+		if r := ix.routeTo(so.Namespace, so.Name); r != nil {
+			l7Via = r.Ref()
 		}
 		choice, problems := serviceProfile(svc, cfg.profile)
 		prof := choice.profiles[0] // the worst lag of the plausible ones
@@ -200,26 +198,16 @@ func Check(m *Manifests, opts ...Option) *Report {
 		for _, msg := range problems {
 			emit(finding(mustRule("ZD091"), Warning, so, so, so.FirstLine([]any{"metadata", "annotations"}), msg))
 		}
-		for _, wo := range workloads {
-			if wo.Namespace != so.Namespace {
-				continue
-			}
+		for _, wo := range ix.selected(svc, so.Namespace) {
 			wl, _ := asWorkload(wo)
-			if !serviceSelects(svc, wl) {
-				continue
-			}
-			wl.scaledBy(hpas)
+			wl.scaledBy(ix.hpaOf(wl))
 			sum.Workloads = append(sum.Workloads, wo.Ref())
 			ci, c := wl.servingContainer(svc)
 			if c == nil {
 				continue
 			}
 			t := &target{svcObj: so, svc: svc, local: local, profile: prof, l7Via: l7Via, wl: wl, ci: ci, c: c}
-			for _, po := range pdbs {
-				if po.Namespace == wo.Namespace && pdbSelects(pdbOf(po), wl) {
-					t.pdbs = append(t.pdbs, po)
-				}
-			}
+			t.pdbs = ix.pdbsOf(wl)
 			for _, rule := range catalogue {
 				if rule.check == nil {
 					continue

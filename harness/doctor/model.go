@@ -154,26 +154,19 @@ func asWorkload(o *Object) (*workload, bool) {
 	return nil, false
 }
 
-// scaledBy applies the HorizontalPodAutoscaler among hpas that targets w (same
-// namespace, kind and name): the HPA owns the replica count, which goes as low
-// as minReplicas (default 1, autoscaling/v2 HorizontalPodAutoscalerSpec).
-func (w *workload) scaledBy(hpas []*Object) {
-	if w.replicas == nil {
+// scaledBy applies the HorizontalPodAutoscaler that targets w (nil: none):
+// the HPA owns the replica count, which goes as low as minReplicas (default
+// 1, autoscaling/v2 HorizontalPodAutoscalerSpec).
+func (w *workload) scaledBy(o *Object) {
+	if w.replicas == nil || o == nil {
 		return
 	}
-	for _, o := range hpas {
-		h := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler)
-		ref := h.Spec.ScaleTargetRef
-		if o.Namespace != w.obj.Namespace || ref.Kind != w.kind || ref.Name != w.obj.Name {
-			continue
-		}
-		min := int32(1)
-		if h.Spec.MinReplicas != nil {
-			min = *h.Spec.MinReplicas
-		}
-		w.replicas, w.hpa = &min, o
-		return
+	h := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler)
+	min := int32(1)
+	if h.Spec.MinReplicas != nil {
+		min = *h.Spec.MinReplicas
 	}
+	w.replicas, w.hpa = &min, o
 }
 
 // argoRollout is the part of an Argo Rollouts Rollout (argoproj.io/v1alpha1)
