@@ -439,15 +439,6 @@ func dedupe(in []string) []string {
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // scaledValue resolves an int-or-percent against total, rounding up for
 // surge and down for unavailable, as the Deployment controller does.
 func scaledValue(v *intstr.IntOrString, total int32, roundUp bool, def string) (int32, error) {
