@@ -24,7 +24,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 LDFLAGS      := -X main.version=$(VERSION)
 export ZERODROP_VERSION := $(VERSION)
 
-.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down
+.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down lb-conformance
 
 all: build
 
@@ -111,6 +111,12 @@ e2e: ## the main job: every scenario on a real cluster (PROVIDER=kind LB=metallb
 
 e2e-smoke: ## the smoke subset (rolling-update hardened, source-ip), as `make test` runs it where Docker can
 	PROVIDER=$(PROVIDER) LB=$(LB) GO=$(GO) ./suites/run-e2e.sh smoke
+
+LB_CONFORMANCE_VERSION ?= v1.34.2
+
+lb-conformance: ## Kubernetes' own [Feature:LoadBalancer] e2e specs (built offline) against the cluster's LB: make cluster LB=cloud first; ~30 min, results in out/lb-conformance
+	ZERODROP_UPSTREAM_CACHE=$(ZERODROP_CACHE)/upstream-e2e ./clusters/lb/conformance/build.sh $(LB_CONFORMANCE_VERSION)
+	ZERODROP_UPSTREAM_CACHE=$(ZERODROP_CACHE)/upstream-e2e K8S_VERSION=$(LB_CONFORMANCE_VERSION) ./clusters/lb/conformance/run.sh
 
 host-setup: ## make Docker usable here: install docker.io etc., start dockerd, fix --privileged caps
 	ZERODROP_CACHE=$(ZERODROP_CACHE) GO=$(GO) ./clusters/host-setup.sh

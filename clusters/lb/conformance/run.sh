@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# run.sh [OUT_DIR]: runs Kubernetes' own [Feature:LoadBalancer] e2e specs
+# (built by build.sh) against a kind cluster, after loading the agnhost image
+# into its nodes. Writes OUT_DIR/{e2e.log, junit_01.xml, report.json}.
+# Env:
+#   KUBECONFIG   default <repo>/out/kubeconfig (what make cluster writes)
+#   CLUSTER      kind cluster name, default zerodrop
+#   K8S_VERSION  default v1.34.2 (selects the build.sh cache)
+#   PROCS        parallel ginkgo processes, default 4 (1 = plain test binary)
+#   TIMEOUT      whole-suite timeout, default 40m
+#   LABELS       ginkgo label filter, default Feature:LoadBalancer
+#   FOCUS/SKIP   optional ginkgo regexes
+#   PROVIDER     default local (the LB specs have no provider skip in 1.34;
+#                cloud-provider-kind's CI used --provider=aws only because
+#                older releases skipped them unless the provider was a cloud)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+VERSION="${K8S_VERSION:-v1.34.2}"
+CACHE="${ZERODROP_UPSTREAM_CACHE:-/var/cache/zerodrop/upstream-e2e}/$VERSION"
+export KUBECONFIG="${KUBECONFIG:-$root/out/kubeconfig}"
+CLUSTER="${CLUSTER:-zerodrop}"
+PROCS="${PROCS:-4}"
+TIMEOUT="${TIMEOUT:-40m}"
+LABELS="${LABELS:-Feature:LoadBalancer}"
+PROVIDER="${PROVIDER:-local}"
+OUT="$(realpath -m "${1:-$root/out/lb-conformance/$(date +%Y%m%d-%H%M%S)}")"
+mkdir -p "$OUT"
+log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
+die() { log "ERROR: $*" >&2; exit 1; }
+
+E2E="$CACHE/e2e-network.test"; GINKGO="$CACHE/ginkgo"
+[ -x "$E2E" ] && [ -s "$CACHE/agnhost-image" ] || die "run build.sh $VERSION first"
+AGN_IMAGE="$(cat "$CACHE/agnhost-image")"
+docker image inspect "$AGN_IMAGE" >/dev/null 2>&1 || die "$AGN_IMAGE missing: run build.sh"
+[ -s "$KUBECONFIG" ] || die "no kubeconfig at $KUBECONFIG"
+KUBECTL="$CACHE/kubectl"
+[ -x "$KUBECTL" ] || die "no kubectl in $CACHE: run build.sh $VERSION (the specs exec into Pods with it)"
+
+# kind: a binary on PATH, else built once from the module kind's version
+KIND="$(command -v kind || true)"
+if [ -z "$KIND" ]; then
+  kind_ver="${KIND_VERSION:-$(sed -n 's/^[[:space:]]*sigs\.k8s\.io\/kind \(v[^ ]*\).*/\1/p' "$root/go.mod" 2>/dev/null | head -1)}"
+  kind_ver="${kind_ver:-v0.30.0}"
+  KIND="$CACHE/kind-$kind_ver"
+  if [ ! -x "$KIND" ]; then
+    log "building kind $kind_ver"
+    GOBIN="$CACHE/kindbin" go install "sigs.k8s.io/kind@$kind_ver"
+    mv "$CACHE/kindbin/kind" "$KIND"; rmdir "$CACHE/kindbin"
+  fi
+fi
+"$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER" || die "kind cluster $CLUSTER not found"
+# Which LB the specs test: zerodrop's cloud LB (make cluster LB=cloud) or
+# MetalLB. Said in the log, so a result file names its LB.
+if [ "$(docker inspect -f '{{.State.Running}}' "$CLUSTER-cloud-lb" 2>/dev/null)" = true ]; then
+  log "LB under test: zerodrop cloud LB (container $CLUSTER-cloud-lb)"
+else
+  log "LB under test: not zerodrop's cloud LB (no running $CLUSTER-cloud-lb container; MetalLB with make cluster LB=metallb)"
+fi
+log "loading $AGN_IMAGE into kind cluster $CLUSTER"
+"$KIND" load docker-image --name "$CLUSTER" "$AGN_IMAGE" 2>&1 | tee "$OUT/kind-load.log"
+
+args=(--kubeconfig="$KUBECONFIG" --provider="$PROVIDER" --report-dir="$OUT"
+      --dump-logs-on-failure=false --disable-log-dump=true --kubectl-path="$KUBECTL")
+gflags=(--label-filter="$LABELS" --timeout="$TIMEOUT" --json-report=report.json --no-color -v)
+[ -z "${FOCUS:-}" ] || gflags+=(--focus="$FOCUS")
+[ -z "${SKIP:-}" ] || gflags+=(--skip="$SKIP")
+secs() { case "$1" in *h) echo $(( ${1%h} * 3600 ));; *m) echo $(( ${1%m} * 60 ));; *s) echo "${1%s}";; *) echo "$1";; esac; }
+hard=$(( $(secs "$TIMEOUT") + 120 ))   # ginkgo's own timeout first; this one only if it hangs
+
+log "running $LABELS specs: procs=$PROCS timeout=$TIMEOUT provider=$PROVIDER -> $OUT"
+set +e
+if [ "$PROCS" -gt 1 ]; then
+  timeout --kill-after=60 "$hard" "$GINKGO" run --procs="$PROCS" --output-dir="$OUT" "${gflags[@]}" \
+    "$E2E" -- "${args[@]}" >"$OUT/e2e.log" 2>&1
+else
+  bflags=()
+  for f in "${gflags[@]}"; do
+    case "$f" in --json-report=*) f="--json-report=$OUT/report.json";; esac
+    bflags+=("--ginkgo.${f#--}")
+  done
+  timeout --kill-after=60 "$hard" "$E2E" "${args[@]}" "${bflags[@]}" >"$OUT/e2e.log" 2>&1
+fi
+rc=$?
+set -e
+tail -5 "$OUT/e2e.log"
+log "exit $rc; results in $OUT"
+exit $rc
