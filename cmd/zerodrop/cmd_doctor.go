@@ -65,6 +65,7 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `path` (default: $KUBECONFIG, then ~/.kube/config)")
 	kubeContext := fs.String("context", "", "kubeconfig context to use (default: the current context)")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the API server when reading the cluster")
+	kubeVersion := fs.String("kubernetes-version", "", "judge for this Kubernetes version (1.MINOR or v1.MINOR.PATCH; default: the cluster's when reading one, else every supported release, 1.28 and later)")
 	listRules := fs.Bool("list-rules", false, "print the rules (ID, severity, seeds, summary, fix) and exit")
 	listProfiles := fs.Bool("list-profiles", false, "print the LB profiles with their health-check timing and sources and exit")
 
@@ -94,6 +95,12 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 		}
 		profOpt = doctor.WithLBProfile(prof)
 	}
+	kubeMinor := 0
+	if *kubeVersion != "" {
+		if kubeMinor, err = doctor.ParseKubernetesVersion(*kubeVersion); err != nil {
+			return badInput(c, "doctor", "--kubernetes-version: %v", err)
+		}
+	}
 	if *allNS && len(paths) > 0 && !*useCluster {
 		return badInput(c, "doctor", "--all-namespaces applies to the cluster, not to files")
 	}
@@ -105,12 +112,16 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 	}
 	if len(paths) == 0 {
 		var ns string
-		ms, ns, err = loadFromCluster(ctx, *kubeconfig, *kubeContext, *namespace, *allNS, *timeout)
+		var clusterMinor int
+		ms, ns, clusterMinor, err = loadFromCluster(ctx, *kubeconfig, *kubeContext, *namespace, *allNS, *timeout)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
 			return exitBroken
 		}
 		defaultNS = ns
+		if kubeMinor == 0 {
+			kubeMinor = clusterMinor
+		}
 	} else {
 		ms, err = doctor.Load(paths, stdin)
 		if err != nil {
@@ -119,7 +130,7 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 		}
 	}
 
-	rep := doctor.Check(ms, profOpt, doctor.WithDefaultNamespace(defaultNS))
+	rep := doctor.Check(ms, profOpt, doctor.WithDefaultNamespace(defaultNS), doctor.WithKubernetesMinor(kubeMinor))
 	if err := doctor.Write(c.stdout, rep, format); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
 		return exitBroken
@@ -157,7 +168,7 @@ func parseInterspersed(c *cli, fs *flag.FlagSet, args []string) (positional []st
 
 // loadFromCluster reads the cluster of the kubeconfig; it returns the
 // namespace that objects without one belong to.
-func loadFromCluster(ctx context.Context, kubeconfig, kubeContext, namespace string, all bool, timeout time.Duration) (*doctor.Manifests, string, error) {
+func loadFromCluster(ctx context.Context, kubeconfig, kubeContext, namespace string, all bool, timeout time.Duration) (*doctor.Manifests, string, int, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
@@ -166,14 +177,14 @@ func loadFromCluster(ctx context.Context, kubeconfig, kubeContext, namespace str
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, "", errors.New("no input: give FILE, DIR or - arguments, or point KUBECONFIG (or --kubeconfig) at a cluster to read it live")
+			return nil, "", 0, errors.New("no input: give FILE, DIR or - arguments, or point KUBECONFIG (or --kubeconfig) at a cluster to read it live")
 		}
-		return nil, "", fmt.Errorf("cannot build a client from the kubeconfig (%s): %w", kubeconfigWhere(rules), err)
+		return nil, "", 0, fmt.Errorf("cannot build a client from the kubeconfig (%s): %w", kubeconfigWhere(rules), err)
 	}
 	if namespace == "" && !all {
 		ns, _, err := cc.Namespace()
 		if err != nil {
-			return nil, "", fmt.Errorf("cannot read the namespace of the kubeconfig context: %w (pass --namespace)", err)
+			return nil, "", 0, fmt.Errorf("cannot read the namespace of the kubeconfig context: %w (pass --namespace)", err)
 		}
 		namespace = ns
 	}
@@ -185,15 +196,23 @@ func loadFromCluster(ctx context.Context, kubeconfig, kubeContext, namespace str
 	cfg.Timeout = timeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot create a Kubernetes client for %s: %w", cfg.Host, err)
+		return nil, "", 0, fmt.Errorf("cannot create a Kubernetes client for %s: %w", cfg.Host, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ms, err := doctor.LoadCluster(ctx, cs, namespace)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the cluster at %s (waited up to %v): %w", cfg.Host, timeout, err)
+		return nil, "", 0, fmt.Errorf("reading the cluster at %s (waited up to %v): %w", cfg.Host, timeout, err)
 	}
-	return ms, defaultNS, nil
+	sv, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("reading the Kubernetes version of %s: %w", cfg.Host, err)
+	}
+	minor, err := doctor.ParseKubernetesVersion(sv.GitVersion)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("the cluster at %s reports version %q (pass --kubernetes-version): %w", cfg.Host, sv.GitVersion, err)
+	}
+	return ms, defaultNS, minor, nil
 }
 
 func kubeconfigWhere(rules *clientcmd.ClientConfigLoadingRules) string {

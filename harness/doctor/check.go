@@ -3,8 +3,10 @@ package doctor
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"zerodrop/harness/contract"
 
@@ -50,10 +52,12 @@ type ServiceSummary struct {
 // Report is the result of Check.
 type Report struct {
 	// Profile is the --lb-profile given, or ProfilePerService.
-	Profile  string           `json:"lbProfile"`
-	Services []ServiceSummary `json:"services"`
-	Findings []Finding        `json:"findings"`
-	Skipped  []Skip           `json:"skipped,omitempty"`
+	Profile string `json:"lbProfile"`
+	// Kubernetes is the version the rules judged for.
+	Kubernetes string           `json:"kubernetesVersion"`
+	Services   []ServiceSummary `json:"services"`
+	Findings   []Finding        `json:"findings"`
+	Skipped    []Skip           `json:"skipped,omitempty"`
 }
 
 // Max is the highest severity found (SeverityNone when clean).
@@ -88,7 +92,30 @@ type Option func(*checkConfig)
 type checkConfig struct {
 	profile   *LBProfile
 	namespace string
+	kubeMinor int
 }
+
+// WithKubernetesMinor judges for Kubernetes 1.minor (the cluster's, or
+// --kubernetes-version): rules whose truth depends on the version (kube-proxy
+// and terminating endpoints) follow it. 0, the default, judges for every
+// supported release (1.28 and later), where those rules no longer differ.
+func WithKubernetesMinor(minor int) Option { return func(c *checkConfig) { c.kubeMinor = minor } }
+
+// ParseKubernetesVersion reads "1.34", "v1.34.2" or a distribution's
+// "v1.34.2-gke.1200" / "v1.34.2+k3s1" and returns the minor version.
+func ParseKubernetesVersion(v string) (int, error) {
+	m := kubeVersionRE.FindStringSubmatch(strings.TrimSpace(v))
+	if m == nil {
+		return 0, fmt.Errorf("kubernetes version %q: want 1.MINOR or v1.MINOR.PATCH, e.g. 1.34 or v1.34.2", v)
+	}
+	minor, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, fmt.Errorf("kubernetes version %q: minor %q: %w", v, m[1], err)
+	}
+	return minor, nil
+}
+
+var kubeVersionRE = regexp.MustCompile(`^v?1\.(\d{1,3})(?:\.\d+(?:[-+][0-9A-Za-z.+-]*)?)?$`)
 
 // WithLBProfile sets the LB profile for Services that do not name one
 // (without it, each Service's provider annotations and loadBalancerClass
@@ -119,7 +146,11 @@ func Check(m *Manifests, opts ...Option) *Report {
 	if cfg.profile != nil {
 		prof = cfg.profile.Name
 	}
-	rep := &Report{Profile: prof, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...)}
+	kube := "not given: rules of the supported releases (1.28 and later)"
+	if cfg.kubeMinor > 0 {
+		kube = fmt.Sprintf("1.%d", cfg.kubeMinor)
+	}
+	rep := &Report{Profile: prof, Kubernetes: kube, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...)}
 
 	// Copy, so defaulting the namespace leaves the input untouched.
 	objs := make([]*Object, len(m.Objects))
@@ -206,7 +237,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 			if c == nil {
 				continue
 			}
-			t := &target{svcObj: so, svc: svc, local: local, profile: prof, l7Via: l7Via, wl: wl, ci: ci, c: c}
+			t := &target{svcObj: so, svc: svc, local: local, profile: prof, l7Via: l7Via, wl: wl, ci: ci, c: c, kubeMinor: cfg.kubeMinor}
 			t.pdbs = ix.pdbsOf(wl)
 			for _, rule := range catalogue {
 				if rule.check == nil {

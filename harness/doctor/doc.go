@@ -16,8 +16,8 @@
 //
 // Rules are data (Rules(): ID, name, severity, incidents, description, fix):
 //
-//	ZD001 termination-outlives-readiness error*  rolling-update-local                     preStop + period*(failureThreshold-1) < terminationGracePeriodSeconds
-//	ZD002 prestop-shorter-than-lb-lag    error   rolling-update-local,source-ip-dilemma   Local: preStop < LB interval x unhealthyThreshold
+//	ZD001 serving-ends-before-lb-moves   error   rolling-update-local                     Local: signal + period*(failureThreshold-1) < LB lag, app still accepting
+//	ZD002 prestop-shorter-than-lb-lag    error   rolling-update-local,source-ip-dilemma   Local: accepting after termination starts < LB lag (< 1.26: always)
 //	ZD003 grace-not-above-prestop        error   rolling-update-local                     terminationGracePeriodSeconds <= preStop
 //	ZD004 no-prestop                     warning source-ip-dilemma                        Cluster: no preStop hook at all
 //	ZD005 prestop-duration-unknown       warning rolling-update-local                     exec/httpGet hook without a readable duration (info with Cluster)
@@ -37,9 +37,19 @@
 //	ZD090 service-selects-nothing        info                                             the Service selects no workload in the input
 //	ZD091 lb-annotation-invalid          warning                                          unknown lb profile or non-numeric health-check annotation
 //
-// (* lower severity in some cases: ZD001 is a warning with Cluster, ZD011 a
+// (* lower severity in some cases: ZD011 a
 // warning or info when only the Pods are pinned, ZD032 a warning for a
 // DaemonSet without surge.)
+//
+// # Kubernetes versions
+//
+// Rules whose truth depends on the release follow WithKubernetesMinor (the
+// cluster's version, or --kubernetes-version); without it they judge for the
+// supported releases (1.28 and later). Today that is kube-proxy's use of
+// terminating endpoints (KEP-1669, on by default from 1.26): before it, a
+// node whose last endpoint terminates drops the LB's new connections for the
+// whole health-check lag whatever the preStop hook, so ZD002 fires on every
+// Local Service and ZD001, which is about the serving window, does not.
 //
 // # LB profiles: the health-check lag
 //

@@ -57,11 +57,11 @@ func TestFixtureProfiles(t *testing.T) {
 		warnings []string
 	}{
 		{name: "naive Local", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(local)},
-			errors: []string{"ZD001", "ZD002"}, warnings: []string{"ZD010", "ZD033"}},
+			errors: []string{"ZD002"}, warnings: []string{"ZD010", "ZD033"}},
 		{name: "naive Local blocking PDB (incident drain-local-pdb)", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking)},
-			errors: []string{"ZD001", "ZD002", "ZD020"}, warnings: []string{"ZD010", "ZD033"}},
+			errors: []string{"ZD002", "ZD020"}, warnings: []string{"ZD010", "ZD033"}},
 		{name: "naive Cluster", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(cluster)},
-			errors: nil, warnings: []string{"ZD001", "ZD004"}},
+			errors: nil, warnings: []string{"ZD004"}},
 		{name: "hardened Local", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Hardened), fixtures.WithPolicy(local)}},
 		{name: "hardened Cluster", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Hardened), fixtures.WithPolicy(cluster)}},
 		{name: "hardened with a blocking PDB still gets ZD020", opts: []fixtures.Option{fixtures.WithPDB(fixtures.PDBBlocking)},

@@ -213,6 +213,12 @@ type preStop struct {
 	known    bool // duration is a lower bound we can rely on
 	// what names a known program's hook ("ingress-nginx /wait-shutdown").
 	what string
+	// accepts says who keeps accepting for duration ("nginx keeps accepting").
+	accepts string
+	// signalsApp: the hook itself sends the app its termination signal
+	// when it starts (ingress-nginx's /wait-shutdown), so the app's
+	// shutdown begins at the start of termination, not after the hook.
+	signalsApp bool
 }
 
 // sleepRE finds "sleep 10" (or "sleep 10s") in an exec preStop command such
@@ -252,10 +258,54 @@ func containerPreStop(c *corev1.Container) preStop {
 // stopping the nginx process") before a graceful quit, which closes the
 // listeners. So the time the Pod keeps accepting new connections is that
 // flag, not the hook's run time.
+//
+// Kong's `kong quit` (Kong/kong kong/cmd/quit.lua) waits --wait seconds
+// (default 0), then sends nginx SIGQUIT, a graceful quit that closes the
+// listeners at once: the Pod accepts for any sleep before it plus --wait.
 func knownShutdownHook(c *corev1.Container, cmd []string) (preStop, bool) {
+	if p, ok := kongQuitHook(cmd); ok {
+		return p, true
+	}
 	if len(cmd) == 0 || !strings.HasSuffix(cmd[0], "/wait-shutdown") {
 		return preStop{}, false
 	}
+	g := nginxShutdownGrace(c)
+	return preStop{kind: "exec", duration: g, known: true, signalsApp: true, accepts: "nginx keeps accepting",
+		what: fmt.Sprintf("ingress-nginx /wait-shutdown with --shutdown-grace-period=%d", int(g/time.Second))}, true
+}
+
+// kongQuitRE finds `kong quit` and its --wait / -w option in an exec hook
+// such as ["/bin/bash", "-c", "kong quit --wait=15"].
+var (
+	kongQuitRE = regexp.MustCompile(`(?:^|[\s;&|(/"'])kong\s+quit\b([^;&|]*)`)
+	kongWaitRE = regexp.MustCompile(`(?:^|\s)(?:--wait|-w)(?:=|\s+)(\d{1,6})\b`)
+)
+
+func kongQuitHook(cmd []string) (preStop, bool) {
+	line := strings.Join(cmd, " ")
+	m := kongQuitRE.FindStringSubmatch(line)
+	if m == nil {
+		return preStop{}, false
+	}
+	wait := 0
+	if w := kongWaitRE.FindStringSubmatch(m[1]); w != nil {
+		wait, _ = strconv.Atoi(w[1])
+	}
+	before := 0
+	if sm := sleepRE.FindStringSubmatch(line[:strings.Index(line, m[0])+1]); sm != nil {
+		before, _ = strconv.Atoi(sm[1])
+	}
+	d := time.Duration(before+wait) * time.Second
+	what := fmt.Sprintf("Kong `kong quit` with --wait=%d", wait)
+	if before > 0 {
+		what = fmt.Sprintf("sleep %d, then Kong `kong quit` with --wait=%d", before, wait)
+	}
+	return preStop{kind: "exec", duration: d, known: true, what: what, accepts: "Kong keeps accepting"}, true
+}
+
+// nginxShutdownGrace reads ingress-nginx's --shutdown-grace-period (seconds,
+// default 0) from the container's command line.
+func nginxShutdownGrace(c *corev1.Container) time.Duration {
 	secs := 0
 	args := append(append([]string(nil), c.Command...), c.Args...)
 	for i, a := range args {
@@ -269,14 +319,116 @@ func knownShutdownHook(c *corev1.Container, cmd []string) (preStop, bool) {
 			}
 		}
 	}
-	return preStop{kind: "exec", duration: time.Duration(secs) * time.Second, known: true,
-		what: fmt.Sprintf("ingress-nginx /wait-shutdown with --shutdown-grace-period=%d", secs)}, true
+	return time.Duration(secs) * time.Second
+}
+
+// appShutdown is what a server the doctor knows does when its termination
+// signal arrives.
+type appShutdown struct {
+	what string
+	// unreadyOnTerm: its readiness handler fails from the signal on.
+	unreadyOnTerm bool
+	// keepAccepting: it still accepts new connections this long after the
+	// signal, then closes its listeners.
+	keepAccepting time.Duration
+}
+
+// knownApp recognises servers whose shutdown is documented in their source:
+//   - ingress-nginx's controller: on SIGTERM its health check fails at once
+//     (kubernetes/ingress-nginx internal/ingress/controller/checker.go,
+//     Check returns an error while isShuttingDown) and nginx keeps
+//     accepting for --shutdown-grace-period before its graceful quit;
+//   - zerodrop's own echo server (echo-server/echo/config.go):
+//     ECHO_UNREADY_ON_TERM and ECHO_SHUTDOWN_DELAY say the same two things.
+//
+// Any other server is unknown: the timing rules then assume it stops
+// accepting when the signal arrives and never fails readiness before it
+// exits, which is what ZD002 checks.
+func knownApp(c *corev1.Container) (appShutdown, bool) {
+	for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
+		if a == "/nginx-ingress-controller" || strings.HasSuffix(a, "/nginx-ingress-controller") {
+			g := nginxShutdownGrace(c)
+			return appShutdown{what: "the ingress-nginx controller", unreadyOnTerm: true, keepAccepting: g}, true
+		}
+	}
+	var app appShutdown
+	found := false
+	for _, e := range c.Env {
+		v := strings.TrimSpace(e.Value)
+		switch e.Name {
+		case "ECHO_UNREADY_ON_TERM":
+			found = true
+			app.unreadyOnTerm, _ = strconv.ParseBool(v)
+		case "ECHO_SHUTDOWN_DELAY":
+			found = true
+			if d, err := time.ParseDuration(v); err == nil && d > 0 {
+				app.keepAccepting = d
+			}
+		}
+	}
+	if !found {
+		return appShutdown{}, false
+	}
+	app.what = "the zerodrop echo server"
+	return app, true
+}
+
+// shutdownTimeline is when, counted from the moment a Pod starts
+// terminating, its serving container stops accepting new connections and
+// its endpoint can stop being "serving".
+type shutdownTimeline struct {
+	// accept: the container accepts new connections at least this long.
+	accept time.Duration
+	// servingEnds: the endpoint can stop serving while the Pod is alive,
+	// at the earliest at serving.
+	servingEnds bool
+	serving     time.Duration
+	// signal is when the app gets its termination signal; app is what the
+	// doctor knows of it (zero when unknown).
+	signal time.Duration
+	app    appShutdown
+	known  bool
+}
+
+// timelineOf derives the shutdownTimeline of a container; ok is false when
+// the preStop hook's duration cannot be read (ZD005 says so).
+//
+// The endpoint's conditions follow the Pod: a terminating Pod's endpoint is
+// never "ready" and is "serving" while the Pod's Ready condition holds
+// (k8s.io/endpointslice utils.go podToEndpoint: serving = IsPodReady,
+// ready = serving && !terminating; v0.34.2 and v0.37.2). The kubelet marks
+// the Pod unready after failureThreshold consecutive failed probes, one per
+// period; the first can come right after the signal, so the earliest is
+// signal + period x (failureThreshold - 1).
+func timelineOf(c *corev1.Container) (shutdownTimeline, bool) {
+	ps := containerPreStop(c)
+	if !ps.known {
+		return shutdownTimeline{}, false
+	}
+	tl := shutdownTimeline{accept: ps.duration, signal: ps.duration}
+	if ps.signalsApp {
+		tl.signal = 0
+	}
+	app, known := knownApp(c)
+	if !known {
+		return tl, true
+	}
+	tl.app, tl.known = app, true
+	if !ps.signalsApp {
+		tl.accept = tl.signal + app.keepAccepting
+	}
+	if app.unreadyOnTerm && c.ReadinessProbe != nil {
+		period, ft := probeTiming(c.ReadinessProbe)
+		tl.servingEnds = true
+		tl.serving = tl.signal + period*time.Duration(ft-1)
+	}
+	return tl, true
 }
 
 func (p preStop) String() string {
 	switch {
 	case p.what != "":
-		return fmt.Sprintf("preStop %s (nginx keeps accepting for %v)", p.what, p.duration)
+		return fmt.Sprintf("preStop %s (%s for %v)", p.what, p.accepts, p.duration)
 	case p.kind == "none":
 		return "no preStop hook (0s)"
 	case p.known:

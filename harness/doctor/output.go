@@ -76,8 +76,8 @@ func WriteText(w io.Writer, r *Report) error {
 	for _, s := range r.Skipped {
 		ew.printf("skipped %s: %s\n", s.Source, s.Reason)
 	}
-	ew.printf("summary: %d error(s), %d warning(s), %d info over %d Service(s); default LB profile %s\n",
-		r.Count(Error), r.Count(Warning), r.Count(Info), len(r.Services), r.Profile)
+	ew.printf("summary: %d error(s), %d warning(s), %d info over %d Service(s); default LB profile %s; Kubernetes %s\n",
+		r.Count(Error), r.Count(Warning), r.Count(Info), len(r.Services), r.Profile, r.Kubernetes)
 	return ew.err
 }
 

@@ -33,7 +33,8 @@ func TestWriteText(t *testing.T) {
 		"[incident rolling-update-local, source-ip-dilemma]",
 		"fix: ",
 		"poddisruptionbudget/shop/web: PodDisruptionBudget web has maxUnavailable 0",
-		"summary: 3 error(s), 1 warning(s), 0 info over 1 Service(s)",
+		"summary: 2 error(s), 1 warning(s), 0 info over 1 Service(s)",
+		"Kubernetes not given: rules of the supported releases (1.28 and later)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
@@ -60,13 +61,16 @@ func TestWriteJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("JSON output does not parse: %v\n%s", err, b.String())
 	}
-	if got.Version != JSONVersion || got.Summary["error"] != 3 || len(got.Findings) != len(r.Findings) {
+	if got.Version != JSONVersion || got.Summary["error"] != 2 || len(got.Findings) != len(r.Findings) {
 		t.Errorf("json = %+v", got)
 	}
 	for i, f := range got.Findings {
 		if f.Severity != r.Findings[i].Severity || f.RuleID != r.Findings[i].RuleID || f.Line != r.Findings[i].Line {
 			t.Errorf("finding %d did not round-trip: %+v vs %+v", i, f, r.Findings[i])
 		}
+	}
+	if !strings.Contains(b.String(), `"kubernetesVersion": "not given`) {
+		t.Errorf("the Kubernetes version judged for is missing:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), `"severity": "error"`) {
 		t.Errorf("severity should be written by name")

@@ -50,7 +50,15 @@ type target struct {
 	ci      int
 	c       *corev1.Container
 	pdbs    []*Object
+	// kubeMinor is the Kubernetes minor version the rules judge for; 0
+	// when not given (every supported release, >= 1.28).
+	kubeMinor int
 }
+
+// kubeProxyTerminating: kube-proxy sends new connections to serving
+// terminating endpoints when no ready one is left (KEP-1669: alpha 1.22
+// behind ProxyTerminatingEndpoints, beta and on by default 1.26, GA 1.28).
+func (t *target) kubeProxyTerminating() bool { return t.kubeMinor == 0 || t.kubeMinor >= 26 }
 
 func (t *target) cpath(rest ...any) []any {
 	p := append(append([]any{}, tplPath...), "spec", "containers", t.ci)
@@ -82,28 +90,43 @@ func RuleByID(id string) (Rule, bool) {
 
 var catalogue = []Rule{
 	{
-		ID: "ZD001", Name: "termination-outlives-readiness", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
-		Summary: "preStop + readiness period x (failureThreshold - 1) is shorter than terminationGracePeriodSeconds",
-		Description: "Seed 002's inequality: preStopSleep + readinessPeriodSeconds*(readinessFailureThreshold-1) >= " +
-			"terminationGracePeriodSeconds. An app that fails readiness as soon as SIGTERM arrives is otherwise marked " +
-			"NotReady while still alive; KEP-1669 terminating endpoints then stop carrying its established connections " +
-			"and, with externalTrafficPolicy Local, the LB's connections to that node are blackholed. Error with Local, " +
-			"warning with Cluster. Not checked with the metallb profile: MetalLB follows the serving condition, so " +
-			"there the app should fail readiness on SIGTERM and keep serving until the LB has moved.",
-		Fix: "Raise the preStop sleep or readiness periodSeconds*(failureThreshold-1), or lower " +
-			"terminationGracePeriodSeconds, until the inequality holds (incident rolling-update-local: preStop 10s, period 10s, " +
-			"failureThreshold 3, grace 30s). Better still, keep the app ready while it drains.",
-		check: checkInequality,
+		ID: "ZD001", Name: "serving-ends-before-lb-moves", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
+		Summary: "with Local, the endpoint can stop serving while the LB still sends its node new connections",
+		Description: "With externalTrafficPolicy Local, when a node's last endpoint starts terminating kube-proxy's " +
+			"healthCheckNodePort fails at once (it counts ready endpoints, and a terminating one is never ready), and " +
+			"the LB stops sending the node new connections only after interval x unhealthyThreshold. Until then " +
+			"kube-proxy gives those connections to the terminating endpoint only while it is serving, that is while " +
+			"its readiness probe passes (KEP-1669; beta and on by default from Kubernetes 1.26, GA in 1.28). An app " +
+			"that fails readiness when its termination signal arrives stops serving at the earliest signal + " +
+			"period x (failureThreshold - 1); if that comes before the LB has moved while the app still accepts, " +
+			"the node's new connections are dropped in between. Fires only for servers whose shutdown is known " +
+			"(the ingress-nginx controller, whose health check fails on SIGTERM; zerodrop's echo server); for others " +
+			"ZD002 checks the preStop against the lag. Established TCP connections are not affected by readiness: " +
+			"kube-proxy's drop rules match only new connections and its conntrack clean-up is UDP-only, so a longer " +
+			"terminationGracePeriodSeconds never causes drops (the rolling-update-local incident's inequality, " +
+			"preStop + period x (failureThreshold - 1) >= terminationGracePeriodSeconds, caps the grace period to " +
+			"protect established connections that are not at risk; what its numbers must cover is the LB lag). " +
+			"Not checked with an LB that follows the serving condition (MetalLB), where failing readiness early is " +
+			"what moves the traffic, nor with Cluster policy, where a terminating endpoint gets new connections only " +
+			"when no endpoint anywhere is ready.",
+		Fix: "Keep the endpoint serving until the LB has moved: delay the termination signal with a preStop sleep of " +
+			"at least the LB lag (for ingress-nginx, lifecycle.preStop.sleep instead of /wait-shutdown, as the " +
+			"rolling-update-local incident does), or make readiness periodSeconds x (failureThreshold - 1) cover the " +
+			"lag. Do not shorten terminationGracePeriodSeconds for it.",
+		check: checkServingWindow,
 	},
 	{
 		ID: "ZD002", Name: "prestop-shorter-than-lb-lag", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
-		Summary: "with Local, the preStop sleep is shorter than the LB's health-check lag",
+		Summary: "with Local, the Pod stops accepting new connections before the LB's health-check lag is over",
 		Description: "With externalTrafficPolicy Local the LB picks nodes by kube-proxy's healthCheckNodePort, which " +
 			"fails once the node's last endpoint terminates; the LB notices only after interval x unhealthyThreshold " +
 			"and keeps sending new connections to the node until then. The Pod must keep serving that long " +
 			"(incident rolling-update-local: \"delay ... until the load balancer health check has failed\"; incident source-ip-dilemma: blackholed traffic). " +
 			"The lag comes from the LB profile (--lb-profile, the Service's zerodrop.dev/lb-profile annotation, " +
-			"or the provider's health-check annotations).",
+			"or the provider's health-check annotations). The Pod accepts for the preStop sleep, plus what a known " +
+			"server keeps accepting after its signal (ingress-nginx's --shutdown-grace-period). Before Kubernetes " +
+			"1.26 kube-proxy gave terminating endpoints no new connections at all (KEP-1669), so there the rule " +
+			"fires whatever the hook.",
 		Fix: "Add or lengthen a preStop sleep to at least the LB's interval x unhealthyThreshold plus a few " +
 			"seconds for kube-proxy (lifecycle.preStop.sleep.seconds), and keep terminationGracePeriodSeconds above it.",
 		check: checkPreStopLag,
@@ -274,29 +297,39 @@ var catalogue = []Rule{
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int64(d/time.Second)) }
 
-func checkInequality(t *target) []result {
-	ps := containerPreStop(t.c)
-	r := t.c.ReadinessProbe
-	// Behind an LB that follows the serving condition, failing readiness
-	// before the app stops is what moves the traffic; the inequality would
-	// keep the node announced until the Pod is gone.
-	if r == nil || !ps.known || t.profile.FollowsServing {
+// checkServingWindow: kube-proxy's choice of endpoints for a Local Service
+// (k8s.io/kubernetes pkg/proxy/topology.go CategorizeEndpoints: the node's
+// ready endpoints, else its serving terminating ones, else none; the same in
+// v1.34.2 and v1.37.2) drops a node's new connections once its last
+// terminating endpoint stops serving; the LB keeps sending them for its lag
+// because the healthCheckNodePort already failed at the start of
+// termination (pkg/proxy/endpointschangetracker.go LocalReadyEndpoints feeds
+// the health server in every proxier). The drop rules match only new
+// connections (pkg/proxy/iptables/proxier.go iptablesJumpChains and
+// pkg/proxy/nftables/proxier.go nftablesJumpChains: ctstate NEW), and
+// pkg/proxy/conntrack/cleanup.go CleanStaleEntries clears UDP flows only,
+// so established TCP connections never depend on readiness.
+func checkServingWindow(t *target) []result {
+	if !t.local || t.profile.FollowsServing || !t.kubeProxyTerminating() {
 		return nil
 	}
-	period, ft := probeTiming(r)
-	lhs := ps.duration + period*time.Duration(ft-1)
-	grace := t.wl.grace()
-	if lhs >= grace {
+	tl, ok := timelineOf(t.c)
+	lag := t.profile.RemovalLag()
+	if !ok || !tl.servingEnds || lag == 0 {
 		return nil
 	}
-	sev := Warning
-	if t.local {
-		sev = Error
+	until := min(lag, tl.accept)
+	if tl.serving >= until {
+		return nil
 	}
-	return []result{{sev: sev, line: t.line(t.podPath("terminationGracePeriodSeconds"), t.cpath("readinessProbe")),
-		msg: fmt.Sprintf("%s + readiness period %s x (failureThreshold %d - 1) = %s < terminationGracePeriodSeconds %s (%s): "+
-			"a Pod that fails readiness on SIGTERM is marked NotReady before it is killed",
-			ps, seconds(period), ft, seconds(lhs), seconds(grace), graceOrigin(t.wl))}}
+	period, ft := probeTiming(t.c.ReadinessProbe)
+	return []result{{sev: Error, line: t.line(t.cpath("readinessProbe"), t.cpath("lifecycle", "preStop")),
+		msg: fmt.Sprintf("%s fails readiness from its termination signal (at %s, %s); with readiness period %s x "+
+			"(failureThreshold %d - 1) its endpoint can stop serving %s after termination starts, while the LB "+
+			"(profile %s: %s) still sends the node new connections until %s and the app still accepts until %s: "+
+			"kube-proxy drops the node's new connections for up to %s",
+			tl.app.what, seconds(tl.signal), containerPreStop(t.c), seconds(period), ft, seconds(tl.serving),
+			t.profile.Name, t.profile.Describe(), seconds(lag), seconds(tl.accept), seconds(until-tl.serving))}}
 }
 
 func graceOrigin(w *workload) string {
@@ -307,15 +340,36 @@ func graceOrigin(w *workload) string {
 }
 
 func checkPreStopLag(t *target) []result {
-	ps := containerPreStop(t.c)
 	lag := t.profile.RemovalLag()
-	if !t.local || !ps.known || lag == 0 || ps.duration >= lag {
+	if !t.local || lag == 0 {
 		return nil
 	}
-	return []result{{sev: Error, line: t.line(t.cpath("lifecycle", "preStop"), t.cpath()),
-		msg: fmt.Sprintf("%s is shorter than the LB health-check lag %s (profile %s: %s): for up to %s after the "+
-			"last endpoint on a node terminates the LB still sends it new connections, which are dropped",
-			ps, seconds(lag), t.profile.Name, t.profile.Describe(), seconds(lag-ps.duration))}}
+	line := t.line(t.cpath("lifecycle", "preStop"), t.cpath())
+	if !t.kubeProxyTerminating() {
+		// Before KEP-1669 kube-proxy never gave a terminating endpoint a
+		// new connection: the node's new connections go nowhere for the
+		// whole lag, whatever the hook (the source-ip-dilemma incident,
+		// kubernetes/kubernetes#67592).
+		return []result{{sev: Error, line: line,
+			msg: fmt.Sprintf("on Kubernetes 1.%d kube-proxy sends no new connection to a terminating endpoint (it does "+
+				"from 1.26, KEP-1669): for the LB health-check lag %s (profile %s: %s) after a node's last endpoint "+
+				"starts terminating, the LB's new connections to that node are dropped whatever the preStop hook; "+
+				"upgrade, or keep more than one ready endpoint per node",
+				t.kubeMinor, seconds(lag), t.profile.Name, t.profile.Describe())}}
+	}
+	tl, ok := timelineOf(t.c)
+	if !ok || tl.accept >= lag {
+		return nil
+	}
+	what := containerPreStop(t.c).String()
+	if tl.known && tl.accept != containerPreStop(t.c).duration {
+		what = fmt.Sprintf("%s and %s accepting for %s after its signal", what, tl.app.what, seconds(tl.app.keepAccepting))
+	}
+	return []result{{sev: Error, line: line,
+		msg: fmt.Sprintf("%s: new connections are accepted for %s after termination starts, less than the LB "+
+			"health-check lag %s (profile %s: %s): for up to %s after the last endpoint on a node terminates the "+
+			"LB still sends it new connections, which are dropped",
+			what, seconds(tl.accept), seconds(lag), t.profile.Name, t.profile.Describe(), seconds(lag-tl.accept))}}
 }
 
 func checkGraceVsPreStop(t *target) []result {

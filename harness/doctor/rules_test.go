@@ -237,6 +237,15 @@ func pdb(spec string) string {
 		"  selector:\n    matchLabels:\n      app: web\n" + spec
 }
 
+// Container settings the ZD001 cases share.
+const (
+	nginxArgs      = `["/nginx-ingress-controller"]`
+	sleep10        = "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10"
+	waitShutdown   = "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"
+	echoUnready20s = "env:\n- name: ECHO_UNREADY_ON_TERM\n  value: \"true\"\n- name: ECHO_SHUTDOWN_DELAY\n  value: 20s"
+	fastReadiness  = "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http\n  periodSeconds: 1\n  failureThreshold: 3"
+)
+
 func TestRules(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -246,20 +255,39 @@ func TestRules(t *testing.T) {
 		quiet   []string
 		lineHas string // the first finding of the first fired rule points at a line containing this
 	}{
-		// ZD001: the rolling-update-local incident's inequality.
-		{name: "ZD001 fires: incident rolling-update-local numbers with a long grace", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
-			fire: map[string]Severity{"ZD001": Error}, quiet: []string{"ZD002", "ZD003"}, lineHas: "terminationGracePeriodSeconds"},
-		{name: "ZD001 quiet: the rolling-update-local incident's own configuration", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
+		// ZD001: the endpoint stops serving before the LB has moved.
+		{name: "ZD001 quiet: the incident's numbers with a long grace (a longer grace keeps only established connections, which readiness never cuts)",
+			in:    m{Args: nginxArgs, Lifecycle: sleep10, Grace: "120", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
 			quiet: []string{"ZD001", "ZD002", "ZD003"}},
-		{name: "ZD001 is a warning with Cluster", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 5", Grace: "60"},
-			fire: map[string]Severity{"ZD001": Warning}, quiet: []string{"ZD002"}},
-		{name: "ZD001 uses the API defaults (grace 30, period 10, failure 3)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 9", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
-			fire: map[string]Severity{"ZD001": Error}},
-		{name: "ZD001 quiet at the boundary (10 + 10x2 = 30)", in: m{Grace: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
+		{name: "ZD001 quiet: the rolling-update-local incident's own configuration", in: m{Args: nginxArgs, Lifecycle: sleep10, Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			quiet: []string{"ZD001", "ZD002", "ZD003"}},
+		{name: "ZD001 fires: /wait-shutdown fails nginx's readiness at once (10s x 2 = 20s < gcp-nlb 24s)",
+			in:   m{Args: `["/nginx-ingress-controller", "--shutdown-grace-period=35"]`, Lifecycle: waitShutdown, Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			fire: map[string]Severity{"ZD001": Error}, quiet: []string{"ZD002", "ZD005"}, lineHas: "readinessProbe"},
+		{name: "ZD001 quiet: the same behind gke-l4 (6s)",
+			in:    m{Args: `["/nginx-ingress-controller", "--shutdown-grace-period=35"]`, Lifecycle: waitShutdown, Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			quiet: []string{"ZD001", "ZD002"}},
+		{name: "ZD001 fires: echo server unready on SIGTERM, accepting 20s, probe 1s x 2 = 2s < gke-l4 6s",
+			in:   m{Env: echoUnready20s, Readiness: fastReadiness, Lifecycle: "-", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			fire: map[string]Severity{"ZD001": Error}, quiet: []string{"ZD002"}},
+		{name: "ZD001 quiet: the same with a preStop sleep covering the lag",
+			in:    m{Env: echoUnready20s, Readiness: fastReadiness, Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 6", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			quiet: []string{"ZD001", "ZD002"}},
+		{name: "ZD001 quiet with Cluster", in: m{Policy: "Cluster", Env: echoUnready20s, Readiness: fastReadiness, Lifecycle: "-", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
 			quiet: []string{"ZD001"}},
-
-		{name: "ZD001 quiet behind MetalLB, which follows the serving condition", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+		{name: "ZD001 quiet for a server whose shutdown is unknown", in: m{Readiness: fastReadiness, Lifecycle: "-", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD001"}},
+		{name: "ZD001 quiet behind MetalLB, which follows the serving condition", in: m{Env: echoUnready20s, Readiness: fastReadiness, Lifecycle: "-", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
 			quiet: []string{"ZD001", "ZD002", "ZD003"}},
+		{name: "ZD001 quiet and ZD002 fires whatever the preStop on Kubernetes 1.25 (no KEP-1669)",
+			in:   m{Env: echoUnready20s, Readiness: fastReadiness, Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 40", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			opts: []Option{WithKubernetesMinor(25)}, fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD001"}},
+		{name: "ZD002 quiet on Kubernetes 1.26 with the same preStop",
+			in:   m{Env: echoUnready20s, Readiness: fastReadiness, Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 40", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			opts: []Option{WithKubernetesMinor(26)}, quiet: []string{"ZD001", "ZD002"}},
+		{name: "ZD002 counts nginx's --shutdown-grace-period after a preStop sleep (5s + 20s >= gcp-nlb 24s)",
+			in:    m{Args: `["/nginx-ingress-controller", "--shutdown-grace-period=20"]`, Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 5", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			quiet: []string{"ZD002", "ZD001"}},
 
 		// ZD002: preStop vs LB lag, per profile.
 		{name: "ZD002 fires: no preStop with Local", in: m{Lifecycle: "-", Grace: "30"},
@@ -305,6 +333,12 @@ func TestRules(t *testing.T) {
 			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},
 		{name: "ZD002 quiet on /wait-shutdown with --shutdown-grace-period=35", in: m{Args: `["/nginx-ingress-controller", "--shutdown-grace-period=35"]`, Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
 			quiet: []string{"ZD002", "ZD005"}},
+		{name: "ZD002 fires on Kong's `kong quit` (nginx quits at once)", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/bash\", \"-c\", \"kong quit\"]", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},
+		{name: "ZD002 quiet on `kong quit --wait=15` behind gke-l4", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"kong quit --wait=15\"]", Grace: "40", SvcAnnotations: "zerodrop.dev/lb-profile: gke-l4"},
+			quiet: []string{"ZD002", "ZD005"}},
+		{name: "ZD002 adds a sleep before `kong quit -w 10` (5 + 10 < gcp-nlb 24)", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"sleep 5 && kong quit -w 10\"]", Grace: "40", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},
 		{name: "ZD002 reads --shutdown-grace-period as two args", in: m{Args: `["--shutdown-grace-period", "10"]`, Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
 			fire: map[string]Severity{"ZD002": Error}},
 		{name: "ZD005 quiet on sleep", in: m{}, quiet: []string{"ZD005"}},
@@ -663,6 +697,32 @@ func TestOtherWorkloadKinds(t *testing.T) {
 		}
 		if got["ZD030"] != Error {
 			t.Errorf("%s: no ZD030 for the missing readiness probe: %v", kind, got)
+		}
+	}
+}
+
+func TestParseKubernetesVersion(t *testing.T) {
+	tests := []struct {
+		in      string
+		minor   int
+		wantErr bool
+	}{
+		{in: "1.34", minor: 34},
+		{in: "v1.37.2", minor: 37},
+		{in: "1.25.16", minor: 25},
+		{in: "v1.34.2-gke.1200", minor: 34},
+		{in: "v1.33.4+k3s1", minor: 33},
+		{in: " v1.30.0-eks-1234 ", minor: 30},
+		{in: "2.1", wantErr: true},
+		{in: "1", wantErr: true},
+		{in: "1.x", wantErr: true},
+		{in: "v1.34.2.1", wantErr: true},
+		{in: "", wantErr: true},
+	}
+	for _, tc := range tests {
+		got, err := ParseKubernetesVersion(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.minor {
+			t.Errorf("ParseKubernetesVersion(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.minor, tc.wantErr)
 		}
 	}
 }
