@@ -184,7 +184,9 @@ type argoRollout struct {
 func (w *workload) podLabels() labels.Set { return labels.Set(w.template.Labels) }
 
 // servingContainer picks the container the Service sends traffic to: the one
-// owning the Service's target port (by name or number), else the first.
+// owning the Service's target port (by name or number), else the first that
+// declares a port (a port-less sidecar such as Contour's shutdown-manager
+// serves nothing), else the first.
 func (w *workload) servingContainer(svc *corev1.Service) (int, *corev1.Container) {
 	cs := w.template.Spec.Containers
 	if len(cs) == 0 {
@@ -201,6 +203,11 @@ func (w *workload) servingContainer(svc *corev1.Service) (int, *corev1.Container
 					return i, &cs[i]
 				}
 			}
+		}
+	}
+	for i := range cs {
+		if len(cs[i].Ports) > 0 {
+			return i, &cs[i]
 		}
 	}
 	return 0, &cs[0]

@@ -141,7 +141,7 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD004", Name: "no-prestop", Severity: Warning, Seeds: []string{incident.SourceIPDilemma},
-		Summary: "with Cluster, no preStop hook delays SIGTERM past endpoint removal",
+		Summary: "with Cluster, no preStop hook delays the shutdown past endpoint removal",
 		Description: "Endpoint removal reaches kube-proxy on every node asynchronously; an app that exits on SIGTERM " +
 			"at once refuses connections that other nodes still forward to it (incident source-ip-dilemma lists a preStop sleep as " +
 			"the first remediation). With Local, ZD002 covers this with the LB lag.",
@@ -242,10 +242,13 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD031", Name: "readiness-equals-liveness", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
-		Summary: "the readiness probe checks the same thing as the liveness probe",
-		Description: "When both probes hit the same handler a Pod cannot be unready without also being restarted: " +
-			"an overloaded or draining Pod is killed instead of taken out of rotation.",
-		Fix:   "Give readiness its own endpoint (/readyz) that reflects whether the app should receive traffic.",
+		Summary: "the readiness probe checks the same thing as the liveness probe, which gives up no later",
+		Description: "When both probes hit the same handler and liveness fails no later than readiness (period x " +
+			"failureThreshold), a Pod cannot be unready without also being restarted: an overloaded or draining Pod is " +
+			"killed instead of taken out of rotation. Quiet when liveness gives up later, the pattern Kubernetes' probe " +
+			"guide recommends.",
+		Fix: "Give readiness its own endpoint (/readyz) that reflects whether the app should receive traffic, or give " +
+			"liveness a higher failureThreshold than readiness.",
 		check: checkReadinessLiveness,
 	},
 	{
@@ -387,11 +390,21 @@ func checkGraceVsPreStop(t *target) []result {
 }
 
 func checkNoPreStop(t *target) []result {
-	if t.local || t.c.Lifecycle != nil && t.c.Lifecycle.PreStop != nil {
+	if t.local {
 		return nil
 	}
-	return []result{{sev: Warning, line: t.line(t.cpath()),
-		msg: "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"}}
+	if t.c.Lifecycle == nil || t.c.Lifecycle.PreStop == nil {
+		return []result{{sev: Warning, line: t.line(t.cpath()),
+			msg: "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"}}
+	}
+	// A hook known to stop the server at once (kong quit, /wait-shutdown
+	// with no grace period) delays nothing.
+	if tl, ok := timelineOf(t.c); ok && tl.accept == 0 {
+		return []result{{sev: Warning, line: t.line(t.cpath("lifecycle", "preStop")),
+			msg: fmt.Sprintf("%s: the server stops accepting as soon as the Pod terminates, while kube-proxy on other nodes may still forward new connections to it",
+				containerPreStop(t.c))}}
+	}
+	return nil
 }
 
 // hostPortOf returns the first hostPort a Pod spec binds, or 0.
@@ -626,13 +639,27 @@ func checkNoReadiness(t *target) []result {
 		msg: fmt.Sprintf("container %q has no readinessProbe: it is an endpoint before it listens and while it cannot serve", t.c.Name)}}
 }
 
+// checkReadinessLiveness: one handler for both probes is fine when liveness
+// gives up later than readiness; Kubernetes' own guide recommends it ("the
+// same low-cost HTTP endpoint as for readiness probes, but with a higher
+// failureThreshold", kubernetes.io Configure Liveness, Readiness and Startup
+// Probes). It is a hazard only when the restart comes no later than the
+// removal from rotation.
 func checkReadinessLiveness(t *target) []result {
 	r, l := t.c.ReadinessProbe, t.c.LivenessProbe
 	if r == nil || l == nil || !sameHandler(t.c, r, l) {
 		return nil
 	}
+	rp, rf := probeTiming(r)
+	lp, lf := probeTiming(l)
+	unready, restart := rp*time.Duration(rf), lp*time.Duration(lf)
+	if restart > unready {
+		return nil
+	}
 	return []result{{sev: Warning, line: t.line(t.cpath("readinessProbe")),
-		msg: fmt.Sprintf("container %q: readiness and liveness probe the same handler, so the Pod cannot be taken out of rotation without being restarted", t.c.Name)}}
+		msg: fmt.Sprintf("container %q: readiness and liveness probe the same handler and liveness gives up first or at the same time "+
+			"(%s x %d = %s against readiness %s x %d = %s), so the Pod is restarted instead of taken out of rotation",
+			t.c.Name, seconds(lp), lf, seconds(restart), seconds(rp), rf, seconds(unready))}}
 }
 
 func checkRollout(t *target) []result {

@@ -319,6 +319,10 @@ func TestRules(t *testing.T) {
 		{name: "ZD004 fires", in: m{Policy: "Cluster", Lifecycle: "-", Grace: "-"},
 			fire: map[string]Severity{"ZD004": Warning}, quiet: []string{"ZD002"}},
 		{name: "ZD004 quiet with a hook", in: m{Policy: "Cluster"}, quiet: []string{"ZD004"}},
+		{name: "ZD004 fires on a hook that stops the server at once (kong quit)", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/bash\", \"-c\", \"kong quit\"]"},
+			fire: map[string]Severity{"ZD004": Warning}, quiet: []string{"ZD005"}, lineHas: "preStop"},
+		{name: "ZD004 quiet on kong quit --wait=5", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"kong\", \"quit\", \"--wait=5\"]"},
+			quiet: []string{"ZD004", "ZD005"}},
 		{name: "ZD004 quiet with Local (ZD002 covers it)", in: m{Lifecycle: "-"}, quiet: []string{"ZD004"}},
 
 		// ZD005: unknown hook duration.
@@ -415,8 +419,12 @@ func TestRules(t *testing.T) {
 		{name: "ZD030 quiet", in: m{}, quiet: []string{"ZD030"}},
 
 		// ZD031: readiness = liveness.
-		{name: "ZD031 fires (named vs numbered port)", in: m{Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: 8080\n  periodSeconds: 20"},
+		{name: "ZD031 fires (named vs numbered port, liveness gives up with readiness)", in: m{Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: 8080\n  periodSeconds: 10"},
 			fire: map[string]Severity{"ZD031": Warning}, lineHas: "readinessProbe"},
+		{name: "ZD031 fires when liveness gives up first", in: m{Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: http\n  periodSeconds: 5\n  failureThreshold: 3"},
+			fire: map[string]Severity{"ZD031": Warning}},
+		{name: "ZD031 quiet: same handler, higher liveness failureThreshold (Kubernetes' probe guide)", in: m{Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: 8080\n  failureThreshold: 5"},
+			quiet: []string{"ZD031"}},
 		{name: "ZD031 quiet", in: m{}, quiet: []string{"ZD031"}},
 		{name: "ZD031 quiet without liveness", in: m{Liveness: "-"}, quiet: []string{"ZD031"}},
 
@@ -602,6 +610,13 @@ spec:
 	bad := strings.Replace(doc, "        readinessProbe: {httpGet: {path: /ready, port: 8080}}\n", "", 1)
 	if got := bySeverity(checkYAML(t, []byte(bad))); got["ZD030"] != Error {
 		t.Errorf("ZD030 = %v without a readiness probe on the serving container", got["ZD030"])
+	}
+	// A Service whose targetPort names no container port (Contour's envoy
+	// Service): the container that declares ports serves, not the port-less
+	// sidecar before it.
+	unmatched := strings.Replace(doc, "targetPort: 8080", "targetPort: 9999", 1)
+	if _, ok := bySeverity(checkYAML(t, []byte(unmatched)))["ZD030"]; ok {
+		t.Errorf("ZD030 fired on the port-less sidecar when no container owns the target port")
 	}
 }
 
