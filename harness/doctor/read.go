@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,8 +70,8 @@ type Object struct {
 	Source     Source
 	// routes are the Services an Ingress or a Gateway API route sends to.
 	routes []string
-	// node is the object's mapping in the YAML tree, for field lines.
-	node *yaml.Node
+	// lines is the shape of the object's YAML tree, for field lines.
+	lines *lineNode
 }
 
 // Ref is "kind/namespace/name" in lower case, the form findings use.
@@ -83,35 +82,7 @@ func (o *Object) Ref() string {
 // Line returns the line of the field at path (map keys, or ints for sequence
 // indexes), or of its deepest existing ancestor, or the object's own line.
 func (o *Object) Line(path ...any) int {
-	if o.node == nil {
-		return o.Source.Line
-	}
-	n, line := o.node, o.node.Line
-	for _, p := range path {
-		n = resolveAlias(n)
-		var next *yaml.Node
-		switch k := p.(type) {
-		case string:
-			if n.Kind == yaml.MappingNode {
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					if n.Content[i].Value == k {
-						line = n.Content[i].Line
-						next = n.Content[i+1]
-						break
-					}
-				}
-			}
-		case int:
-			if n.Kind == yaml.SequenceNode && k >= 0 && k < len(n.Content) {
-				next = n.Content[k]
-				line = next.Line
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-	}
+	line, _ := o.lines.find(path, o.Source.Line)
 	return line
 }
 
@@ -130,34 +101,80 @@ func (o *Object) FirstLine(paths ...[]any) int {
 }
 
 func (o *Object) has(path ...any) bool {
-	if o.node == nil {
-		return false
+	_, ok := o.lines.find(path, o.Source.Line)
+	return ok && o.lines != nil
+}
+
+// lineNode is what the doctor keeps of an object's YAML tree: the shape and
+// the line of every field, not its values or comments (a yaml.Node is about
+// 200 bytes; keeping every analysed object's tree was most of the memory on
+// large inputs).
+type lineNode struct {
+	// line is where a path reaching this node points: the key's line for a
+	// mapping value, the item's for a sequence item.
+	line int32
+	seq  bool
+	keys []string // mapping keys, keys[i] names kids[i]
+	kids []lineNode
+}
+
+// lineTree converts a YAML tree, following aliases (bounded by
+// checkExpansion before any object is built).
+func lineTree(n *yaml.Node, line int) lineNode {
+	n = resolveAlias(n)
+	ln := lineNode{line: int32(line)}
+	if n == nil {
+		return ln
 	}
-	n := o.node
+	switch n.Kind {
+	case yaml.MappingNode:
+		ln.keys = make([]string, 0, len(n.Content)/2)
+		ln.kids = make([]lineNode, 0, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			ln.keys = append(ln.keys, n.Content[i].Value)
+			ln.kids = append(ln.kids, lineTree(n.Content[i+1], n.Content[i].Line))
+		}
+	case yaml.SequenceNode:
+		ln.seq = true
+		ln.kids = make([]lineNode, len(n.Content))
+		for i, it := range n.Content {
+			ln.kids[i] = lineTree(it, it.Line)
+		}
+	}
+	return ln
+}
+
+// find walks path (map keys as strings, sequence indexes as ints) and
+// returns the line of the deepest field that exists and whether all of it
+// does; a nil tree answers fallback.
+func (n *lineNode) find(path []any, fallback int) (int, bool) {
+	if n == nil {
+		return fallback, false
+	}
+	line := int(n.line)
 	for _, p := range path {
-		n = resolveAlias(n)
-		var next *yaml.Node
+		var next *lineNode
 		switch k := p.(type) {
 		case string:
-			if n.Kind == yaml.MappingNode {
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					if n.Content[i].Value == k {
-						next = n.Content[i+1]
+			if !n.seq {
+				for i, key := range n.keys {
+					if key == k {
+						next = &n.kids[i]
 						break
 					}
 				}
 			}
 		case int:
-			if n.Kind == yaml.SequenceNode && k >= 0 && k < len(n.Content) {
-				next = n.Content[k]
+			if n.seq && k >= 0 && k < len(n.kids) {
+				next = &n.kids[k]
 			}
 		}
 		if next == nil {
-			return false
+			return line, false
 		}
-		n = next
+		line, n = int(next.line), next
 	}
-	return true
+	return line, true
 }
 
 func resolveAlias(n *yaml.Node) *yaml.Node {
@@ -175,7 +192,8 @@ type Skip struct {
 	Reason string `json:"reason"`
 }
 
-// Manifests is everything read from the inputs.
+// Manifests is what was read from the inputs: the objects of the kinds the
+// rules read, and a Skip for every other document.
 type Manifests struct {
 	Objects []*Object
 	Skipped []Skip
@@ -356,21 +374,73 @@ func ReadFile(path string) (*Manifests, error) {
 }
 
 // Read parses a YAML (or JSON) stream with any number of documents. name is
-// used in sources and errors.
+// used in sources and errors. Documents are decoded one at a time as they
+// are read: only the objects the rules read (Services, workloads, PDBs,
+// HPAs, routes) are kept with their YAML trees, so memory follows those,
+// not the size of the input (ConfigMaps, Secrets and CRDs pass through).
 func Read(name string, r io.Reader) (*Manifests, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
-	if err != nil {
-		return nil, &InputError{File: name, Err: fmt.Errorf("read failed: %w", err)}
-	}
-	if len(data) > MaxFileSize {
+	in := &inputReader{r: r, limit: MaxFileSize, line: 1}
+	m, err := parse(name, in)
+	if in.tooLarge {
 		return nil, &InputError{File: name, Err: fmt.Errorf("larger than %d MiB; is this a manifest?", MaxFileSize>>20)}
 	}
-	return parse(name, data)
+	if in.err != nil {
+		return nil, &InputError{File: name, Err: fmt.Errorf("read failed: %w", in.err)}
+	}
+	return m, err
 }
 
-func parse(name string, data []byte) (*Manifests, error) {
+// inputReader counts what the YAML decoder reads: it stops at limit bytes
+// and remembers the last line with text, where an error at the end of the
+// stream (an unclosed bracket) is reported.
+type inputReader struct {
+	r           io.Reader
+	limit, n    int64
+	tooLarge    bool
+	err         error
+	line        int // the line the next byte is on
+	lastContent int
+	blank       bool // the current line has no text so far
+}
+
+func (in *inputReader) Read(p []byte) (int, error) {
+	if in.n >= in.limit+1 {
+		in.tooLarge = true
+		return 0, errInputTooLarge
+	}
+	if rest := in.limit + 1 - in.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := in.r.Read(p)
+	in.n += int64(n)
+	for _, b := range p[:n] {
+		switch b {
+		case '\n':
+			in.line++
+			in.blank = true
+		case ' ', '\t', '\r':
+		default:
+			if in.blank || in.lastContent != in.line {
+				in.lastContent = in.line
+			}
+			in.blank = false
+		}
+	}
+	if in.n > in.limit {
+		in.tooLarge = true
+		return n, errInputTooLarge
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		in.err = err
+	}
+	return n, err
+}
+
+var errInputTooLarge = errors.New("input too large")
+
+func parse(name string, in *inputReader) (*Manifests, error) {
 	m := &Manifests{}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(in)
 	lastLine := 1
 	budget := MaxObjects
 	for {
@@ -380,10 +450,13 @@ func parse(name string, data []byte) (*Manifests, error) {
 			return m, nil
 		}
 		if err != nil {
+			if in.tooLarge || in.err != nil {
+				return nil, err // Read reports it
+			}
 			ie := yamlError(name, lastLine, err)
 			// An error at the end of the stream (an unclosed bracket) is
 			// reported past the last line; point at the last line with text.
-			ie.Line = min(ie.Line, lastContentLine(data))
+			ie.Line = min(ie.Line, max(in.lastContent, 1))
 			return nil, ie
 		}
 		lastLine = max(doc.Line, 1)
@@ -404,16 +477,6 @@ func parse(name string, data []byte) (*Manifests, error) {
 			return nil, err
 		}
 	}
-}
-
-func lastContentLine(data []byte) int {
-	lines := bytes.Split(data, []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if len(bytes.TrimSpace(lines[i])) > 0 {
-			return i + 1
-		}
-	}
-	return 1
 }
 
 // header is what every object has.
@@ -466,21 +529,25 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 		}
 		return nil
 	}
+	obj := &Object{
+		APIVersion: h.APIVersion, Kind: h.Kind, Name: h.Metadata.Name, Namespace: h.Metadata.Namespace,
+		Source: src,
+	}
+	if !analysed(obj) {
+		// Neither converted nor kept: the tree goes with this document.
+		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: fmt.Sprintf("%s %s is not analysed", h.APIVersion, h.Kind)})
+		return nil
+	}
 	raw, err := nodeJSON(n)
 	if err != nil {
 		// Decoder errors ("line 5: mapping key already defined") are
 		// 1-based and absolute in the stream.
 		return &InputError{File: file, Line: yamlErrorLine(err, n.Line), Err: err}
 	}
-	obj := &Object{
-		APIVersion: h.APIVersion, Kind: h.Kind, Name: h.Metadata.Name, Namespace: h.Metadata.Namespace,
-		Source: src, node: n,
-	}
+	tree := lineTree(n, n.Line)
+	obj.lines = &tree
 	if err := decodeTyped(obj, raw); err != nil {
 		return &InputError{File: file, Line: typeErrorLine(obj, err), Err: fmt.Errorf("%s %q: %w", h.Kind, h.Metadata.Name, err)}
-	}
-	if obj.Obj == nil && obj.routes == nil {
-		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: fmt.Sprintf("%s %s is not analysed", h.APIVersion, h.Kind)})
 	}
 	m.Objects = append(m.Objects, obj)
 	return nil
@@ -654,58 +721,73 @@ func jsonable(v any, depth int) (any, error) {
 // Older API versions are decoded into the current types: the fields the
 // rules read have not changed shape.
 func decodeTyped(obj *Object, raw []byte) error {
+	return decodeAs(obj, raw, true)
+}
+
+// analysed reports whether the rules read obj's kind: decodeTyped's table
+// without decoding.
+func analysed(obj *Object) bool {
+	return decodeAs(obj, nil, false) == errAnalysed
+}
+
+var errAnalysed = errors.New("analysed kind")
+
+// decodeAs is the one table of analysed kinds; with decode false it only
+// answers errAnalysed for a kind in the table. Older API versions are
+// decoded into the current types: the fields the rules read have not
+// changed shape.
+func decodeAs(obj *Object, raw []byte, decode bool) error {
 	group := obj.APIVersion
 	if i := strings.LastIndex(group, "/"); i >= 0 {
 		group = group[:i]
 	} else {
 		group = ""
 	}
-	into := func(v any) error {
-		if err := json.Unmarshal(raw, v); err != nil {
-			return err
-		}
-		obj.Obj = v
-		return nil
-	}
+	var v any
+	var routes func() []string
 	switch {
 	case obj.Kind == "Service" && group == "":
-		return into(&corev1.Service{})
+		v = &corev1.Service{}
 	case obj.Kind == "Deployment" && (group == "apps" || group == "extensions"):
-		return into(&appsv1.Deployment{})
+		v = &appsv1.Deployment{}
 	case obj.Kind == "StatefulSet" && group == "apps":
-		return into(&appsv1.StatefulSet{})
+		v = &appsv1.StatefulSet{}
 	case obj.Kind == "DaemonSet" && (group == "apps" || group == "extensions"):
-		return into(&appsv1.DaemonSet{})
+		v = &appsv1.DaemonSet{}
 	case obj.Kind == "PodDisruptionBudget" && group == "policy":
-		return into(&policyv1.PodDisruptionBudget{})
+		v = &policyv1.PodDisruptionBudget{}
 	case obj.Kind == "ReplicationController" && group == "":
-		return into(&corev1.ReplicationController{})
+		v = &corev1.ReplicationController{}
 	case obj.Kind == "Rollout" && group == "argoproj.io":
-		return into(&argoRollout{})
+		v = &argoRollout{}
 	case obj.Kind == "HorizontalPodAutoscaler" && group == "autoscaling":
 		// v1, v2beta1, v2beta2 and v2 share scaleTargetRef, minReplicas and
 		// maxReplicas, the fields the doctor reads.
-		return into(&autoscalingv2.HorizontalPodAutoscaler{})
+		v = &autoscalingv2.HorizontalPodAutoscaler{}
 	case obj.Kind == "Ingress" && group == "networking.k8s.io" && obj.APIVersion == "networking.k8s.io/v1":
-		var ing networkingv1.Ingress
-		if err := json.Unmarshal(raw, &ing); err != nil {
-			return err
-		}
-		obj.routes = ingressServices(&ing)
+		ing := &networkingv1.Ingress{}
+		v, routes = ing, func() []string { return ingressServices(ing) }
 	case obj.Kind == "Ingress" && (group == "extensions" || group == "networking.k8s.io"):
 		// extensions/v1beta1 and networking.k8s.io/v1beta1 share this shape
 		// (serviceName/servicePort), the Ingress of incident keepalive-unready.
-		var ing extv1beta1.Ingress
-		if err := json.Unmarshal(raw, &ing); err != nil {
-			return err
-		}
-		obj.routes = legacyIngressServices(&ing)
+		ing := &extv1beta1.Ingress{}
+		v, routes = ing, func() []string { return legacyIngressServices(ing) }
 	case (obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute") && group == "gateway.networking.k8s.io":
-		var rt gatewayRoute
-		if err := json.Unmarshal(raw, &rt); err != nil {
-			return err
-		}
-		obj.routes = rt.services()
+		rt := &gatewayRoute{}
+		v, routes = rt, rt.services
+	default:
+		return nil
+	}
+	if !decode {
+		return errAnalysed
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	if routes != nil {
+		obj.routes = routes()
+	} else {
+		obj.Obj = v
 	}
 	return nil
 }

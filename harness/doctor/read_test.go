@@ -58,11 +58,11 @@ func TestRead(t *testing.T) {
 			typed: []bool{true},
 		},
 		{
-			name:    "unknown kinds are kept but not analysed; non-objects skipped",
-			in:      "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\nreplicaCount: 3\n---\n- a\n- b\n---\njust a string\n",
-			refs:    []string{"widget//w"},
-			lines:   []int{1},
-			typed:   []bool{false},
+			name:    "unknown kinds and non-objects are skipped, not kept",
+			in:      "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\nreplicaCount: 3\n---\n- a\n- b\n---\njust a string\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+			refs:    []string{"service//s"},
+			lines:   []int{12},
+			typed:   []bool{true},
 			skipped: 4,
 		},
 		{
