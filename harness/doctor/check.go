@@ -239,8 +239,13 @@ func Check(m *Manifests, opts ...Option) *Report {
 			}
 			t := &target{svcObj: so, svc: svc, local: local, profile: prof, l7Via: l7Via, wl: wl, ci: ci, c: c, kubeMinor: cfg.kubeMinor}
 			t.pdbs = ix.pdbsOf(wl)
+			injected := injectedBy(wl, c)
+			if injected != "" {
+				emit(finding(mustRule("ZD092"), Info, so, wo, t.line(t.cpath("image"), t.cpath()),
+					fmt.Sprintf("container %q is %s: its probes, hooks and image are written at admission, so the container rules were not run", c.Name, injected)))
+			}
 			for _, rule := range catalogue {
-				if rule.check == nil {
+				if rule.check == nil || injected != "" && containerRules[rule.ID] {
 					continue
 				}
 				for _, h := range runRule(rule, t, choice) {
@@ -275,6 +280,28 @@ func Check(m *Manifests, opts ...Option) *Report {
 		return a.RuleID < b.RuleID
 	})
 	return rep
+}
+
+// containerRules judge the serving container's own fields (hooks, probes,
+// environment); the others judge the Pod template, the workload or the
+// Service.
+var containerRules = map[string]bool{"ZD001": true, "ZD002": true, "ZD003": true, "ZD004": true, "ZD005": true,
+	"ZD030": true, "ZD031": true, "ZD040": true}
+
+// injectedBy names the admission webhook that writes container c, or "".
+// Istio's gateway chart (manifests/charts/gateway/templates/deployment.yaml)
+// renders the proxy as `image: auto`, "populated at runtime by the mutating
+// webhook", with sidecar.istio.io/inject "true" on the Pod template.
+func injectedBy(w *workload, c *corev1.Container) string {
+	if c.Image != "auto" {
+		return ""
+	}
+	meta := w.template.ObjectMeta
+	if meta.Labels["sidecar.istio.io/inject"] == "true" || meta.Annotations["sidecar.istio.io/inject"] == "true" ||
+		meta.Annotations["inject.istio.io/templates"] != "" {
+		return "an Istio-injected proxy (image: auto)"
+	}
+	return ""
 }
 
 // ProfilePerService is Report.Profile when no --lb-profile was given: each

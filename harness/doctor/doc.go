@@ -35,6 +35,7 @@
 //	ZD033 local-without-min-ready        warning rolling-update-local                     Local with minReadySeconds 0
 //	ZD040 keepalive-behind-l7            warning keepalive-unready                        L7 LB + keep-alive + readiness that can flip
 //	ZD090 service-selects-nothing        info                                             the Service selects no workload in the input
+//	ZD092 container-injected             info                                             image: auto with Istio injection: container rules skipped
 //	ZD091 lb-annotation-invalid          warning                                          unknown lb profile or non-numeric health-check annotation
 //
 // (* lower severity in some cases: ZD011 a

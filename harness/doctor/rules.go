@@ -290,6 +290,15 @@ var catalogue = []Rule{
 		Fix: "Pass the workload's manifest too, or fix the selector.",
 	},
 	{
+		ID: "ZD092", Name: "container-injected", Severity: Info, Seeds: []string{incident.RollingUpdateLocal},
+		Summary: "the serving container is written at admission, so its probes and hooks are not in the manifest",
+		Description: "Istio's gateway chart ships the proxy container as `image: auto` with injection on: the " +
+			"mutating webhook replaces it with the injected proxy (its image, probes and shutdown), per Istio's " +
+			"sidecar-injection docs (customizing injection). The container rules (preStop timing, probes) would judge " +
+			"a placeholder, so they are not run for it; the Pod-level ones are.",
+		Fix: "Run the doctor against the live cluster (zerodrop doctor --cluster) to judge the injected container.",
+	},
+	{
 		ID: "ZD091", Name: "lb-annotation-invalid", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "an LB profile or health-check annotation cannot be used",
 		Description: "The Service names an unknown zerodrop.dev/lb-profile or a health-check annotation that is not " +

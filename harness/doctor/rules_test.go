@@ -32,6 +32,8 @@ type m struct {
 	PDB            string // maxUnavailable 1 AlwaysAllow; "-" omits
 	HostPort       string // hostPort of the http port; "" none
 	Args           string // container args, a YAML flow list; "" none
+	Image          string // web:1
+	PodLabels      string // extra Pod template labels, "key: value" lines
 }
 
 const manifestTmpl = `apiVersion: v1
@@ -73,6 +75,9 @@ spec:
     metadata:
       labels:
         app: web
+{{- if .PodLabels}}
+{{indent 8 .PodLabels}}
+{{- end}}
     spec:
 {{- if ne .Grace "-"}}
       terminationGracePeriodSeconds: {{or .Grace "50"}}
@@ -82,7 +87,7 @@ spec:
 {{- end}}
       containers:
       - name: web
-        image: web:1
+        image: {{or .Image "web:1"}}
 {{- if .Args}}
         args: {{.Args}}
 {{- end}}
@@ -414,6 +419,12 @@ func TestRules(t *testing.T) {
 		{name: "ZD023 fires", in: m{PDB: "-"}, fire: map[string]Severity{"ZD023": Info}},
 		{name: "ZD023 quiet", in: m{}, quiet: []string{"ZD023"}},
 
+		// ZD092: a container written at admission.
+		{name: "ZD092 fires: Istio gateway injection (image: auto)", in: m{Image: "auto", PodLabels: "sidecar.istio.io/inject: \"true\"", Readiness: "-", Lifecycle: "-"},
+			fire: map[string]Severity{"ZD092": Info}, quiet: []string{"ZD030", "ZD002"}},
+		{name: "ZD092 quiet: image auto without injection is judged as written", in: m{Image: "auto", Readiness: "-"},
+			fire: map[string]Severity{"ZD030": Error}, quiet: []string{"ZD092"}},
+
 		// ZD030: no readiness probe.
 		{name: "ZD030 fires", in: m{Readiness: "-"}, fire: map[string]Severity{"ZD030": Error}, quiet: []string{"ZD001", "ZD031"}, lineHas: "- name: web"},
 		{name: "ZD030 quiet", in: m{}, quiet: []string{"ZD030"}},
@@ -739,5 +750,49 @@ func TestParseKubernetesVersion(t *testing.T) {
 		if (err != nil) != tc.wantErr || got != tc.minor {
 			t.Errorf("ParseKubernetesVersion(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.minor, tc.wantErr)
 		}
+	}
+}
+
+// TestInjectedContainer: Istio's gateway chart renders the proxy as
+// `image: auto`; the container rules skip it, the Pod-level ones do not.
+func TestInjectedContainer(t *testing.T) {
+	doc := `apiVersion: v1
+kind: Service
+metadata: {name: gw, namespace: istio}
+spec:
+  type: LoadBalancer
+  selector: {app: gw}
+  ports: [{port: 80, targetPort: 80}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gw, namespace: istio}
+spec:
+  selector: {matchLabels: {app: gw}}
+  template:
+    metadata:
+      annotations: {inject.istio.io/templates: gateway}
+      labels: {app: gw, sidecar.istio.io/inject: "true"}
+    spec:
+      containers:
+      - name: istio-proxy
+        image: auto
+        ports: [{containerPort: 80}]
+`
+	got := bySeverity(checkYAML(t, []byte(doc)))
+	if got["ZD092"] != Info {
+		t.Errorf("ZD092 = %v, want info", got["ZD092"])
+	}
+	for _, id := range []string{"ZD030", "ZD004"} {
+		if _, ok := got[id]; ok {
+			t.Errorf("%s judged the injected placeholder", id)
+		}
+	}
+	if got["ZD012"] != Warning {
+		t.Errorf("ZD012 (one replica, a Pod-level rule) = %v, want warning", got["ZD012"])
+	}
+	plain := strings.Replace(doc, "image: auto", "image: istio/proxyv2:1.24.0", 1)
+	if got := bySeverity(checkYAML(t, []byte(plain))); got["ZD030"] != Error || got["ZD092"] != SeverityNone {
+		t.Errorf("with a real image: ZD030 = %v, ZD092 = %v; want error and none", got["ZD030"], got["ZD092"])
 	}
 }
