@@ -33,6 +33,7 @@ import (
 	"zerodrop/fixtures"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
+	"zerodrop/harness/doctor"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/load"
 )
@@ -109,6 +110,30 @@ func waitT(t *testing.T, d time.Duration, what string, f func() bool) time.Durat
 		time.Sleep(250 * time.Millisecond)
 	}
 	return time.Since(start)
+}
+
+// moveToAnotherNode rolls the one-replica Deployment name onto a worker
+// other than the one its endpoint is on, so the old node loses its last
+// local endpoint for good (the canonical source-ip-dilemma case), and
+// returns when the rollout was started.
+func (e *env) moveToAnotherNode(t *testing.T, ns, name, key string) time.Time {
+	t.Helper()
+	start := time.Now()
+	cur := e.state(t, key).EndpointNodes
+	var target string
+	for _, n := range e.nodes {
+		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; !cp && (len(cur) == 0 || n.Name != cur[0]) {
+			target = n.Name
+			break
+		}
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"zerodrop.dev/restart":%q}},"spec":{"nodeSelector":{"kubernetes.io/hostname":%q}}}}}`,
+		start.Format(time.RFC3339Nano), target)
+	t.Logf("%s: moving the pod from %v to %s", key, cur, target)
+	if _, err := e.cs.AppsV1().Deployments(ns).Patch(context.Background(), name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return start
 }
 
 // deploy creates the workload and waits for its pods and its LB address.
@@ -752,21 +777,7 @@ func TestCluster(t *testing.T) {
 			ew := e.watchEndpoints(t, ns, w.Config.Name)
 			res, stop := e.startLoad(t, vip, 200, 0, false) // until stopped
 			time.Sleep(5 * time.Second)
-			start := time.Now()
-			cur := e.state(t, key).EndpointNodes
-			var target string
-			for _, n := range e.nodes {
-				if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; !cp && (len(cur) == 0 || n.Name != cur[0]) {
-					target = n.Name
-					break
-				}
-			}
-			patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"zerodrop.dev/restart":%q}},"spec":{"nodeSelector":{"kubernetes.io/hostname":%q}}}}}`,
-				start.Format(time.RFC3339Nano), target)
-			t.Logf("%s: moving the pod from %v to %s", prof, cur, target)
-			if _, err := e.cs.AppsV1().Deployments(ns).Patch(ctx, w.Config.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			start := e.moveToAnotherNode(t, ns, w.Config.Name, key)
 			e.waitRollout(t, ns, w.Config.Name, 8*time.Minute)
 			rolled := time.Since(start)
 			time.Sleep(30 * time.Second) // the LB catches up with the last change
@@ -789,6 +800,86 @@ func TestCluster(t *testing.T) {
 			}
 			if prof == fixtures.Hardened && n != 0 {
 				t.Fatalf("hardened rolling update dropped %d requests", n)
+			}
+		}
+	})
+
+	// Doctor rule ZD001 against the cluster: an app that fails readiness on
+	// SIGTERM but keeps accepting loses the node's new connections once its
+	// terminating endpoint stops serving while the LB still sends them
+	// (kube-proxy CategorizeEndpoints); a longer grace period changes
+	// nothing. Each case runs the doctor on the very manifests it deploys
+	// and compares its prediction with the drops measured on gke-l4 (6 s).
+	t.Run("zd001-serving-window", func(t *testing.T) {
+		gke := profiles.MustStock("gke-l4")
+		fast := &fixtures.Probe{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 3}
+		slow := &fixtures.Probe{Period: 10 * time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 3}
+		cases := []struct {
+			name  string
+			opts  []fixtures.Option
+			zd001 bool // the doctor's prediction, and so the expected outcome
+		}{
+			{name: "unready-fast-no-prestop", zd001: true, opts: []fixtures.Option{fixtures.WithPreStopSleep(0), fixtures.WithReadiness(fast),
+				fixtures.WithShutdown(fixtures.Shutdown{Delay: 20 * time.Second, UnreadyOnTerm: true, DrainTimeout: 5 * time.Second}), fixtures.WithTerminationGrace(40 * time.Second)}},
+			{name: "unready-fast-prestop-8s", opts: []fixtures.Option{fixtures.WithPreStopSleep(8 * time.Second), fixtures.WithReadiness(fast),
+				fixtures.WithShutdown(fixtures.Shutdown{Delay: 20 * time.Second, UnreadyOnTerm: true, DrainTimeout: 5 * time.Second}), fixtures.WithTerminationGrace(40 * time.Second)}},
+			// The rolling-update-local incident's numbers with a grace its
+			// inequality forbids (10 + 10 x 2 = 30 < 120): the old rule's ERROR.
+			{name: "incident-numbers-grace-120s", opts: []fixtures.Option{fixtures.WithPreStopSleep(10 * time.Second), fixtures.WithReadiness(slow),
+				fixtures.WithShutdown(fixtures.Shutdown{Delay: 60 * time.Second, UnreadyOnTerm: true, DrainTimeout: 10 * time.Second}), fixtures.WithTerminationGrace(120 * time.Second)}},
+		}
+		for i, tc := range cases {
+			if only := os.Getenv("ZDLB_ZD001"); only != "" && only != tc.name {
+				continue
+			}
+			ns := e.namespace(t, fmt.Sprintf("zdlb-zd001-%d", i))
+			opts := append([]fixtures.Option{fixtures.WithLB(gke), fixtures.WithNamespace(ns), fixtures.WithReplicas(1), fixtures.WithLBProfile("gke-l4")}, tc.opts...)
+			w, err := fixtures.New(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			yml, err := w.RenderYAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := doctor.Read(tc.name+".yaml", strings.NewReader(string(yml)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var predicted []string
+			for _, f := range doctor.Check(ms).Findings {
+				if f.RuleID == "ZD001" || f.RuleID == "ZD002" {
+					predicted = append(predicted, f.RuleID+": "+f.Message)
+				}
+			}
+			if got := len(predicted) > 0; got != tc.zd001 {
+				t.Fatalf("%s: doctor findings %q, want ZD001 %t", tc.name, predicted, tc.zd001)
+			}
+			vip := e.deploy(t, w)
+			key := ns + "/" + w.Config.Name
+			waitT(t, time.Minute, "LB backends = endpoint nodes", func() bool {
+				s := e.state(t, key)
+				return len(s.Active) > 0 && fmt.Sprint(s.Active) == fmt.Sprint(s.EndpointNodes)
+			})
+			res, stop := e.startLoad(t, vip, 200, 0, false)
+			time.Sleep(5 * time.Second)
+			start := e.moveToAnotherNode(t, ns, w.Config.Name, key)
+			e.waitRollout(t, ns, w.Config.Name, 8*time.Minute)
+			// Until the old Pod is gone (its grace can be 120 s), then the LB catches up.
+			waitT(t, 3*time.Minute, "the old Pod gone", func() bool {
+				pl, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+				return err == nil && len(pl.Items) == 1
+			})
+			time.Sleep(10 * time.Second)
+			sum := stop()
+			n, first, last := res.failures()
+			t.Logf("ZD001 %s (gke-l4, Local, 200 rps, new connections): doctor %q; measured %d of %d requests failed (%s from the rollout start); error classes %v; failures per second: %s",
+				tc.name, predicted, n, sum.Results, span(n, first, last, start, 100*time.Millisecond), sum.ErrorClasses, res.histogram(start))
+			if tc.zd001 && n == 0 {
+				t.Errorf("%s: the doctor predicts drops (ZD001) and none were measured", tc.name)
+			}
+			if !tc.zd001 && n != 0 {
+				t.Errorf("%s: the doctor predicts no drop and %d were measured", tc.name, n)
 			}
 		}
 	})
