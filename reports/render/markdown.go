@@ -95,7 +95,7 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 
 	for _, run := range runs {
 		rm := run.Report.Run
-		fmt.Fprintf(&b, "### %s\n\n", mdCell(run.Key().String()))
+		fmt.Fprintf(&b, "### %s\n\n", mdCell(run.Heading()))
 		fmt.Fprintf(&b, "`%s` · zerodrop %s · %s – %s", mdCell(run.Dir), mdCell(rm.ToolVersion),
 			rm.Start.UTC().Format("2006-01-02 15:04:05"), rm.End.UTC().Format("15:04:05 UTC"))
 		if rm.Host != "" {
@@ -117,7 +117,7 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			}
 			fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %d | %s | %s | %s |\n",
 				bd.Emoji, bd.Text, mdCell(sc.Name), formatCount(r.Total), formatCount(r.Dropped),
-				len(sc.FailureWindows), formatMs(r.Latency.P99Ms), pods, mdCell(truncate(sc.headline(), 160)))
+				len(sc.FailureWindows), formatMs(r.Latency.P99Ms), pods, mdCell(truncate(sc.why(), 160)))
 		}
 		b.WriteString("\n")
 		if !details {
@@ -147,10 +147,8 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 				}
 				fmt.Fprintf(&b, "- W%d at %s for %s: %s failed (%s)", w.Index, w.Start.UTC().Format("15:04:05.000"),
 					formatMs(w.DurationMs), formatCount(w.Failed), classesText(w.Classes))
-				if e := nearestEventBefore(w); e != nil {
-					fmt.Fprintf(&b, "; %s before: %s", formatMs(-e.OffsetMs), mdCell(truncate(eventText(e.Event), 120)))
-				}
-				b.WriteString("\n")
+				fmt.Fprintf(&b, "; events (inside first, then within ±%s of its edges, closest first): %s\n",
+					formatMs(msOf(edgeMargin(&sc.Scenario))), mdCell(causesText(w, edgeMargin(&sc.Scenario), 120)))
 			}
 			if sc.TimelineNote != "" {
 				fmt.Fprintf(&b, "- %s\n", mdCell(sc.TimelineNote))

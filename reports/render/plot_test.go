@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/xml"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,45 @@ func TestTimelineShowsRequestedRateAndStalls(t *testing.T) {
 		if strings.Contains(doc, bad) {
 			t.Errorf("timeline without requested rate or stalls draws %s", bad)
 		}
+	}
+}
+
+// A run whose only fault was one answer from an unready pod leaves a mark
+// in the pod-state plot; one whose answers carry no pod state gets none.
+// The latency plot draws p50, p99 and max, breaking where a bucket is empty.
+func TestOverTimePlots(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := 5
+	tl := &Timeline{Start: start, Step: time.Second, LoadStart: start, LoadEnd: start.Add(4 * time.Second),
+		OK:            []int64{10, 10, 10, 10, 10},
+		ServedUnready: []int64{0, 0, 1, 0, 0}, ServedDraining: make([]int64, n),
+		NewConnections: []int64{2, 0, 0, 0, 0}, Attributed: []int64{10, 10, 10, 10, 10}, HasPodState: true,
+		Latency: LatencySeries{Count: []int64{10, 10, 0, 10, 10}, P50Ms: []float64{1, 1, 0, 1, 1},
+			P99Ms: []float64{2, 2, 0, 50, 2}, MaxMs: []float64{3, 3, 0, 50, 3}},
+		Markers: []Marker{{Time: start.Add(2 * time.Second), Type: zdv1.EventPodUnready, Object: "pod/ns/a"}},
+	}
+	ps := PodStateSVG(tl, nil, "p")
+	for _, want := range []string{`class="series-unready"`, `served while unready 1`, `new connections 2`, `class="marker marker-pod-unready"`} {
+		if !strings.Contains(ps, want) {
+			t.Errorf("pod-state SVG lacks %s", want)
+		}
+	}
+	unready := regexp.MustCompile(`<path d="([^"]*)" class="series-unready"`).FindStringSubmatch(ps)
+	if unready == nil || !strings.Contains(unready[1], "M") {
+		t.Errorf("the one answer while unready draws nothing: %v", unready)
+	}
+	lat := LatencySVG(tl, nil, 5000, "l")
+	for _, want := range []string{`class="series-p50"`, `class="series-p99"`, `class="series-max"`, `request timeout 5.00 s`, `>1 ms</text>`, `>1 s</text>`} {
+		if !strings.Contains(lat, want) {
+			t.Errorf("latency SVG lacks %s", want)
+		}
+	}
+	p50 := regexp.MustCompile(`<path d="([^"]*)" class="series-p50"`).FindStringSubmatch(lat)
+	if p50 == nil || strings.Count(p50[1], "M") != 2 {
+		t.Errorf("p50 path should break at the empty bucket (two moves): %v", p50)
+	}
+	tl.HasPodState = false
+	if got := PodStateSVG(tl, nil, "p"); got != "" {
+		t.Errorf("pod-state plot drawn for answers without pod state")
 	}
 }
