@@ -83,6 +83,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	expectIP := fs.String("expect-client-ip", "", "fail unless the echo server saw this client IP on every response")
 	gap := fs.Duration("window-gap", 0, "merge failures closer than this into one window (default 1s)")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification for https targets")
+	implF := addImplementationFlags(fs)
 	eventsFrom := fs.String("events-from", "", "`PATH` of a file or FIFO whose lines are recorded as your own events while the load runs")
 	if code, ok := parseFlags(c, fs, args); !ok {
 		return code
@@ -110,6 +111,10 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	}
 	if *maxDropped < 0 {
 		return badInput(c, "load", "--max-dropped %d: must not be negative", *maxDropped)
+	}
+	impl, err := implF.implementation()
+	if err != nil {
+		return badInput(c, "load", "%v", err)
 	}
 	if *gap < 0 {
 		return badInput(c, "load", "--window-gap %s: must not be negative", *gap)
@@ -219,7 +224,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		Provider:    "none",
 		Start:       started,
 		Host:        hostDescription(),
-	}, nil)
+	}, reportExtras{impl: impl, set: &zdv1.ScenarioSet{Name: zdv1.ScenarioSetLoad, Version: c.version}}, nil)
 	if rep == nil {
 		return code
 	}

@@ -217,3 +217,53 @@ func writeFIFO(t *testing.T, path, s string) {
 		t.Error(err)
 	}
 }
+
+// The implementation flags fill report.json's vendor block; analyze keeps
+// it and merges what it is given; a URL that is none is bad input.
+func TestImplementationFlags(t *testing.T) {
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"pod":"p"}`))
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(t, "load", "--target", "http://"+ln.Addr().String()+"/", "--rate", "20", "--duration", "500ms", "--out", out,
+		"--project", "example-lb", "--project-version", "v2", "--contact", "@a", "--contact", "@b", "--lb", "example-lb", "--platform", "bare metal")
+	if code != 0 {
+		t.Fatalf("load exit %d\n%s", code, stderr)
+	}
+	read := func() *zdv1.Report {
+		t.Helper()
+		r, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := read()
+	if i := r.Implementation; i == nil || i.Project != "example-lb" || i.Version != "v2" || strings.Join(i.Contact, ",") != "@a,@b" ||
+		i.LoadBalancer != "example-lb" || i.Platform != "bare metal" {
+		t.Errorf("implementation %+v", r.Implementation)
+	}
+	if s := r.ScenarioSet; s == nil || s.Name != zdv1.ScenarioSetLoad || s.Version != "test" {
+		t.Errorf("scenario set %+v, want load test", r.ScenarioSet)
+	}
+	if !strings.Contains(r.Summary.Submission, "zerodrop PASS: example-lb v2, load balancer example-lb, on bare metal.") {
+		t.Errorf("submission %q", r.Summary.Submission)
+	}
+	if code, _, stderr := runCLI(t, "analyze", "--project-url", "example.com", out); code != 2 || !strings.Contains(stderr, "http or https") {
+		t.Errorf("analyze with a bad URL: exit %d, want 2\n%s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "analyze", "--org", "Example Inc.", out); code != 0 {
+		t.Fatalf("analyze exit %d\n%s", code, stderr)
+	}
+	r = read()
+	if i := r.Implementation; i == nil || i.Organization != "Example Inc." || i.Project != "example-lb" || r.ScenarioSet == nil ||
+		r.Scenarios[0].CriteriaOverrides != nil {
+		t.Errorf("after analyze --org: implementation %+v, set %+v, overrides %v", r.Implementation, r.ScenarioSet, r.Scenarios[0].CriteriaOverrides)
+	}
+}

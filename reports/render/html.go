@@ -66,6 +66,7 @@ type runView struct {
 	*Run
 	Column    string
 	Heading   string
+	Vendor    vendorView
 	Meta      zdv1.RunMeta
 	Start     string
 	End       string
@@ -172,7 +173,7 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 		}
 	}
 	for _, run := range runs {
-		rv := runView{Run: run, Column: run.Key().String(), Heading: run.Heading(), Meta: run.Report.Run,
+		rv := runView{Run: run, Column: run.Key().String(), Heading: run.Heading(), Vendor: vendorOf(run), Meta: run.Report.Run,
 			Start: run.Report.Run.Start.UTC().Format("2006-01-02 15:04:05 UTC"),
 			End:   run.Report.Run.End.UTC().Format("2006-01-02 15:04:05 UTC")}
 		for _, sc := range run.Scenarios {

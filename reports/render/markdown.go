@@ -102,6 +102,15 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			fmt.Fprintf(&b, " · load host: %s", mdCell(rm.Host))
 		}
 		b.WriteString("\n\n")
+		v := vendorOf(run)
+		fmt.Fprintf(&b, "> **Submission summary:** %s\n", mdCell(v.Submission))
+		if len(v.Missing) > 0 {
+			fmt.Fprintf(&b, ">\n> _Not given: %s (zerodrop analyze --org --project --project-version --contact)._\n", strings.Join(v.Missing, ", "))
+		}
+		if v.Note != "" {
+			fmt.Fprintf(&b, ">\n> ⚠️ %s\n", v.Note)
+		}
+		b.WriteString("\n")
 		if len(run.Scenarios) == 0 {
 			b.WriteString("⚠️ The report holds no scenario: it proves nothing.\n\n")
 			continue
