@@ -35,10 +35,12 @@ type cause struct {
 }
 
 // windowCauses are the events inside the window w and within margin of
-// its edges, ranked: those inside first, in time order (the earliest is the
-// likeliest cause), then those around it, closest first. More than
-// maxCauses are cut; more says how many. When none is that close, nearest
-// is the closest event further away, for context and never called a cause.
+// its edges, ranked by how close they are to the window's start, an event
+// inside before one outside at the same distance: a window starts with
+// what failed its first request, while what happens later inside it is as
+// often the recovery (a restart) as a cause. More than maxCauses are cut;
+// more says how many. When none is that close, nearest is the closest
+// event further away, for context and never called a cause.
 //
 // Why the margin: a window spans the send times of its failed requests, but
 // what failed them happened while they were in flight, up to a request
@@ -61,9 +63,18 @@ func windowCauses(w zdv1.FailureWindow, margin time.Duration) (near []cause, mor
 			far = append(far, c)
 		}
 	}
+	fromStart := func(c cause) time.Duration {
+		if d := c.Time.Sub(w.Start); d > 0 {
+			return d
+		}
+		return w.Start.Sub(c.Time)
+	}
 	slices.SortStableFunc(near, func(a, b cause) int {
-		if c := cmp.Compare(a.Distance, b.Distance); c != 0 {
+		if c := cmp.Compare(fromStart(a), fromStart(b)); c != 0 {
 			return c
+		}
+		if c := cmp.Compare(a.Distance, b.Distance); c != 0 {
+			return c // inside (0) first
 		}
 		return a.Time.Compare(b.Time)
 	})

@@ -43,11 +43,25 @@ func TestWindowCauses(t *testing.T) {
 			want:   []string{"kill@after"},
 		},
 		{
-			name: "edges ranked by distance, inside first",
+			name: "ranked by distance from the start",
 			w: window(100*time.Millisecond, ev(-40*time.Millisecond, zdv1.EventCordon), ev(-5*time.Millisecond, zdv1.EventPodDeleted),
 				ev(60*time.Millisecond, zdv1.EventEndpointRemoved), ev(120*time.Millisecond, zdv1.EventPodReady)),
 			margin: 50 * time.Millisecond,
-			want:   []string{"endpoint-removed@inside", "pod-deleted@before", "pod-ready@after", "cordon@before"},
+			want:   []string{"pod-deleted@before", "cordon@before", "endpoint-removed@inside", "pod-ready@after"},
+		},
+		{
+			// The kill just before the window failed it; the restart at its
+			// end ended it.
+			name:   "a restart at the end ranks after the kill just before",
+			w:      window(315*time.Millisecond, ev(-time.Millisecond, "kill-9"), ev(306*time.Millisecond, "restart")),
+			margin: 4 * time.Millisecond,
+			want:   []string{"kill-9@before", "restart@inside"},
+		},
+		{
+			name:   "inside first at the same distance",
+			w:      window(100*time.Millisecond, ev(-10*time.Millisecond, zdv1.EventCordon), ev(10*time.Millisecond, zdv1.EventPodDeleted)),
+			margin: 50 * time.Millisecond,
+			want:   []string{"pod-deleted@inside", "cordon@before"},
 		},
 		{
 			name:    "nothing close: nearest for context only",
@@ -103,7 +117,7 @@ func TestCausesText(t *testing.T) {
 		margin time.Duration
 		want   string
 	}{
-		{50 * time.Millisecond, "at +15.0 ms kill pod/echo; 2.0 ms before action: sigstop"},
+		{50 * time.Millisecond, "2.0 ms before action: sigstop; at +15.0 ms kill pod/echo"},
 		{time.Millisecond, "at +15.0 ms kill pod/echo"},
 	}
 	for _, tc := range tests {

@@ -282,7 +282,7 @@ func TestHTMLContents(t *testing.T) {
 		`<style>`,
 		`class="plot latency"`, `class="plot podstate"`, `<table class="nodes">`,
 		`<h2>Run r1: kind · v1.34.2 · metallb</h2>`,
-		`events inside it, then within ±`,
+		`events inside it or within ±`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %s", want)
@@ -386,7 +386,7 @@ func TestMarkdown(t *testing.T) {
 		"📘 DOC · hazard reproduced",              // distribution: a pod got nothing
 		"📘 DOC · hazard reproduced · 75 dropped", // rolling-update naive
 		"W0 at 02:01:50.000",
-		"events (inside first, then within ±",
+		"events inside it or within ±",
 		"endpoint-terminating pod/zd/echo-aa-4",
 	} {
 		if !strings.Contains(md, want) {
