@@ -141,7 +141,7 @@ func PodStateSVG(t *Timeline, windows []zdv1.FailureWindow, title string) string
 	for i := range t.OK {
 		ymax = max(ymax, t.ServedUnready[i], t.ServedDraining[i], t.NewConnections[i])
 	}
-	ticks := svg.Ticks(0, float64(ymax), 3)
+	ticks := countTicks(ymax, 3)
 	ys := svg.Scale{D0: 0, D1: math.Max(float64(ymax), ticks[len(ticks)-1]), R0: bottom, R1: top}
 	gridY(d, ticks, ys, func(v float64) string { return formatCount(int64(v)) })
 	d.Text(14, (top+bottom)/2, "answers per "+formatStep(t.Step),
@@ -171,4 +171,16 @@ func PodStateSVG(t *Timeline, windows []zdv1.FailureWindow, title string) string
 	axisX(d, x, bottom)
 	drawLegend(d, items, bottom+axisBand)
 	return d.String()
+}
+
+// countTicks are about n ticks for a count axis from 0 to ymax: whole
+// numbers only, since a count of 0.5 labelled "0" reads as a second zero.
+func countTicks(ymax int64, n int) []float64 {
+	var out []float64
+	for _, v := range svg.Ticks(0, float64(ymax), n) {
+		if v == math.Trunc(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -104,7 +104,7 @@ func TimelineSVG(t *Timeline, windows []zdv1.FailureWindow, title string) string
 		ymax = max(ymax, total)
 	}
 	ymax = max(ymax, int64(math.Ceil(due)))
-	ticks := svg.Ticks(0, float64(ymax), 4)
+	ticks := countTicks(ymax, 4)
 	yTop := math.Max(float64(ymax), ticks[len(ticks)-1])
 	y := svg.Scale{D0: 0, D1: yTop, R0: bottom, R1: top}
 	gridY(d, ticks, y, func(v float64) string { return formatCount(int64(v)) })
@@ -328,32 +328,59 @@ func drawMarkers(d *svg.Doc, x xScale, markers []Marker, palette map[string]stri
 		if !labels {
 			return
 		}
-		for i := 0; i < len(markers); {
-			j := i + 1
-			x0 := x.at(markers[i].Time)
-			for j < len(markers) && x.at(markers[j].Time)-x0 < labelGap {
-				j++
-			}
+		for _, l := range placeLabels(x, markers) {
 			suffix := ""
-			if n := j - i - 1; n > 0 {
+			if n := len(l.members) - 1; n > 0 {
 				suffix = fmt.Sprintf(" +%d", n)
 			}
-			label := markerLabel(markers[i], maxLabelRunes-len(suffix)) + suffix
+			first := l.members[0]
+			label := markerLabel(first, maxLabelRunes-len(suffix)) + suffix
 			ty := top - 8
-			tx := x0 + 4
 			d.Open("g", svg.A("class", "marker-label")...)
 			var all []string
-			for _, m := range markers[i:j] {
+			for _, m := range l.members {
 				all = append(all, markerTitle(m, x))
 			}
 			d.Title(strings.Join(all, "\n"))
-			d.Text(tx, ty, label, svg.A("transform", fmt.Sprintf("rotate(-90 %s %s)", svg.Num(tx), svg.Num(ty)),
-				"fill", palette[markers[i].Type], "font-size", "10", "font-weight", "600",
+			d.Text(l.x, ty, label, svg.A("transform", fmt.Sprintf("rotate(-90 %s %s)", svg.Num(l.x), svg.Num(ty)),
+				"fill", palette[first.Type], "font-size", "10", "font-weight", "600",
 				"stroke", colorHalo, "stroke-width", "2.5", "paint-order", "stroke")...)
 			d.Close("g")
-			i = j
 		}
 	}, svg.A("class", "markers")...)
+}
+
+// maxLabelShift is how far right of its marker a label may be pushed to
+// make room for the one before: two label columns. A marker whose label
+// would go further joins the previous label's "+N" (all of them are in
+// its tooltip).
+const maxLabelShift = 2 * labelGap
+
+// markerLabelSlot is one label: where it is drawn and the markers it names.
+type markerLabelSlot struct {
+	x       float64
+	members []Marker
+}
+
+// placeLabels gives each marker a label just right of its line, pushed
+// right by up to maxLabelShift when markers are closer than labelGap, so
+// a cause next to a load event keeps a label of its own.
+func placeLabels(x xScale, markers []Marker) []markerLabelSlot {
+	var out []markerLabelSlot
+	for _, m := range markers {
+		want := x.at(m.Time) + 4
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			pos := math.Max(want, last.x+labelGap)
+			if pos-want > maxLabelShift || pos > plotWidth-4 {
+				last.members = append(last.members, m)
+				continue
+			}
+			want = pos
+		}
+		out = append(out, markerLabelSlot{x: want, members: []Marker{m}})
+	}
+	return out
 }
 
 // maxLabelRunes is what fits in the label band at the labels' font size.
