@@ -159,6 +159,17 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 				fmt.Fprintf(&b, "; events inside it or within ±%s of its edges, closest to its start first: %s\n",
 					formatMs(msOf(edgeMargin(&sc.Scenario))), mdCell(causesText(w, edgeMargin(&sc.Scenario), 120)))
 			}
+			if nodes := nodesOf(sc.Results); len(nodes) > 0 {
+				parts := make([]string, 0, len(nodes))
+				for _, n := range nodes {
+					p := fmt.Sprintf("%s %s (%s)", n.Name, formatCount(n.Count.Count), pct(n.Share))
+					if n.ServedUnready+n.ServedDraining > 0 {
+						p += fmt.Sprintf(", %s while unready, %s while draining", formatCount(n.ServedUnready), formatCount(n.ServedDraining))
+					}
+					parts = append(parts, p)
+				}
+				fmt.Fprintf(&b, "- 2xx per node: %s\n", mdCell(truncate(strings.Join(parts, "; "), 600)))
+			}
 			if sc.TimelineNote != "" {
 				fmt.Fprintf(&b, "- %s\n", mdCell(sc.TimelineNote))
 			}

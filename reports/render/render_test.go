@@ -387,6 +387,7 @@ func TestMarkdown(t *testing.T) {
 		"📘 DOC · hazard reproduced · 75 dropped", // rolling-update naive
 		"W0 at 02:01:50.000",
 		"events inside it or within ±",
+		"- 2xx per node: ",
 		"endpoint-terminating pod/zd/echo-aa-4",
 	} {
 		if !strings.Contains(md, want) {
