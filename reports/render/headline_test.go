@@ -76,3 +76,18 @@ func TestReasonSummaries(t *testing.T) {
 		})
 	}
 }
+
+func TestColumnString(t *testing.T) {
+	for _, tc := range []struct {
+		c    Column
+		want string
+	}{
+		{Column{Provider: "kind", Kubernetes: "v1.34.2", LB: "metallb"}, "kind · v1.34.2 · metallb"},
+		{Column{Provider: "none"}, "no cluster"},
+		{Column{}, "unknown environment"},
+	} {
+		if got := tc.c.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
