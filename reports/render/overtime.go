@@ -99,8 +99,10 @@ func LatencySVG(t *Timeline, windows []zdv1.FailureWindow, timeoutMs float64, ti
 		ticks = append(ticks, e)
 	}
 	gridY(d, ticks, ys, func(e float64) string { return formatMsTick(math.Pow(10, e)) })
-	d.Text(14, (top+bottom)/2, "latency (log)",
-		svg.A("transform", fmt.Sprintf("rotate(-90 14 %s)", svg.Num((top+bottom)/2)), "text-anchor", "middle", "fill", colorAxis)...)
+	// The tick labels ("100 ms") fill the left margin: the axis title goes
+	// inside the plot, over a white halo.
+	d.Text(marginLeft+6, top+12, "latency, log scale", svg.A("fill", colorAxis,
+		"stroke", colorHalo, "stroke-width", "3", "paint-order", "stroke")...)
 	has := func(i int) bool { return s.Count[i] > 0 }
 	if timeoutMs > 0 {
 		yt := y(timeoutMs)

@@ -17,7 +17,7 @@ const (
 	plotWidth   = 960.0
 	marginLeft  = 56.0
 	marginRight = 16.0
-	labelBand   = 132.0 // room above the requests plot for marker labels
+	labelBand   = 142.0 // room above the requests plot for marker labels
 	reqHeight   = 170.0
 	shareHeight = 130.0
 	axisBand    = 34.0
