@@ -192,6 +192,19 @@ func TestLoadEventsFrom(t *testing.T) {
 		if len(notes) != 1 || !strings.Contains(notes[0], "line 3 skipped") {
 			t.Errorf("notes %q, want one about line 3", notes)
 		}
+		// And the report marks them on the timeline, each type its own.
+		if code, _, stderr := runCLI(t, "report", "--out", out, out); code != 0 {
+			t.Fatalf("report exit %d\n%s", code, stderr)
+		}
+		html, err := os.ReadFile(filepath.Join(out, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`class="marker marker-action"`, `class="marker marker-pod-unready"`, "drained node-1 by hand"} {
+			if !strings.Contains(string(html), want) {
+				t.Errorf("report.html lacks %s", want)
+			}
+		}
 	})
 	t.Run("missing file is bad input", func(t *testing.T) {
 		code, _, stderr := runCLI(t, "load", "--target", target, "--rate", "50", "--duration", "1s",
