@@ -90,7 +90,7 @@ func TestSwitchSink(t *testing.T) {
 
 func TestCollectorStreamsTheReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "report.json")
-	c := NewCollector(path, zdv1.RunMeta{Provider: "kind", Start: time.Now()})
+	c := NewCollector(path, zdv1.RunMeta{ToolVersion: "v1.2.3", Provider: "kind", Start: time.Now()})
 	sc := zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "a", Role: zdv1.RoleAssertion},
 		Verdict: zdv1.Verdict{Status: zdv1.Pass}}
 	if err := c.Add(sc); err != nil {
@@ -102,6 +102,9 @@ func TestCollectorStreamsTheReport(t *testing.T) {
 	}
 	if len(r.Scenarios) != 1 {
 		t.Errorf("report after one scenario has %d", len(r.Scenarios))
+	}
+	if s := r.ScenarioSet; s == nil || s.Name != zdv1.ScenarioSetE2E || s.Version != "v1.2.3" {
+		t.Errorf("scenario set %+v, want zerodrop-e2e v1.2.3", s)
 	}
 	if err := c.Close(time.Now()); err != nil {
 		t.Fatal(err)

@@ -138,9 +138,13 @@ type Collector struct {
 	report *zdv1.Report
 }
 
-// NewCollector starts a report at path.
+// NewCollector starts a report at path. The report names its scenario
+// set: this suite's, in the version of the zerodrop that runs it (the
+// scenarios are this package's code).
 func NewCollector(path string, run zdv1.RunMeta) *Collector {
-	return &Collector{path: path, report: zdv1.New(run)}
+	rep := zdv1.New(run)
+	rep.ScenarioSet = &zdv1.ScenarioSet{Name: zdv1.ScenarioSetE2E, Version: run.ToolVersion}
+	return &Collector{path: path, report: rep}
 }
 
 // Add records a scenario and rewrites the report.

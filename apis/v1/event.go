@@ -6,7 +6,7 @@ import "time"
 // wall clock as the load results.
 type Event struct {
 	Time    time.Time         `json:"time"`
-	Source  string            `json:"source"`           // "harness", "kubernetes", "lb", "load"
+	Source  string            `json:"source"`           // "harness", "kubernetes", "lb", "load", "user"
 	Type    string            `json:"type"`             // see the constants below
 	Object  string            `json:"object,omitempty"` // "node/kind-worker", "pod/ns/name", "service/ns/name"
 	Message string            `json:"message,omitempty"`
@@ -22,6 +22,10 @@ const (
 	SourceKubernetes = "kubernetes"
 	SourceLB         = "lb"
 	SourceLoad       = "load"
+	// SourceUser is someone's own action, told to `zerodrop load` while
+	// it ran (--events-from): a claim of the user's, not a measurement,
+	// and never read by the verdict.
+	SourceUser = "user"
 )
 
 // Event types.

@@ -116,10 +116,14 @@ func (sc *Scenario) OverridesText() string {
 
 // Report is the top level of report.json.
 type Report struct {
-	SchemaVersion string     `json:"schemaVersion"`
-	Run           RunMeta    `json:"run"`
-	Summary       Summary    `json:"summary"`
-	Scenarios     []Scenario `json:"scenarios"`
+	SchemaVersion string  `json:"schemaVersion"`
+	Run           RunMeta `json:"run"`
+	// Implementation and ScenarioSet say what was tested with which
+	// scenarios, for a vendor's submission; nil when nobody said.
+	Implementation *Implementation `json:"implementation,omitempty"`
+	ScenarioSet    *ScenarioSet    `json:"scenarioSet,omitempty"`
+	Summary        Summary         `json:"summary"`
+	Scenarios      []Scenario      `json:"scenarios"`
 }
 
 // RunMeta describes the environment of the whole run.
@@ -144,6 +148,9 @@ type Summary struct {
 	Failed        int    `json:"failed"`
 	Errored       int    `json:"errored"`
 	Documentation int    `json:"documentation"`
+	// Submission is the paragraph a vendor attaches to a submission
+	// (Report.SubmissionSummary), written with the counts above.
+	Submission string `json:"submission,omitempty"`
 }
 
 // ScenarioSpec is what a scenario is and what it asserts, known before it
@@ -539,6 +546,7 @@ func (r *Report) Summarize() {
 		s.Status = Error
 	}
 	r.Summary = s
+	r.Summary.Submission = r.SubmissionSummary()
 }
 
 // Validate checks what a reader relies on: the schema version and that every
@@ -548,6 +556,9 @@ func (r *Report) Validate() error {
 		return fmt.Errorf("report schemaVersion %q is not %q: produced by a different zerodrop version", r.SchemaVersion, SchemaVersion)
 	}
 	var errs []error
+	if err := r.Implementation.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for i, sc := range r.Scenarios {
 		if sc.Name == "" {
 			errs = append(errs, fmt.Errorf("scenario %d has no name", i))

@@ -28,6 +28,10 @@ func TestSummarize(t *testing.T) {
 			r := New(RunMeta{})
 			r.Scenarios = tc.in
 			r.Summarize()
+			if r.Summary.Submission != r.SubmissionSummary() {
+				t.Errorf("Submission %q is not the report's summary", r.Summary.Submission)
+			}
+			r.Summary.Submission = "" // tested in TestSubmissionSummary
 			if r.Summary != tc.want {
 				t.Errorf("Summary = %+v, want %+v", r.Summary, tc.want)
 			}

@@ -102,7 +102,17 @@ func TestSchemaAcceptsReports(t *testing.T) {
 	stalled.Summarize()
 	stalledJSON, _ := json.Marshal(stalled)
 
-	for name, data := range map[string][]byte{"analyzed": analyzed, "synthetic": synthetic, "empty": empty, "bare": bareJSON, "stalled": stalledJSON} {
+	// A vendor's report: the implementation block and scenario set.
+	vendor := zdv1.New(zdv1.RunMeta{Provider: "kind", KubernetesVersion: "v1.34.2"})
+	vendor.Implementation = &zdv1.Implementation{Organization: "Example Inc.", Project: "example-lb", URL: "https://example.com/lb",
+		Version: "v2.1.0", Contact: []string{"@example/lb"}, LoadBalancer: "example-lb", LoadBalancerVersion: "v2.1.0",
+		Platform: "kind", PlatformVersion: "v0.30.0"}
+	vendor.ScenarioSet = &zdv1.ScenarioSet{Name: zdv1.ScenarioSetE2E, Version: "1"}
+	vendor.Scenarios = bare.Scenarios
+	vendor.Summarize()
+	vendorJSON, _ := json.Marshal(vendor)
+
+	for name, data := range map[string][]byte{"analyzed": analyzed, "synthetic": synthetic, "empty": empty, "bare": bareJSON, "stalled": stalledJSON, "vendor": vendorJSON} {
 		if err := validate(t, s, data); err != nil {
 			t.Errorf("%s report does not validate: %v", name, err)
 		}
@@ -181,6 +191,12 @@ func TestSchemaRejects(t *testing.T) {
 		}), "/scenarios/0/results/dropped"},
 		{"bad time", mutate(func(m map[string]any) { m["run"].(map[string]any)["start"] = "yesterday" }), "/run/start"},
 		{"missing results", mutate(func(m map[string]any) { delete(scenario0(m), "results") }), "results"},
+		{"contact not a list", mutate(func(m map[string]any) {
+			m["implementation"] = map[string]any{"contact": "@me"}
+		}), "/implementation/contact"},
+		{"scenario set without version", mutate(func(m map[string]any) {
+			m["scenarioSet"] = map[string]any{"name": "zerodrop-e2e"}
+		}), "/scenarioSet"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,8 +24,11 @@ func analyzeCommand() command {
 const analyzeDescription = `
 Reads every run file (*.jsonl) in DIR and writes DIR/report.json with one
 scenario per run file. The run metadata of an existing report.json (provider,
-Kubernetes version, LB) is kept. Criteria come from each run file's header
-unless overridden with the flags below.
+Kubernetes version, LB) is kept, and so are its implementation block and
+scenario set; the --org, --project, --contact ... flags fill or replace
+the implementation block (what was tested, for a vendor's submission).
+Criteria come from each run file's header unless overridden with the
+flags below.
 
 Exit status: 0 every assertion passed, 1 a criterion failed (e.g. something
 was dropped), 2 bad input or a run broke (truncated or failed run file).`
@@ -35,6 +38,7 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 	maxDropped := fs.Int64("max-dropped", 0, "override: dropped requests still allowed")
 	expectIP := fs.String("expect-client-ip", "", "override: client IP the echo server must see")
 	gap := fs.Duration("window-gap", 0, "override: merge failures closer than this into one window")
+	implF := addImplementationFlags(fs)
 	if code, ok := parseFlags(c, fs, args); !ok {
 		return code
 	}
@@ -51,8 +55,17 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 	}
 	slices.Sort(runFiles)
 
+	impl, err := implF.implementation()
+	if err != nil {
+		return badInput(c, "analyze", "%v", err)
+	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "max-dropped", "expect-client-ip", "window-gap":
+			set[f.Name] = true
+		}
+	})
 	// Only the criteria asked for are replaced; the report records them as
 	// criteriaOverrides so nobody mistakes them for the run's own.
 	var override *zdv1.Criteria
@@ -78,18 +91,27 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 		}
 	}
 	run := zdv1.RunMeta{ToolVersion: c.version, Provider: "none"}
+	var extras reportExtras
 	if old, err := zdv1.ReadFile(filepath.Join(dir, reportFileName)); err == nil {
 		run = old.Run
+		extras = reportExtras{impl: old.Implementation, set: old.ScenarioSet}
 	}
-	_, code := analyzeDir(ctx, c, dir, runFiles, run, override)
+	if impl != nil {
+		if extras.impl == nil {
+			extras.impl = &zdv1.Implementation{}
+		}
+		extras.impl.Merge(*impl)
+	}
+	_, code := analyzeDir(ctx, c, dir, runFiles, run, extras, override)
 	return code
 }
 
 // analyzeDir analyzes runFiles into dir/report.json, prints a summary and
 // returns the report and the exit code its verdict means.
-func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run zdv1.RunMeta,
+func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run zdv1.RunMeta, extras reportExtras,
 	override *zdv1.Criteria) (*zdv1.Report, int) {
 	rep := zdv1.New(run)
+	rep.Implementation, rep.ScenarioSet = extras.impl, extras.set
 	for _, path := range runFiles {
 		var opts []verdict.Option
 		if override != nil {

@@ -14,6 +14,7 @@ import (
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
+	"zerodrop/harness/userevents"
 )
 
 const runFileName = "run.jsonl"
@@ -39,6 +40,20 @@ than --max-send-lag, or left requests unsent because --max-in-flight was
 full is broken (exit 2), never a pass: the spans it missed were not
 measured. A request Go's HTTP client re-sent on its own after a failed
 attempt counts as dropped.
+
+--events-from PATH puts your own actions on the timeline while the load
+runs: PATH is a file (followed like tail -f) or a FIFO (mkfifo) of lines,
+each appended to run.jsonl as an event of source "user" the moment it is
+read. A plain line is an action ("drained node-1 by hand"); a JSON line
+sets the event: {"type":"pod-unready","object":"pod/ns/a","message":"..."}
+(type, object, message, time, fields; all optional). Blank lines and lines
+starting with # are ignored. A bad line is reported on stderr with its
+number, noted in the run file, and skipped; the run goes on. User events
+never change the verdict.
+
+  mkfifo /tmp/zd-events
+  zerodrop load ... --events-from /tmp/zd-events &
+  echo "kubectl drain node-1" > /tmp/zd-events
 
 Exit status: 0 nothing dropped, 1 something dropped (or another criterion
 failed), 2 bad input or the run broke.`
@@ -68,6 +83,8 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	expectIP := fs.String("expect-client-ip", "", "fail unless the echo server saw this client IP on every response")
 	gap := fs.Duration("window-gap", 0, "merge failures closer than this into one window (default 1s)")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification for https targets")
+	implF := addImplementationFlags(fs)
+	eventsFrom := fs.String("events-from", "", "`PATH` of a file or FIFO whose lines are recorded as your own events while the load runs")
 	if code, ok := parseFlags(c, fs, args); !ok {
 		return code
 	}
@@ -95,6 +112,10 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	if *maxDropped < 0 {
 		return badInput(c, "load", "--max-dropped %d: must not be negative", *maxDropped)
 	}
+	impl, err := implF.implementation()
+	if err != nil {
+		return badInput(c, "load", "%v", err)
+	}
 	if *gap < 0 {
 		return badInput(c, "load", "--window-gap %s: must not be negative", *gap)
 	}
@@ -117,6 +138,12 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	runPath := filepath.Join(*out, runFileName)
 	if _, err := os.Stat(runPath); err == nil {
 		return badInput(c, "load", "%s already exists: choose a new --out directory or remove the old run", runPath)
+	}
+	var userEvents *userevents.Source
+	if *eventsFrom != "" {
+		if userEvents, err = userevents.Open(*eventsFrom); err != nil {
+			return badInput(c, "load", "--events-from: %v", err)
+		}
 	}
 	createdDir := false
 	if _, err := os.Stat(*out); errors.Is(err, os.ErrNotExist) {
@@ -144,10 +171,14 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		if createdDir {
 			_ = os.Remove(*out)
 		}
+		if userEvents != nil {
+			_ = userEvents.Close()
+		}
 		return badInput(c, "load", "%v", err)
 	}
 
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	stopUserEvents := followUserEvents(ctx, log, userEvents, *eventsFrom, w)
 	started := time.Now()
 	log.Info("load started", "targets", strings.Join(targets, ","), "rate", *rate, "duration", duration.String(),
 		"keepalive", *keepAlive, "run_file", runPath)
@@ -182,6 +213,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		sum, loadErr = running.Wait()
 		log.Info("load finished", "results", sum.Results, "dropped", sum.Dropped, "rate", fmt.Sprintf("%.1f/s", sum.Rate()))
 	}
+	stopUserEvents()
 	if err := w.CloseWithError(loadErr); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop load: closing %s: %v\n", runPath, err)
 	}
@@ -192,7 +224,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		Provider:    "none",
 		Start:       started,
 		Host:        hostDescription(),
-	}, nil)
+	}, reportExtras{impl: impl, set: &zdv1.ScenarioSet{Name: zdv1.ScenarioSetLoad, Version: c.version}}, nil)
 	if rep == nil {
 		return code
 	}
@@ -200,6 +232,45 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "zerodrop load: the run broke: %v\n", loadErr)
 	}
 	return code
+}
+
+// followUserEvents records the lines of src as user events in w until the
+// returned stop is called; stop waits for the lines already written. Each
+// event is flushed at once, so the run file holds it even if the run is
+// killed a moment later. A bad line is logged and noted in the run file
+// (the evidence says a user event was lost, and why); it never ends the
+// run.
+func followUserEvents(ctx context.Context, log *slog.Logger, src *userevents.Source, path string, w *runfile.Writer) (stop func()) {
+	if src == nil {
+		return func() {}
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	sink := runfile.EventFunc(func(e zdv1.Event) error {
+		if err := w.Event(e); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+	log.Info("recording your events", "from", path)
+	go func() {
+		defer close(done)
+		st, err := src.Follow(fctx, sink, userevents.Options{OnBad: func(line int, text string, err error) {
+			log.Warn("events-from: line skipped", "file", path, "line", line, "error", err.Error(), "text", text)
+			_ = w.Event(zdv1.Event{Source: zdv1.SourceLoad, Type: zdv1.EventNote,
+				Message: fmt.Sprintf("events-from %s line %d skipped: %v", path, line, err)})
+		}})
+		if err != nil {
+			log.Error("events-from: stopped reading", "file", path, "error", err.Error())
+			_ = w.Event(zdv1.Event{Source: zdv1.SourceLoad, Type: zdv1.EventNote,
+				Message: fmt.Sprintf("events-from %s: stopped reading: %v", path, err)})
+		}
+		log.Info("your events recorded", "events", st.Events, "skipped_lines", st.Bad)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // hostDescription records the load generator's machine, because every

@@ -22,10 +22,14 @@ into --out (default: the first DIR):
   summary.md           the verdict, readiness matrix and per-scenario table;
                        fits a pull-request comment or $GITHUB_STEP_SUMMARY
   report.html          one self-contained page (inline CSS and SVG, no network,
-                       no JavaScript): timelines of ok/failed requests with the
-                       harness events as markers, per-pod share over time,
-                       failure windows, and the readiness matrix linking every
-                       cell to its evidence
+                       no JavaScript): timelines of ok/failed requests with
+                       every event as a marker in its type's colour, latency
+                       and answers from unready or draining pods over time,
+                       per-pod share, failure windows with the events in and
+                       around them, per-node figures, the implementation
+                       block with a summary to attach to a submission, and
+                       the readiness matrix linking every cell to its
+                       evidence
   junit-zerodrop.xml   one testcase per scenario, for CI test reporting
 
 Every scenario is checked against its run file first: the run file is

@@ -84,6 +84,13 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := count(`<svg [^>]*class="plot podshare"`); n != 9 {
 		t.Errorf("the browser's DOM has %d pod-share plots, want 9", n)
 	}
+	// Latency and pod state over time too (the sample runs' answers carry
+	// readiness and connections).
+	for _, class := range []string{"latency", "podstate"} {
+		if n := count(`<svg [^>]*class="plot ` + class + `"`); n != 9 {
+			t.Errorf("the browser's DOM has %d %s plots, want 9", n, class)
+		}
+	}
 	if n := count(`<g class="marker marker-[a-z-]+"`); n < 20 {
 		t.Errorf("the browser's DOM has %d event markers, want at least 20", n)
 	}

@@ -44,9 +44,10 @@ var docLegend = Badge{Class: "doc", Text: "DOC · hazard reproduced / not reprod
 // attention is an assertion scenario that did not pass, listed at the top.
 type attention struct {
 	*Scenario
-	Column   string
-	Badge    Badge
-	Headline string
+	Column string
+	Badge  Badge
+	// Checks names the checks that did not pass, with their figures.
+	Checks string
 }
 
 type pageView struct {
@@ -64,6 +65,8 @@ type pageView struct {
 type runView struct {
 	*Run
 	Column    string
+	Heading   string
+	Vendor    vendorView
 	Meta      zdv1.RunMeta
 	Start     string
 	End       string
@@ -72,12 +75,22 @@ type runView struct {
 
 type scenarioView struct {
 	*Scenario
-	Badge       Badge
-	RoleText    string
-	Headline    string
-	ClientIP    string
-	Timeline    template.HTML
-	PodShare    template.HTML
+	Badge    Badge
+	RoleText string
+	// Headline is said above the verdict table only when no reason says
+	// it; Why is the main clause of the headline for the run's list.
+	Headline string
+	Why      string
+	// BinResolution is the latency plot's bin width.
+	BinResolution string
+	ClientIP      string
+	Timeline      template.HTML
+	PodShare      template.HTML
+	Latency       template.HTML
+	PodState      template.HTML
+	// Margin is how far around a window events are listed.
+	Margin      string
+	Nodes       []nodeView
 	Windows     []windowView
 	Reasons     []reasonView
 	Events      []eventView
@@ -96,7 +109,17 @@ type windowView struct {
 	zdv1.FailureWindow
 	Start   string
 	Classes string
-	Before  string
+	// Causes are the events inside the window and around its edges,
+	// ranked (see windowCauses); More counts those cut; Nearest, when none
+	// is that close, is the closest one further off, for context.
+	Causes  []causeView
+	More    int
+	Nearest string
+	Margin  string
+}
+
+type causeView struct {
+	Place, Where, Type, Text, Color string
 }
 
 type reasonView struct {
@@ -108,6 +131,15 @@ type reasonView struct {
 
 type eventView struct {
 	Offset, Source, Type, Object, Message string
+	// Color is the type's marker colour when it is drawn on the timeline.
+	Color string
+}
+
+type nodeView struct {
+	zdv1.Count
+	Pods                                []string
+	ServedUnready, ServedDraining       int64
+	ServedUnreadyReused, DrainingReused int64
 }
 
 type kv struct{ Key, Value string }
@@ -136,12 +168,12 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 	for _, run := range runs {
 		for _, sc := range run.Scenarios {
 			if sc.Role == zdv1.RoleAssertion && sc.Verdict.Status != zdv1.Pass {
-				v.Attention = append(v.Attention, attention{Scenario: sc, Column: run.Key().String(), Badge: sc.Badge(), Headline: sc.headline()})
+				v.Attention = append(v.Attention, attention{Scenario: sc, Column: run.Key().String(), Badge: sc.Badge(), Checks: sc.failedChecks()})
 			}
 		}
 	}
 	for _, run := range runs {
-		rv := runView{Run: run, Column: run.Key().String(), Meta: run.Report.Run,
+		rv := runView{Run: run, Column: run.Key().String(), Heading: run.Heading(), Vendor: vendorOf(run), Meta: run.Report.Run,
 			Start: run.Report.Run.Start.UTC().Format("2006-01-02 15:04:05 UTC"),
 			End:   run.Report.Run.End.UTC().Format("2006-01-02 15:04:05 UTC")}
 		for _, sc := range run.Scenarios {
@@ -165,8 +197,9 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 }
 
 func scenarioViewOf(sc *Scenario) scenarioView {
-	v := scenarioView{Scenario: sc, Badge: sc.Badge(), Headline: sc.headline(), ClientIP: sc.clientIPCheck(),
-		ErrorCodes: classesText(sc.Results.ErrorClasses), StatusCodes: classesText(sc.Results.StatusCodes),
+	v := scenarioView{Scenario: sc, Badge: sc.Badge(), Headline: sc.ownHeadline(), Why: sc.why(), ClientIP: sc.clientIPCheck(),
+		BinResolution: fmt.Sprintf("%.2f%%", 100*BinResolution),
+		ErrorCodes:    classesText(sc.Results.ErrorClasses), StatusCodes: classesText(sc.Results.StatusCodes),
 		Start: sc.Start.UTC().Format("2006-01-02 15:04:05 UTC")}
 	if sc.Role == zdv1.RoleDocumentation {
 		v.RoleText = "Documentation scenario: it measures a known hazard (for example a naive profile) and never fails the suite. Its verdict records what happens, not a defect of this run."
@@ -197,14 +230,29 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 		if len(tl.Pods) > 0 {
 			v.PodShare = template.HTML(PodShareSVG(tl, sc.FailureWindows, totals, "share of 2xx answers per pod over time, "+sc.Name)) //nolint:gosec
 		}
+		v.Latency = template.HTML(LatencySVG(tl, sc.FailureWindows, sc.Load.TimeoutMs, "latency per "+formatStep(tl.Step)+" of "+sc.Name+": p50, p99 and max"))           //nolint:gosec
+		v.PodState = template.HTML(PodStateSVG(tl, sc.FailureWindows, "answers from unready or draining pods and new connections per "+formatStep(tl.Step)+", "+sc.Name)) //nolint:gosec
+	}
+	margin := edgeMargin(&sc.Scenario)
+	v.Margin = formatMs(msOf(margin))
+	var palette map[string]string
+	if sc.Timeline != nil {
+		palette, _ = markerLegend(sc.Timeline.Markers)
 	}
 	for _, w := range sc.FailureWindows {
-		wv := windowView{FailureWindow: w, Start: w.Start.UTC().Format("15:04:05.000"), Classes: classesText(w.Classes)}
-		if e := nearestEventBefore(w); e != nil {
-			wv.Before = formatMs(-e.OffsetMs) + " before: " + eventText(e.Event)
+		wv := windowView{FailureWindow: w, Start: w.Start.UTC().Format("15:04:05.000"), Classes: classesText(w.Classes), Margin: v.Margin}
+		near, more, nearest := windowCauses(w, margin)
+		for _, c := range near {
+			wv.Causes = append(wv.Causes, causeView{Place: c.Place, Where: causeWhere(c), Type: c.Type,
+				Text: strings.TrimPrefix(eventText(c.Event), c.Type), Color: palette[c.Type]})
+		}
+		wv.More = more
+		if nearest != nil {
+			wv.Nearest = eventText(nearest.Event) + ", " + causeWhere(*nearest)
 		}
 		v.Windows = append(v.Windows, wv)
 	}
+	v.Nodes = nodesOf(sc.Results)
 	for _, r := range sc.Verdict.Reasons {
 		rv := reasonView{Reason: r, Badge: badgeFor(zdv1.RoleAssertion, r.Status)}
 		if sc.Role == zdv1.RoleDocumentation && r.Status != zdv1.Pass {
@@ -225,7 +273,7 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 	}
 	for _, e := range sc.Events {
 		v.Events = append(v.Events, eventView{Offset: formatOffset(e.Time.Sub(org).Seconds()), Source: e.Source,
-			Type: e.Type, Object: e.Object, Message: e.Message})
+			Type: e.Type, Object: e.Object, Message: e.Message, Color: palette[e.Type]})
 	}
 	for _, k := range sortedKeys(sc.Config) {
 		v.Config = append(v.Config, kv{k, sc.Config[k]})
@@ -243,6 +291,30 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 		v.Load = append(v.Load, kv{"host", l.Host})
 	}
 	return v
+}
+
+// nodesOf is the per-node table: report.json's nodes with the pods each
+// ran and what they served while unready or draining.
+func nodesOf(r zdv1.Results) []nodeView {
+	out := make([]nodeView, 0, len(r.Nodes))
+	idx := map[string]int{}
+	for _, n := range r.Nodes {
+		idx[n.Name] = len(out)
+		out = append(out, nodeView{Count: n})
+	}
+	for _, p := range r.Pods {
+		i, ok := idx[p.Node]
+		if !ok {
+			continue
+		}
+		nv := &out[i]
+		nv.Pods = append(nv.Pods, p.Pod)
+		nv.ServedUnready += p.ServedUnready
+		nv.ServedUnreadyReused += p.ServedUnreadyReused
+		nv.ServedDraining += p.ServedDraining
+		nv.DrainingReused += p.ServedDrainingReused
+	}
+	return out
 }
 
 func trimFloat(f float64) string {

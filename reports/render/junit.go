@@ -141,10 +141,7 @@ func reasonsText(sc *Scenario) string {
 	for _, w := range sc.FailureWindows {
 		fmt.Fprintf(&b, "window W%d %s +%s: %d failed (%s)", w.Index, w.Start.UTC().Format("15:04:05.000"),
 			formatMs(w.DurationMs), w.Failed, classesText(w.Classes))
-		if e := nearestEventBefore(w); e != nil {
-			fmt.Fprintf(&b, "; %s before: %s", formatMs(-e.OffsetMs), eventText(e.Event))
-		}
-		b.WriteByte('\n')
+		fmt.Fprintf(&b, "; events: %s\n", causesText(w, edgeMargin(&sc.Scenario), 200))
 	}
 	return b.String()
 }

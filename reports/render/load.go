@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,6 +85,30 @@ func (r *Run) Key() Column {
 		}
 	}
 	return c
+}
+
+// Heading names the run: its environment, or for a plain URL load
+// (provider "none", no cluster) what was loaded: "load of
+// http://127.0.0.1:8080/".
+func (r *Run) Heading() string {
+	if r.Report.Run.Provider != "none" {
+		return r.Key().String()
+	}
+	var targets []string
+	for _, sc := range r.Scenarios {
+		for _, t := range sc.Load.Targets {
+			if !slices.Contains(targets, t) {
+				targets = append(targets, t)
+			}
+		}
+	}
+	switch {
+	case len(targets) == 0:
+		return "load without a cluster (provider none)"
+	case len(targets) > 3:
+		return fmt.Sprintf("load of %s and %d more targets", strings.Join(targets[:3], ", "), len(targets)-3)
+	}
+	return "load of " + strings.Join(targets, ", ")
 }
 
 // LoadOption configures Load.

@@ -95,13 +95,22 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 
 	for _, run := range runs {
 		rm := run.Report.Run
-		fmt.Fprintf(&b, "### %s\n\n", mdCell(run.Key().String()))
+		fmt.Fprintf(&b, "### %s\n\n", mdCell(run.Heading()))
 		fmt.Fprintf(&b, "`%s` · zerodrop %s · %s – %s", mdCell(run.Dir), mdCell(rm.ToolVersion),
 			rm.Start.UTC().Format("2006-01-02 15:04:05"), rm.End.UTC().Format("15:04:05 UTC"))
 		if rm.Host != "" {
 			fmt.Fprintf(&b, " · load host: %s", mdCell(rm.Host))
 		}
 		b.WriteString("\n\n")
+		v := vendorOf(run)
+		fmt.Fprintf(&b, "> **Submission summary:** %s\n", mdCell(v.Submission))
+		if len(v.Missing) > 0 {
+			fmt.Fprintf(&b, ">\n> _Not given: %s (zerodrop analyze --org --project --project-version --contact)._\n", strings.Join(v.Missing, ", "))
+		}
+		if v.Note != "" {
+			fmt.Fprintf(&b, ">\n> ⚠️ %s\n", v.Note)
+		}
+		b.WriteString("\n")
 		if len(run.Scenarios) == 0 {
 			b.WriteString("⚠️ The report holds no scenario: it proves nothing.\n\n")
 			continue
@@ -117,7 +126,7 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			}
 			fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %d | %s | %s | %s |\n",
 				bd.Emoji, bd.Text, mdCell(sc.Name), formatCount(r.Total), formatCount(r.Dropped),
-				len(sc.FailureWindows), formatMs(r.Latency.P99Ms), pods, mdCell(truncate(sc.headline(), 160)))
+				len(sc.FailureWindows), formatMs(r.Latency.P99Ms), pods, mdCell(truncate(sc.why(), 160)))
 		}
 		b.WriteString("\n")
 		if !details {
@@ -147,10 +156,19 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 				}
 				fmt.Fprintf(&b, "- W%d at %s for %s: %s failed (%s)", w.Index, w.Start.UTC().Format("15:04:05.000"),
 					formatMs(w.DurationMs), formatCount(w.Failed), classesText(w.Classes))
-				if e := nearestEventBefore(w); e != nil {
-					fmt.Fprintf(&b, "; %s before: %s", formatMs(-e.OffsetMs), mdCell(truncate(eventText(e.Event), 120)))
+				fmt.Fprintf(&b, "; events inside it or within ±%s of its edges, closest to its start first: %s\n",
+					formatMs(msOf(edgeMargin(&sc.Scenario))), mdCell(causesText(w, edgeMargin(&sc.Scenario), 120)))
+			}
+			if nodes := nodesOf(sc.Results); len(nodes) > 0 {
+				parts := make([]string, 0, len(nodes))
+				for _, n := range nodes {
+					p := fmt.Sprintf("%s %s (%s)", n.Name, formatCount(n.Count.Count), pct(n.Share))
+					if n.ServedUnready+n.ServedDraining > 0 {
+						p += fmt.Sprintf(", %s while unready, %s while draining", formatCount(n.ServedUnready), formatCount(n.ServedDraining))
+					}
+					parts = append(parts, p)
 				}
-				b.WriteString("\n")
+				fmt.Fprintf(&b, "- 2xx per node: %s\n", mdCell(truncate(strings.Join(parts, "; "), 600)))
 			}
 			if sc.TimelineNote != "" {
 				fmt.Fprintf(&b, "- %s\n", mdCell(sc.TimelineNote))

@@ -11,11 +11,15 @@ type Column struct {
 	Provider, Kubernetes, LB string
 }
 
-// String is "kind · v1.34.2 · metallb", leaving out what is unknown (a
-// plain URL load is just "none").
+// String is "kind · v1.34.2 · metallb", leaving out what is unknown; the
+// provider "none" of a plain URL load reads "no cluster".
 func (c Column) String() string {
 	var parts []string
-	for _, p := range []string{c.Provider, c.Kubernetes, c.LB} {
+	provider := c.Provider
+	if provider == "none" {
+		provider = "no cluster"
+	}
+	for _, p := range []string{provider, c.Kubernetes, c.LB} {
 		if p != "" {
 			parts = append(parts, p)
 		}

@@ -17,7 +17,7 @@ const (
 	plotWidth   = 960.0
 	marginLeft  = 56.0
 	marginRight = 16.0
-	labelBand   = 132.0 // room above the requests plot for marker labels
+	labelBand   = 142.0 // room above the requests plot for marker labels
 	reqHeight   = 170.0
 	shareHeight = 130.0
 	axisBand    = 34.0
@@ -29,68 +29,6 @@ const (
 	// one label ("cordon node/x +2").
 	labelGap = 12.0
 )
-
-// Colours. Failure kinds are warm, success green, markers by what acted.
-const (
-	colorOK     = "#3a9a4a"
-	colorWindow = "#d62728"
-	// colorRequested draws the requested rate; colorStall the spans the
-	// load generator did not keep its schedule.
-	colorRequested = "#1f2937"
-	colorStall     = "#7f7f7f"
-	colorGrid      = "#e3e3e3"
-	colorAxis      = "#555"
-	colorOther     = "#c7c7c7"
-)
-
-var classColors = map[string]string{
-	"refused": "#d62728", "reset": "#ff7f0e", "timeout": "#8e44ad", "dns": "#8c564b", "other": "#5f5f5f",
-}
-
-var podPalette = []string{
-	"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-	"#b07aa1", "#ff9da7", "#9c755f", "#86bcb6", "#d37295",
-}
-
-// markerKind groups event types for colour and legend.
-type markerKind struct{ name, color string }
-
-var (
-	kindNodeOps   = markerKind{"cordon / drain", "#e67e22"}
-	kindPods      = markerKind{"pod terminating / deleted", "#b03a2e"}
-	kindEndpoints = markerKind{"endpoint removed / terminating", "#7d3c98"}
-	kindNodes     = markerKind{"node / pool added or removed", "#138d75"}
-	kindRollout   = markerKind{"rollout", "#2c7be5"}
-	kindLB        = markerKind{"LB backend / node health", "#6d4c41"}
-	markerKinds   = []markerKind{kindNodeOps, kindPods, kindEndpoints, kindNodes, kindRollout, kindLB}
-)
-
-func kindOf(eventType string) markerKind {
-	switch {
-	case eventType == "cordon" || eventType == "uncordon" || strings.HasPrefix(eventType, "drain-"):
-		return kindNodeOps
-	case strings.HasPrefix(eventType, "pod-"):
-		return kindPods
-	case strings.HasPrefix(eventType, "endpoint-"):
-		return kindEndpoints
-	case strings.HasPrefix(eventType, "node-") || strings.HasPrefix(eventType, "pool-"):
-		return kindNodes
-	case strings.HasPrefix(eventType, "rollout-"):
-		return kindRollout
-	default:
-		return kindLB
-	}
-}
-
-func classColor(c string) string {
-	if col, ok := classColors[c]; ok {
-		return col
-	}
-	if strings.HasPrefix(c, "http-5") {
-		return "#c2185b"
-	}
-	return "#f06292" // other HTTP statuses
-}
 
 // xScale maps time onto the plot's horizontal extent.
 type xScale struct {
@@ -128,30 +66,21 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // TimelineSVG draws requests per bucket, stacked ok and failed by kind, with
 // failure windows shaded and the events as labelled vertical markers.
 func TimelineSVG(t *Timeline, windows []zdv1.FailureWindow, title string) string {
-	legendItems := []legendItem{{"ok " + formatCount(sum(t.OK)), colorOK, false}}
+	legendItems := []legendItem{{"ok " + formatCount(sum(t.OK)), colorOK, false, false}}
 	for i, c := range t.Classes {
-		legendItems = append(legendItems, legendItem{c + " " + formatCount(sum(t.Failed[i])), classColor(c), false})
+		legendItems = append(legendItems, legendItem{c + " " + formatCount(sum(t.Failed[i])), classColor(c), false, false})
 	}
 	if len(windows) > 0 {
-		legendItems = append(legendItems, legendItem{"failure window", colorWindow, true})
+		legendItems = append(legendItems, legendItem{"failure window", colorWindow, true, false})
 	}
 	due := t.Requested * t.Step.Seconds() // requests due per bucket
 	if due > 0 {
-		legendItems = append(legendItems, legendItem{"requested " + formatCount(int64(math.Round(t.Requested))) + "/s", colorRequested, false})
+		legendItems = append(legendItems, legendItem{"requested " + formatCount(int64(math.Round(t.Requested))) + "/s", colorRequested, false, false})
 	}
 	if len(t.Stalls) > 0 {
-		legendItems = append(legendItems, legendItem{"load not delivered (not measured)", colorStall, true})
+		legendItems = append(legendItems, legendItem{"load not delivered (not measured)", colorStall, true, false})
 	}
-	seen := map[markerKind]bool{}
-	for _, m := range t.Markers {
-		seen[kindOf(m.Type)] = true
-	}
-	var markerItems []legendItem
-	for _, k := range markerKinds {
-		if seen[k] {
-			markerItems = append(markerItems, legendItem{k.name, k.color, false})
-		}
-	}
+	palette, markerItems := markerLegend(t.Markers)
 	rows1 := legendRows(legendItems)
 	rows2 := legendRows(markerItems)
 	band := labelBand
@@ -175,7 +104,7 @@ func TimelineSVG(t *Timeline, windows []zdv1.FailureWindow, title string) string
 		ymax = max(ymax, total)
 	}
 	ymax = max(ymax, int64(math.Ceil(due)))
-	ticks := svg.Ticks(0, float64(ymax), 4)
+	ticks := countTicks(ymax, 4)
 	yTop := math.Max(float64(ymax), ticks[len(ticks)-1])
 	y := svg.Scale{D0: 0, D1: yTop, R0: bottom, R1: top}
 	gridY(d, ticks, y, func(v float64) string { return formatCount(int64(v)) })
@@ -217,7 +146,7 @@ func TimelineSVG(t *Timeline, windows []zdv1.FailureWindow, title string) string
 		d.Line(math.Max(x.at(t.LoadStart), marginLeft), yd, math.Min(x.at(t.LoadEnd), plotWidth-marginRight), yd,
 			svg.A("class", "requested", "stroke", colorRequested, "stroke-width", "1.5", "stroke-dasharray", "6 3")...)
 	}
-	drawMarkers(d, x, t.Markers, top, bottom)
+	drawMarkers(d, x, t.Markers, palette, top, bottom, true)
 	axisX(d, x, bottom)
 	ly := bottom + axisBand
 	ly = drawLegend(d, legendItems, ly)
@@ -234,7 +163,7 @@ func PodShareSVG(t *Timeline, windows []zdv1.FailureWindow, totals map[string]fl
 		if share, ok := totals[p]; ok {
 			label += " " + strconv.FormatFloat(100*share, 'f', 1, 64) + "%"
 		}
-		items = append(items, legendItem{label, podColor(i, p), false})
+		items = append(items, legendItem{label, podColor(i, p), false, false})
 	}
 	rows := legendRows(items)
 	const top = 10.0
@@ -274,13 +203,6 @@ func PodShareSVG(t *Timeline, windows []zdv1.FailureWindow, totals map[string]fl
 	axisX(d, x, bottom)
 	drawLegend(d, items, bottom+axisBand)
 	return d.String()
-}
-
-func podColor(i int, pod string) string {
-	if pod == OtherPods {
-		return colorOther
-	}
-	return podPalette[i%len(podPalette)]
 }
 
 // barSpan is bucket i's horizontal extent, with a gap between wide bars.
@@ -359,47 +281,106 @@ func shadeStalls(d *svg.Doc, x xScale, stalls []zdv1.Stall, top, bottom float64)
 	}, svg.A("class", "stalls")...)
 }
 
-// drawMarkers draws a dashed vertical line per event and, in the band above
-// the plot, a label per cluster of markers closer than labelGap.
-func drawMarkers(d *svg.Doc, x xScale, markers []Marker, top, bottom float64) {
+// markerLegend gives each event type among markers its colour and a
+// legend entry ("pod-deleted ×3"), in the order the types first occur.
+func markerLegend(markers []Marker) (map[string]string, []legendItem) {
+	var types []string
+	n := map[string]int{}
+	for _, m := range markers {
+		if n[m.Type] == 0 {
+			types = append(types, m.Type)
+		}
+		n[m.Type]++
+	}
+	palette := eventPalette(types)
+	items := make([]legendItem, 0, len(types))
+	for _, typ := range types {
+		label := typ
+		if n[typ] > 1 {
+			label += " ×" + strconv.Itoa(n[typ])
+		}
+		items = append(items, legendItem{label: label, color: palette[typ], line: true})
+	}
+	return palette, items
+}
+
+// drawMarkers draws a vertical line per event in its type's colour over a
+// white halo, so it reads over bars of any colour, and, with labels, in
+// the band above the plot a label per cluster of markers closer than
+// labelGap.
+func drawMarkers(d *svg.Doc, x xScale, markers []Marker, palette map[string]string, top, bottom float64, labels bool) {
 	if len(markers) == 0 {
 		return
+	}
+	lineTop := top
+	if labels {
+		lineTop = top - 4
 	}
 	d.Group(func() {
 		for _, m := range markers {
 			px := x.at(m.Time)
-			k := kindOf(m.Type)
 			d.Open("g", svg.A("class", "marker marker-"+m.Type)...)
 			d.Title(markerTitle(m, x))
-			d.Line(px, top-4, px, bottom, svg.A("stroke", k.color, "stroke-width", "1.2", "stroke-dasharray", "4 3")...)
+			d.Line(px, lineTop, px, bottom, svg.A("stroke", colorHalo, "stroke-width", "3.5", "stroke-opacity", "0.85")...)
+			d.Line(px, lineTop, px, bottom, svg.A("stroke", palette[m.Type], "stroke-width", "1.6")...)
 			d.Close("g")
 		}
-		for i := 0; i < len(markers); {
-			j := i + 1
-			x0 := x.at(markers[i].Time)
-			for j < len(markers) && x.at(markers[j].Time)-x0 < labelGap {
-				j++
-			}
+		if !labels {
+			return
+		}
+		for _, l := range placeLabels(x, markers) {
 			suffix := ""
-			if n := j - i - 1; n > 0 {
+			if n := len(l.members) - 1; n > 0 {
 				suffix = fmt.Sprintf(" +%d", n)
 			}
-			label := markerLabel(markers[i], maxLabelRunes-len(suffix)) + suffix
-			k := kindOf(markers[i].Type)
+			first := l.members[0]
+			label := markerLabel(first, maxLabelRunes-len(suffix)) + suffix
 			ty := top - 8
-			tx := x0 + 4
 			d.Open("g", svg.A("class", "marker-label")...)
 			var all []string
-			for _, m := range markers[i:j] {
+			for _, m := range l.members {
 				all = append(all, markerTitle(m, x))
 			}
 			d.Title(strings.Join(all, "\n"))
-			d.Text(tx, ty, label, svg.A("transform", fmt.Sprintf("rotate(-90 %s %s)", svg.Num(tx), svg.Num(ty)),
-				"fill", k.color, "font-size", "10")...)
+			d.Text(l.x, ty, label, svg.A("transform", fmt.Sprintf("rotate(-90 %s %s)", svg.Num(l.x), svg.Num(ty)),
+				"fill", palette[first.Type], "font-size", "10", "font-weight", "600",
+				"stroke", colorHalo, "stroke-width", "2.5", "paint-order", "stroke")...)
 			d.Close("g")
-			i = j
 		}
 	}, svg.A("class", "markers")...)
+}
+
+// maxLabelShift is how far right of its marker a label may be pushed to
+// make room for the one before: two label columns. A marker whose label
+// would go further joins the previous label's "+N" (all of them are in
+// its tooltip).
+const maxLabelShift = 2 * labelGap
+
+// markerLabelSlot is one label: where it is drawn and the markers it names.
+type markerLabelSlot struct {
+	x       float64
+	members []Marker
+}
+
+// placeLabels gives each marker a label just right of its line, pushed
+// right by up to maxLabelShift when markers are closer than labelGap, so
+// a cause next to a load event keeps a label of its own.
+func placeLabels(x xScale, markers []Marker) []markerLabelSlot {
+	var out []markerLabelSlot
+	for _, m := range markers {
+		want := x.at(m.Time) + 4
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			pos := math.Max(want, last.x+labelGap)
+			if pos-want > maxLabelShift || pos > plotWidth-4 {
+				last.members = append(last.members, m)
+				continue
+			}
+			want = pos
+		}
+		out = append(out, markerLabelSlot{x: want, members: []Marker{m}})
+	}
+	return out
 }
 
 // maxLabelRunes is what fits in the label band at the labels' font size.
@@ -437,6 +418,8 @@ type legendItem struct {
 	label  string
 	color  string
 	shaded bool
+	// line draws the swatch as a vertical line: an event marker.
+	line bool
 }
 
 // legendWidth estimates an item's width: swatch, gap and text at about 6.2
@@ -473,11 +456,15 @@ func drawLegend(d *svg.Doc, items []legendItem, y float64) float64 {
 				x = marginLeft
 				y += legendRow
 			}
-			attrs := svg.A("fill", it.color)
-			if it.shaded {
-				attrs = svg.A("fill", it.color, "fill-opacity", "0.2", "stroke", it.color)
+			switch {
+			case it.line:
+				d.Rect(x+3, y-11, 6, 14, svg.A("fill", colorHalo)...)
+				d.Line(x+6, y-11, x+6, y+3, svg.A("stroke", it.color, "stroke-width", "3")...)
+			case it.shaded:
+				d.Rect(x, y-10, 12, 12, svg.A("fill", it.color, "fill-opacity", "0.2", "stroke", it.color)...)
+			default:
+				d.Rect(x, y-10, 12, 12, svg.A("fill", it.color)...)
 			}
-			d.Rect(x, y-10, 12, 12, attrs...)
 			d.Text(x+18, y, it.label, svg.A("fill", "#222")...)
 			x += w
 		}

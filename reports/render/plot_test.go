@@ -2,7 +2,10 @@ package render
 
 import (
 	"encoding/xml"
+	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +74,7 @@ func TestTimelineSVG(t *testing.T) {
 		`class="series-failed series-refused"`, `class="series-failed series-http-503"`, `class="series-ok"`,
 		`<g class="window">`, `>W0</text>`,
 		`class="marker marker-drain-start"`, `class="marker marker-node-removed"`,
-		`drain-start w2 +1</text>`, // two markers 10 ms apart share a label
+		`drain-start w2</text>`, `pod-terminating a</text>`, // 10 ms apart: the second label is pushed aside
 		`&lt;b&gt;&#34;gone&#34;&lt;/b&gt;`,
 		`ok 85`, `refused 15`, `http-503 1`,
 	} {
@@ -104,5 +107,94 @@ func TestTimelineShowsRequestedRateAndStalls(t *testing.T) {
 		if strings.Contains(doc, bad) {
 			t.Errorf("timeline without requested rate or stalls draws %s", bad)
 		}
+	}
+}
+
+// A run whose only fault was one answer from an unready pod leaves a mark
+// in the pod-state plot; one whose answers carry no pod state gets none.
+// The latency plot draws p50, p99 and max, breaking where a bucket is empty.
+func TestOverTimePlots(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := 5
+	tl := &Timeline{Start: start, Step: time.Second, LoadStart: start, LoadEnd: start.Add(4 * time.Second),
+		OK:            []int64{10, 10, 10, 10, 10},
+		ServedUnready: []int64{0, 0, 1, 0, 0}, ServedDraining: make([]int64, n),
+		NewConnections: []int64{2, 0, 0, 0, 0}, Attributed: []int64{10, 10, 10, 10, 10}, HasPodState: true,
+		Latency: LatencySeries{Count: []int64{10, 10, 0, 10, 10}, P50Ms: []float64{1, 1, 0, 1, 1},
+			P99Ms: []float64{2, 2, 0, 50, 2}, MaxMs: []float64{3, 3, 0, 50, 3}},
+		Markers: []Marker{{Time: start.Add(2 * time.Second), Type: zdv1.EventPodUnready, Object: "pod/ns/a"}},
+	}
+	ps := PodStateSVG(tl, nil, "p")
+	for _, want := range []string{`class="series-unready"`, `served while unready 1`, `new connections 2`, `class="marker marker-pod-unready"`} {
+		if !strings.Contains(ps, want) {
+			t.Errorf("pod-state SVG lacks %s", want)
+		}
+	}
+	unready := regexp.MustCompile(`<path d="([^"]*)" class="series-unready"`).FindStringSubmatch(ps)
+	if unready == nil || !strings.Contains(unready[1], "M") {
+		t.Errorf("the one answer while unready draws nothing: %v", unready)
+	}
+	lat := LatencySVG(tl, nil, 5000, "l")
+	for _, want := range []string{`class="series-p50"`, `class="series-p99"`, `class="series-max"`, `request timeout 5.00 s`, `>1 ms</text>`, `>1 s</text>`} {
+		if !strings.Contains(lat, want) {
+			t.Errorf("latency SVG lacks %s", want)
+		}
+	}
+	p50 := regexp.MustCompile(`<path d="([^"]*)" class="series-p50"`).FindStringSubmatch(lat)
+	if p50 == nil || strings.Count(p50[1], "M") != 2 {
+		t.Errorf("p50 path should break at the empty bucket (two moves): %v", p50)
+	}
+	tl.HasPodState = false
+	if got := PodStateSVG(tl, nil, "p"); got != "" {
+		t.Errorf("pod-state plot drawn for answers without pod state")
+	}
+}
+
+func TestCountTicks(t *testing.T) {
+	tests := []struct {
+		ymax int64
+		want string
+	}{{1, "[0 1]"}, {2, "[0 1 2]"}, {20, "[0 5 10 15 20]"}, {3, "[0 1 2 3]"}}
+	for _, tc := range tests {
+		if got := fmt.Sprint(countTicks(tc.ymax, 4)); got != tc.want {
+			t.Errorf("countTicks(%d) = %s, want %s", tc.ymax, got, tc.want)
+		}
+	}
+}
+
+// Markers closer than a label's width get labels pushed aside, up to two
+// columns; beyond that they join the previous label's "+N".
+func TestPlaceLabels(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tl := &Timeline{Start: start, Step: time.Second, LoadStart: start, OK: make([]int64, 10)}
+	x := newXScale(tl)
+	at := func(ms int) Marker {
+		return Marker{Time: start.Add(time.Duration(ms) * time.Millisecond), Type: strconv.Itoa(ms)}
+	}
+	tests := []struct {
+		name    string
+		markers []Marker
+		want    string // members per label
+	}{
+		{"far apart", []Marker{at(0), at(5000)}, "[1 1]"},
+		{"two close: both labelled", []Marker{at(2000), at(2010)}, "[1 1]"},
+		{"three close: all labelled", []Marker{at(2000), at(2010), at(2020)}, "[1 1 1]"},
+		{"four close: the fourth joins", []Marker{at(2000), at(2010), at(2020), at(2030)}, "[1 1 2]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			prev := -1.0
+			for _, l := range placeLabels(x, tc.markers) {
+				got = append(got, len(l.members))
+				if prev >= 0 && l.x-prev < labelGap {
+					t.Errorf("labels %.1f px apart, want at least %v", l.x-prev, labelGap)
+				}
+				prev = l.x
+			}
+			if fmt.Sprint(got) != tc.want {
+				t.Errorf("label members %v, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -169,6 +169,50 @@ func (sc *Scenario) headline() string {
 	return ""
 }
 
+// why is the headline's main clause, the text before its first "; ": the
+// reasons' messages put the finding first and its details after, and the
+// details are in the verdict table once.
+func (sc *Scenario) why() string {
+	h := sc.headline()
+	if i := strings.Index(h, "; "); i > 0 {
+		return h[:i]
+	}
+	return h
+}
+
+// failedChecks names the checks that did not pass with their figures:
+// "dropped 51 (limit 0), load ERROR". Empty when all passed.
+func (sc *Scenario) failedChecks() string {
+	var parts []string
+	for _, r := range sc.Verdict.Reasons {
+		if r.Status == zdv1.Pass {
+			continue
+		}
+		s := r.Check
+		switch {
+		case r.Observed != nil && r.Limit != nil:
+			s += " " + trimFloat(*r.Observed) + " (limit " + trimFloat(*r.Limit) + ")"
+		case r.Status != zdv1.Fail:
+			s += " " + string(r.Status)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ownHeadline is the headline when it says something no reason says (a
+// documented hazard, a platform limit), else "": the reasons are shown in
+// full in the verdict table right below, once.
+func (sc *Scenario) ownHeadline() string {
+	h := sc.headline()
+	for _, r := range sc.Verdict.Reasons {
+		if r.Message == h {
+			return ""
+		}
+	}
+	return h
+}
+
 // clientIPCheck summarises the source-IP figures: "ok (10.0.0.1)",
 // "3 mismatches (expected 10.0.0.1)", or "" when nothing was checked.
 func (sc *Scenario) clientIPCheck() string {
@@ -220,19 +264,6 @@ func classesText(m map[string]int64) string {
 }
 
 func pct(share float64) string { return fmt.Sprintf("%.1f%%", 100*share) }
-
-// nearestEventBefore is the last event at or before a window's start, the
-// likeliest cause, or nil.
-func nearestEventBefore(w zdv1.FailureWindow) *zdv1.WindowEvent {
-	var best *zdv1.WindowEvent
-	for i := range w.NearestEvents {
-		e := &w.NearestEvents[i]
-		if e.OffsetMs <= 0 && (best == nil || e.OffsetMs > best.OffsetMs) {
-			best = e
-		}
-	}
-	return best
-}
 
 func eventText(e zdv1.Event) string {
 	s := e.Type

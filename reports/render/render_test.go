@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	stdhtml "html"
 	"io"
 	"os"
 	"path/filepath"
@@ -128,6 +129,25 @@ func TestTimelineAgreesWithReport(t *testing.T) {
 			if podOK != sc.Results.OK-sc.Results.Unattributed {
 				t.Errorf("per-pod ok = %d, want %d", podOK, sc.Results.OK-sc.Results.Unattributed)
 			}
+			if got := sum(tl.ServedUnready); got != sc.Results.ServedUnready {
+				t.Errorf("timeline served-unready = %d, report %d", got, sc.Results.ServedUnready)
+			}
+			if got := sum(tl.ServedDraining); got != sc.Results.ServedDraining {
+				t.Errorf("timeline served-draining = %d, report %d", got, sc.Results.ServedDraining)
+			}
+			if got := sum(tl.Latency.Count); got != sc.Results.Latency.Count {
+				t.Errorf("timeline latency count = %d, report %d", got, sc.Results.Latency.Count)
+			}
+			var maxMs float64
+			for i, n := range tl.Latency.Count {
+				maxMs = max(maxMs, tl.Latency.MaxMs[i])
+				if n > 0 && (tl.Latency.P50Ms[i] > tl.Latency.P99Ms[i] || tl.Latency.P99Ms[i] > tl.Latency.MaxMs[i]) {
+					t.Errorf("bucket %d: p50 %v, p99 %v, max %v out of order", i, tl.Latency.P50Ms[i], tl.Latency.P99Ms[i], tl.Latency.MaxMs[i])
+				}
+			}
+			if maxMs != sc.Results.Latency.MaxMs {
+				t.Errorf("timeline max latency %v ms, report %v ms", maxMs, sc.Results.Latency.MaxMs)
+			}
 			if n := tl.Buckets(); n > DefaultMaxBuckets || n < 10 {
 				t.Errorf("%d buckets, want 10..%d", n, DefaultMaxBuckets)
 			}
@@ -136,7 +156,7 @@ func TestTimelineAgreesWithReport(t *testing.T) {
 			}
 			var markers int
 			for _, e := range sc.Events {
-				if markerTypes[e.Type] {
+				if drawnEvent(e.Type) {
 					markers++
 				}
 			}
@@ -260,6 +280,9 @@ func TestHTMLContents(t *testing.T) {
 		`class="marker marker-drain-start"`, `class="marker marker-endpoint-removed"`, `class="marker marker-lb-node-unhealthy"`,
 		`class="window"`, `series-refused`, `series-http-503`,
 		`<style>`,
+		`class="plot latency"`, `class="plot podstate"`, `<table class="nodes">`,
+		`<h2>Run r1: kind · v1.34.2 · metallb</h2>`,
+		`events inside it or within ±`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %s", want)
@@ -290,6 +313,24 @@ func TestHTMLContents(t *testing.T) {
 	// Failing assertions are listed first, linking to their section.
 	if !regexp.MustCompile(`(?s)<div class="attention">.*href="#r1-drain-node-cluster-hardened">drain-node/cluster/hardened</a>`).MatchString(html) {
 		t.Errorf("the failing scenario is not listed under Needs attention")
+	}
+	// A failed scenario's reason is said once, in its verdict table; the
+	// lists above name the check and its figures.
+	want := map[string]int{}
+	for _, run := range runs {
+		for _, sc := range run.Scenarios {
+			for _, r := range sc.Verdict.Reasons {
+				if r.Status != zdv1.Pass {
+					want[r.Message]++
+				}
+			}
+		}
+	}
+	text := stdhtml.UnescapeString(html)
+	for msg, n := range want {
+		if got := strings.Count(text, msg); got != n {
+			t.Errorf("reason %q appears %d times, want %d (once per scenario that has it)", msg, got, n)
+		}
 	}
 	// The documentation scenario is never drawn as a failure.
 	naive := sectionOf(t, html, "r1-rolling-update-local-naive")
@@ -345,6 +386,8 @@ func TestMarkdown(t *testing.T) {
 		"📘 DOC · hazard reproduced",              // distribution: a pod got nothing
 		"📘 DOC · hazard reproduced · 75 dropped", // rolling-update naive
 		"W0 at 02:01:50.000",
+		"events inside it or within ±",
+		"- 2xx per node: ",
 		"endpoint-terminating pod/zd/echo-aa-4",
 	} {
 		if !strings.Contains(md, want) {

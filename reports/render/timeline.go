@@ -36,18 +36,6 @@ const (
 	OtherPods = "(other pods)"
 )
 
-// markerTypes are the event types drawn as vertical markers; the rest are
-// listed in the events table only.
-var markerTypes = map[string]bool{
-	zdv1.EventCordon: true, zdv1.EventUncordon: true, zdv1.EventDrainStart: true, zdv1.EventDrainEnd: true,
-	zdv1.EventPodTerminating: true, zdv1.EventPodDeleted: true,
-	zdv1.EventEndpointRemoved: true, zdv1.EventEndpointTerminating: true,
-	zdv1.EventNodeAdded: true, zdv1.EventNodeRemoved: true, zdv1.EventPoolAdded: true, zdv1.EventPoolRemoved: true,
-	zdv1.EventRolloutStart: true, zdv1.EventRolloutEnd: true,
-	zdv1.EventLBBackendAdded: true, zdv1.EventLBBackendRemoved: true,
-	zdv1.EventLBNodeHealthy: true, zdv1.EventLBNodeUnhealthy: true,
-}
-
 // Marker is an event drawn on the timeline.
 type Marker struct {
 	Time    time.Time
@@ -91,6 +79,17 @@ type Timeline struct {
 	// Stalls are the spans the load generator did not keep its schedule
 	// (from the report's delivery check): nothing was measured there.
 	Stalls []zdv1.Stall
+	// Latency is the latency per bucket.
+	Latency LatencySeries
+	// ServedUnready, ServedDraining and NewConnections count per bucket the
+	// 2xx answers from a pod that said it was unready or draining, and
+	// the answers that came on a connection's first request (the echo
+	// server's conn_request 1): a keep-alive client's new connections.
+	// Attributed counts the 2xx answers per bucket whose body said anything
+	// about readiness or connections, the base of those counts;
+	// HasPodState says at least one did.
+	ServedUnready, ServedDraining, NewConnections, Attributed []int64
+	HasPodState                                               bool
 	// Results counts the result lines read; Truncated says the run file's
 	// last line was cut off.
 	Results   int64
@@ -146,7 +145,9 @@ func BuildTimeline(ctx context.Context, path string, sc *zdv1.Scenario, opts ...
 	step := chooseStep(end.Sub(start), rate, cfg.maxBuckets)
 	start = start.Truncate(step)
 	n := int(end.Sub(start)/step) + 1
-	t := &Timeline{Start: start, Step: step, LoadStart: lo, LoadEnd: hi, OK: make([]int64, n), Requested: float64(sc.Load.Rate)}
+	t := &Timeline{Start: start, Step: step, LoadStart: lo, LoadEnd: hi, OK: make([]int64, n), Requested: float64(sc.Load.Rate),
+		ServedUnready: make([]int64, n), ServedDraining: make([]int64, n), NewConnections: make([]int64, n), Attributed: make([]int64, n)}
+	lat := newBucketLatency(n)
 	if d := sc.Results.Delivery; d != nil {
 		if d.RequestedRate > 0 {
 			t.Requested = d.RequestedRate
@@ -214,17 +215,31 @@ func BuildTimeline(ctx context.Context, path string, sc *zdv1.Scenario, opts ...
 			r := rec.Result
 			t.Results++
 			b := bucket(r.Time)
+			lat.add(b, r.Latency)
 			if kind := r.FailureKind(); kind != "" {
 				t.Failed[classSeries(kind)][b]++
 				return nil
 			}
 			t.OK[b]++
+			if r.Ready != nil || r.Draining != nil || r.ConnRequest > 0 {
+				t.HasPodState = true
+				t.Attributed[b]++
+			}
+			if r.Ready != nil && !*r.Ready {
+				t.ServedUnready[b]++
+			}
+			if r.Draining != nil && *r.Draining {
+				t.ServedDraining[b]++
+			}
+			if r.ConnRequest == 1 {
+				t.NewConnections[b]++
+			}
 			if r.Pod != "" {
 				t.PodOK[podSeries(r.Pod)][b]++
 			}
 		case rec.Event != nil:
 			e := rec.Event
-			if !markerTypes[e.Type] {
+			if !drawnEvent(e.Type) {
 				return nil
 			}
 			if e.Time.Before(start) || !e.Time.Before(t.End()) {
@@ -245,6 +260,7 @@ func BuildTimeline(ctx context.Context, path string, sc *zdv1.Scenario, opts ...
 	}
 	t.Truncated = stats.Truncated
 	t.Corrupt = stats.Corrupt
+	t.Latency = lat.series()
 	t.sortClasses()
 	slices.SortStableFunc(t.Markers, func(a, b Marker) int { return a.Time.Compare(b.Time) })
 	return t, nil
@@ -296,7 +312,7 @@ func plotSpan(lo, hi time.Time, events []zdv1.Event) (time.Time, time.Time) {
 	margin := max(2*time.Second, hi.Sub(lo)/10)
 	start, end := lo, hi
 	for _, e := range events {
-		if !markerTypes[e.Type] {
+		if !drawnEvent(e.Type) {
 			continue
 		}
 		if e.Time.Before(start) && !e.Time.Before(lo.Add(-margin)) {
