@@ -340,6 +340,38 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 }
 
+// TestHandOverNetwork: a cluster that created the kind network but goes
+// while another recorded cluster still uses it leaves the removal to it.
+func TestHandOverNetwork(t *testing.T) {
+	dir := t.TempDir()
+	for _, s := range []*hostState{
+		{Cluster: "first", Network: "kind", NetworkCreated: true},
+		{Cluster: "other-net", Network: "elsewhere"},
+		{Cluster: "second", Network: "kind"},
+	} {
+		if err := saveState(dir, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	others, err := otherStates(dir, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heir, err := handOverNetwork(dir, others, "kind")
+	if err != nil || heir != "second" {
+		t.Fatalf("heir = %q, %v; want second", heir, err)
+	}
+	if got, _ := loadState(dir, "second"); got == nil || !got.NetworkCreated {
+		t.Errorf("second's state after the hand-over = %+v, want NetworkCreated", got)
+	}
+	if got, _ := loadState(dir, "other-net"); got == nil || got.NetworkCreated {
+		t.Errorf("a cluster on another network was changed: %+v", got)
+	}
+	if heir, err := handOverNetwork(dir, others, "nobody-uses-this"); err != nil || heir != "" {
+		t.Errorf("no recorded user: heir = %q, %v; want none", heir, err)
+	}
+}
+
 func node(name, pool string, ready bool, cp bool) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
 	if pool != "" {

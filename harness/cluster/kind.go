@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -387,16 +388,28 @@ func (k *Kind) Delete(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if st != nil {
-		if st.NetworkCreated {
-			if err := removeNetworkIfUnused(ctx, st.Network); err != nil {
-				errs = append(errs, err)
-			} else {
-				o.progress("removed docker network " + st.Network)
-			}
-		}
 		others, err := otherStates(o.stateDir, o.name)
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if st.NetworkCreated {
+			switch users, err := removeNetworkIfUnused(ctx, st.Network); {
+			case err != nil:
+				errs = append(errs, err)
+			case users == 0:
+				o.progress("removed docker network " + st.Network)
+			default:
+				// Another cluster joined the network this one created: it
+				// is theirs to remove now, not an error of this teardown.
+				heir, err := handOverNetwork(o.stateDir, others, st.Network)
+				if err != nil {
+					errs = append(errs, err)
+				} else if heir != "" {
+					o.progress(fmt.Sprintf("docker network %s still has %d container(s) attached: left for cluster %s to remove", st.Network, users, heir))
+				} else {
+					o.progress(fmt.Sprintf("docker network %s still has %d container(s) attached that no zerodrop cluster recorded: left in place", st.Network, users))
+				}
+			}
 		}
 		if len(others) > 0 {
 			// Restoring under another cluster's running kubelets would pull
@@ -423,20 +436,26 @@ func (k *Kind) Delete(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func removeNetworkIfUnused(ctx context.Context, name string) error {
+// removeNetworkIfUnused removes the network when no container is attached;
+// otherwise it leaves it and says how many are.
+func removeNetworkIfUnused(ctx context.Context, name string) (users int, err error) {
 	ok, err := networkExists(ctx, name)
 	if err != nil || !ok {
-		return err
+		return 0, err
 	}
 	out, err := docker(ctx, nil, "network", "inspect", "-f", "{{len .Containers}}", name)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if strings.TrimSpace(out) != "0" {
-		return fmt.Errorf("docker network %s still has %s containers attached; not removing it", name, strings.TrimSpace(out))
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return 0, fmt.Errorf("docker network inspect %s: container count %q: %w", name, strings.TrimSpace(out), err)
+	}
+	if n > 0 {
+		return n, nil
 	}
 	_, err = docker(ctx, nil, "network", "rm", name)
-	return err
+	return 0, err
 }
 
 // removeEmptyKubeconfig removes a kubeconfig file kind left without

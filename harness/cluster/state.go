@@ -130,3 +130,22 @@ func otherStates(dir, cluster string) ([]*hostState, error) {
 	}
 	return out, nil
 }
+
+// handOverNetwork makes the first other recorded cluster on network the one
+// that removes it when it goes, and returns its name ("" when no other
+// recorded cluster uses that network).
+func handOverNetwork(dir string, others []*hostState, network string) (string, error) {
+	for _, o := range others {
+		if o.Network != network {
+			continue
+		}
+		if !o.NetworkCreated {
+			o.NetworkCreated = true
+			if err := saveState(dir, o); err != nil {
+				return "", fmt.Errorf("hand docker network %s over to cluster %s: %w", network, o.Cluster, err)
+			}
+		}
+		return o.Cluster, nil
+	}
+	return "", nil
+}
