@@ -10,7 +10,7 @@
 # smoke is green change this line (and harness/cluster's DefaultNodeImage).
 # etcd, CoreDNS, pause and the Go toolchain follow from the release itself
 # (lib.sh: k8s_versions), so nothing else needs editing.
-KUBERNETES_DEFAULT_VERSION=v1.34.2
+KUBERNETES_DEFAULT_VERSION=v1.37.2
 # KUBERNETES_VERSION is the knob; K8S_VERSION is its older name.
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-${K8S_VERSION:-$KUBERNETES_DEFAULT_VERSION}}"
 K8S_VERSION="$KUBERNETES_VERSION"

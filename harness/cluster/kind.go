@@ -27,7 +27,7 @@ import (
 // DefaultNodeImage is the node image clusters/images/build-node.sh builds
 // offline (make node-image) for the default KUBERNETES_VERSION
 // (clusters/images/versions.sh); move both together.
-const DefaultNodeImage = "zerodrop/kind-node:v1.34.2"
+const DefaultNodeImage = "zerodrop/kind-node:v1.37.2"
 
 // kindNetwork is the docker network kind puts every node on.
 const kindNetwork = "kind"
