@@ -10,7 +10,7 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 
 k8s_versions
 local_gover="$("$GO" env GOVERSION)"
-k8s_gover="$(kgo env GOVERSION)" || die "cannot get Go toolchain $K8S_TOOLCHAIN (GOTOOLCHAIN=$K8S_TOOLCHAIN go env GOVERSION failed; K8S_TOOLCHAIN=local builds with the local Go)"
+k8s_gover="$(kgo env GOVERSION)" || die "cannot get Go toolchain $K8S_TOOLCHAIN (GOTOOLCHAIN=$K8S_TOOLCHAIN go env GOVERSION failed; KUBERNETES_GO_TOOLCHAIN=local builds with the local Go)"
 recipe() { sed -n "/^# recipe $1 start/,/^# recipe $1 end/p" "$0"; }
 
 # component NAME VERSION FN GOVERSION: runs FN OUTDIR VERSION unless the

@@ -14,7 +14,7 @@ staging_ver="v0.${K8S_VERSION#v1.}"  # v1.34.2 -> v0.34.2
 k8s_versions
 # Asking the toolchain for its version also fetches it (once, into the module
 # cache) when the release wants another Go than the local one.
-gover="$(kgo env GOVERSION)" || die "cannot get Go toolchain $K8S_TOOLCHAIN for $K8S_VERSION (GOTOOLCHAIN=$K8S_TOOLCHAIN go env GOVERSION failed; K8S_TOOLCHAIN=local builds with the local Go)"
+gover="$(kgo env GOVERSION)" || die "cannot get Go toolchain $K8S_TOOLCHAIN for $K8S_VERSION (GOTOOLCHAIN=$K8S_TOOLCHAIN go env GOVERSION failed; KUBERNETES_GO_TOOLCHAIN=local builds with the local Go)"
 log "kubernetes $K8S_VERSION: building with $gover"
 
 k=$(key k8s "$K8S_VERSION" "$gover" "${CMDS[*]}" "$(sed -n '/^# recipe-start/,/^# recipe-end/p' "$0")")

@@ -48,7 +48,8 @@ mod_dir() {
 #   K8S_GO_LINE    its go.mod `go` line; K8S_GODEBUG its `godebug` directives
 #   K8S_TOOLCHAIN  the Go it is built with: its .go-version (the Go upstream
 #                  releases it with), fetched by `go` from the module proxy as
-#                  GOTOOLCHAIN=goX.Y.Z; K8S_TOOLCHAIN=local uses the local Go
+#                  GOTOOLCHAIN=goX.Y.Z; KUBERNETES_GO_TOOLCHAIN=local (or
+#                  goX.Y.Z) overrides it
 #   ETCD_TAG, ETCD_VERSION, COREDNS_VERSION, PAUSE_VERSION: kubeadm's
 #                  defaults for the release (cmd/kubeadm/app/constants/
 #                  constants.go: DefaultEtcdVersion, CoreDNSVersion,
@@ -58,7 +59,9 @@ mod_dir() {
 # Also writes them, with where they came from, to
 # $CACHE/logs/versions-$K8S_VERSION.txt.
 k8s_versions() {
-  [ -z "${K8S_DIR:-}" ] || return 0
+  # Already resolved for this version (by this shell or the build-node.sh
+  # that started it, which exports the results).
+  [ "${K8S_VERSIONS_OF:-}" != "$K8S_VERSION" ] || return 0
   case "$K8S_VERSION" in
     v1.[0-9]*.[0-9]*) ;;
     *) die "KUBERNETES_VERSION=$K8S_VERSION: want a release like v1.37.2" ;;
@@ -67,7 +70,9 @@ k8s_versions() {
   [ -n "$K8S_DIR" ] && [ -f "$K8S_DIR/go.mod" ] || die "cannot fetch k8s.io/kubernetes@$K8S_VERSION from the module proxy (check the version exists: go mod download -json k8s.io/kubernetes@$K8S_VERSION)"
   K8S_GO_LINE="$(awk '$1 == "go" {print $2; exit}' "$K8S_DIR/go.mod")"
   K8S_GODEBUG="$(awk '/^godebug[[:space:]]*\(/ {b=1} b {print} b && /^\)/ {b=0} /^godebug[[:space:]]+[^(]/ {print}' "$K8S_DIR/go.mod")"
-  if [ -z "${K8S_TOOLCHAIN:-}" ]; then
+  if [ -n "${KUBERNETES_GO_TOOLCHAIN:-}" ]; then
+    K8S_TOOLCHAIN="$KUBERNETES_GO_TOOLCHAIN"
+  else
     if [ -f "$K8S_DIR/.go-version" ]; then
       K8S_TOOLCHAIN="go$(tr -d '[:space:]' <"$K8S_DIR/.go-version")"
     else
@@ -86,12 +91,14 @@ k8s_versions() {
   {
     echo "kubernetes $K8S_VERSION (k8s.io/kubernetes@$K8S_VERSION, $K8S_DIR)"
     echo "go.mod go line: $K8S_GO_LINE; godebug: ${K8S_GODEBUG:-none}"
-    echo "toolchain: $K8S_TOOLCHAIN (from .go-version unless K8S_TOOLCHAIN was set)"
+    echo "toolchain: $K8S_TOOLCHAIN (from .go-version unless KUBERNETES_GO_TOOLCHAIN was set)"
     echo "from cmd/kubeadm/app/constants/constants.go:"
     echo "  DefaultEtcdVersion=$ETCD_TAG -> go.etcd.io/etcd/server/v3@$ETCD_VERSION"
     echo "  CoreDNSVersion=$COREDNS_VERSION -> github.com/coredns/coredns@$COREDNS_VERSION"
     echo "  PauseVersion=$PAUSE_VERSION -> clusters/images/pause tagged registry.k8s.io/pause:$PAUSE_VERSION"
   } >"$CACHE/logs/versions-$K8S_VERSION.txt"
+  K8S_VERSIONS_OF="$K8S_VERSION"
+  export K8S_VERSIONS_OF K8S_DIR K8S_GO_LINE K8S_GODEBUG K8S_TOOLCHAIN ETCD_TAG ETCD_VERSION COREDNS_VERSION PAUSE_VERSION
   log "kubernetes $K8S_VERSION: go $K8S_GO_LINE, toolchain $K8S_TOOLCHAIN, etcd $ETCD_TAG, coredns $COREDNS_VERSION, pause $PAUSE_VERSION (from its kubeadm constants; $CACHE/logs/versions-$K8S_VERSION.txt)"
 }
 
