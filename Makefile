@@ -16,6 +16,11 @@ export ZERODROP_CACHE
 
 ECHO_IMAGE   ?= zerodrop/echo-server:dev
 
+# KUBERNETES_VERSION=vX.Y.Z selects the Kubernetes of node-image, cluster and
+# e2e (its etcd, CoreDNS, pause and Go follow from that release); the default
+# is the one line KUBERNETES_DEFAULT_VERSION in clusters/images/versions.sh.
+export KUBERNETES_VERSION
+
 # The version every report names (report.json run.toolVersion, the run
 # files' tool_version): git describe of this clone, "-dirty" with local
 # changes. GOFLAGS=-buildvcs=false machines embed no commit on their own, so

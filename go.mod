@@ -18,7 +18,7 @@ require (
 	k8s.io/component-base v0.34.2
 	k8s.io/kubectl v0.34.2
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
-	sigs.k8s.io/kind v0.30.0
+	sigs.k8s.io/kind v0.33.0
 	sigs.k8s.io/yaml v1.6.0
 )
 

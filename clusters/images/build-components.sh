@@ -2,17 +2,21 @@
 # Builds the non-Kubernetes cluster binaries from Go modules into
 # $CACHE/bin/<name>-<version>-<key>/: etcd, CoreDNS, MetalLB controller and
 # speaker, flanneld, and our pause. Usage: build-components.sh [name...]
+# etcd, CoreDNS and pause are the versions $K8S_VERSION's kubeadm wants
+# (lib.sh k8s_versions), built with that release's Go toolchain.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 
-gover="$("$GO" env GOVERSION)"
+k8s_versions
+local_gover="$("$GO" env GOVERSION)"
+k8s_gover="$(kgo env GOVERSION)" || die "cannot get Go toolchain $K8S_TOOLCHAIN (GOTOOLCHAIN=$K8S_TOOLCHAIN go env GOVERSION failed; KUBERNETES_GO_TOOLCHAIN=local builds with the local Go)"
 recipe() { sed -n "/^# recipe $1 start/,/^# recipe $1 end/p" "$0"; }
 
-# component NAME VERSION FN: runs FN OUTDIR unless the keyed output exists;
-# records the output dir in $CACHE/bin/NAME-VERSION.path.
+# component NAME VERSION FN GOVERSION: runs FN OUTDIR VERSION unless the
+# keyed output exists; records the output dir in $CACHE/bin/NAME-VERSION.path.
 component() {
-  local name="$1" ver="$2" fn="$3" k out
+  local name="$1" ver="$2" fn="$3" gover="$4" k out
   k=$(key "$name" "$ver" "$gover" "$(recipe "$name")" "$(extra_key "$name")")
   out="$CACHE/bin/$name-$ver-$k"
   if done_ok "$out" "$k"; then
@@ -29,19 +33,22 @@ extra_key() { if [ "$1" = pause ]; then cat "$repo/clusters/images/pause/main.go
 
 # recipe etcd start
 build_etcd() {
-  local out="$1" ver="$2" mod="$CACHE/build/etcd-$2"
-  mkdir -p "$mod"
-  # go install refuses etcd (replaces in its go.mod); as a dependency it needs none.
-  printf 'module zerodrop.local/etcdbuild\n\ngo 1.24.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ver" >"$mod/go.mod"
+  local out="$1" ver="$2" mod="$CACHE/build/etcd-$2" gol
+  rm -rf "$mod"; mkdir -p "$mod"
+  # go install refuses etcd (replaces in its go.mod); as a dependency it
+  # needs none. The scratch module takes etcd's own go line.
+  gol="$(awk '$1 == "go" {print $2; exit}' "$(mod_dir "go.etcd.io/etcd/server/v3@$ver")/go.mod")"
+  [ -n "$gol" ] || die "cannot fetch go.etcd.io/etcd/server/v3@$ver (the etcd $ETCD_TAG kubeadm $K8S_VERSION wants)"
+  printf 'module zerodrop.local/etcdbuild\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$gol" "$ver" >"$mod/go.mod"
   printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$mod/tools.go"
-  (cd "$mod" && step etcd-mod-tidy "$GO" mod tidy)
-  (cd "$mod" && step etcd env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+  (cd "$mod" && step "etcd-$ver-mod-tidy" kgo_auto mod tidy)
+  (cd "$mod" && step "etcd-$ver" env CGO_ENABLED=0 GOTOOLCHAIN="$K8S_TOOLCHAIN+auto" "$GO" build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 }
 # recipe etcd end
 
 # recipe coredns start
 build_coredns() {
-  step coredns env CGO_ENABLED=0 GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2"
+  step "coredns-$2" env CGO_ENABLED=0 GOTOOLCHAIN="$K8S_TOOLCHAIN+auto" GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2"
 }
 # recipe coredns end
 
@@ -69,7 +76,7 @@ build_flannel() {
 
 # recipe pause start
 build_pause() {
-  (cd "$repo" && step pause env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$1/pause" ./clusters/images/pause)
+  (cd "$repo" && step "pause-$2" env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$1/pause" ./clusters/images/pause)
 }
 # recipe pause end
 
@@ -77,11 +84,11 @@ want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(pause etcd metallb flannel coredns)
 for w in "${want[@]}"; do
   case "$w" in
-    etcd) component etcd "$ETCD_VERSION" build_etcd ;;
-    coredns) component coredns "$COREDNS_VERSION" build_coredns ;;
-    metallb) component metallb "$METALLB_VERSION" build_metallb ;;
-    flannel) component flannel "$FLANNEL_VERSION" build_flannel ;;
-    pause) component pause 3.10.1 build_pause ;;
+    etcd) component etcd "$ETCD_VERSION" build_etcd "$k8s_gover" ;;
+    coredns) component coredns "$COREDNS_VERSION" build_coredns "$k8s_gover" ;;
+    metallb) component metallb "$METALLB_VERSION" build_metallb "$local_gover" ;;
+    flannel) component flannel "$FLANNEL_VERSION" build_flannel "$local_gover" ;;
+    pause) component pause "$PAUSE_VERSION" build_pause "$local_gover" ;;
     *) die "unknown component $w (known: etcd coredns metallb flannel pause)" ;;
   esac
 done

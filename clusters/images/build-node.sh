@@ -4,10 +4,13 @@
 #
 #   registry.k8s.io/kube-{apiserver,controller-manager,scheduler}:$K8S  FROM scratch
 #   registry.k8s.io/kube-proxy:$K8S          Debian rootfs (iptables, conntrack)
-#   registry.k8s.io/etcd:3.6.5-0, coredns/coredns:v1.12.1, pause:3.10.1 + 3.10
+#   registry.k8s.io/etcd, coredns/coredns, pause: the tags $K8S's kubeadm
+#     wants (lib.sh k8s_versions reads them from its constants.go)
 #   ghcr.io/flannel-io/flannel:v0.27.4       Debian rootfs (flannel calls iptables)
 #   quay.io/metallb/{controller,speaker}:v0.15.2
 #   zerodrop/kind-node:$K8S                  Debian rootfs + kind's base-image files
+#
+# $K8S is KUBERNETES_VERSION (versions.sh has the default).
 #
 # Upstream names are kept so that the same manifests work with pulled images.
 # Every output is keyed by its inputs; a warm run only checks keys.
@@ -20,6 +23,7 @@ export ZERODROP_START_SECONDS="${ZERODROP_START_SECONDS:-$SECONDS}"
 NODE_REPO="${NODE_REPO:-zerodrop/kind-node}"
 export DOCKER_BUILDKIT=0 # only the legacy builder exists with Debian's dockerd; it never pulls FROM scratch or local images
 
+k8s_versions
 "$here/build-k8s.sh"
 "$here/build-rootfs.sh"
 "$here/build-components.sh" pause etcd metallb flannel coredns
@@ -31,7 +35,7 @@ etcd_dir="$(bin_of "etcd-$ETCD_VERSION")"
 coredns_dir="$(bin_of "coredns-$COREDNS_VERSION")"
 metallb_dir="$(bin_of "metallb-$METALLB_VERSION")"
 flannel_dir="$(bin_of "flannel-$FLANNEL_VERSION")"
-pause_dir="$(bin_of "pause-3.10.1")"
+pause_dir="$(bin_of "pause-$PAUSE_VERSION")"
 kind_dir="$(mod_dir "sigs.k8s.io/kind@$KIND_VERSION")"
 [ -d "$kind_dir/images/base/files" ] || die "kind $KIND_VERSION module has no images/base/files (looked in $kind_dir)"
 script_sum="$(cat "$0" | sha256sum | cut -c1-16)"
@@ -85,7 +89,7 @@ COPY kube-proxy /usr/local/bin/kube-proxy
 ENTRYPOINT [\"/usr/local/bin/kube-proxy\"]" "$kbin/kube-proxy"
 images+=("registry.k8s.io/kube-proxy:$K8S_VERSION")
 
-etcd_tag="registry.k8s.io/etcd:${ETCD_VERSION#v}-0"
+etcd_tag="registry.k8s.io/etcd:$ETCD_TAG"
 image "$etcd_tag" "$(ks etcd "$etcd_dir")" \
   "FROM scratch
 $PATH_ENV
@@ -100,12 +104,15 @@ EXPOSE 53 53/udp
 ENTRYPOINT [\"/coredns\"]" "$coredns_dir/coredns"
 images+=("registry.k8s.io/coredns/coredns:$COREDNS_VERSION")
 
-image "registry.k8s.io/pause:3.10.1" "$(ks pause "$pause_dir")" \
+# kind's containerd config names its own sandbox image (pause:3.10 in kind
+# v0.30 to v0.33, images/base/files/etc/containerd/config.toml); node-setup.sh
+# points it at the one kubeadm wants, so only that tag is needed.
+pause_tag="registry.k8s.io/pause:$PAUSE_VERSION"
+image "$pause_tag" "$(ks pause "$pause_dir")" \
   "FROM scratch
 COPY pause /pause
 ENTRYPOINT [\"/pause\"]" "$pause_dir/pause"
-docker tag registry.k8s.io/pause:3.10.1 registry.k8s.io/pause:3.10
-images+=(registry.k8s.io/pause:3.10.1 registry.k8s.io/pause:3.10)
+images+=("$pause_tag")
 
 for c in controller speaker; do
   image "quay.io/metallb/$c:$METALLB_VERSION" "$(ks "metallb-$c" "$metallb_dir")" \
@@ -143,12 +150,12 @@ COPY files/etc/ /etc/
 COPY kubelet kubeadm kubectl /usr/bin/
 COPY metallb-native.yaml /kind/manifests/metallb-native.yaml
 COPY node-setup.sh /kind/zerodrop-node-setup.sh
-RUN bash /kind/zerodrop-node-setup.sh $K8S_VERSION && rm /kind/zerodrop-node-setup.sh
+RUN bash /kind/zerodrop-node-setup.sh $K8S_VERSION $pause_tag && rm /kind/zerodrop-node-setup.sh
 ENV container=docker
 STOPSIGNAL SIGRTMIN+3
 ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]
 DOCKERFILE
-  step node-stage1 docker build -q -t "$NODE_REPO:stage1" "$ctx"
+  step "node-$K8S_VERSION-stage1" docker build -q -t "$NODE_REPO:stage1" "$ctx"
   rm -rf "$ctx"
 
   # Stage 2: preload every image into the node's containerd, as kind's
@@ -168,11 +175,11 @@ DOCKERFILE
     docker save "${images[@]}" | docker exec -i "$bc" ctr --namespace=k8s.io images import \
       --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests -
   }
-  step node-preload preload
-  docker exec "$bc" ctr --namespace=k8s.io images list -q >"$CACHE/logs/node-images.txt"
+  step "node-$K8S_VERSION-preload" preload
+  docker exec "$bc" ctr --namespace=k8s.io images list -q >"$CACHE/logs/node-images-$K8S_VERSION.txt"
   for img in "${images[@]}"; do
-    grep -qx "$img" "$CACHE/logs/node-images.txt" || grep -qx "docker.io/$img" "$CACHE/logs/node-images.txt" \
-      || die "image $img missing from the node's containerd after import (have: $(tr '\n' ' ' <"$CACHE/logs/node-images.txt"))"
+    grep -qx "$img" "$CACHE/logs/node-images-$K8S_VERSION.txt" || grep -qx "docker.io/$img" "$CACHE/logs/node-images-$K8S_VERSION.txt" \
+      || die "image $img missing from the node's containerd after import (have: $(tr '\n' ' ' <"$CACHE/logs/node-images-$K8S_VERSION.txt"))"
   done
   # PID 1 of the build container is sleep, which never reaps: a stopped
   # containerd stays a zombie, so wait for no live (non-Z) containerd.
@@ -180,10 +187,11 @@ DOCKERFILE
     || die "containerd in the build container did not stop"
   docker exec "$bc" rm -f /var/log/containerd-build.log
   old_node="$(docker image inspect -f '{{.Id}}' "$NODE_REPO:$K8S_VERSION" 2>/dev/null || true)"
-  step node-commit docker commit \
+  step "node-$K8S_VERSION-commit" docker commit \
     --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
     --change 'ENV container=docker' \
     --change "LABEL dev.zerodrop.key=$node_key" \
+    --change "LABEL dev.zerodrop.kubernetes-version=$K8S_VERSION" \
     "$bc" "$NODE"
   cleanup_bc; trap - EXIT
   docker rmi "$NODE_REPO:stage1" >/dev/null 2>&1 || true
@@ -191,10 +199,12 @@ DOCKERFILE
 fi
 docker tag "$NODE" "$NODE_REPO:$K8S_VERSION"
 drop_if_dangling "${old_node:-}"
-# Older keyed node images go too; docker refuses (and we ignore) the ones a
-# container still runs from.
+# Older keyed node images of this version go too (other versions' stay);
+# docker refuses (and we ignore) the ones a container still runs from.
 for t in $(docker images "$NODE_REPO" --format '{{.Repository}}:{{.Tag}}'); do
-  case "$t" in "$NODE"|"$NODE_REPO:$K8S_VERSION"|"$NODE_REPO:stage1") ;; *) docker rmi "$t" >/dev/null 2>&1 || true ;; esac
+  case "$t" in "$NODE"|"$NODE_REPO:$K8S_VERSION"|"$NODE_REPO:stage1") ;;
+    "$NODE_REPO:$K8S_VERSION-"*) docker rmi "$t" >/dev/null 2>&1 || true ;; esac
 done
+echo "$NODE" >"$CACHE/node-image-$K8S_VERSION.ref"
 echo "$NODE" >"$CACHE/node-image.ref"
 echo "$NODE"

@@ -41,3 +41,68 @@ mod_time() {
 mod_dir() {
   "$GO" mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' | head -1
 }
+
+# k8s_versions: everything that follows from $K8S_VERSION, read from that
+# release's own source (the k8s.io/kubernetes module), never assumed:
+#   K8S_DIR        the module's directory in the module cache
+#   K8S_GO_LINE    its go.mod `go` line; K8S_GODEBUG its `godebug` directives
+#   K8S_TOOLCHAIN  the Go it is built with: its .go-version (the Go upstream
+#                  releases it with), fetched by `go` from the module proxy as
+#                  GOTOOLCHAIN=goX.Y.Z; KUBERNETES_GO_TOOLCHAIN=local (or
+#                  goX.Y.Z) overrides it
+#   ETCD_TAG, ETCD_VERSION, COREDNS_VERSION, PAUSE_VERSION: kubeadm's
+#                  defaults for the release (cmd/kubeadm/app/constants/
+#                  constants.go: DefaultEtcdVersion, CoreDNSVersion,
+#                  PauseVersion; the same names from v1.27 to v1.37), which
+#                  `kubeadm config images list` asks for; images tagged with
+#                  exactly these names are never pulled.
+# Also writes them, with where they came from, to
+# $CACHE/logs/versions-$K8S_VERSION.txt.
+k8s_versions() {
+  # Already resolved for this version (by this shell or the build-node.sh
+  # that started it, which exports the results).
+  [ "${K8S_VERSIONS_OF:-}" != "$K8S_VERSION" ] || return 0
+  case "$K8S_VERSION" in
+    v1.[0-9]*.[0-9]*) ;;
+    *) die "KUBERNETES_VERSION=$K8S_VERSION: want a release like v1.37.2" ;;
+  esac
+  K8S_DIR="$(mod_dir "k8s.io/kubernetes@$K8S_VERSION")"
+  [ -n "$K8S_DIR" ] && [ -f "$K8S_DIR/go.mod" ] || die "cannot fetch k8s.io/kubernetes@$K8S_VERSION from the module proxy (check the version exists: go mod download -json k8s.io/kubernetes@$K8S_VERSION)"
+  K8S_GO_LINE="$(awk '$1 == "go" {print $2; exit}' "$K8S_DIR/go.mod")"
+  K8S_GODEBUG="$(awk '/^godebug[[:space:]]*\(/ {b=1} b {print} b && /^\)/ {b=0} /^godebug[[:space:]]+[^(]/ {print}' "$K8S_DIR/go.mod")"
+  if [ -n "${KUBERNETES_GO_TOOLCHAIN:-}" ]; then
+    K8S_TOOLCHAIN="$KUBERNETES_GO_TOOLCHAIN"
+  else
+    if [ -f "$K8S_DIR/.go-version" ]; then
+      K8S_TOOLCHAIN="go$(tr -d '[:space:]' <"$K8S_DIR/.go-version")"
+    else
+      K8S_TOOLCHAIN=local
+    fi
+  fi
+  local c="$K8S_DIR/cmd/kubeadm/app/constants/constants.go"
+  k8s_const() { sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p" "$c" | head -1; }
+  ETCD_TAG="$(k8s_const DefaultEtcdVersion)"
+  COREDNS_VERSION="$(k8s_const CoreDNSVersion)"
+  PAUSE_VERSION="$(k8s_const PauseVersion)"
+  [ -n "$ETCD_TAG" ] && [ -n "$COREDNS_VERSION" ] && [ -n "$PAUSE_VERSION" ] \
+    || die "could not read DefaultEtcdVersion/CoreDNSVersion/PauseVersion from $c (got '$ETCD_TAG' '$COREDNS_VERSION' '$PAUSE_VERSION'); this release may name them differently: read the file and teach lib.sh k8s_versions"
+  ETCD_VERSION="v${ETCD_TAG%-*}"  # "3.7.0-0" (image tag) -> v3.7.0 (module version)
+  mkdir -p "$CACHE/logs"
+  {
+    echo "kubernetes $K8S_VERSION (k8s.io/kubernetes@$K8S_VERSION, $K8S_DIR)"
+    echo "go.mod go line: $K8S_GO_LINE; godebug: ${K8S_GODEBUG:-none}"
+    echo "toolchain: $K8S_TOOLCHAIN (from .go-version unless KUBERNETES_GO_TOOLCHAIN was set)"
+    echo "from cmd/kubeadm/app/constants/constants.go:"
+    echo "  DefaultEtcdVersion=$ETCD_TAG -> go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    echo "  CoreDNSVersion=$COREDNS_VERSION -> github.com/coredns/coredns@$COREDNS_VERSION"
+    echo "  PauseVersion=$PAUSE_VERSION -> clusters/images/pause tagged registry.k8s.io/pause:$PAUSE_VERSION"
+  } >"$CACHE/logs/versions-$K8S_VERSION.txt"
+  K8S_VERSIONS_OF="$K8S_VERSION"
+  export K8S_VERSIONS_OF K8S_DIR K8S_GO_LINE K8S_GODEBUG K8S_TOOLCHAIN ETCD_TAG ETCD_VERSION COREDNS_VERSION PAUSE_VERSION
+  log "kubernetes $K8S_VERSION: go $K8S_GO_LINE, toolchain $K8S_TOOLCHAIN, etcd $ETCD_TAG, coredns $COREDNS_VERSION, pause $PAUSE_VERSION (from its kubeadm constants; $CACHE/logs/versions-$K8S_VERSION.txt)"
+}
+
+# kgo ARGS...: the Go command with the release's toolchain. "+auto" lets a
+# component whose go.mod needs a newer Go than the release's switch up.
+kgo() { GOTOOLCHAIN="$K8S_TOOLCHAIN" "$GO" "$@"; }
+kgo_auto() { GOTOOLCHAIN="$K8S_TOOLCHAIN+auto" "$GO" "$@"; }

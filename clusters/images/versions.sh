@@ -1,9 +1,22 @@
 # The versions of everything the offline cluster images are built from,
 # written once (sourced by lib.sh and by clusters/cluster.sh). Each can be
 # overridden from the environment.
-K8S_VERSION="${K8S_VERSION:-v1.34.2}"
-ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
-COREDNS_VERSION="${COREDNS_VERSION:-v1.12.1}"
+#
+# The default Kubernetes version is the one line below. To move it forward:
+# probe the module proxy for the next release (`go list -m -json
+# k8s.io/kubernetes@vX.Y.Z`; the proxy refuses `-versions`, so ask for exact
+# versions, and `go mod download` must also pass the checksum database), then
+# `KUBERNETES_VERSION=vX.Y.Z make node-image cluster e2e-smoke`, and when the
+# smoke is green change this line (and harness/cluster's DefaultNodeImage).
+# etcd, CoreDNS, pause and the Go toolchain follow from the release itself
+# (lib.sh: k8s_versions), so nothing else needs editing.
+KUBERNETES_DEFAULT_VERSION=v1.37.2
+# KUBERNETES_VERSION is the knob; K8S_VERSION is its older name.
+KUBERNETES_VERSION="${KUBERNETES_VERSION:-${K8S_VERSION:-$KUBERNETES_DEFAULT_VERSION}}"
+K8S_VERSION="$KUBERNETES_VERSION"
 METALLB_VERSION="${METALLB_VERSION:-v0.15.2}"
 FLANNEL_VERSION="${FLANNEL_VERSION:-v0.27.4}"
-KIND_VERSION="${KIND_VERSION:-v0.30.0}"
+# kind's base-image files (images/base/files) are replayed on the node image;
+# they come from the sigs.k8s.io/kind version go.mod pins, the same kind
+# whose kubeadm config template the harness uses.
+KIND_VERSION="${KIND_VERSION:-$(awk '$1 == "sigs.k8s.io/kind" {print $2}' "$(dirname "${BASH_SOURCE[0]}")/../../go.mod")}"

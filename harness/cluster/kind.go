@@ -26,8 +26,9 @@ import (
 )
 
 // DefaultNodeImage is the node image clusters/images/build-node.sh builds
-// offline (make node-image).
-const DefaultNodeImage = "zerodrop/kind-node:v1.34.2"
+// offline (make node-image) for the default KUBERNETES_VERSION
+// (clusters/images/versions.sh); move both together.
+const DefaultNodeImage = "zerodrop/kind-node:v1.37.2"
 
 // kindNetwork is the docker network kind puts every node on.
 const kindNetwork = "kind"
@@ -91,6 +92,12 @@ func (k *Kind) Create(ctx context.Context) (err error) {
 	if _, err := docker(ctx, nil, "image", "inspect", "-f", "{{.Id}}", o.nodeImage); err != nil {
 		return fmt.Errorf("node image %s is not in the local Docker (build it with `make node-image` or set KIND_NODE_IMAGE): %w", o.nodeImage, err)
 	}
+	v, vs, err := nodeImageVersion(ctx, o.nodeImage)
+	if err != nil {
+		return fmt.Errorf("kind cluster %q: %w (a kind node image carries its Kubernetes version there)", o.name, err)
+	}
+	o.kubeVersion = v
+	o.progress(fmt.Sprintf("node image %s: Kubernetes %s", o.nodeImage, vs))
 	exists, err := k.exists()
 	if err != nil {
 		return err

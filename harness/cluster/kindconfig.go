@@ -10,19 +10,10 @@ import (
 	"zerodrop/harness/contract"
 )
 
-// kubeadmPatches adjust kind's generated kubeadm config for these hosts:
-// nf_conntrack_max cannot be written from a node's network namespace, so
-// kube-proxy must not try (maxPerCore 0 leaves it alone).
-var kubeadmPatches = []string{`kind: KubeProxyConfiguration
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-mode: iptables
-conntrack:
-  maxPerCore: 0
-`}
-
 // kindConfig is the kind cluster for a topology: one control plane and the
 // workers of every pool, each labelled with its pool. The default CNI
-// (kindnetd) is off: flannel is installed instead.
+// (kindnetd) is off: flannel is installed instead. o.kubeVersion is the node
+// image's Kubernetes version (zero: patches for the oldest supported).
 func kindConfig(o options) (*v1alpha4.Cluster, error) {
 	cfg := &v1alpha4.Cluster{
 		TypeMeta: v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
@@ -33,7 +24,7 @@ func kindConfig(o options) (*v1alpha4.Cluster, error) {
 			KubeProxyMode:     v1alpha4.IPTablesProxyMode,
 			IPFamily:          v1alpha4.IPv4Family,
 		},
-		KubeadmConfigPatches: kubeadmPatches,
+		KubeadmConfigPatches: kubeadmPatches(o.kubeVersion),
 	}
 	cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.ControlPlaneRole, Image: o.nodeImage})
 	seen := map[string]bool{}

@@ -54,17 +54,31 @@ type joinConfig struct {
 	ProviderID string
 	Labels     map[string]string
 	Taints     []corev1.Taint
+	// API is the kubeadm config API to write (kubeadmJoinAPI of the
+	// cluster's version); v1beta3 takes kubeletExtraArgs as a map, v1beta4
+	// as a list of name/value pairs.
+	API string
 }
 
 func (j joinConfig) render() string {
 	var b strings.Builder
-	b.WriteString("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n")
+	api := j.API
+	if api == "" {
+		api = "kubeadm.k8s.io/v1beta4"
+	}
+	fmt.Fprintf(&b, "apiVersion: %s\nkind: JoinConfiguration\n", api)
 	fmt.Fprintf(&b, "discovery:\n  bootstrapToken:\n    apiServerEndpoint: %q\n    token: %q\n    caCertHashes:\n    - %q\n", j.Endpoint, j.Token, j.CAHash)
 	fmt.Fprintf(&b, "nodeRegistration:\n  name: %q\n  criSocket: unix:///run/containerd/containerd.sock\n", j.NodeName)
 	b.WriteString("  kubeletExtraArgs:\n")
-	fmt.Fprintf(&b, "  - name: node-ip\n    value: %q\n", j.NodeIP)
-	fmt.Fprintf(&b, "  - name: provider-id\n    value: %q\n", j.ProviderID)
-	fmt.Fprintf(&b, "  - name: node-labels\n    value: %q\n", labelArg(j.Labels))
+	if api == "kubeadm.k8s.io/v1beta3" {
+		fmt.Fprintf(&b, "    node-ip: %q\n", j.NodeIP)
+		fmt.Fprintf(&b, "    provider-id: %q\n", j.ProviderID)
+		fmt.Fprintf(&b, "    node-labels: %q\n", labelArg(j.Labels))
+	} else {
+		fmt.Fprintf(&b, "  - name: node-ip\n    value: %q\n", j.NodeIP)
+		fmt.Fprintf(&b, "  - name: provider-id\n    value: %q\n", j.ProviderID)
+		fmt.Fprintf(&b, "  - name: node-labels\n    value: %q\n", labelArg(j.Labels))
+	}
 	if len(j.Taints) == 0 {
 		b.WriteString("  taints: []\n")
 	} else {
@@ -123,6 +137,14 @@ func (k *Kind) AddNodePool(ctx context.Context, name string, count int, labels m
 		return fmt.Errorf("find the control plane's node image: %w", err)
 	}
 	image = strings.TrimSpace(image)
+	vs, err := nodeExec(ctx, cp, nil, "cat", "/kind/version")
+	if err != nil {
+		return fmt.Errorf("read the control plane's Kubernetes version (/kind/version): %w", err)
+	}
+	kv, err := parseKubeVersion(vs)
+	if err != nil {
+		return fmt.Errorf("control plane /kind/version: %w", err)
+	}
 	names := make([]string, count)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%s-%d", o.name, name, i+1)
@@ -170,6 +192,7 @@ func (k *Kind) AddNodePool(ctx context.Context, name string, count int, labels m
 			errs[i] = k.joinNode(ctx, joinConfig{
 				Endpoint: cp + ":6443", Token: tok, CAHash: hash, NodeName: n,
 				ProviderID: "kind://docker/" + o.name + "/" + n, Labels: all, Taints: taints,
+				API: kubeadmJoinAPI(kv),
 			}, name, image)
 		}()
 	}

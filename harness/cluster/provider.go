@@ -99,6 +99,7 @@ func New(name string, opts ...Option) (Provider, error) {
 type options struct {
 	name            string
 	nodeImage       string
+	kubeVersion     kubeVersion // of nodeImage; set by Kind.Create
 	metallbManifest string
 	kubeconfig      string
 	pools           []Pool

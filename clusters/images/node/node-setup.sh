@@ -4,6 +4,7 @@
 # CNI plugin paths) and to hosts without CAP_SYS_RESOURCE.
 set -euxo pipefail
 k8s_version="$1"
+pause_image="$2" # the sandbox image this version's kubeadm wants
 
 chmod 0755 /usr/local/bin/* /kind/bin /kind/bin/* /usr/bin/kubelet /usr/bin/kubeadm /usr/bin/kubectl
 find /etc/systemd /etc/containerd /etc/default /etc/sysctl.d /kind -type f -exec chmod 0644 {} +
@@ -32,6 +33,10 @@ for f in /usr/lib/cni/*; do ln -sf "$f" "/opt/cni/bin/$(basename "$f")"; done
 # CAP_SYS_RESOURCE; without this every pod sandbox fails on hosts that lack it.
 sed -i 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' /etc/containerd/config.toml
 grep -q 'restrict_oom_score_adj = true' /etc/containerd/config.toml
+# kind's config names one fixed sandbox image; use the one kubeadm of this
+# version preloads (its PauseVersion), so a missing tag never means a pull.
+sed -i "s#^\([[:space:]]*sandbox_image = \).*#\1\"$pause_image\"#" /etc/containerd/config.toml
+grep -qF "sandbox_image = \"$pause_image\"" /etc/containerd/config.toml
 
 # kind's base image generates the runtime base spec with ctr.
 ctr oci spec \
