@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -61,5 +62,27 @@ func TestJoinConfigV1beta3(t *testing.T) {
 	args, ok := m["nodeRegistration"].(map[string]any)["kubeletExtraArgs"].(map[string]any)
 	if !ok || args["node-ip"] != "172.18.0.9" || args["node-labels"] != "zerodrop.dev/pool=pool-c" {
 		t.Errorf("v1beta3 kubeletExtraArgs must be a map: %v", m["nodeRegistration"])
+	}
+}
+
+// TestDefaultNodeImageFollowsVersionsSh: the default Kubernetes version is
+// written in clusters/images/versions.sh, which builds the image; the Go
+// default must name the same version.
+func TestDefaultNodeImageFollowsVersionsSh(t *testing.T) {
+	data, err := os.ReadFile("../../clusters/images/versions.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def string
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "KUBERNETES_DEFAULT_VERSION="); ok {
+			def = strings.TrimSpace(v)
+		}
+	}
+	if def == "" {
+		t.Fatal("clusters/images/versions.sh names no KUBERNETES_DEFAULT_VERSION")
+	}
+	if want := "zerodrop/kind-node:" + def; DefaultNodeImage != want {
+		t.Errorf("DefaultNodeImage = %q, versions.sh builds %q: change both together", DefaultNodeImage, want)
 	}
 }

@@ -54,8 +54,9 @@ func TestNightlyWorkflow(t *testing.T) {
 	if !ok {
 		t.Fatal("no kind job")
 	}
-	if k8s, _ := kind.Strategy.Matrix["k8s"].(string); !strings.Contains(k8s, "v1.34.2") || !strings.Contains(k8s, "inputs.kubernetes_versions") {
-		t.Errorf("kind matrix k8s = %v: want the input list defaulting to v1.34.2 and others", kind.Strategy.Matrix["k8s"])
+	def := defaultKubernetesVersion(t)
+	if k8s, _ := kind.Strategy.Matrix["k8s"].(string); !strings.Contains(k8s, `"`+def+`"`) || !strings.Contains(k8s, "inputs.kubernetes_versions") {
+		t.Errorf("kind matrix k8s = %v: want the input list defaulting to %s (clusters/images/versions.sh) and others", kind.Strategy.Matrix["k8s"], def)
 	}
 	if lb, _ := kind.Strategy.Matrix["lb"].([]any); len(lb) == 0 || lb[0] != "metallb" {
 		t.Errorf("kind matrix lb = %v, want metallb", kind.Strategy.Matrix["lb"])
@@ -117,4 +118,21 @@ func TestNightlyWorkflow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// defaultKubernetesVersion reads the one line that names the default
+// Kubernetes version (clusters/images/versions.sh).
+func defaultKubernetesVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../clusters/images/versions.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "KUBERNETES_DEFAULT_VERSION="); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("clusters/images/versions.sh names no KUBERNETES_DEFAULT_VERSION")
+	return ""
 }
