@@ -22,7 +22,8 @@ func analyzeCommand() command {
 }
 
 const analyzeDescription = `
-Reads every run file (*.jsonl) in DIR and writes DIR/report.json with one
+Reads every run file (*.jsonl) in DIR, or else in its subdirectories (the
+suite's out/e2e/<scenario>/run.jsonl), and writes DIR/report.json with one
 scenario per run file. The run metadata of an existing report.json (provider,
 Kubernetes version, LB) is kept, and so are its implementation block and
 scenario set; the --org, --project, --contact ... flags fill or replace
@@ -50,8 +51,12 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 		return badInput(c, "analyze", "%s is not a directory holding a run (%v)", dir, err)
 	}
 	runFiles, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err == nil && len(runFiles) == 0 {
+		// The suite's layout: one directory per scenario (out/e2e/<scenario>/run.jsonl).
+		runFiles, err = filepath.Glob(filepath.Join(dir, "*", "*.jsonl"))
+	}
 	if err != nil || len(runFiles) == 0 {
-		return badInput(c, "analyze", "no run file (*.jsonl) in %s", dir)
+		return badInput(c, "analyze", "no run file (*.jsonl) in %s or its subdirectories", dir)
 	}
 	slices.Sort(runFiles)
 
@@ -114,6 +119,11 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run 
 	rep.Implementation, rep.ScenarioSet = extras.impl, extras.set
 	for _, path := range runFiles {
 		var opts []verdict.Option
+		if rel, err := filepath.Rel(dir, path); err == nil {
+			// Relative to DIR, as the suite writes it, so a run file in a
+			// scenario's directory keeps its directory.
+			opts = append(opts, verdict.WithRunFileName(filepath.ToSlash(rel)))
+		}
 		if override != nil {
 			// Applied to the run file's own criteria (header and criteria
 			// events): an override changes only what was asked.

@@ -141,6 +141,33 @@ func TestLoadAndAnalyze(t *testing.T) {
 		if code != 1 || !strings.Contains(stdout, "client-ip") {
 			t.Errorf("analyze with a wrong expected IP: exit %d stdout %s", code, stdout)
 		}
+
+		// The suite's layout (DIR/<scenario>/run.jsonl): analyze finds the
+		// run files one level down, keeps their paths relative to DIR and
+		// fills the implementation block, so a vendor can sign a suite run.
+		suite := t.TempDir()
+		if err := os.Mkdir(filepath.Join(suite, "one"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(out, "run.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(suite, "one", "run.jsonl"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, _ = runCLI(t, "analyze", "--org", "Example", "--project", "lb-x", suite)
+		if code != 0 {
+			t.Errorf("analyze of the suite layout: exit %d\n%s", code, stdout)
+		}
+		rep, err = zdv1.ReadFile(filepath.Join(suite, "report.json"))
+		if err != nil {
+			t.Fatalf("analyze of the suite layout: %v\n%s", err, stdout)
+		}
+		if len(rep.Scenarios) != 1 || rep.Scenarios[0].RunFile != "one/run.jsonl" || rep.Implementation == nil ||
+			rep.Implementation.Organization != "Example" || rep.Implementation.Project != "lb-x" {
+			t.Errorf("suite layout: scenarios %d, runFile %q, implementation %+v", len(rep.Scenarios), rep.Scenarios[0].RunFile, rep.Implementation)
+		}
 	})
 
 	t.Run("a target that never answered is an error, not a measured drop", func(t *testing.T) {
