@@ -4,6 +4,10 @@
 #   PROVIDER=kind|existing  LB=metallb|cloud  KEEP_CLUSTER=1  ZERODROP_OUT=dir
 #   CLUSTER_NAME=zerodrop   ZERODROP_KUBECONFIG=out/kubeconfig
 #   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain).
+#   KUBERNETES_VERSIONS=v1.35.8,v1.36.4,v1.37.2 runs the selection once per
+#   version, one cluster at a time (each made and removed), into
+#   ZERODROP_OUT/<version>, and merges them with `zerodrop report` into
+#   ZERODROP_OUT/report (the matrix gets one column per version).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -24,6 +28,37 @@ case "$what" in all|smoke) ;; *) echo "run-e2e: unknown selection '$what': want 
 case "$PROVIDER" in kind|existing) ;; *) echo "run-e2e: unknown PROVIDER=$PROVIDER: known providers are kind, existing" >&2; exit 2 ;; esac
 case "$LB" in metallb|cloud) ;; *) echo "run-e2e: unknown LB=$LB: known load balancers are metallb, cloud" >&2; exit 2 ;; esac
 export PROVIDER LB
+
+if [ -n "${KUBERNETES_VERSIONS:-}" ]; then
+  [ "$PROVIDER" = kind ] || { echo "run-e2e: KUBERNETES_VERSIONS needs PROVIDER=kind (an existing cluster has one version)" >&2; exit 2; }
+  IFS=', ' read -r -a versions <<<"$KUBERNETES_VERSIONS"
+  for v in "${versions[@]}"; do
+    [[ "$v" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || { echo "run-e2e: KUBERNETES_VERSIONS: '$v' is not vMAJOR.MINOR.PATCH (e.g. v1.37.2)" >&2; exit 2; }
+  done
+  "$repo/clusters/host-setup.sh" >/dev/null
+  if [ -n "$(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME")" ]; then
+    echo "run-e2e: cluster $CLUSTER_NAME exists; KUBERNETES_VERSIONS makes one cluster per version: remove it first (make cluster-down)" >&2
+    exit 2
+  fi
+  base="$ZERODROP_OUT"
+  worst=0
+  dirs=()
+  for v in "${versions[@]}"; do
+    say "Kubernetes $v -> $base/$v"
+    rc=0
+    KUBERNETES_VERSIONS="" KUBERNETES_VERSION="$v" ZERODROP_OUT="$base/$v" "$0" "$what" || rc=$?
+    say "Kubernetes $v: exit $rc"
+    [ "$rc" -gt "$worst" ] && worst=$rc
+    [ -f "$base/$v/report.json" ] && dirs+=("$base/$v")
+  done
+  if [ "${#dirs[@]}" -gt 0 ]; then
+    make -s build
+    say "merging ${#dirs[@]} version(s) -> $base/report"
+    "$repo/bin/zerodrop" report --out "$base/report" "${dirs[@]}" || { rc=$?; [ "$rc" -gt "$worst" ] && worst=$rc; }
+  fi
+  say "exit $worst over ${#versions[@]} version(s); evidence in $base"
+  exit "$worst"
+fi
 
 cluster_existed=0
 if [ "$PROVIDER" = kind ]; then
