@@ -2,10 +2,10 @@ package verdict
 
 import (
 	"math"
-	"math/bits"
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/internal/loglin"
 )
 
 // histogram is a fixed-size log-linear latency histogram (about 58 KiB)
@@ -23,37 +23,11 @@ type histogram struct {
 
 const (
 	subBits  = 7
-	sub      = 1 << subBits // buckets per power of two
-	linear   = 2 * sub      // values below this get one bucket each
-	nBuckets = linear + (64-subBits-1)*sub
+	nBuckets = 2<<subBits + (64-subBits-1)<<subBits // loglin.Buckets(subBits), as a constant for the array
 )
 
-func bucketOf(v int64) int {
-	if v < linear {
-		if v < 0 {
-			return 0
-		}
-		return int(v)
-	}
-	e := bits.Len64(uint64(v)) - (subBits + 1) // >= 1
-	m := v >> e                                // in [sub, 2*sub)
-	return linear + (e-1)*sub + int(m-sub)
-}
-
-// upperBound is the largest value that falls in bucket i.
-func upperBound(i int) int64 {
-	if i < linear {
-		return int64(i)
-	}
-	j := i - linear
-	e := j/sub + 1
-	m := int64(j%sub + sub)
-	u := uint64(m+1)<<e - 1 // e <= 55, so no uint64 overflow
-	if u > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(u)
-}
+func bucketOf(v int64) int   { return loglin.Bucket(v, subBits) }
+func upperBound(i int) int64 { return loglin.Upper(i, subBits) }
 
 func (h *histogram) add(d time.Duration) {
 	v := int64(d)

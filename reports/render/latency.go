@@ -2,8 +2,9 @@ package render
 
 import (
 	"math"
-	"math/bits"
 	"time"
+
+	"zerodrop/internal/loglin"
 )
 
 // binHist is a small log-linear latency histogram for one timeline bucket:
@@ -19,38 +20,15 @@ type binHist struct {
 
 const (
 	binSubBits = 4
-	binSub     = 1 << binSubBits
-	binLinear  = 2 * binSub
-	binCount   = binLinear + (64-binSubBits-1)*binSub
+	binCount   = 2<<binSubBits + (64-binSubBits-1)<<binSubBits // loglin.Buckets(binSubBits)
 )
 
 // BinResolution is the widest a latency bin is relative to its lower
 // bound: how far above the true value a per-bucket percentile may be.
-const BinResolution = 1.0 / binSub
+const BinResolution = 1.0 / (1 << binSubBits)
 
-func binOf(v int64) int {
-	if v < binLinear {
-		return int(max(v, 0))
-	}
-	e := bits.Len64(uint64(v)) - (binSubBits + 1)
-	m := v >> e
-	return binLinear + (e-1)*binSub + int(m-binSub)
-}
-
-// binUpper is the largest value in bin i.
-func binUpper(i int) int64 {
-	if i < binLinear {
-		return int64(i)
-	}
-	j := i - binLinear
-	e := j/binSub + 1
-	m := int64(j%binSub + binSub)
-	u := uint64(m+1)<<e - 1
-	if u > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(u)
-}
+func binOf(v int64) int    { return loglin.Bucket(v, binSubBits) }
+func binUpper(i int) int64 { return loglin.Upper(i, binSubBits) }
 
 func (h *binHist) add(d time.Duration) {
 	h.counts[binOf(int64(d))]++
