@@ -15,6 +15,22 @@ import (
 	zdv1 "zerodrop/apis/v1"
 )
 
+// serveLoopback serves h on a loopback port for the test and returns its URL.
+func serveLoopback(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: h}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// podP answers every request as pod "p".
+func podP(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"pod":"p"}`)) }
+
 // A blackhole: accepts connections and never answers.
 func blackhole(t *testing.T) string {
 	t.Helper()
@@ -95,17 +111,10 @@ func TestSecondInterruptAbandonsInFlight(t *testing.T) {
 // --max-p99 is a latency criterion: a 1 s stall shorter than the timeout
 // fails it.
 func TestLoadLatencyCriterion(t *testing.T) {
-	slow := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	target := serveLoopback(t, func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(30 * time.Millisecond)
 		_, _ = w.Write([]byte(`{"pod":"slow"}`))
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = slow.Serve(ln) }()
-	t.Cleanup(func() { _ = slow.Close() })
-	target := "http://" + ln.Addr().String() + "/"
+	})
 	for _, tc := range []struct {
 		limit string
 		code  int
@@ -122,16 +131,7 @@ func TestLoadLatencyCriterion(t *testing.T) {
 // load runs, streamed into run.jsonl as they come; a bad line is reported
 // on stderr and noted in the run file, and the run goes on to its verdict.
 func TestLoadEventsFrom(t *testing.T) {
-	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"pod":"p"}`))
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	target := "http://" + ln.Addr().String() + "/"
+	target := serveLoopback(t, podP)
 	dir := t.TempDir()
 
 	t.Run("fifo", func(t *testing.T) {
@@ -234,17 +234,9 @@ func writeFIFO(t *testing.T, path, s string) {
 // The implementation flags fill report.json's vendor block; analyze keeps
 // it and merges what it is given; a URL that is none is bad input.
 func TestImplementationFlags(t *testing.T) {
-	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"pod":"p"}`))
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	target := serveLoopback(t, podP)
 	out := filepath.Join(t.TempDir(), "run")
-	code, _, stderr := runCLI(t, "load", "--target", "http://"+ln.Addr().String()+"/", "--rate", "20", "--duration", "500ms", "--out", out,
+	code, _, stderr := runCLI(t, "load", "--target", target, "--rate", "20", "--duration", "500ms", "--out", out,
 		"--project", "example-lb", "--project-version", "v2", "--contact", "@a", "--contact", "@b", "--lb", "example-lb", "--platform", "bare metal")
 	if code != 0 {
 		t.Fatalf("load exit %d\n%s", code, stderr)

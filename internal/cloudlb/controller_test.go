@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	zdv1 "zerodrop/apis/v1"
@@ -196,21 +197,13 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000}}},
 	}
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
-	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-	l4, evs := &fakeL4{}, &eventLog{}
 	ps := profiles.Set{"legacy": fastProfile("legacy", true), "generic": fastProfile("generic", false)}
 	var urls sync.Map
-	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs), WithProgrammingDelay(programDelay),
-		WithChecker(func(_ context.Context, url string) lb.CheckResult {
-			urls.Store(url, true)
-			return lb.CheckResult{URL: url, OK: true, Status: 200}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = c.Run(ctx) }()
+	tc := startController(t, cs, WithProfiles(ps), WithChecker(func(_ context.Context, url string) lb.CheckResult {
+		urls.Store(url, true)
+		return okCheck(context.Background(), url)
+	}))
+	ctx, l4, evs := tc.ctx, tc.l4, tc.evs
 	waitFor(t, "both active", func() bool { s, _ := l4.service("default/web"); return fmt.Sprint(s.Active) == "[a b]" })
 	if _, ok := urls.Load("http://10.0.0.1:10256/healthz"); !ok {
 		t.Fatal("a Cluster service must be checked on kube-proxy's :10256/healthz")
@@ -243,19 +236,11 @@ func TestProgrammingDelay(t *testing.T) {
 	check := func(_ context.Context, url string) lb.CheckResult {
 		return lb.CheckResult{Time: time.Now(), URL: url, OK: true, Status: 200}
 	}
-	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-	l4, evs := &fakeL4{}, &eventLog{}
 	ps, _ := profiles.Stock()
 	ps["fast"] = fastProfile("fast", false)
 	const delay = time.Second
-	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithChecker(check),
-		WithEventSink(evs), WithProgrammingDelay(delay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = c.Run(ctx) }()
+	tc := startController(t, cs, WithProfiles(ps), WithChecker(check), WithProgrammingDelay(delay))
+	ctx, l4, evs := tc.ctx, tc.l4, tc.evs
 	waitFor(t, "status.loadBalancer.ingress", func() bool {
 		s, err := cs.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && len(s.Status.LoadBalancer.Ingress) == 1
@@ -325,24 +310,9 @@ func TestFailOpenEnds(t *testing.T) {
 	prof.NoHealthyBackends = profiles.NoHealthyFailOpen
 	prof.Flows.OnUnhealthy = profiles.FlowDrain
 	prof.Flows.DrainTimeout = profiles.Duration(time.Minute)
-	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-	l4, evs := &fakeL4{}, &eventLog{}
-	c, err := NewController(cs, WithProfiles(profiles.Set{"fo": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
-		WithChecker(check), WithEventSink(evs), WithProgrammingDelay(programDelay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = c.Run(ctx) }()
-	state := func() lb.ServiceState {
-		for _, s := range c.State() {
-			if s.Service == "default/web" {
-				return s
-			}
-		}
-		return lb.ServiceState{}
-	}
+	tc := startController(t, cs, WithProfiles(profiles.Set{"fo": prof, "generic": prof}), WithChecker(check))
+	l4, evs := tc.l4, tc.evs
+	state := func() lb.ServiceState { return stateOf(tc.c, "default/web") }
 
 	waitFor(t, "a alone active once it passed twice", func() bool {
 		s, _ := l4.service("default/web")
@@ -399,31 +369,19 @@ func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 		return lb.CheckResult{Time: time.Now(), URL: url, OK: false, Status: 503}
 	}
 	prof := fastProfile("drop", false) // NoHealthyBackends: drop
-	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-	l4, evs := &fakeL4{}, &eventLog{}
-	c, err := NewController(cs, WithProfiles(profiles.Set{"drop": prof, "generic": prof}), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}),
-		WithChecker(check), WithEventSink(evs), WithProgrammingDelay(programDelay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = c.Run(ctx) }()
+	tc := startController(t, cs, WithProfiles(profiles.Set{"drop": prof, "generic": prof}), WithChecker(check))
+	l4, evs := tc.l4, tc.evs
 	var last lb.ServiceState
 	waitFor(t, "both nodes checked (and failed) several times, with the VIP forwarded", func() bool {
-		for _, s := range c.State() {
-			if s.Service == "default/web" {
-				last = s
-			}
+		if s := stateOf(tc.c, "default/web"); s.Service != "" {
+			last = s
 		}
 		a, b := last.Health["a"].Last, last.Health["b"].Last
 		return last.Forwarding && a != nil && b != nil && time.Since(a.Time) < time.Second && len(evs.snapshot()) > 0
 	})
 	time.Sleep(100 * time.Millisecond) // five more check intervals
-	for _, s := range c.State() {
-		if s.Service == "default/web" {
-			last = s
-		}
+	if s := stateOf(tc.c, "default/web"); s.Service != "" {
+		last = s
 	}
 	if last.FailingOpen || len(last.Active) != 0 {
 		t.Fatalf("profile drops when no node is healthy, yet failingOpen=%t active=%v", last.FailingOpen, last.Active)
@@ -455,20 +413,9 @@ func TestControllerNodeRulesFollowVersion(t *testing.T) {
 				Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000}}},
 			}
 			cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"), kNode("c", "10.0.0.3"), kNode("d", "10.0.0.4"))
-			pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-			l4, evs := &fakeL4{}, &eventLog{}
 			ps := profiles.Set{"fast": fastProfile("fast", false), "generic": fastProfile("generic", false)}
-			c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(&fakeL7{}), WithEventSink(evs),
-				WithProgrammingDelay(programDelay), WithKubernetesMinor(minor),
-				WithChecker(func(_ context.Context, url string) lb.CheckResult {
-					return lb.CheckResult{URL: url, OK: true, Status: 200}
-				}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go func() { _ = c.Run(ctx) }()
+			tc := startController(t, cs, WithProfiles(ps), WithKubernetesMinor(minor))
+			ctx, l4, evs := tc.ctx, tc.l4, tc.evs
 			waitFor(t, "all four active", func() bool { s, _ := l4.service("default/web"); return fmt.Sprint(s.Active) == "[a b c d]" })
 			update := func(name string, edit nodeOpt) { updateNode(ctx, t, cs, name, edit) }
 			update("b", notReady)
@@ -492,4 +439,51 @@ func TestControllerNodeRulesFollowVersion(t *testing.T) {
 			})
 		})
 	}
+}
+
+// testController is a cloud LB running on a fake cluster for one test.
+type testController struct {
+	c   *Controller
+	l4  *fakeL4
+	evs *eventLog
+	ctx context.Context // cancelled when the test ends
+}
+
+// startController runs a controller with the fakes every test uses (VIP
+// pool 10.0.0.200-201, fake L4/L7, an event log, programDelay, every check
+// passing); opts come after those, so a test's own WithChecker or
+// WithProgrammingDelay replaces the default.
+func startController(t *testing.T, cs kubernetes.Interface, opts ...Option) *testController {
+	t.Helper()
+	pool, err := ParseVIPRange("10.0.0.200-10.0.0.201")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &testController{l4: &fakeL4{}, evs: &eventLog{}}
+	base := []Option{WithVIPPool(pool), WithL4(tc.l4), WithL7(&fakeL7{}), WithEventSink(tc.evs),
+		WithProgrammingDelay(programDelay), WithChecker(okCheck)}
+	tc.c, err = NewController(cs, append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	tc.ctx = ctx
+	go func() { _ = tc.c.Run(ctx) }()
+	return tc
+}
+
+// okCheck is a health check that always passes.
+func okCheck(_ context.Context, url string) lb.CheckResult {
+	return lb.CheckResult{URL: url, OK: true, Status: 200}
+}
+
+// stateOf is the controller's state of one Service (zero when it has none).
+func stateOf(c *Controller, key string) lb.ServiceState {
+	for _, s := range c.State() {
+		if s.Service == key {
+			return s
+		}
+	}
+	return lb.ServiceState{}
 }

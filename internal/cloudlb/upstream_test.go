@@ -20,7 +20,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/lb"
 )
 
 // upstreamHosts records the node set the upstream service controller last
@@ -96,22 +95,10 @@ func TestRulesMatchUpstreamServiceController(t *testing.T) {
 		}
 	}
 
-	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.210")
-	ps := profiles.Set{"generic": fastProfile("generic", false)}
-	c, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(&fakeL4{}), WithL7(&fakeL7{}),
-		WithProgrammingDelay(programDelay), WithKubernetesMinor(34),
-		WithChecker(func(_ context.Context, url string) lb.CheckResult {
-			return lb.CheckResult{URL: url, OK: true, Status: 200}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Run(ctx) }()
+	tc := startController(t, cs, WithProfiles(profiles.Set{"generic": fastProfile("generic", false)}), WithKubernetesMinor(34))
 	ours := func(key string) string {
-		for _, s := range c.State() {
-			if s.Service == key {
-				return fmt.Sprint(s.Eligible)
-			}
+		if s := stateOf(tc.c, key); s.Service != "" {
+			return fmt.Sprint(s.Eligible)
 		}
 		return ""
 	}
