@@ -245,7 +245,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 					fmt.Sprintf("container %q is %s: its probes, hooks and image are written at admission, so the container rules were not run", c.Name, injected)))
 			}
 			for _, rule := range catalogue {
-				if rule.check == nil || injected != "" && containerRules[rule.ID] {
+				if rule.check == nil || injected != "" && rule.container {
 					continue
 				}
 				for _, h := range runRule(rule, t, choice) {
@@ -281,12 +281,6 @@ func Check(m *Manifests, opts ...Option) *Report {
 	})
 	return rep
 }
-
-// containerRules judge the serving container's own fields (hooks, probes,
-// environment); the others judge the Pod template, the workload or the
-// Service.
-var containerRules = map[string]bool{"ZD001": true, "ZD002": true, "ZD003": true, "ZD004": true, "ZD005": true,
-	"ZD030": true, "ZD031": true, "ZD040": true}
 
 // injectedBy names the admission webhook that writes container c, or "".
 // Istio's gateway chart (manifests/charts/gateway/templates/deployment.yaml)

@@ -314,7 +314,7 @@ func kongQuitHook(cmd []string) (preStop, bool) {
 // default 0) from the container's command line.
 func nginxShutdownGrace(c *corev1.Container) time.Duration {
 	secs := 0
-	args := append(append([]string(nil), c.Command...), c.Args...)
+	args := commandLine(c)
 	for i, a := range args {
 		v, ok := strings.CutPrefix(a, "--shutdown-grace-period=")
 		if !ok && a == "--shutdown-grace-period" && i+1 < len(args) {
@@ -327,6 +327,11 @@ func nginxShutdownGrace(c *corev1.Container) time.Duration {
 		}
 	}
 	return time.Duration(secs) * time.Second
+}
+
+// commandLine is the container's command followed by its args.
+func commandLine(c *corev1.Container) []string {
+	return append(append([]string(nil), c.Command...), c.Args...)
 }
 
 // appShutdown is what a server the doctor knows does when its termination
@@ -352,7 +357,7 @@ type appShutdown struct {
 // accepting when the signal arrives and never fails readiness before it
 // exits, which is what ZD002 checks.
 func knownApp(c *corev1.Container) (appShutdown, bool) {
-	for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
+	for _, a := range commandLine(c) {
 		if a == "/nginx-ingress-controller" || strings.HasSuffix(a, "/nginx-ingress-controller") {
 			g := nginxShutdownGrace(c)
 			return appShutdown{what: "the ingress-nginx controller", unreadyOnTerm: true, keepAccepting: g}, true
@@ -395,6 +400,8 @@ type shutdownTimeline struct {
 	signal time.Duration
 	app    appShutdown
 	known  bool
+	// ps is the preStop hook the timeline starts with.
+	ps preStop
 }
 
 // timelineOf derives the shutdownTimeline of a container; ok is false when
@@ -412,7 +419,7 @@ func timelineOf(c *corev1.Container) (shutdownTimeline, bool) {
 	if !ps.known {
 		return shutdownTimeline{}, false
 	}
-	tl := shutdownTimeline{accept: ps.duration, signal: ps.duration}
+	tl := shutdownTimeline{accept: ps.duration, signal: ps.duration, ps: ps}
 	if ps.signalsApp {
 		tl.signal = 0
 	}

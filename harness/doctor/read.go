@@ -399,8 +399,7 @@ type inputReader struct {
 	tooLarge    bool
 	err         error
 	line        int // the line the next byte is on
-	lastContent int
-	blank       bool // the current line has no text so far
+	lastContent int // the last line with text seen so far
 }
 
 func (in *inputReader) Read(p []byte) (int, error) {
@@ -417,13 +416,9 @@ func (in *inputReader) Read(p []byte) (int, error) {
 		switch b {
 		case '\n':
 			in.line++
-			in.blank = true
 		case ' ', '\t', '\r':
 		default:
-			if in.blank || in.lastContent != in.line {
-				in.lastContent = in.line
-			}
-			in.blank = false
+			in.lastContent = in.line
 		}
 	}
 	if in.n > in.limit {
@@ -717,34 +712,41 @@ func jsonable(v any, depth int) (any, error) {
 	}
 }
 
-// decodeTyped fills obj.Obj (or obj.routes) for the kinds the doctor reads.
-// Older API versions are decoded into the current types: the fields the
-// rules read have not changed shape.
+// decodeTyped fills obj.Obj (or obj.routes) for the kinds the doctor reads
+// (typedTarget); other kinds are left alone.
 func decodeTyped(obj *Object, raw []byte) error {
-	return decodeAs(obj, raw, true)
+	v, routes, ok := typedTarget(obj)
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	if routes != nil {
+		obj.routes = routes()
+	} else {
+		obj.Obj = v
+	}
+	return nil
 }
 
-// analysed reports whether the rules read obj's kind: decodeTyped's table
-// without decoding.
+// analysed reports whether the rules read obj's kind.
 func analysed(obj *Object) bool {
-	return decodeAs(obj, nil, false) == errAnalysed
+	_, _, ok := typedTarget(obj)
+	return ok
 }
 
-var errAnalysed = errors.New("analysed kind")
-
-// decodeAs is the one table of analysed kinds; with decode false it only
-// answers errAnalysed for a kind in the table. Older API versions are
-// decoded into the current types: the fields the rules read have not
-// changed shape.
-func decodeAs(obj *Object, raw []byte, decode bool) error {
+// typedTarget is the one table of analysed kinds: what obj decodes into,
+// and for a route kind the Services it sends to once decoded. Older API
+// versions are decoded into the current types: the fields the rules read
+// have not changed shape.
+func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 	group := obj.APIVersion
 	if i := strings.LastIndex(group, "/"); i >= 0 {
 		group = group[:i]
 	} else {
 		group = ""
 	}
-	var v any
-	var routes func() []string
 	switch {
 	case obj.Kind == "Service" && group == "":
 		v = &corev1.Service{}
@@ -776,20 +778,9 @@ func decodeAs(obj *Object, raw []byte, decode bool) error {
 		rt := &gatewayRoute{}
 		v, routes = rt, rt.services
 	default:
-		return nil
+		return nil, nil, false
 	}
-	if !decode {
-		return errAnalysed
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return err
-	}
-	if routes != nil {
-		obj.routes = routes()
-	} else {
-		obj.Obj = v
-	}
-	return nil
+	return v, routes, true
 }
 
 func ingressServices(ing *networkingv1.Ingress) []string {

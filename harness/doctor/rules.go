@@ -29,6 +29,10 @@ type Rule struct {
 	Fix         string   `json:"fix"`
 
 	check func(t *target) []result
+	// container: the rule judges the serving container's own fields
+	// (hooks, probes, environment), not the Pod template, the workload or
+	// the Service; it is not run on a container written at admission.
+	container bool
 }
 
 // result is what a check returns; Check turns it into a Finding.
@@ -113,7 +117,8 @@ var catalogue = []Rule{
 			"at least the LB lag (for ingress-nginx, lifecycle.preStop.sleep instead of /wait-shutdown, as the " +
 			"rolling-update-local incident does), or make readiness periodSeconds x (failureThreshold - 1) cover the " +
 			"lag. Do not shorten terminationGracePeriodSeconds for it.",
-		check: checkServingWindow,
+		check:     checkServingWindow,
+		container: true,
 	},
 	{
 		ID: "ZD002", Name: "prestop-shorter-than-lb-lag", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
@@ -129,15 +134,17 @@ var catalogue = []Rule{
 			"fires whatever the hook.",
 		Fix: "Add or lengthen a preStop sleep to at least the LB's interval x unhealthyThreshold plus a few " +
 			"seconds for kube-proxy (lifecycle.preStop.sleep.seconds), and keep terminationGracePeriodSeconds above it.",
-		check: checkPreStopLag,
+		check:     checkPreStopLag,
+		container: true,
 	},
 	{
 		ID: "ZD003", Name: "grace-not-above-prestop", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "terminationGracePeriodSeconds does not exceed the preStop hook",
 		Description: "The kubelet counts the preStop hook against the grace period: when it is as long as the hook " +
 			"the app receives SIGTERM with no time left to drain and is killed mid-request.",
-		Fix:   "Set terminationGracePeriodSeconds to preStop + the app's drain time + a few seconds.",
-		check: checkGraceVsPreStop,
+		Fix:       "Set terminationGracePeriodSeconds to preStop + the app's drain time + a few seconds.",
+		check:     checkGraceVsPreStop,
+		container: true,
 	},
 	{
 		ID: "ZD004", Name: "no-prestop", Severity: Warning, Seeds: []string{incident.SourceIPDilemma},
@@ -145,8 +152,9 @@ var catalogue = []Rule{
 		Description: "Endpoint removal reaches kube-proxy on every node asynchronously; an app that exits on SIGTERM " +
 			"at once refuses connections that other nodes still forward to it (incident source-ip-dilemma lists a preStop sleep as " +
 			"the first remediation). With Local, ZD002 covers this with the LB lag.",
-		Fix:   "Add a preStop sleep of a few seconds (lifecycle.preStop.sleep.seconds: 5) and a grace period above it.",
-		check: checkNoPreStop,
+		Fix:       "Add a preStop sleep of a few seconds (lifecycle.preStop.sleep.seconds: 5) and a grace period above it.",
+		check:     checkNoPreStop,
+		container: true,
 	},
 	{
 		ID: "ZD005", Name: "prestop-duration-unknown", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
@@ -155,8 +163,9 @@ var catalogue = []Rule{
 			"/wait-shutdown), or an httpGet/tcpSocket hook, takes as long as the program behind it; ZD001 and ZD002 are " +
 			"not evaluated. Behind externalTrafficPolicy Local it is a warning naming the LB lag the hook must cover; " +
 			"with Cluster, information.",
-		Fix:   "Prefer lifecycle.preStop.sleep, or check the hook's duration against ZD001/ZD002 by hand.",
-		check: checkPreStopUnknown,
+		Fix:       "Prefer lifecycle.preStop.sleep, or check the hook's duration against ZD001/ZD002 by hand.",
+		check:     checkPreStopUnknown,
+		container: true,
 	},
 	{
 		ID: "ZD006", Name: "zero-grace-period", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
@@ -237,8 +246,9 @@ var catalogue = []Rule{
 		Summary: "the serving container has no readiness probe",
 		Description: "Without a readiness probe a Pod is an endpoint as soon as its container starts, before it " +
 			"listens, and stays one while it cannot serve; the LB and kube-proxy send it traffic it drops.",
-		Fix:   "Add a readinessProbe on an endpoint that fails while the app cannot serve (and while it drains, if it should).",
-		check: checkNoReadiness,
+		Fix:       "Add a readinessProbe on an endpoint that fails while the app cannot serve (and while it drains, if it should).",
+		check:     checkNoReadiness,
+		container: true,
 	},
 	{
 		ID: "ZD031", Name: "readiness-equals-liveness", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
@@ -249,7 +259,8 @@ var catalogue = []Rule{
 			"guide recommends.",
 		Fix: "Give readiness its own endpoint (/readyz) that reflects whether the app should receive traffic, or give " +
 			"liveness a higher failureThreshold than readiness.",
-		check: checkReadinessLiveness,
+		check:     checkReadinessLiveness,
+		container: true,
 	},
 	{
 		ID: "ZD032", Name: "rollout-allows-zero-ready", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
@@ -280,7 +291,8 @@ var catalogue = []Rule{
 		Fix: "Use container-native load balancing (NEG: the LB talks to Pod IPs and health-checks them), or have the " +
 			"app close keep-alive connections (Connection: close) once it is unready or draining, or drop the " +
 			"keep-alive header (the keepalive-unready incident's workaround; ECHO_KEEPALIVE=false for the echo server).",
-		check: checkKeepAlive,
+		check:     checkKeepAlive,
+		container: true,
 	},
 	{
 		ID: "ZD090", Name: "service-selects-nothing", Severity: Info, Seeds: []string{incident.NodepoolBackend},
@@ -340,7 +352,7 @@ func checkServingWindow(t *target) []result {
 			"(failureThreshold %d - 1) its endpoint can stop serving %s after termination starts, while the LB "+
 			"(profile %s: %s) still sends the node new connections until %s and the app still accepts until %s: "+
 			"kube-proxy drops the node's new connections for up to %s",
-			tl.app.what, seconds(tl.signal), containerPreStop(t.c), seconds(period), ft, seconds(tl.serving),
+			tl.app.what, seconds(tl.signal), tl.ps, seconds(period), ft, seconds(tl.serving),
 			t.profile.Name, t.profile.Describe(), seconds(lag), seconds(tl.accept), seconds(until-tl.serving))}}
 }
 
@@ -373,8 +385,8 @@ func checkPreStopLag(t *target) []result {
 	if !ok || tl.accept >= lag {
 		return nil
 	}
-	what := containerPreStop(t.c).String()
-	if tl.known && tl.accept != containerPreStop(t.c).duration {
+	what := tl.ps.String()
+	if tl.known && tl.accept != tl.ps.duration {
 		what = fmt.Sprintf("%s and %s accepting for %s after its signal", what, tl.app.what, seconds(tl.app.keepAccepting))
 	}
 	return []result{{sev: Error, line: line,
@@ -411,7 +423,7 @@ func checkNoPreStop(t *target) []result {
 	if tl, ok := timelineOf(t.c); ok && tl.accept == 0 {
 		return []result{{sev: Warning, line: t.line(t.cpath("lifecycle", "preStop")),
 			msg: fmt.Sprintf("%s: the server stops accepting as soon as the Pod terminates, while kube-proxy on other nodes may still forward new connections to it",
-				containerPreStop(t.c))}}
+				tl.ps)}}
 	}
 	return nil
 }
