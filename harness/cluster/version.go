@@ -3,33 +3,16 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
+	"zerodrop/internal/kubeversion"
 )
 
 // kubeVersion is a Kubernetes release's major and minor, enough to pick the
 // kubeadm and kubelet configuration a node image's version understands.
-type kubeVersion struct{ Major, Minor int }
+type kubeVersion = kubeversion.Version
 
 // parseKubeVersion reads "v1.37.2" (or "1.37", "v1.37.2-rc.0").
-func parseKubeVersion(s string) (kubeVersion, error) {
-	t := strings.TrimPrefix(strings.TrimSpace(s), "v")
-	parts := strings.SplitN(t, ".", 3)
-	if len(parts) < 2 {
-		return kubeVersion{}, fmt.Errorf("kubernetes version %q: want vMAJOR.MINOR.PATCH", s)
-	}
-	maj, err1 := strconv.Atoi(parts[0])
-	mnr, err2 := strconv.Atoi(strings.SplitN(parts[1], "-", 2)[0])
-	if err1 != nil || err2 != nil {
-		return kubeVersion{}, fmt.Errorf("kubernetes version %q: want vMAJOR.MINOR.PATCH", s)
-	}
-	return kubeVersion{maj, mnr}, nil
-}
-
-// atLeast reports whether v is major.minor or newer.
-func (v kubeVersion) atLeast(major, minor int) bool {
-	return v.Major > major || (v.Major == major && v.Minor >= minor)
-}
+func parseKubeVersion(s string) (kubeVersion, error) { return kubeversion.Parse(s) }
 
 // nodeImageVersion is the Kubernetes version a kind node image carries in
 // /kind/version (what kind itself reads to choose its kubeadm config:
@@ -64,7 +47,7 @@ mode: iptables
 conntrack:
   maxPerCore: 0
 `}
-	if v.atLeast(1, 35) {
+	if v.AtLeast(1, 35) {
 		p = append(p, `kind: KubeletConfiguration
 apiVersion: kubelet.config.k8s.io/v1beta1
 failCgroupV1: false
@@ -79,7 +62,7 @@ failCgroupV1: false
 // arguments"), and v1beta3 is gone by v1.37 (v1.37.2 ships only v1beta4 and
 // v1 under cmd/kubeadm/app/apis/kubeadm/).
 func kubeadmJoinAPI(v kubeVersion) string {
-	if v.atLeast(1, 31) {
+	if v.AtLeast(1, 31) {
 		return "kubeadm.k8s.io/v1beta4"
 	}
 	return "kubeadm.k8s.io/v1beta3"

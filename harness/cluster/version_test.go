@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseKubeVersion(t *testing.T) {
-	for in, want := range map[string]kubeVersion{"v1.37.2": {1, 37}, "1.27": {1, 27}, " v1.35.0-rc.1\n": {1, 35}} {
+	for in, want := range map[string]kubeVersion{"v1.37.2": {Major: 1, Minor: 37}, "1.27": {Major: 1, Minor: 27}, " v1.35.0-rc.1\n": {Major: 1, Minor: 35}} {
 		got, err := parseKubeVersion(in)
 		if err != nil || got != want {
 			t.Errorf("parseKubeVersion(%q) = %v, %v; want %v", in, got, err, want)
@@ -28,13 +28,13 @@ func TestKubeadmPatchesPerVersion(t *testing.T) {
 	has := func(v kubeVersion) bool {
 		return strings.Contains(strings.Join(kubeadmPatches(v), "---"), "failCgroupV1: false")
 	}
-	if has(kubeVersion{1, 34}) || has(kubeVersion{1, 27}) || has(kubeVersion{}) {
+	if has(kubeVersion{Major: 1, Minor: 34}) || has(kubeVersion{Major: 1, Minor: 27}) || has(kubeVersion{}) {
 		t.Error("failCgroupV1 written for a kubelet older than 1.35")
 	}
-	if !has(kubeVersion{1, 35}) || !has(kubeVersion{1, 37}) {
+	if !has(kubeVersion{Major: 1, Minor: 35}) || !has(kubeVersion{Major: 1, Minor: 37}) {
 		t.Error("failCgroupV1: false missing for 1.35+ (their kubelet refuses cgroup v1 hosts by default)")
 	}
-	for _, p := range kubeadmPatches(kubeVersion{1, 37}) {
+	for _, p := range kubeadmPatches(kubeVersion{Major: 1, Minor: 37}) {
 		var m map[string]any
 		if err := yaml.Unmarshal([]byte(p), &m); err != nil {
 			t.Errorf("patch is not YAML: %v\n%s", err, p)
@@ -43,15 +43,15 @@ func TestKubeadmPatchesPerVersion(t *testing.T) {
 }
 
 func TestJoinConfigV1beta3(t *testing.T) {
-	if got := kubeadmJoinAPI(kubeVersion{1, 27}); got != "kubeadm.k8s.io/v1beta3" {
+	if got := kubeadmJoinAPI(kubeVersion{Major: 1, Minor: 27}); got != "kubeadm.k8s.io/v1beta3" {
 		t.Fatalf("1.27 join API = %s", got)
 	}
-	if got := kubeadmJoinAPI(kubeVersion{1, 37}); got != "kubeadm.k8s.io/v1beta4" {
+	if got := kubeadmJoinAPI(kubeVersion{Major: 1, Minor: 37}); got != "kubeadm.k8s.io/v1beta4" {
 		t.Fatalf("1.37 join API = %s", got)
 	}
 	j := joinConfig{Endpoint: "zd-control-plane:6443", Token: "abcdef.0123456789abcdef", CAHash: "sha256:00", NodeName: "zd-pool-c-1",
 		NodeIP: "172.18.0.9", ProviderID: "kind://docker/zd/zd-pool-c-1", Labels: map[string]string{contract.PoolLabel: "pool-c"},
-		API: kubeadmJoinAPI(kubeVersion{1, 27})}
+		API: kubeadmJoinAPI(kubeVersion{Major: 1, Minor: 27})}
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(j.render()), &m); err != nil {
 		t.Fatalf("join config is not YAML: %v\n%s", err, j.render())

@@ -3,12 +3,11 @@ package doctor
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"zerodrop/harness/contract"
+	"zerodrop/internal/kubeversion"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -104,18 +103,9 @@ func WithKubernetesMinor(minor int) Option { return func(c *checkConfig) { c.kub
 // ParseKubernetesVersion reads "1.34", "v1.34.2" or a distribution's
 // "v1.34.2-gke.1200" / "v1.34.2+k3s1" and returns the minor version.
 func ParseKubernetesVersion(v string) (int, error) {
-	m := kubeVersionRE.FindStringSubmatch(strings.TrimSpace(v))
-	if m == nil {
-		return 0, fmt.Errorf("kubernetes version %q: want 1.MINOR or v1.MINOR.PATCH, e.g. 1.34 or v1.34.2", v)
-	}
-	minor, err := strconv.Atoi(m[1])
-	if err != nil {
-		return 0, fmt.Errorf("kubernetes version %q: minor %q: %w", v, m[1], err)
-	}
-	return minor, nil
+	kv, err := kubeversion.Parse(v)
+	return kv.Minor, err
 }
-
-var kubeVersionRE = regexp.MustCompile(`^v?1\.(\d{1,3})(?:\.\d+(?:[-+][0-9A-Za-z.+-]*)?)?$`)
 
 // WithLBProfile sets the LB profile for Services that do not name one
 // (without it, each Service's provider annotations and loadBalancerClass

@@ -1,0 +1,36 @@
+// Package kubeversion reads Kubernetes release versions as the project meets
+// them: a node image's /kind/version ("v1.37.2"), an API server's gitVersion
+// (distributions add "-gke.1200" or "+k3s1"), and a user's "1.34".
+package kubeversion
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Version is a release's major and minor, what version-dependent behaviour
+// is keyed by.
+type Version struct{ Major, Minor int }
+
+var re = regexp.MustCompile(`^v?1\.(\d{1,3})(?:\.\d+(?:[-+][0-9A-Za-z.+-]*)?)?$`)
+
+// Parse reads "1.34", "v1.34.2", "v1.35.0-rc.1", "v1.34.2-gke.1200" or
+// "v1.34.2+k3s1" (surrounding space ignored).
+func Parse(s string) (Version, error) {
+	m := re.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Version{}, fmt.Errorf("kubernetes version %q: want 1.MINOR or v1.MINOR.PATCH, e.g. 1.34 or v1.34.2", s)
+	}
+	minor, err := strconv.Atoi(m[1])
+	if err != nil {
+		return Version{}, fmt.Errorf("kubernetes version %q: minor %q: %w", s, m[1], err)
+	}
+	return Version{Major: 1, Minor: minor}, nil
+}
+
+// AtLeast reports whether v is major.minor or newer.
+func (v Version) AtLeast(major, minor int) bool {
+	return v.Major > major || (v.Major == major && v.Minor >= minor)
+}
