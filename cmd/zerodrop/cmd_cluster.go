@@ -46,7 +46,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	timeout := fs.Duration("timeout", 15*time.Minute, "overall time limit")
 	labels := fs.String("labels", "", "add-pool: extra node labels, k=v,k2=v2")
 	retain := fs.Bool("retain", os.Getenv("ZERODROP_RETAIN") != "", "up: keep a cluster whose creation failed, for debugging (default: $ZERODROP_RETAIN set)")
-	lbKind := fs.String("lb", envOr("LB", contract.LBMetalLB), "up: what implements LoadBalancer Services: "+strings.Join(contract.LoadBalancers(), " or ")+" (default $LB, else metallb)")
+	lbKind := fs.String("lb", envOr("LB", contract.LBMetalLB), "up: what implements LoadBalancer Services: "+strings.Join(contract.LoadBalancers(), ", ")+" (both side by side) (default $LB, else metallb)")
 	lbProfile := fs.String("lb-profile", os.Getenv("LB_PROFILE"), "up: default profile of the cloud LB (default $LB_PROFILE, else generic)")
 	verbose := fs.Bool("v", false, "log details (kind's own messages, events)")
 	// Subcommand first, flags anywhere after it.
@@ -94,7 +94,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 		opts = append(opts, cluster.WithMetalLBManifest(*metallbManifest))
 	}
 	switch *lbKind {
-	case contract.LBMetalLB, contract.LBCloud:
+	case contract.LBMetalLB, contract.LBCloud, contract.LBAll:
 		opts = append(opts, cluster.WithLoadBalancer(*lbKind, *lbProfile))
 	default:
 		return badInput(c, "cluster", "--lb %q: want %s", *lbKind, strings.Join(contract.LoadBalancers(), " or "))

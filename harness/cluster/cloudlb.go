@@ -6,15 +6,18 @@ import (
 	"os/exec"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/lb"
 )
 
 // startCloudLB runs harness/lb's LB container next to the cluster (LB=cloud).
 func (k *Kind) startCloudLB(ctx context.Context) error {
 	o := &k.o
-	o.progress("starting the cloud LB (harness/lb)")
+	_, claimAll := o.cloudLB()
+	o.progress(fmt.Sprintf("starting the cloud LB (harness/lb; Services of class %s%s)", contract.CloudLBClass,
+		map[bool]string{true: " and those without a class", false: ""}[claimAll]))
 	l, err := lb.StartKind(ctx, lb.KindOptions{Cluster: o.name, Network: kindNetwork, BaseImage: o.nodeImage,
-		Profile: o.lbProfile, ClaimAll: true, ReadyTimeout: o.readyTimeout, Progress: o.progress})
+		Profile: o.lbProfile, ClaimAll: claimAll, ReadyTimeout: o.readyTimeout, Progress: o.progress})
 	if err != nil {
 		return err
 	}

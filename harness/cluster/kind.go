@@ -124,13 +124,15 @@ func (k *Kind) Create(ctx context.Context) (err error) {
 	}
 	if exists {
 		o.progress(fmt.Sprintf("kind cluster %q already exists: reusing it", o.name))
-		// Two LoadBalancer implementations would both claim every Service.
-		if o.metallb {
-			if l, err := lb.FindKind(ctx, o.name, kindNetwork); err != nil {
-				return err
-			} else if l != nil {
-				return fmt.Errorf("kind cluster %q already runs the cloud LB (container %s); not adding MetalLB to it: reuse it with the cloud LB option, or remove it first (make cluster-down)", o.name, l.Container)
-			}
+		// Two LoadBalancer implementations would both claim every Service
+		// without a class. (set-up below starts the cloud LB afresh, with
+		// this run's flags, whenever the run asks for it.)
+		l, err := lb.FindKind(ctx, o.name, kindNetwork)
+		if err != nil {
+			return err
+		}
+		if o.metallb && l != nil && l.ClaimsUnclassed {
+			return fmt.Errorf("kind cluster %q already runs the cloud LB taking every Service (container %s); not adding MetalLB to it: reuse it with LB=cloud, or remove it first (make cluster-down)", o.name, l.Container)
 		}
 		if err := k.kp.ExportKubeConfig(o.name, o.kubeconfig, false); err != nil {
 			return fmt.Errorf("export kubeconfig of existing cluster %q: %w", o.name, err)
@@ -307,7 +309,7 @@ func (k *Kind) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	if o.lb == contract.LBCloud {
+	if runs, _ := o.cloudLB(); runs {
 		if err := k.startCloudLB(ctx); err != nil {
 			return err
 		}

@@ -151,17 +151,23 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
 
 // WithLoadBalancer picks what implements LoadBalancer Services on kind:
-// "metallb" (default, L2) or "cloud" (harness/lb: a health-checked,
+// "metallb" (default, L2), "cloud" (harness/lb: a health-checked,
 // node-based LB with vendor profiles; MetalLB is then not installed and the
-// cloud LB takes every LoadBalancer Service). profile is the cloud LB's
-// default profile ("" = generic).
+// cloud LB takes every LoadBalancer Service) or "all" (both: MetalLB takes
+// the Services without a loadBalancerClass, the cloud LB those of
+// contract.CloudLBClass). profile is the cloud LB's default profile ("" =
+// generic).
 func WithLoadBalancer(kind, profile string) Option {
 	return func(o *options) {
 		o.lb, o.lbProfile = kind, profile
-		if kind == contract.LBCloud {
-			o.metallb = false
-		}
+		o.metallb = kind != contract.LBCloud
 	}
+}
+
+// cloudLB reports whether the cluster runs the cloud LB, and whether it
+// takes Services without a class too (only when MetalLB is absent).
+func (o *options) cloudLB() (runs, claimAll bool) {
+	return o.lb == contract.LBCloud || o.lb == contract.LBAll, o.lb == contract.LBCloud
 }
 
 // WithDrainTimeout bounds the drain of one node.

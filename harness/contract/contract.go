@@ -31,7 +31,11 @@ const (
 	// LBCloud is zerodrop's health-checked, node-based LB with vendor
 	// profiles (harness/lb).
 	LBCloud = "cloud"
+	// LBAll runs both side by side: MetalLB takes the Services without a
+	// spec.loadBalancerClass, the cloud LB only those of CloudLBClass, so a
+	// Service's class and profile annotation pick its LB model.
+	LBAll = "all"
 )
 
 // LoadBalancers lists the implementations, the default first.
-func LoadBalancers() []string { return []string{LBMetalLB, LBCloud} }
+func LoadBalancers() []string { return []string{LBMetalLB, LBCloud, LBAll} }

@@ -46,7 +46,11 @@ type KindLB struct {
 	IP        netip.Addr
 	VIPFirst  netip.Addr
 	VIPLast   netip.Addr
-	adminPort int
+	// ClaimsUnclassed: the LB also takes LoadBalancer Services without a
+	// loadBalancerClass (started with ClaimAll), so MetalLB must not run
+	// beside it.
+	ClaimsUnclassed bool
+	adminPort       int
 }
 
 // AdminURL is the base URL of the LB's admin server (/state, /events), reachable from the host.
@@ -334,5 +338,25 @@ func FindKind(ctx context.Context, cluster, network string) (*KindLB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &KindLB{Container: name, IP: ip, VIPFirst: first, VIPLast: last, adminPort: 9100}, nil
+	args, err := dockerCmd(ctx, nil, "inspect", "-f", "{{range .Args}}{{.}} {{end}}", name)
+	if err != nil {
+		return nil, fmt.Errorf("cloud LB: %w", err)
+	}
+	return &KindLB{Container: name, IP: ip, VIPFirst: first, VIPLast: last, adminPort: 9100,
+		ClaimsUnclassed: claimsUnclassed(strings.Fields(args))}, nil
+}
+
+// claimsUnclassed reads the LB's --claim-unclassed flag from its command
+// line (the flag defaults to true in cmd/zerodrop-lb).
+func claimsUnclassed(args []string) bool {
+	claim := true
+	for i, a := range args {
+		switch {
+		case a == "--claim-unclassed" || a == "-claim-unclassed":
+			claim = i+1 >= len(args) || !strings.HasPrefix(args[i+1], "false")
+		case strings.HasPrefix(a, "--claim-unclassed=") || strings.HasPrefix(a, "-claim-unclassed="):
+			claim = strings.SplitN(a, "=", 2)[1] != "false"
+		}
+	}
+	return claim
 }

@@ -28,3 +28,20 @@ func TestKindVIPRange(t *testing.T) {
 		t.Fatal("a /24 is too small for the blocks")
 	}
 }
+
+func TestClaimsUnclassed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--lb-profile", "generic", "--claim-unclassed=true"}, true},
+		{[]string{"--claim-unclassed=false", "--admin-addr", ":9100"}, false},
+		{[]string{"--claim-unclassed", "false"}, false},
+		{[]string{"-claim-unclassed=false"}, false},
+	} {
+		if got := claimsUnclassed(tc.args); got != tc.want {
+			t.Errorf("claimsUnclassed(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
