@@ -57,15 +57,6 @@ type Env struct {
 	// ReadyTimeout bounds each wait for the workload and its LB address
 	// (default 3 minutes).
 	ReadyTimeout time.Duration
-	// LBEvents, when set, subscribes to the load balancer's own events (the
-	// cloud-style LB) and writes them to sink until ctx is done.
-	LBEvents func(ctx context.Context, sink runfile.EventSink) error
-	// WaitLB, when set, waits until the load balancer has settled the
-	// Service (address forwarded, every node's health verdict matching the
-	// cluster: see lb.ServiceState.Settled) and
-	// describes what it settled on; the load starts only after. A cloud LB's
-	// start-up (fail-open, first checks) is not what a scenario measures.
-	WaitLB func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error)
 	// ToolVersion is recorded in every run file.
 	ToolVersion string
 	// Logger gets one line per step; default discards.
@@ -101,6 +92,22 @@ type Spec struct {
 	// SkipLoad deploys and observes without starting load (for scenarios
 	// that start it themselves).
 	SkipLoad bool
+	// LB connects the run to its load balancer's own view, when the LB
+	// has one (zerodrop's cloud LB); zero for an LB without (MetalLB).
+	LB LBHooks
+}
+
+// LBHooks are a load balancer's own view of a Service.
+type LBHooks struct {
+	// Events, when set, subscribes to the load balancer's own events (the
+	// cloud-style LB) and writes them to sink until ctx is done.
+	Events func(ctx context.Context, sink runfile.EventSink) error
+	// WaitSettled, when set, waits until the load balancer has settled the
+	// Service (address forwarded, every node's health verdict matching the
+	// cluster: see lb.ServiceState.Settled) and describes what it settled
+	// on; the load starts only after. A cloud LB's start-up (fail-open,
+	// first checks) is not what a scenario measures.
+	WaitSettled func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error)
 }
 
 // Run is a scenario in progress.
@@ -205,8 +212,8 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
-	if env.WaitLB != nil {
-		settled, err := env.WaitLB(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout)
+	if spec.LB.WaitSettled != nil {
+		settled, err := spec.LB.WaitSettled(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 		}
@@ -235,11 +242,11 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 		}
 	}
 
-	if env.LBEvents != nil {
+	if spec.LB.Events != nil {
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
-			if err := env.LBEvents(runCtx, lbEventsOf(cfg.Namespace+"/"+cfg.Name, begun, r.sink)); err != nil && runCtx.Err() == nil {
+			if err := spec.LB.Events(runCtx, lbEventsOf(cfg.Namespace+"/"+cfg.Name, begun, r.sink)); err != nil && runCtx.Err() == nil {
 				r.log.Warn("load balancer event stream ended", "err", err)
 				r.Kube.Note("lb", "load balancer event stream ended: "+err.Error())
 			}
@@ -403,6 +410,7 @@ func (r *Run) Finish(ctx context.Context) (zdv1.Scenario, error) {
 	}
 	r.cancel()
 	r.bg.Wait()
+	r.sink.close()
 	if loadErr != nil {
 		_ = r.w.CloseWithError(loadErr)
 	} else if err := r.w.Close(); err != nil {
@@ -437,11 +445,20 @@ func (r *Run) abort(ctx context.Context, cause error) {
 		// far as its load.
 		_ = r.createRunFile(nil)
 	}
+	r.stop(cause)
+	r.Cleanup(ctx)
+}
+
+// stop ends the run's load and closes its run file with cause, keeping the
+// evidence of what broke.
+func (r *Run) stop(cause error) {
+	if r.sink != nil {
+		r.sink.close()
+	}
 	if r.w != nil {
 		_ = r.w.CloseWithError(cause)
 	}
 	r.finished = true
-	r.Cleanup(ctx)
 }
 
 // Cleanup deletes the scenario's namespace and waits for it to go. It is
@@ -561,15 +578,27 @@ func (r *Run) createRunFile(settings *zdv1.LoadSettings) error {
 }
 
 // deferredSink holds events until the run file exists, then forwards them.
+// Once closed (the run file is), events are dropped: a disruption shared
+// with other runs may still report after this run finished.
 type deferredSink struct {
-	mu  sync.Mutex
-	buf []zdv1.Event
-	w   runfile.EventSink
+	mu     sync.Mutex
+	buf    []zdv1.Event
+	w      runfile.EventSink
+	closed bool
+}
+
+func (d *deferredSink) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed, d.w, d.buf = true, nil, nil
 }
 
 func (d *deferredSink) Event(e zdv1.Event) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
 	if d.w == nil {
 		d.buf = append(d.buf, e)
 		return nil

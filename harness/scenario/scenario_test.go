@@ -143,14 +143,14 @@ func TestBeginWaitsForTheLB(t *testing.T) {
 	})
 	var asked string
 	dir := t.TempDir()
-	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 5 * time.Second,
-		WaitLB: func(_ context.Context, ns, name string, _ time.Duration) (string, error) {
-			asked = ns + "/" + name
-			return "", errors.New("cloud LB did not settle service zd-lb/echo (last: w2 should turn healthy)")
-		}}
+	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 5 * time.Second}
 	_, err := Begin(context.Background(), env, Spec{
 		ScenarioSpec: zdv1.ScenarioSpec{Name: "lb-never-settles", Role: zdv1.RoleAssertion},
 		Workload:     []fixtures.Option{fixtures.WithNamespace("zd-lb"), fixtures.WithReplicas(1)},
+		LB: LBHooks{WaitSettled: func(_ context.Context, ns, name string, _ time.Duration) (string, error) {
+			asked = ns + "/" + name
+			return "", errors.New("cloud LB did not settle service zd-lb/echo (last: w2 should turn healthy)")
+		}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "w2 should turn healthy") {
 		t.Fatalf("err = %v, want the LB's reason", err)

@@ -1,0 +1,228 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/kube"
+	"zerodrop/harness/runfile"
+)
+
+// Witnesses are the runs that watch one disruption. Each witness is a whole
+// Run of its own (namespace, workload, Service, load stream, run file and
+// verdict), so one disruption of the cluster answers as many questions as
+// there are witnesses: the same drain seen through every LB model, both
+// traffic policies, a naive and a hardened workload.
+//
+// A node-level disruption (drain a node, replace a pool) happens once, through
+// Kube, and is recorded in every witness's run file; every witness whose pods
+// live there sees it. A workload-level one (a rollout restart, a pod turned
+// unready) starts in every witness at the same moment, through Each.
+//
+//	ws := scenario.BeginWitnesses(ctx, env, specs, 8)
+//	defer ws.Cleanup(ctx)
+//	ws.Settle(ctx, 5*time.Second)
+//	ws.Kube().Drain(ctx, node, timeout)       // once, seen by all
+//	ws.Each(ctx, func(ctx context.Context, i int, r *Run) error {
+//		return r.Kube.RolloutRestart(ctx, r.Config.Namespace, r.Config.Name, timeout)
+//	})
+//	results := ws.Finish(ctx, func(i int, r *Run) time.Duration { return 30 * time.Second })
+//
+// A witness that fails (to begin, or in a step of its own) is set aside with
+// its error and its run file closed with it; the others go on.
+type Witnesses struct {
+	specs []Spec
+	runs  []*Run
+	errs  []error
+	kube  *kube.Client
+	fan   *fanout
+}
+
+// Result is one witness's outcome: its scenario and verdict, or the error
+// that kept it from having one.
+type Result struct {
+	Scenario zdv1.Scenario
+	Err      error
+}
+
+// BeginWitnesses begins every spec, at most parallel at a time (all at once
+// when parallel < 1), and returns once each has either begun or failed. The
+// cluster client is env's.
+func BeginWitnesses(ctx context.Context, env *Env, specs []Spec, parallel int) *Witnesses {
+	env.defaults()
+	w := &Witnesses{specs: specs, runs: make([]*Run, len(specs)), errs: make([]error, len(specs)), fan: &fanout{}}
+	if parallel < 1 {
+		parallel = len(specs)
+	}
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for i, sp := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				w.errs[i] = fmt.Errorf("scenario %s: not begun: %w", sp.Name, ctx.Err())
+				return
+			}
+			defer func() { <-sem }()
+			w.runs[i], w.errs[i] = Begin(ctx, env, sp)
+		}()
+	}
+	wg.Wait()
+	w.fan.runs = w.runs
+	w.kube = kube.New(env.Clientset, kube.WithEventSink(w.fan))
+	return w
+}
+
+// Len is the number of witnesses, begun or not.
+func (w *Witnesses) Len() int { return len(w.specs) }
+
+// Run is witness i's run, or the error that set it aside.
+func (w *Witnesses) Run(i int) (*Run, error) {
+	if w.errs[i] != nil {
+		return nil, w.errs[i]
+	}
+	return w.runs[i], nil
+}
+
+// Live lists the indexes of the witnesses still running.
+func (w *Witnesses) Live() []int {
+	var out []int
+	for i := range w.specs {
+		if w.errs[i] == nil && w.runs[i] != nil && !w.runs[i].finished {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Kube acts on the cluster once and records each step in the run file of
+// every live witness: the client for node-level disruptions.
+func (w *Witnesses) Kube() *kube.Client { return w.kube }
+
+// Events records an event in every live witness's run file (a cluster
+// provider's steps, a note about a shared choice).
+func (w *Witnesses) Events() runfile.EventSink { return w.fan }
+
+// Fail sets witness i aside: its load stops and its run file is closed with
+// err, which becomes its result. The others go on.
+func (w *Witnesses) Fail(i int, err error) {
+	if w.errs[i] != nil {
+		return
+	}
+	w.errs[i] = err
+	if r := w.runs[i]; r != nil && !r.finished {
+		if r.running != nil {
+			_, _ = r.running.Stop()
+		}
+		r.cancel()
+		r.bg.Wait()
+		r.stop(err)
+	}
+}
+
+// Each runs f on every live witness at once and waits for all; a witness
+// whose f fails is set aside with that error.
+func (w *Witnesses) Each(ctx context.Context, f func(ctx context.Context, i int, r *Run) error) {
+	live := w.Live()
+	errs := make([]error, len(live))
+	var wg sync.WaitGroup
+	for k, i := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = f(ctx, i, w.runs[i])
+		}()
+	}
+	wg.Wait()
+	for k, i := range live {
+		if errs[k] != nil {
+			w.Fail(i, errs[k])
+		}
+	}
+}
+
+// Settle keeps every live witness's load running for d (or until ctx is
+// done).
+func (w *Witnesses) Settle(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("witnesses settling for %s: %w", d, ctx.Err())
+	}
+}
+
+// Finish lets each live witness's load run for its own settle time (its LB's
+// lag, say) and then finishes it: the witnesses of a fast LB stop early and
+// leave the machine to the slow ones. It returns every witness's result, in
+// the order of the specs.
+func (w *Witnesses) Finish(ctx context.Context, settle func(i int, r *Run) time.Duration) []Result {
+	out := make([]Result, len(w.specs))
+	var wg sync.WaitGroup
+	for _, i := range w.Live() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := w.runs[i]
+			if d := settle(i, r); d > 0 {
+				if err := r.Settle(ctx, d); err != nil {
+					w.Fail(i, err)
+					return
+				}
+			}
+			sc, err := r.Finish(ctx)
+			out[i] = Result{Scenario: sc, Err: err}
+		}()
+	}
+	wg.Wait()
+	for i, err := range w.errs {
+		if err != nil {
+			out[i] = Result{Err: err}
+		}
+	}
+	return out
+}
+
+// Cleanup deletes every witness's namespace, all at once, and waits for
+// them to go.
+func (w *Witnesses) Cleanup(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range w.runs {
+		if r == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.Cleanup(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// fanout sends an event to every live witness's run file.
+type fanout struct {
+	runs []*Run
+}
+
+func (f *fanout) Event(e zdv1.Event) error {
+	var errs []error
+	for _, r := range f.runs {
+		if r == nil {
+			continue
+		}
+		if err := r.sink.Event(e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

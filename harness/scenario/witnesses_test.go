@@ -1,0 +1,105 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/fixtures"
+)
+
+// Three witnesses of one disruption: one never begins (its LB never
+// settles), one fails in its own step, one finishes. A shared step reaches
+// the run file of every witness still running, and only those.
+func TestWitnessesShareOneDisruption(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+
+	ready := true
+	var objs []runtime.Object
+	for _, ns := range []string{"zd-a", "zd-b", "zd-c"} {
+		objs = append(objs, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: ptr("w1"),
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		})
+	}
+	cs := fake.NewClientset(objs...)
+	cs.PrependReactor("create", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.CreateAction).GetObject().(*appsv1.Deployment)
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		return false, nil, nil
+	})
+	cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.1"}} // loopback only
+		return false, nil, nil
+	})
+	settled := LBHooks{WaitSettled: func(context.Context, string, string, time.Duration) (string, error) { return "w1", nil }}
+	spec := func(name, ns string, lb LBHooks) Spec {
+		return Spec{ScenarioSpec: zdv1.ScenarioSpec{Name: name, Role: zdv1.RoleAssertion},
+			Workload: []fixtures.Option{fixtures.WithNamespace(ns), fixtures.WithReplicas(1), fixtures.WithServicePort(int32(port))}, LB: lb}
+	}
+	never := LBHooks{WaitSettled: func(context.Context, string, string, time.Duration) (string, error) {
+		return "", errors.New("node w1 never turned healthy")
+	}}
+	dir := t.TempDir()
+	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 5 * time.Second, Rate: 50}
+	ctx := context.Background()
+	ws := BeginWitnesses(ctx, env, []Spec{spec("a", "zd-a", never), spec("b", "zd-b", settled), spec("c", "zd-c", settled)}, 2)
+	defer ws.Cleanup(ctx)
+	if got := ws.Live(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("live witnesses %v, want [1 2]", got)
+	}
+	ws.Each(ctx, func(_ context.Context, i int, r *Run) error {
+		if i == 1 {
+			return errors.New("rollout of b timed out")
+		}
+		r.Kube.Note("deployment/echo", "own step of c")
+		return nil
+	})
+	ws.Kube().Note("node/w1", "shared drain of w1")
+	res := ws.Finish(ctx, func(int, *Run) time.Duration { return 300 * time.Millisecond })
+	if res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "never turned healthy") {
+		t.Errorf("witness a: %v, want the LB's reason", res[0].Err)
+	}
+	if res[1].Err == nil || !strings.Contains(res[1].Err.Error(), "rollout of b") {
+		t.Errorf("witness b: %v, want its own step's error", res[1].Err)
+	}
+	if res[2].Err != nil || res[2].Scenario.Name != "c" || res[2].Scenario.Results.Total == 0 {
+		t.Errorf("witness c: %+v, %v; want a finished run with results", res[2].Scenario.Results, res[2].Err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name, "run.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if c := read("c"); !strings.Contains(c, "shared drain of w1") || !strings.Contains(c, "own step of c") {
+		t.Errorf("run file of c lacks the shared or its own step")
+	}
+	if b := read("b"); strings.Contains(b, "shared drain of w1") || !strings.Contains(b, "rollout of b timed out") {
+		t.Errorf("run file of b: want its error and not the step after it was set aside")
+	}
+}
