@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -101,6 +102,72 @@ func (sc *Scenario) Outcome() string {
 	}
 }
 
+// Expectation is where a documentation scenario's hazard is expected:
+// Outcome is OutcomeHazardReproduced or OutcomeHazardNotReproduced, or
+// empty when either may happen (a platform limit that depends on timing the
+// workload does not control); Why is the hazard, or the mechanism that
+// prevents it on this LB.
+type Expectation struct {
+	Outcome string `json:"outcome,omitempty"`
+	Why     string `json:"why"`
+}
+
+// Unexpected reports whether a documentation scenario's measured outcome
+// differs from its expected one (a run that broke is an ERROR, not a
+// surprise about the hazard).
+func (sc *Scenario) Unexpected() bool {
+	if sc.Role != RoleDocumentation || sc.Expected == nil || sc.Expected.Outcome == "" {
+		return false
+	}
+	out := sc.Outcome()
+	return out != string(Error) && out != sc.Expected.Outcome
+}
+
+// OutcomeText says what happened in a documentation scenario, never
+// empty: "hazard reproduced: <what was measured>" or "hazard not reproduced
+// on <LB>: <the mechanism that prevents it>", flagged when it was not the
+// expected outcome. An assertion's text is its status and first failing
+// reason.
+func (sc *Scenario) OutcomeText() string {
+	out := sc.Outcome()
+	var found []string
+	for _, r := range sc.Verdict.Reasons {
+		if r.Status == Fail && !(r.Check == "dropped" && sc.Results.Dropped > 0) {
+			found = append(found, r.Message)
+		}
+	}
+	if sc.Results.Dropped > 0 {
+		found = append([]string{fmt.Sprintf("%d of %d requests dropped in %d failure window(s)",
+			sc.Results.Dropped, sc.Results.Total, len(sc.FailureWindows))}, found...)
+	}
+	if sc.Role != RoleDocumentation || out == string(Error) {
+		for _, r := range sc.Verdict.Reasons {
+			if r.Status != Pass {
+				return out + ": " + r.Message
+			}
+		}
+		return fmt.Sprintf("%s: %d requests, every criterion held", out, sc.Results.Total)
+	}
+	lb := sc.Labels["lb"]
+	if lb == "" {
+		lb = "this LB"
+	}
+	flag := ""
+	if sc.Unexpected() {
+		flag = fmt.Sprintf(" (UNEXPECTED: expected %s)", sc.Expected.Outcome)
+	}
+	if out == OutcomeHazardReproduced {
+		return out + " on " + lb + flag + ": " + strings.Join(found, "; ")
+	}
+	why := fmt.Sprintf("0 of %d requests dropped and every criterion held", sc.Results.Total)
+	if sc.Expected != nil && sc.Expected.Outcome == OutcomeHazardNotReproduced {
+		why = sc.Expected.Why
+	} else if sc.Expected != nil && sc.Expected.Outcome == "" {
+		why += " this time (" + sc.Expected.Why + ")"
+	}
+	return out + " on " + lb + flag + ": " + why
+}
+
 // OverridesText is the criteria a reader overrode, as compact JSON
 // ({"maxDropped":1000}); "" when the run file's own criteria decided.
 func (sc *Scenario) OverridesText() string {
@@ -167,8 +234,12 @@ type ScenarioSpec struct {
 	// behaviour that makes zero drops impossible for it on this LB: the
 	// hardened profile runs, everything is reported, but the platform, not
 	// the workload, decides the outcome.
-	PlatformLimit string            `json:"platformLimit,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
+	PlatformLimit string `json:"platformLimit,omitempty"`
+	// Expected is a documentation scenario's expected outcome on its LB,
+	// written next to the scenario before it runs, so a hazard that
+	// unexpectedly appears or disappears is flagged (Unexpected).
+	Expected *Expectation      `json:"expected,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
 	// Config is the scenario's knobs as strings
 	// ("externalTrafficPolicy": "Local", "preStopSleep": "5s").
 	Config   map[string]string `json:"config,omitempty"`

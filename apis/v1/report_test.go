@@ -137,3 +137,39 @@ func withReasons(sc *Scenario, rs ...Reason) *Scenario {
 	sc.Verdict.Reasons = rs
 	return sc
 }
+
+func TestOutcomeTextSaysWhatHappened(t *testing.T) {
+	doc := func(dropped int64, status Status, exp *Expectation, reasons ...Reason) *Scenario {
+		return &Scenario{ScenarioSpec: ScenarioSpec{Name: "x", Role: RoleDocumentation, Expected: exp, Labels: map[string]string{"lb": "gke-legacy"}},
+			Results: Results{Total: 1000, Dropped: dropped}, Verdict: Verdict{Status: status, Reasons: reasons},
+			FailureWindows: make([]FailureWindow, min(dropped, 2))}
+	}
+	prevented := &Expectation{Outcome: OutcomeHazardNotReproduced, Why: "the LB keeps cordoned nodes"}
+	expected := &Expectation{Outcome: OutcomeHazardReproduced, Why: "requests dropped"}
+	for _, tc := range []struct {
+		name       string
+		sc         *Scenario
+		want       string
+		unexpected bool
+	}{
+		{"reproduced as expected", doc(42, Fail, expected, Reason{Check: "dropped", Status: Fail, Message: "42 dropped"}),
+			"hazard reproduced on gke-legacy: 42 of 1000 requests dropped in 2 failure window(s)", false},
+		{"reproduced without drops", doc(0, Fail, expected, Reason{Check: "served-after-removal", Status: Fail, Message: "pod p served 2662 requests after its endpoint was removed"}),
+			"hazard reproduced on gke-legacy: pod p served 2662 requests after its endpoint was removed", false},
+		{"prevented as expected", doc(0, Pass, prevented), "hazard not reproduced on gke-legacy: the LB keeps cordoned nodes", false},
+		{"appeared unexpectedly", doc(3, Fail, prevented), "hazard reproduced on gke-legacy (UNEXPECTED: expected hazard not reproduced): 3 of 1000", true},
+		{"disappeared unexpectedly", doc(0, Pass, expected), "hazard not reproduced on gke-legacy (UNEXPECTED: expected hazard reproduced): 0 of 1000 requests dropped", true},
+		{"either", doc(0, Pass, &Expectation{Why: "depends on the VIP hash"}), "hazard not reproduced on gke-legacy: 0 of 1000 requests dropped and every criterion held this time (depends on the VIP hash)", false},
+		{"broken run", doc(0, Error, expected, Reason{Check: "run", Status: Error, Message: "rollout timed out"}), "ERROR: rollout timed out", false},
+		{"assertion", &Scenario{ScenarioSpec: ScenarioSpec{Role: RoleAssertion}, Results: Results{Total: 5}, Verdict: Verdict{Status: Pass}},
+			"PASS: 5 requests, every criterion held", false},
+	} {
+		got := tc.sc.OutcomeText()
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want it to start with %q", tc.name, got, tc.want)
+		}
+		if tc.sc.Unexpected() != tc.unexpected {
+			t.Errorf("%s: unexpected = %v", tc.name, !tc.unexpected)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	zdv1 "zerodrop/apis/v1"
@@ -89,5 +90,30 @@ func TestColumnString(t *testing.T) {
 		if got := tc.c.String(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
 		}
+	}
+}
+
+// A documentation cell always says what happened, and a surprise is flagged
+// in its badge.
+func TestDocumentationHeadlineSaysWhatHappened(t *testing.T) {
+	prevented := &zdv1.Expectation{Outcome: zdv1.OutcomeHazardNotReproduced, Why: "the LB keeps cordoned nodes as backends"}
+	sc := &Scenario{Scenario: zdv1.Scenario{
+		ScenarioSpec: zdv1.ScenarioSpec{Role: zdv1.RoleDocumentation, Expected: prevented, Labels: map[string]string{"lb": "gcp-nlb"}},
+		Results:      zdv1.Results{Total: 3000},
+		Verdict:      zdv1.Verdict{Status: zdv1.Pass, Reasons: []zdv1.Reason{{Check: "dropped", Status: zdv1.Pass, Message: "0 of 3000 dropped"}}},
+	}}
+	if got := sc.headline(); got != "hazard not reproduced on gcp-nlb: the LB keeps cordoned nodes as backends" {
+		t.Errorf("headline %q", got)
+	}
+	if b := sc.Badge(); strings.Contains(b.Text, "UNEXPECTED") {
+		t.Errorf("expected outcome flagged: %+v", b)
+	}
+	sc.Results.Dropped, sc.Verdict.Status = 12, zdv1.Fail
+	sc.Verdict.Reasons[0] = zdv1.Reason{Check: "dropped", Status: zdv1.Fail, Message: "12 of 3000 dropped"}
+	if b := sc.Badge(); !strings.Contains(b.Text, "UNEXPECTED") || b.Class != "doc-error" {
+		t.Errorf("a hazard where a mechanism should prevent it is not flagged: %+v", b)
+	}
+	if got := sc.headline(); !strings.HasPrefix(got, "hazard reproduced on gcp-nlb (UNEXPECTED") {
+		t.Errorf("headline %q", got)
 	}
 }

@@ -150,7 +150,7 @@ func caseOutput(sc *Scenario) string {
 	r := sc.Results
 	var b strings.Builder
 	if sc.Role == zdv1.RoleDocumentation {
-		fmt.Fprintf(&b, "documentation scenario (measures a hazard, never fails the suite): %s\n", sc.Outcome())
+		fmt.Fprintf(&b, "documentation scenario (measures a hazard, never fails the suite): %s\n", sc.OutcomeText())
 	}
 	fmt.Fprintf(&b, "requests %d, ok %d, dropped %d (errors %d, non-2xx %d), %d failure window(s), p50 %s p99 %s max %s\n",
 		r.Total, r.OK, r.Dropped, r.Errors, r.Non2xx, len(sc.FailureWindows),

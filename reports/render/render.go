@@ -134,6 +134,12 @@ func (sc *Scenario) Badge() Badge {
 	if sc.Results.Dropped > 0 {
 		b.Text += " · " + formatCount(sc.Results.Dropped) + " dropped"
 	}
+	if sc.Unexpected() {
+		// Expected elsewhere, not silently documented: the hazard appeared
+		// where a mechanism should prevent it, or vanished where it lives.
+		b.Class, b.Emoji, b.Text = "doc-error", "⚠️", b.Text+" · UNEXPECTED"
+		b.Title = "documentation scenario whose outcome is not the expected one (" + sc.Expected.Outcome + "): see why"
+	}
 	if sc.Verdict.Status == zdv1.Error {
 		b.Title += "; the load generator missed some spans (see the load check), but what it did measure reproduced the hazard"
 	}
@@ -143,6 +149,11 @@ func (sc *Scenario) Badge() Badge {
 // headline is the one-line reason for a scenario's verdict: the first reason
 // that did not pass, or the dropped-requests reason for a pass.
 func (sc *Scenario) headline() string {
+	if sc.Role == zdv1.RoleDocumentation && sc.Expected != nil && sc.Outcome() != string(zdv1.Error) {
+		// What happened, in every case: reproduced with what was measured,
+		// or not reproduced with the mechanism that prevents it.
+		return sc.OutcomeText()
+	}
 	for _, r := range sc.Verdict.Reasons {
 		if r.Status != zdv1.Pass {
 			return r.Message

@@ -58,8 +58,8 @@ func TestNightlyWorkflow(t *testing.T) {
 	if k8s, _ := kind.Strategy.Matrix["k8s"].(string); !strings.Contains(k8s, `"`+def+`"`) || !strings.Contains(k8s, "inputs.kubernetes_versions") {
 		t.Errorf("kind matrix k8s = %v: want the input list defaulting to %s (clusters/images/versions.sh) and others", kind.Strategy.Matrix["k8s"], def)
 	}
-	if lb, _ := kind.Strategy.Matrix["lb"].([]any); len(lb) == 0 || lb[0] != "metallb" {
-		t.Errorf("kind matrix lb = %v, want metallb", kind.Strategy.Matrix["lb"])
+	if lb, _ := kind.Strategy.Matrix["lb"].([]any); len(lb) == 0 || lb[0] != "all" {
+		t.Errorf("kind matrix lb = %v, want all (every LB model)", kind.Strategy.Matrix["lb"])
 	}
 	all := func(job string) string {
 		var b strings.Builder
