@@ -109,9 +109,11 @@ image: ## echo server image (ECHO_IMAGE, default zerodrop/echo-server:dev): stat
 	DOCKER_BUILDKIT=0 docker build --pull=false -t $(ECHO_IMAGE) -f echo-server/Dockerfile $(ECHO_IMAGE_CTX)
 	@echo "image: built $(ECHO_IMAGE)"
 
-LB ?= metallb
+# Empty: run-e2e.sh picks all (MetalLB and the cloud LB side by side) for
+# e2e and metallb for e2e-smoke.
+LB ?=
 
-e2e: ## the main job: every scenario on a real cluster (PROVIDER=kind LB=metallb), evidence in out/e2e
+e2e: ## the main job: every scenario x every LB model (LB=metallb or LB_PROFILE=a,b narrow it; SHARD=i/n), evidence in out/e2e
 	PROVIDER=$(PROVIDER) LB=$(LB) GO=$(GO) ./suites/run-e2e.sh all
 
 e2e-smoke: ## the smoke subset (rolling-update hardened, source-ip), as `make test` runs it where Docker can

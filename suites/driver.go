@@ -11,13 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/lb"
 	"zerodrop/harness/runfile"
+	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
 )
 
@@ -32,6 +34,10 @@ func reach(ctx context.Context, kubeconfig string) (kubernetes.Interface, string
 		return nil, "", fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 	}
 	cfg.Timeout = 10 * time.Second
+	// Dozens of witnesses act through one client at the same moment: the
+	// default client-side limit (5 requests/s) would stagger them by
+	// seconds.
+	cfg.QPS, cfg.Burst = 100, 200
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", err
@@ -45,16 +51,47 @@ func reach(ctx context.Context, kubeconfig string) (kubernetes.Interface, string
 	return cs, v.GitVersion, err
 }
 
+// modelNames is the columns, for the report's run metadata.
+func modelNames(models []Model) string {
+	names := make([]string, len(models))
+	for i, m := range models {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// selectCells keeps the cells a Ginkgo label filter selects, given the
+// labels of their scenario's container: a scenario begins a witness only for
+// a cell that will be checked.
+func selectCells(filter string, container []string, cells []Cell) ([]Cell, error) {
+	if filter == "" {
+		return cells, nil
+	}
+	match, err := types.ParseLabelFilter(filter)
+	if err != nil {
+		return nil, fmt.Errorf("label filter %q: %w", filter, err)
+	}
+	var out []Cell
+	for _, c := range cells {
+		if match(append(append([]string(nil), container...), c.Labels()...)) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 // toolVersion is the version the Makefile stamps (ZERODROP_VERSION, from git
 // describe); "dev" when run otherwise.
 func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
 
 // brokenRun records a run that could not complete as an ERROR scenario, so
 // the report says what broke instead of leaving a gap.
-func brokenRun(sc Scenario, c Case, err error) zdv1.Scenario {
+func brokenRun(sc Scenario, c Cell, err error) zdv1.Scenario {
 	return zdv1.Scenario{
 		ScenarioSpec: zdv1.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
-			PlatformLimit: c.PlatformLimit},
+			PlatformLimit: c.PlatformLimit, Expected: c.Expected, Labels: map[string]string{
+				"scenario": sc.Name, "policy": string(c.Policy), "profile": string(c.Profile),
+				"keepalive": fmt.Sprint(c.KeepAlive), "lb": c.Model.Name}},
 		Verdict: zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{
 			Check: "run", Status: zdv1.Error, Message: err.Error(),
 		}}},
@@ -65,8 +102,8 @@ func brokenRun(sc Scenario, c Case, err error) zdv1.Scenario {
 // Ginkgo output and failure messages.
 func summary(s zdv1.Scenario) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s [%s] %s: %d requests, %d dropped, %d failure windows\n",
-		s.Name, s.Role, s.Outcome(), s.Results.Total, s.Results.Dropped, len(s.FailureWindows))
+	fmt.Fprintf(&b, "%s [%s] %s: %d requests, %d dropped, %d failure windows\n  %s\n",
+		s.Name, s.Role, s.Outcome(), s.Results.Total, s.Results.Dropped, len(s.FailureWindows), s.OutcomeText())
 	if s.PlatformLimit != "" {
 		fmt.Fprintf(&b, "  platform limit: %s\n", s.PlatformLimit)
 	}
@@ -82,25 +119,19 @@ func summary(s zdv1.Scenario) string {
 	return b.String()
 }
 
-// configureCloudLB wires the cloud-style LB (LB=cloud): its health-check
-// timing drives the hardened profile and the settle times, and its own
-// events (backend added/removed, node healthy/unhealthy) go into every run
-// file next to the Kubernetes events.
+// configureCloudLB connects the witnesses of the cloud LB's models to it:
+// their Services name their own profile (Suite.spec), and the LB's own
+// events (backend added/removed, node healthy/unhealthy) go into their run
+// files next to the Kubernetes events; the load starts once the LB has
+// settled each Service.
 func configureCloudLB(ctx context.Context, s *Suite, progress func(string)) error {
-	stock, err := profiles.Stock()
-	if err != nil {
-		return fmt.Errorf("cloud LB profiles: %w", err)
+	cloud := 0
+	for _, m := range s.Models {
+		if m.Cloud {
+			cloud++
+		}
 	}
-	p, ok := stock[s.Settings.LBProfile]
-	if !ok || !p.Emulated() {
-		return fmt.Errorf("LB_PROFILE=%q is not a profile the cloud LB runs; stock profiles it runs: %s",
-			s.Settings.LBProfile, strings.Join(stock.Emulated(), ", "))
-	}
-	s.LB = p
-	// Every Service names the profile its workload was tuned for, so the LB
-	// applies that timing whatever default the cluster was created with.
-	s.LBProfileFor = func(string) string { return p.Name }
-	if s.Settings.Provider != "kind" {
+	if cloud == 0 || s.Settings.Provider != "kind" {
 		return nil
 	}
 	found, err := lb.FindKind(ctx, s.Settings.ClusterName, "kind")
@@ -108,17 +139,23 @@ func configureCloudLB(ctx context.Context, s *Suite, progress func(string)) erro
 		return fmt.Errorf("find the cloud LB of cluster %q: %w", s.Settings.ClusterName, err)
 	}
 	if found == nil {
-		return fmt.Errorf("LB=cloud but no cloud LB container runs for cluster %q; create the cluster with LB=cloud (make cluster LB=cloud)", s.Settings.ClusterName)
+		return fmt.Errorf("LB=%s but no cloud LB container runs for cluster %q; create the cluster with it (make cluster LB=%s)",
+			s.Settings.LB, s.Settings.ClusterName, s.Settings.LB)
+	}
+	if found.ClaimsUnclassed && s.Models[0].Name == contract.LBMetalLB {
+		return fmt.Errorf("the cloud LB of cluster %q takes every Service, so the metallb column would not be MetalLB's; re-create the cluster with LB=%s (make cluster-down first)",
+			s.Settings.ClusterName, s.Settings.LB)
 	}
 	url := found.AdminURL()
-	progress(fmt.Sprintf("cloud LB %s at %s, profile %s (%s x %d to remove a node)",
-		found.Container, url, p.Name, time.Duration(p.HealthCheck.Interval), p.HealthCheck.UnhealthyThreshold))
-	s.Env.LBEvents = func(ctx context.Context, sink runfile.EventSink) error {
-		return lb.SubscribeEvents(ctx, url, sink, s.Env.Logger)
-	}
-	s.Env.WaitLB = func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
-		st, err := lb.WaitSettled(ctx, url, namespace+"/"+name, timeout)
-		return st.Summary(), err
+	progress(fmt.Sprintf("cloud LB %s at %s: %d of the %d columns", found.Container, url, cloud, len(s.Models)))
+	s.CloudLB = scenario.LBHooks{
+		Events: func(ctx context.Context, sink runfile.EventSink) error {
+			return lb.SubscribeEvents(ctx, url, sink, s.Env.Logger)
+		},
+		WaitSettled: func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
+			st, err := lb.WaitSettled(ctx, url, namespace+"/"+name, timeout)
+			return st.Summary(), err
+		},
 	}
 	return nil
 }

@@ -5,17 +5,17 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	zdv1 "zerodrop/apis/v1"
 )
 
 func TestBrokenRunSaysWhatBroke(t *testing.T) {
 	sc := Scenarios()[0]
-	c := sc.Cases[0]
+	c := sc.Cells([]Model{{Name: "metallb"}})[0]
 	got := brokenRun(sc, c, errors.New("deployment zd/echo did not roll out"))
 	if got.Name != sc.Name+"/"+c.Name() || got.Verdict.Status != zdv1.Error || len(got.Verdict.Reasons) != 1 ||
-		!strings.Contains(got.Verdict.Reasons[0].Message, "did not roll out") || got.Description != sc.Description {
+		!strings.Contains(got.Verdict.Reasons[0].Message, "did not roll out") || got.Description != sc.Description ||
+		got.Labels["lb"] != "metallb" || got.Expected == nil {
 		t.Errorf("broken run = %+v", got)
 	}
 }
@@ -40,20 +40,83 @@ func TestSummaryPrintsTheOutcomeAndEveryReason(t *testing.T) {
 	}
 }
 
-func TestConfigureCloudLBRejectsAnUnknownProfile(t *testing.T) {
-	s := &Suite{Settings: Settings{LB: "cloud", LBProfile: "no-such-profile", Provider: "existing"}}
-	if err := configureCloudLB(context.Background(), s, func(string) {}); err == nil || !strings.Contains(err.Error(), "no-such-profile") {
-		t.Errorf("err = %v, want one naming the profile", err)
+func TestModelsAreTheMatrixColumns(t *testing.T) {
+	names := func(ms []Model) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Name)
+			if m.Cloud != (m.Name != "metallb") || m.Profile.Name != m.Name {
+				t.Errorf("model %+v: cloud flag or profile wrong", m)
+			}
+		}
+		return strings.Join(out, ",")
 	}
-	s.Settings.LBProfile = "metallb"
-	if err := configureCloudLB(context.Background(), s, func(string) {}); err == nil || !strings.Contains(err.Error(), "not a profile the cloud LB runs") {
-		t.Errorf("LB_PROFILE=metallb with LB=cloud: err = %v, want a refusal (MetalLB runs that model)", err)
+	for _, tc := range []struct {
+		lb       string
+		profiles []string
+		want     string
+		wantErr  string
+	}{
+		{lb: "metallb", want: "metallb"},
+		{lb: "all", profiles: []string{"gcp-nlb", "aws-nlb"}, want: "metallb,gcp-nlb,aws-nlb"},
+		{lb: "cloud", profiles: []string{"gke-legacy"}, want: "gke-legacy"},
+		{lb: "all", want: "metallb,aws-nlb,azure-basic,azure-lb,gclb,gcp-nlb,generic,gke-l4,gke-legacy"},
+		{lb: "all", profiles: []string{"no-such-profile"}, wantErr: "no-such-profile"},
+		{lb: "cloud", profiles: []string{"metallb"}, wantErr: "not a profile the cloud LB runs"},
+		{lb: "all", profiles: []string{"gclb-neg"}, wantErr: "not a profile the cloud LB runs"},
+		{lb: "all", profiles: []string{"gcp-nlb", "gcp-nlb"}, wantErr: "twice"},
+	} {
+		ms, err := Settings{LB: tc.lb, LBProfiles: tc.profiles, Provider: "kind"}.Models()
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("LB=%s LB_PROFILE=%v: err %v, want %q", tc.lb, tc.profiles, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || names(ms) != tc.want {
+			t.Errorf("LB=%s LB_PROFILE=%v: %s, %v; want %s", tc.lb, tc.profiles, names(ms), err, tc.want)
+		}
 	}
-	s.Settings.LBProfile = "generic"
-	if err := configureCloudLB(context.Background(), s, func(string) {}); err != nil {
-		t.Fatalf("generic profile: %v", err)
+}
+
+func TestAnExistingClusterIsOneColumn(t *testing.T) {
+	ms, err := Settings{LB: "all", Provider: "existing", LBProfiles: []string{"gcp-nlb"}}.Models()
+	if err != nil || len(ms) != 1 || ms[0].Name != ClusterLB || ms[0].Cloud || ms[0].Profile.Name != "gcp-nlb" {
+		t.Errorf("existing: %+v, %v", ms, err)
 	}
-	if s.LB.Name != "generic" || s.LB.RemovalLag() != 30*time.Second || s.LBProfileFor("x") != "generic" {
-		t.Errorf("LB %+v / profile %q not taken from the stock profile", s.LB, s.LBProfileFor("x"))
+	if _, err := (Settings{Provider: "existing", LBProfiles: []string{"a", "b"}}).Models(); err == nil {
+		t.Error("two profiles for one existing LB accepted")
+	}
+}
+
+func TestConfigureCloudLBWithoutCloudColumns(t *testing.T) {
+	ms, _ := Settings{LB: "metallb"}.Models()
+	s := &Suite{Settings: Settings{LB: "metallb", Provider: "kind"}, Models: ms}
+	if err := configureCloudLB(context.Background(), s, func(string) {}); err != nil || s.CloudLB.Events != nil {
+		t.Errorf("metallb alone: err %v, hooks set %v", err, s.CloudLB.Events != nil)
+	}
+}
+
+func TestSelectCellsFollowsTheLabelFilter(t *testing.T) {
+	ms, _ := Settings{LB: "all", LBProfiles: []string{"gcp-nlb"}}.Models()
+	cells := rollingUpdate().Cells(ms)
+	for _, tc := range []struct {
+		filter string
+		want   int
+	}{
+		{"", 8},
+		{"smoke", 2},
+		{"smoke && lb:metallb", 1},
+		{"lb:gcp-nlb && policy:local", 2},
+		{"scenario:rolling-update", 8},
+		{"scenario:drain-node", 0},
+	} {
+		got, err := selectCells(tc.filter, []string{"scenario:rolling-update"}, cells)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("filter %q: %d cells, %v; want %d", tc.filter, len(got), err, tc.want)
+		}
+	}
+	if _, err := selectCells("smoke &&", nil, cells); err == nil {
+		t.Error("a broken filter was accepted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/scenario"
 )
 
@@ -52,14 +53,32 @@ func (c Case) Labels() []string {
 	return l
 }
 
-// Body runs one case and returns its measured outcome. It receives its
-// scenario, so the identity (name, description, incidents) is written once,
-// in the scenario's file. A returned error means the run broke (the spec
-// fails with it); a FAIL verdict is returned as a scenario, not an error.
-type Body func(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error)
+// Cell is one witness of a scenario: a case on one LB model, with the role
+// and expectation it has there.
+type Cell struct {
+	Case
+	Model Model
+	// Expected is a documentation cell's expected outcome on its model.
+	Expected *zdv1.Expectation
+}
+
+// Name is the cell's part of the spec name: "gcp-nlb/local/hardened".
+func (c Cell) Name() string { return c.Model.Name + "/" + c.Case.Name() }
+
+// Labels are the Ginkgo labels of the cell (besides the scenario's).
+func (c Cell) Labels() []string { return append(c.Case.Labels(), "lb:"+c.Model.Name) }
+
+// Body runs every cell of its scenario against one disruption (one witness
+// per cell, harness/scenario.Witnesses) and returns their outcomes in the
+// order of cells. It receives its scenario, so the identity (name,
+// description, incidents) is written once, in the scenario's file. A
+// witness's error means its run broke; a FAIL verdict is a scenario, not an
+// error.
+type Body func(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result
 
 // Scenario is one incident reproduced on a cluster. Each scenario lives in
-// its own file (scenario_*.go): its identity, its cases and its body.
+// its own file (scenario_*.go): its identity, its cases, where its hazard is
+// expected and its body.
 type Scenario struct {
 	Name        string
 	Description string
@@ -70,10 +89,26 @@ type Scenario struct {
 	// existing provider cannot).
 	NeedsNodepools bool
 	Cases          []Case
+	// Hazard is what the documentation cases reproduce, in a reader's
+	// words.
+	Hazard string
+	// Prevented says where the hazard is expected not to reproduce, and why;
+	// everywhere else a documentation cell is expected to reproduce it.
+	Prevented []Prevention
 	// Limits are platform behaviours, each found by measurement, that make
 	// zero drops impossible for the scenario's hardened cases on one LB.
 	Limits []Limit
 	Body   Body
+}
+
+// Prevention is where a scenario's hazard is not expected: the documentation
+// cells of Policy ("" any) on the LB models On picks (nil: every model).
+// The first that matches a cell decides it. Why names the mechanism that
+// prevents the hazard, with its source.
+type Prevention struct {
+	Policy corev1.ServiceExternalTrafficPolicy
+	On     func(Model) bool
+	Why    string
 }
 
 // Limit turns a scenario's assertion cases with Policy into documentation
@@ -85,8 +120,8 @@ type Limit struct {
 	Reason string
 }
 
-// CasesOn is the scenario's cases on one LB implementation: assertion cases
-// that a Limit covers become documentation and carry its reason.
+// CasesOn is the scenario's cases on one LB model: assertion cases that a
+// Limit covers become documentation and carry its reason.
 func (sc Scenario) CasesOn(lb string) []Case {
 	out := append([]Case(nil), sc.Cases...)
 	for i, c := range out {
@@ -97,6 +132,35 @@ func (sc Scenario) CasesOn(lb string) []Case {
 		}
 	}
 	return out
+}
+
+// Cells is the scenario's witnesses on the models: every case on every
+// model, with its role and expected outcome there.
+func (sc Scenario) Cells(models []Model) []Cell {
+	var out []Cell
+	for _, m := range models {
+		for _, c := range sc.CasesOn(m.Name) {
+			out = append(out, Cell{Case: c, Model: m, Expected: sc.expected(c, m)})
+		}
+	}
+	return out
+}
+
+func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
+	switch {
+	case c.Role != zdv1.RoleDocumentation:
+		return nil
+	case c.PlatformLimit != "":
+		// A measured limit: whether it shows in one run depends on timing
+		// the workload does not control (see the reason).
+		return &zdv1.Expectation{Why: c.PlatformLimit}
+	}
+	for _, e := range sc.Prevented {
+		if (e.Policy == "" || e.Policy == c.Policy) && (e.On == nil || e.On(m)) {
+			return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardNotReproduced, Why: e.Why}
+		}
+	}
+	return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardReproduced, Why: sc.Hazard}
 }
 
 // metallbAnnouncerLeaves is why draining the node that announces the VIP
@@ -177,31 +241,33 @@ func DefaultTiming() Timing {
 	}
 }
 
-// spec is the common start of every case: the report's identity and the
-// workload for the case's policy and profile.
-func (s *Suite) spec(sc Scenario, c Case, extra ...fixtures.Option) scenario.Spec {
+// spec is the common start of every witness: the report's identity and the
+// workload for the cell's policy, profile and LB model.
+func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spec {
 	name := sc.Name + "/" + c.Name()
 	ns := "zd-" + scenario.DirName(strings.ReplaceAll(name, "/", "-"))
 	if len(ns) > 63 {
-		ns = ns[:63]
+		ns = strings.TrimRight(ns[:63], "-")
 	}
 	opts := []fixtures.Option{
 		fixtures.WithProfile(c.Profile),
 		fixtures.WithNamespace(ns),
 		fixtures.WithPolicy(c.Policy),
-		fixtures.WithLB(s.LB),
+		fixtures.WithLB(c.Model.Profile),
 		fixtures.WithKeepAlive(c.KeepAlive),
 	}
-	if s.LBProfileFor != nil {
-		if p := s.LBProfileFor(sc.Name); p != "" {
-			opts = append(opts, fixtures.WithLBProfile(p))
-		}
+	var hooks scenario.LBHooks
+	if c.Model.Cloud {
+		// The cloud LB takes the Service by its class and applies the
+		// profile its annotation names, whatever its own default.
+		opts = append(opts, fixtures.WithLoadBalancerClass(contract.CloudLBClass), fixtures.WithLBProfile(c.Model.Name))
+		hooks = s.CloudLB
 	}
 	opts = append(opts, extra...)
-	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds())}
-	if c.Role == zdv1.RoleAssertion {
-		crit.MaxDropped = zdv1.Int64(0)
-	}
+	// Documentation cells carry the assertion's criteria too: the hazard
+	// they document is exactly a criterion that does not hold, which the
+	// report then calls "hazard reproduced" rather than a failure.
+	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0)}
 	ka := c.KeepAlive
 	return scenario.Spec{
 		ScenarioSpec: zdv1.ScenarioSpec{
@@ -210,20 +276,71 @@ func (s *Suite) spec(sc Scenario, c Case, extra ...fixtures.Option) scenario.Spe
 			Description:   sc.Description,
 			Seeds:         sc.Seeds,
 			PlatformLimit: c.PlatformLimit,
+			Expected:      c.Expected,
 			Labels: map[string]string{
 				"scenario": sc.Name, "policy": string(c.Policy), "profile": string(c.Profile),
-				"keepalive": fmt.Sprint(c.KeepAlive), "lb": s.Settings.LB, "provider": s.Settings.Provider,
+				"keepalive": fmt.Sprint(c.KeepAlive), "lb": c.Model.Name, "provider": s.Settings.Provider,
 			},
 			Criteria: crit,
 		},
 		Workload:  opts,
 		KeepAlive: &ka,
+		LB:        hooks,
 	}
 }
 
-// settleAfter is how long load keeps running after an action: the LB's
-// removal lag plus a margin, so a late blackhole is measured too.
-func (s *Suite) settleAfter() time.Duration { return s.LB.LongestRemovalLag() + s.Timing.SettleMargin }
+// settleAfter is how long a witness's load keeps running after the
+// disruption: its LB model's removal lag plus a margin, so a late
+// blackhole is measured too.
+func (s *Suite) settleAfter(c Cell) time.Duration {
+	return c.Model.Profile.LongestRemovalLag() + s.Timing.SettleMargin
+}
+
+// settleEach is settleAfter per witness, for Witnesses.Finish.
+func (s *Suite) settleEach(cells []Cell) func(int, *scenario.Run) time.Duration {
+	return func(i int, _ *scenario.Run) time.Duration { return s.settleAfter(cells[i]) }
+}
+
+// settleFor is a fixed settle time for every witness.
+func settleFor(d time.Duration) func(int, *scenario.Run) time.Duration {
+	return func(int, *scenario.Run) time.Duration { return d }
+}
+
+// rolloutTimeout bounds a witness's rollout: the suite's wait plus each
+// replica's minReadySeconds (an LB that adds a node slowly asks for a long
+// one, see fixtures).
+func (s *Suite) rolloutTimeout(r *scenario.Run) time.Duration {
+	return s.Settings.ReadyTimeout + time.Duration(r.Config.Replicas)*time.Duration(r.Config.MinReadySeconds)*time.Second
+}
+
+// failEvery is the result of a scenario none of whose witnesses began.
+func failEvery(cells []Cell, err error) []scenario.Result {
+	out := make([]scenario.Result, len(cells))
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
+}
+
+// abandon ends every witness still running with err (a shared step
+// failed), keeping each one's evidence, and returns the results.
+func (s *Suite) abandon(ctx context.Context, ws *scenario.Witnesses, err error) []scenario.Result {
+	for _, i := range ws.Live() {
+		ws.Fail(i, err)
+	}
+	return ws.Finish(ctx, settleFor(0))
+}
+
+// drainTimeout bounds a drain that every witness's pods must get through:
+// the longest termination grace among them, plus the suite's own bound.
+func (s *Suite) drainTimeout(ws *scenario.Witnesses, base time.Duration) time.Duration {
+	longest := time.Duration(0)
+	for _, i := range ws.Live() {
+		r, _ := ws.Run(i)
+		longest = max(longest, r.Config.EffectiveTerminationGrace())
+	}
+	return longest + base
+}
 
 // busiest is the candidate (node or pod) with the most answers in served,
 // the first one on a tie or when none has answered; "" without candidates.

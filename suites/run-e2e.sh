@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # make e2e / make e2e-smoke: the main job on a real cluster, from a bare
 # machine. Usage: run-e2e.sh [all|smoke]
-#   PROVIDER=kind|existing  LB=metallb|cloud  KEEP_CLUSTER=1  ZERODROP_OUT=dir
+#   PROVIDER=kind|existing  KEEP_CLUSTER=1  ZERODROP_OUT=dir
+#   LB=all|metallb|cloud    the LB implementations the cluster runs (default:
+#                           all for the whole matrix, metallb for the smoke)
+#   LB_PROFILE=gcp-nlb,...  the cloud LB's columns (default: every profile
+#                           it runs); SHARD=2/4 runs the second of 4 parts
 #   CLUSTER_NAME=zerodrop   ZERODROP_KUBECONFIG=out/kubeconfig
 #   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain).
 #   KUBERNETES_VERSIONS=v1.35.8,v1.36.4,v1.37.2 runs the selection once per
@@ -14,7 +18,7 @@ repo="$(cd "$here/.." && pwd)"
 cd "$repo"
 what="${1:-all}"
 PROVIDER="${PROVIDER:-kind}"
-LB="${LB:-metallb}"
+if [ "$what" = smoke ]; then LB="${LB:-metallb}"; else LB="${LB:-all}"; fi
 GO="${GO:-go}"
 export ZERODROP_CACHE="${ZERODROP_CACHE:-/var/cache/zerodrop}"
 export ZERODROP_OUT="${ZERODROP_OUT:-$repo/out/e2e}"
@@ -26,7 +30,10 @@ say() { printf '[e2e %4ds] %s\n' "$((SECONDS - t0))" "$*"; }
 # Validate before anything is built or created.
 case "$what" in all|smoke) ;; *) echo "run-e2e: unknown selection '$what': want all or smoke" >&2; exit 2 ;; esac
 case "$PROVIDER" in kind|existing) ;; *) echo "run-e2e: unknown PROVIDER=$PROVIDER: known providers are kind, existing" >&2; exit 2 ;; esac
-case "$LB" in metallb|cloud) ;; *) echo "run-e2e: unknown LB=$LB: known load balancers are metallb, cloud" >&2; exit 2 ;; esac
+case "$LB" in metallb|cloud|all) ;; *) echo "run-e2e: unknown LB=$LB: known load balancers are all, metallb, cloud" >&2; exit 2 ;; esac
+if [ -n "${SHARD:-}" ] && ! [[ "$SHARD" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]]; then
+  echo "run-e2e: SHARD=$SHARD: want I/N with 1 <= I <= N (e.g. 2/4)" >&2; exit 2
+fi
 export PROVIDER LB
 
 if [ -n "${KUBERNETES_VERSIONS:-}" ]; then
@@ -85,7 +92,9 @@ trap teardown EXIT
 trap 'exit 130' INT TERM
 
 say "cluster (PROVIDER=$PROVIDER LB=$LB)"
-"$repo/clusters/cluster.sh" up
+# The cluster takes one default profile for the cloud LB; every Service the
+# suite makes names its own, so the first of the list will do.
+LB_PROFILE="${LB_PROFILE%%,*}" "$repo/clusters/cluster.sh" up
 if [ "$PROVIDER" = kind ]; then
   say "echo server image"
   make -s image

@@ -6,6 +6,7 @@ import (
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/scenario"
 )
 
 // distribution measures per-pod shares over two pools and names pods that get
@@ -19,25 +20,28 @@ func distribution() Scenario {
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
 			{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleDocumentation},
 		},
+		Hazard: "with Local, pods on nodes the LB does not send to get no traffic at all",
+		Prevented: []Prevention{{
+			Policy: localPolicy,
+			On:     func(m Model) bool { return m.Cloud && m.Profile.Eligibility.DefaultPool == "" },
+			Why: "the LB takes every node as a backend and sends to each node whose health check passes, which with " +
+				"Local is every node with a ready endpoint, so every pod gets its share (harness/lb: the service " +
+				"controller's backend rule of the cluster's Kubernetes version)",
+		}},
 		Body: runDistribution,
 	}
 }
 
-func runDistribution(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
-	sp := s.spec(sc, c, fixtures.WithReplicas(3), fixtures.WithSpread(true), fixtures.WithPools("pool-a", "pool-b"))
-	if c.Role == zdv1.RoleAssertion {
+func runDistribution(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
+		sp := s.spec(sc, c, fixtures.WithReplicas(3), fixtures.WithSpread(true), fixtures.WithPools("pool-a", "pool-b"))
 		sp.Criteria.RequireAllPodsServed = true
 		sp.Criteria.MinPodShare = zdv1.Float64(0.15)
-	}
-	run, err := s.Begin(ctx, sp)
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if _, err := run.ExpectPods(ctx); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Settle(ctx, s.Timing.ObserveShares); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	return run.Finish(ctx)
+		return sp
+	})
+	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+		_, err := r.ExpectPods(ctx)
+		return err
+	})
+	return ws.Finish(ctx, settleFor(s.Timing.ObserveShares))
 }

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/scenario"
 )
 
 // drainPoolWithPDB adds a pool and drains the old one at once, with a PDB that
@@ -23,38 +23,45 @@ func drainPoolWithPDB() Scenario {
 		Seeds:          []string{incident.DrainLocalPDB},
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
-		Limits:         []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves}},
-		Body:           runDrainPoolWithPDB,
+		Hazard: "the LB drops the cordoned nodes from its backends while the PDB keeps every pod on them: with Local " +
+			"no other node has an endpoint, so the Service is blackholed",
+		Prevented: []Prevention{{
+			On: func(m Model) bool { return !m.Profile.Eligibility.ExcludeUnschedulable },
+			Why: "the LB keeps cordoned nodes as backends, so the pods the PDB holds on them keep serving: only the " +
+				"service controller of Kubernetes 1.18 and older dropped unschedulable nodes (kubernetes/kubernetes " +
+				"pkg/controller/service, the node predicate; profile field eligibility.excludeUnschedulable)",
+		}},
+		Limits: []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves}},
+		Body:   runDrainPoolWithPDB,
 	}
 }
 
-func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
-	pdb := fixtures.PDBAllowOne
-	if c.Profile == fixtures.Naive {
-		pdb = fixtures.PDBBlocking
+func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
+	// Registered before Begin so the namespaces go first, then the pool.
+	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
+		return failEvery(cells, err)
 	}
 	// The workload may run on the old pool (pool-a) and the new one
 	// (pool-c); pool-c does not exist yet, so it starts on pool-a only.
-	sp := s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-a", "pool-c"), fixtures.WithPDB(pdb))
-	// Registered before Begin so the namespace goes first, then the pool.
-	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
-		return zdv1.Scenario{}, err
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
+		pdb := fixtures.PDBAllowOne
+		if c.Profile == fixtures.Naive {
+			pdb = fixtures.PDBBlocking
+		}
+		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-a", "pool-c"), fixtures.WithPDB(pdb))
+	})
+	if err := s.AddPool(ctx, ws, "pool-c", 1); err != nil {
+		return s.abandon(ctx, ws, err)
 	}
-	run, err := s.Begin(ctx, sp)
+	k := ws.Kube()
+	old, err := k.NodesInPool(ctx, "pool-a")
 	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := s.AddPool(ctx, run, "pool-c", 1); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	old, err := run.Kube.NodesInPool(ctx, "pool-a")
-	if err != nil {
-		return zdv1.Scenario{}, err
+		return s.abandon(ctx, ws, err)
 	}
 	s.Cleanup(func(ctx context.Context) error {
 		var errs []string
 		for _, n := range old {
-			if err := run.Kube.Uncordon(ctx, n); err != nil {
+			if err := k.Uncordon(ctx, n); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
@@ -64,23 +71,35 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, c Case) (zd
 		return nil
 	})
 	for _, n := range old {
-		if err := run.Kube.Cordon(ctx, n); err != nil {
-			return zdv1.Scenario{}, err
+		if err := k.Cordon(ctx, n); err != nil {
+			return s.abandon(ctx, ws, err)
 		}
 	}
-	results := run.Kube.DrainAll(ctx, old, s.Timing.PoolDrain)
-	for _, r := range results {
+	// The naive witnesses' PDBs block their pods for good, so the drain runs
+	// until its timeout: long enough for every hardened pod to get through
+	// its own termination.
+	remaining := map[string]bool{}
+	for _, r := range k.DrainAll(ctx, old, s.drainTimeout(ws, s.Timing.PoolDrain)) {
 		if !r.Completed {
-			run.Kube.Note("node/"+r.Node, fmt.Sprintf("drain blocked after %s; pods left on the cordoned node: %s",
+			k.Note("node/"+r.Node, fmt.Sprintf("drain gave up after %s; pods left on the cordoned node: %s",
 				r.Took.Round(time.Second), strings.Join(r.Remaining, ", ")))
-			if c.Profile == fixtures.Hardened {
-				return zdv1.Scenario{}, fmt.Errorf("drain-pool-with-pdb: the hardened PDB should let the drain of %s progress: %w", r.Node, r.Err)
+		}
+		for _, p := range r.Remaining {
+			remaining[p] = true
+		}
+	}
+	for _, i := range ws.Live() {
+		if cells[i].Profile != fixtures.Hardened {
+			continue
+		}
+		r, _ := ws.Run(i)
+		for p := range remaining {
+			if strings.HasPrefix(p, r.Config.Namespace+"/") {
+				ws.Fail(i, fmt.Errorf("drain-pool-with-pdb: the hardened PDB should let the drain of pool-a progress, but %s is still on it", p))
+				break
 			}
 		}
 	}
-	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	run.Kube.Note("cluster", "state at the end:\n"+run.Observer.Describe())
-	return run.Finish(ctx)
+	res := ws.Finish(ctx, s.settleEach(cells))
+	return res
 }

@@ -6,10 +6,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/scenario"
 )
 
 // metallbNewAnnouncer is why a hardened Local workload that moves to a node
@@ -31,46 +31,45 @@ func nodepoolReplacement() Scenario {
 		Seeds:          []string{incident.DrainLocalPDB, incident.NodepoolBackend},
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
-		Limits:         []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer}},
-		Body:           runNodepoolReplacement,
+		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them while the workload moves; " +
+			"the old pool's nodes keep getting the LB's traffic until their health check fails",
+		Limits: []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer}},
+		Body:   runNodepoolReplacement,
 	}
 }
 
-func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
-	sp := s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
+func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
 	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
-		return zdv1.Scenario{}, err
+		return failEvery(cells, err)
 	}
 	// pool-b is replaced: put one back afterwards so later runs find the
 	// default topology.
 	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, "pool-b", 1) })
-	run, err := s.Begin(ctx, sp)
-	if err != nil {
-		return zdv1.Scenario{}, err
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
+		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
+	})
+	if err := s.AddPool(ctx, ws, "pool-c", 1); err != nil {
+		return s.abandon(ctx, ws, err)
 	}
-	if err := s.AddPool(ctx, run, "pool-c", 1); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	target, err := fixtures.NewConfig(append(sp.Workload, fixtures.WithPools("pool-c"))...)
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	affinity := fixtures.BuildDeployment(target).Spec.Template.Spec.Affinity
-	if err := run.Kube.UpdateDeployment(ctx, run.Config.Namespace, run.Config.Name, "move the workload to pool-c",
-		func(d *appsv1.Deployment) { d.Spec.Template.Spec.Affinity = affinity }); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Kube.WaitRollout(ctx, run.Config.Namespace, run.Config.Name, s.Settings.ReadyTimeout); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return zdv1.Scenario{}, err
-	}
+	ws.Each(ctx, func(ctx context.Context, i int, r *scenario.Run) error {
+		target, err := fixtures.NewConfig(append(r.Spec.Workload, fixtures.WithPools("pool-c"))...)
+		if err != nil {
+			return err
+		}
+		affinity := fixtures.BuildDeployment(target).Spec.Template.Spec.Affinity
+		if err := r.Kube.UpdateDeployment(ctx, r.Config.Namespace, r.Config.Name, "move the workload to pool-c",
+			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Affinity = affinity }); err != nil {
+			return err
+		}
+		if err := r.Kube.WaitRollout(ctx, r.Config.Namespace, r.Config.Name, s.rolloutTimeout(r)); err != nil {
+			return err
+		}
+		return r.Settle(ctx, s.settleAfter(cells[i]))
+	})
+	// Every witness has moved and its LB has had its lag to follow: the old
+	// pool goes, once, under all of them.
 	if err := s.Provider.RemoveNodePool(ctx, "pool-b"); err != nil {
-		return zdv1.Scenario{}, fmt.Errorf("nodepool-replacement: remove pool-b: %w", err)
+		return s.abandon(ctx, ws, fmt.Errorf("nodepool-replacement: remove pool-b: %w", err))
 	}
-	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	return run.Finish(ctx)
+	return ws.Finish(ctx, s.settleEach(cells))
 }

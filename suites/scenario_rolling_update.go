@@ -3,9 +3,9 @@ package suites
 import (
 	"context"
 
-	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/scenario"
 )
 
 // rollingUpdate is kubectl rollout restart under load: the
@@ -24,24 +24,21 @@ func rollingUpdate() Scenario {
 			"probe defaults. Hardened: preStop covering the LB's lag, graceful drain, surge rollout, minReadySeconds.",
 		Seeds: []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 		Cases: rolling,
-		Body:  runRollingUpdate,
+		Hazard: "a pod that exits at once on SIGTERM refuses the connections kube-proxy and the LB still send it " +
+			"until its endpoint's removal reaches them; with Local, a node whose last endpoint went keeps getting " +
+			"the LB's traffic until its health check fails",
+		Body: runRollingUpdate,
 	}
 }
 
-func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
-	sp := s.spec(sc, c, fixtures.WithReplicas(3))
-	run, err := s.Begin(ctx, sp)
-	if err != nil {
-		return zdv1.Scenario{}, err
+func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec { return s.spec(sc, c, fixtures.WithReplicas(3)) })
+	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
+		return s.abandon(ctx, ws, err)
 	}
-	if err := run.Settle(ctx, s.Timing.Baseline); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Kube.RolloutRestart(ctx, run.Config.Namespace, run.Config.Name, s.Settings.ReadyTimeout); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	return run.Finish(ctx)
+	// The restart starts in every witness at the same moment.
+	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+		return r.Kube.RolloutRestart(ctx, r.Config.Namespace, r.Config.Name, s.rolloutTimeout(r))
+	})
+	return ws.Finish(ctx, s.settleEach(cells))
 }

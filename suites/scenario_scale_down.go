@@ -6,9 +6,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/scenario"
 )
 
 // scaleDown scales the workload in under load, from one pod per node to a
@@ -23,29 +23,28 @@ func scaleDown() Scenario {
 			"scaling in would. Naive: no preStop, the app exits at once. Hardened: preStop covering the LB's lag, graceful drain.",
 		Seeds: []string{incident.SourceIPDilemma, incident.RollingUpdateLocal},
 		Cases: matrix(clusterPolicy, localPolicy),
-		Body:  runScaleDown,
+		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them; with Local, the nodes left " +
+			"without an endpoint keep getting the LB's traffic until their health check fails (the window between " +
+			"'endpoint removed' and 'LB marked the node unhealthy')",
+		Body: runScaleDown,
 	}
 }
 
-func runScaleDown(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
+func runScaleDown(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
 	const from, to = 3, 1
-	run, err := s.Begin(ctx, s.spec(sc, c, fixtures.WithReplicas(from), fixtures.WithSpread(true)))
-	if err != nil {
-		return zdv1.Scenario{}, err
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
+		return s.spec(sc, c, fixtures.WithReplicas(from), fixtures.WithSpread(true))
+	})
+	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
+		return s.abandon(ctx, ws, err)
 	}
-	if err := run.Settle(ctx, s.Timing.Baseline); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	err = run.Kube.UpdateDeployment(ctx, run.Config.Namespace, run.Config.Name, fmt.Sprintf("scale from %d to %d replicas", from, to),
-		func(d *appsv1.Deployment) { n := int32(to); d.Spec.Replicas = &n })
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Kube.WaitRollout(ctx, run.Config.Namespace, run.Config.Name, s.Settings.ReadyTimeout); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Settle(ctx, s.settleAfter()); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	return run.Finish(ctx)
+	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+		err := r.Kube.UpdateDeployment(ctx, r.Config.Namespace, r.Config.Name, fmt.Sprintf("scale from %d to %d replicas", from, to),
+			func(d *appsv1.Deployment) { n := int32(to); d.Spec.Replicas = &n })
+		if err != nil {
+			return err
+		}
+		return r.Kube.WaitRollout(ctx, r.Config.Namespace, r.Config.Name, s.Settings.ReadyTimeout)
+	})
+	return ws.Finish(ctx, s.settleEach(cells))
 }

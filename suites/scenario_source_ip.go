@@ -25,31 +25,23 @@ func sourceIP() Scenario {
 	}
 }
 
-func runSourceIP(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
-	sp := s.spec(sc, c, fixtures.WithReplicas(2))
-	run, err := s.Begin(ctx, sp)
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	host, err := scenario.SourceAddress(run.Address)
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	// Local must keep the client's address; Cluster replaces it with a
-	// node's (incident nodepool-backend: "better load balancing, but we lose the proper
-	// source IP").
-	err = run.SetCriteria(fmt.Sprintf("the load generator reaches %s from %s", run.Address, host), func(cr *zdv1.Criteria) {
-		if c.Policy == localPolicy {
-			cr.ExpectedClientIP = host
-		} else {
-			cr.ForbiddenClientIP = host
+func runSourceIP(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec { return s.spec(sc, c, fixtures.WithReplicas(2)) })
+	ws.Each(ctx, func(ctx context.Context, i int, r *scenario.Run) error {
+		host, err := scenario.SourceAddress(r.Address)
+		if err != nil {
+			return err
 		}
+		// Local must keep the client's address; Cluster replaces it with a
+		// node's (incident nodepool-backend: "better load balancing, but we
+		// lose the proper source IP").
+		return r.SetCriteria(fmt.Sprintf("the load generator reaches %s from %s", r.Address, host), func(cr *zdv1.Criteria) {
+			if cells[i].Policy == localPolicy {
+				cr.ExpectedClientIP = host
+			} else {
+				cr.ForbiddenClientIP = host
+			}
+		})
 	})
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Settle(ctx, s.Timing.Observe); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	return run.Finish(ctx)
+	return ws.Finish(ctx, settleFor(s.Timing.Observe))
 }

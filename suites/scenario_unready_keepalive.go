@@ -8,6 +8,7 @@ import (
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/scenario"
 )
 
 // unreadyKeepalive turns the busiest pod unready under load and counts what it
@@ -22,61 +23,57 @@ func unreadyKeepalive() Scenario {
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleDocumentation},
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
 		},
+		Hazard: "kube-proxy's NAT applies to new connections only, so a reused keep-alive connection (the client's, " +
+			"or an L7 LB's to the node) keeps reaching the pod it was first sent to after that pod's endpoint is gone",
 		Body: runUnreadyKeepalive,
 	}
 }
 
-func runUnreadyKeepalive(ctx context.Context, s *Suite, sc Scenario, c Case) (zdv1.Scenario, error) {
+func runUnreadyKeepalive(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
 	// A fast readiness probe, so the endpoint goes within seconds of the flip
 	// and the run measures the keep-alive effect rather than probe timing.
 	fast := &fixtures.Probe{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1}
-	sp := s.spec(sc, c, fixtures.WithReplicas(3), fixtures.WithReadiness(fast))
-	sp.Connections = 12
-	run, err := s.Begin(ctx, sp)
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	pods, err := run.ExpectPods(ctx)
-	if err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if len(pods) == 0 {
-		return zdv1.Scenario{}, fmt.Errorf("unready-keepalive: no pods of %s", run.Config.Name)
-	}
-	if err := run.Settle(ctx, s.Timing.Baseline); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	// The victim is the pod with the most answers so far: with keep-alive a
-	// few connections carry the load and a pod may get none, and an idle pod
-	// turning unready measures nothing.
-	served := run.Snapshot().ByPod
-	names := make([]string, 0, len(pods))
-	for _, p := range pods {
-		names = append(names, p.Name)
-	}
-	victim := busiest(names, served)
-	if served[victim] == 0 {
-		return zdv1.Scenario{}, fmt.Errorf("unready-keepalive: no pod answered during the first 5s of load (per pod: %v); nothing to turn unready", served)
-	}
-	_ = run.Events().Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventNote, Object: "pod/" + run.Config.Namespace + "/" + victim,
-		Message: fmt.Sprintf("chosen to turn unready: it answered %d of the %d requests so far (per pod: %v)", served[victim], sumCounts(served), served)})
-	// What the pod answers once its endpoint is gone is the hazard: none
-	// may reach it after kube-proxy had time to apply the removal.
-	grace := s.Timing.KubeProxyGrace
-	err = run.SetCriteria("pod "+victim+" turns unready: count what it answers after its endpoint is removed", func(cr *zdv1.Criteria) {
-		cr.ServedAfterRemoval = &zdv1.AfterRemovalLimit{Pod: victim, GraceMs: float64(grace / time.Millisecond), Max: 0}
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
+		sp := s.spec(sc, c, fixtures.WithReplicas(3), fixtures.WithReadiness(fast))
+		sp.Connections = 12
+		return sp
 	})
-	if err != nil {
-		return zdv1.Scenario{}, err
+	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
+		return s.abandon(ctx, ws, err)
 	}
-	if err := run.Kube.SetEchoReady(ctx, run.Config.Namespace, victim, false); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if _, err := run.Kube.WaitReadyEndpoints(ctx, run.Config.Namespace, run.Config.Name, len(pods)-1, s.Timing.EndpointRemoval); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	if err := run.Settle(ctx, s.Timing.Observe); err != nil {
-		return zdv1.Scenario{}, err
-	}
-	return run.Finish(ctx)
+	// Every witness turns its own busiest pod unready at the same moment.
+	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+		pods, err := r.ExpectPods(ctx)
+		if err != nil {
+			return err
+		}
+		// With keep-alive a few connections carry the load and a pod may get
+		// none; an idle pod turning unready measures nothing.
+		served := r.Snapshot().ByPod
+		names := make([]string, 0, len(pods))
+		for _, p := range pods {
+			names = append(names, p.Name)
+		}
+		victim := busiest(names, served)
+		if served[victim] == 0 {
+			return fmt.Errorf("unready-keepalive: no pod answered during the first %s of load (per pod: %v); nothing to turn unready", s.Timing.Baseline, served)
+		}
+		_ = r.Events().Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventNote, Object: "pod/" + r.Config.Namespace + "/" + victim,
+			Message: fmt.Sprintf("chosen to turn unready: it answered %d of the %d requests so far (per pod: %v)", served[victim], sumCounts(served), served)})
+		// What the pod answers once its endpoint is gone is the hazard: none
+		// may reach it after kube-proxy had time to apply the removal.
+		grace := s.Timing.KubeProxyGrace
+		err = r.SetCriteria("pod "+victim+" turns unready: count what it answers after its endpoint is removed", func(cr *zdv1.Criteria) {
+			cr.ServedAfterRemoval = &zdv1.AfterRemovalLimit{Pod: victim, GraceMs: float64(grace / time.Millisecond), Max: 0}
+		})
+		if err != nil {
+			return err
+		}
+		if err := r.Kube.SetEchoReady(ctx, r.Config.Namespace, victim, false); err != nil {
+			return err
+		}
+		_, err = r.Kube.WaitReadyEndpoints(ctx, r.Config.Namespace, r.Config.Name, len(pods)-1, s.Timing.EndpointRemoval)
+		return err
+	})
+	return ws.Finish(ctx, settleFor(s.Timing.Observe))
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"
 )
@@ -173,23 +174,82 @@ func TestBusiest(t *testing.T) {
 	}
 }
 
-// A case's run carries its scenario's identity as written in the scenario's
-// file, and its minimum of results follows the suite's timing.
+// A witness's run carries its scenario's identity as written in the
+// scenario's file, its LB model's class and profile, and its minimum of
+// results follows the suite's timing.
 func TestSpecTakesIdentityFromTheScenario(t *testing.T) {
-	s := &Suite{Settings: Settings{Rate: 200, LB: "metallb", Provider: "kind"}, Timing: DefaultTiming(), LB: profiles.MustStock("metallb")}
+	ms, err := Settings{LB: "all", LBProfiles: []string{"gke-legacy"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Settings: Settings{Rate: 200, LB: "all", Provider: "kind"}, Timing: DefaultTiming(), Models: ms}
 	for _, sc := range Scenarios() {
-		for _, c := range sc.Cases {
+		for _, c := range sc.Cells(ms) {
 			sp := s.spec(sc, c)
-			if sp.Name != sc.Name+"/"+c.Name() || sp.Description != sc.Description || !slices.Equal(sp.Seeds, sc.Seeds) ||
-				sp.Labels["scenario"] != sc.Name {
+			if sp.Name != sc.Name+"/"+c.Model.Name+"/"+c.Case.Name() || sp.Description != sc.Description || !slices.Equal(sp.Seeds, sc.Seeds) ||
+				sp.Labels["scenario"] != sc.Name || sp.Labels["lb"] != c.Model.Name {
 				t.Errorf("%s/%s: spec identity %q %q %v %v", sc.Name, c.Name(), sp.Name, sp.Description, sp.Seeds, sp.Labels)
 			}
 			if sp.Criteria.MinRequests != 1000 {
 				t.Errorf("%s: minRequests %d, want rate 200 x baseline 5s = 1000", sp.Name, sp.Criteria.MinRequests)
 			}
-			if (c.Role == zdv1.RoleAssertion) != (sp.Criteria.MaxDropped != nil) {
-				t.Errorf("%s: role %s with maxDropped %v", sp.Name, c.Role, sp.Criteria.MaxDropped)
+			if sp.Criteria.MaxDropped == nil || *sp.Criteria.MaxDropped != 0 {
+				t.Errorf("%s: every cell carries the zero-drop criterion, got %v", sp.Name, sp.Criteria.MaxDropped)
+			}
+			if (c.Role == zdv1.RoleDocumentation) != (sp.Expected != nil) || (sp.Expected != nil && sp.Expected.Why == "") {
+				t.Errorf("%s: role %s with expectation %+v", sp.Name, c.Role, sp.Expected)
+			}
+			cfg, err := fixtures.NewConfig(sp.Workload...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantClass := ""
+			if c.Model.Cloud {
+				wantClass = contract.CloudLBClass
+			}
+			if cfg.LoadBalancerClass != wantClass || cfg.LB.Name != c.Model.Name ||
+				(c.Model.Cloud && cfg.ServiceAnnotations[contract.LBProfileAnnotation] != c.Model.Name) {
+				t.Errorf("%s: class %q profile %q annotations %v", sp.Name, cfg.LoadBalancerClass, cfg.LB.Name, cfg.ServiceAnnotations)
+			}
+			if len(cfg.Namespace) > 63 || strings.HasSuffix(cfg.Namespace, "-") {
+				t.Errorf("%s: namespace %q", sp.Name, cfg.Namespace)
 			}
 		}
+	}
+}
+
+// Where a hazard is expected is data next to the scenario: seed 000's
+// blackhole only where the LB drops cordoned nodes, seed 001's starved pods
+// everywhere but on a cloud LB that takes every node.
+func TestExpectationsFollowTheLBModel(t *testing.T) {
+	ms, err := Settings{LB: "all"}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"drain-pool-with-pdb/gke-legacy/local/naive":           zdv1.OutcomeHazardReproduced,
+		"drain-pool-with-pdb/gcp-nlb/local/naive":              zdv1.OutcomeHazardNotReproduced,
+		"drain-pool-with-pdb/metallb/local/naive":              zdv1.OutcomeHazardNotReproduced,
+		"drain-pool-with-pdb/metallb/local/hardened":           "", // a measured limit: either
+		"distribution/azure-basic/local/hardened/no-keepalive": zdv1.OutcomeHazardReproduced,
+		"distribution/metallb/local/hardened/no-keepalive":     zdv1.OutcomeHazardReproduced,
+		"distribution/gcp-nlb/local/hardened/no-keepalive":     zdv1.OutcomeHazardNotReproduced,
+		"unready-keepalive/gclb/cluster/hardened":              zdv1.OutcomeHazardReproduced,
+	}
+	seen := 0
+	for _, sc := range Scenarios() {
+		for _, c := range sc.Cells(ms) {
+			w, ok := want[sc.Name+"/"+c.Name()]
+			if !ok {
+				continue
+			}
+			seen++
+			if c.Expected == nil || c.Expected.Outcome != w {
+				t.Errorf("%s/%s: expected %+v, want outcome %q", sc.Name, c.Name(), c.Expected, w)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("found %d of the %d cells", seen, len(want))
 	}
 }

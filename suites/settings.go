@@ -25,10 +25,14 @@ type Settings struct {
 	Provider string
 	// ClusterName is the kind cluster's name (CLUSTER_NAME).
 	ClusterName string
-	// LB is the LoadBalancer implementation: metallb or cloud (LB).
+	// LB is what implements LoadBalancer Services: metallb, cloud or all
+	// (both side by side, the default) (LB).
 	LB string
-	// LBProfile is the cloud-style LB's default profile (LB_PROFILE).
-	LBProfile string
+	// LBProfiles are the cloud LB's columns of the matrix (LB_PROFILE, a
+	// comma-separated list; default every profile the cloud LB runs).
+	LBProfiles []string
+	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
+	Shard Shard
 	// Kubeconfig is where the cluster's kubeconfig is (ZERODROP_KUBECONFIG,
 	// else KUBECONFIG for existing, else out/kubeconfig).
 	Kubeconfig string
@@ -58,15 +62,35 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	s := Settings{
 		Provider:     or(getenv("PROVIDER"), "kind"),
 		ClusterName:  or(getenv("CLUSTER_NAME"), "zerodrop"),
-		LB:           or(getenv("LB"), contract.LBMetalLB),
-		LBProfile:    or(getenv("LB_PROFILE"), "generic"),
+		LB:           or(getenv("LB"), contract.LBAll),
 		OutDir:       or(getenv("ZERODROP_OUT"), filepath.Join(repoRoot, "out", "e2e")),
 		NodeImage:    getenv("KIND_NODE_IMAGE"),
 		EchoImage:    or(getenv("ECHO_IMAGE"), "zerodrop/echo-server:dev"),
-		Rate:         200,
 		ReadyTimeout: 4 * time.Minute,
 	}
 	var problems []string
+	for _, p := range strings.Split(getenv("LB_PROFILE"), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			s.LBProfiles = append(s.LBProfiles, p)
+		}
+	}
+	if s.LB == contract.LBMetalLB && len(s.LBProfiles) > 0 {
+		problems = append(problems, fmt.Sprintf("LB_PROFILE=%q names cloud LB profiles but LB=metallb runs none: use LB=all or LB=cloud", getenv("LB_PROFILE")))
+	}
+	// Every witness of a disruption streams its own load: with the whole
+	// matrix (a few dozen witnesses at once) a lower rate each keeps the
+	// machine's total within what two cores generate and serve.
+	s.Rate = defaultRate
+	if s.LB != contract.LBMetalLB && s.Provider != "existing" {
+		s.Rate = matrixRate
+	}
+	if v := getenv("SHARD"); v != "" {
+		sh, err := ParseShard(v)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		s.Shard = sh
+	}
 	if !contains(providers, s.Provider) {
 		problems = append(problems, fmt.Sprintf("PROVIDER=%q is not one of %s", s.Provider, strings.Join(providers, ", ")))
 	}
@@ -108,6 +132,30 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	}
 	return s, nil
 }
+
+// Default load per witness: one LB model alone, and the whole matrix.
+const (
+	defaultRate = 200
+	matrixRate  = 50
+)
+
+// Shard is part Index of Count of the matrix (1-based): the scenarios are
+// dealt out in registry order, so shards are disjoint and together whole.
+type Shard struct{ Index, Count int }
+
+// ParseShard reads "I/N".
+func ParseShard(v string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(v, "%d/%d", &sh.Index, &sh.Count); err != nil || sh.Count < 1 || sh.Index < 1 || sh.Index > sh.Count ||
+		fmt.Sprintf("%d/%d", sh.Index, sh.Count) != v {
+		return Shard{}, fmt.Errorf("SHARD=%q: want I/N with 1 <= I <= N, such as 2/4", v)
+	}
+	return sh, nil
+}
+
+// Has reports whether the shard runs the scenario at position i of the
+// registry; the zero Shard runs every one.
+func (sh Shard) Has(i int) bool { return sh.Count == 0 || i%sh.Count == sh.Index-1 }
 
 func or(v, def string) string {
 	if v == "" {

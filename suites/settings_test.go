@@ -14,7 +14,7 @@ func TestSettingsFromEnv(t *testing.T) {
 		check   func(t *testing.T, s Settings)
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
-			if s.Provider != "kind" || s.LB != "metallb" || s.Rate != 200 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster {
+			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster {
 				t.Errorf("defaults: %+v", s)
 			}
 		}},
@@ -28,6 +28,19 @@ func TestSettingsFromEnv(t *testing.T) {
 				t.Errorf("overrides: %+v", s)
 			}
 		}},
+		{name: "one LB model alone gets the full rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {
+			if s.Rate != 200 {
+				t.Errorf("rate %d, want 200", s.Rate)
+			}
+		}},
+		{name: "profiles and shard", env: map[string]string{"LB_PROFILE": "gcp-nlb, aws-nlb", "SHARD": "2/4"}, check: func(t *testing.T, s Settings) {
+			if strings.Join(s.LBProfiles, ",") != "gcp-nlb,aws-nlb" || s.Shard != (Shard{2, 4}) {
+				t.Errorf("profiles %q shard %+v", s.LBProfiles, s.Shard)
+			}
+		}},
+		{name: "profiles without the cloud LB", env: map[string]string{"LB": "metallb", "LB_PROFILE": "gcp-nlb"}, wantErr: "LB=metallb runs none"},
+		{name: "bad shard", env: map[string]string{"SHARD": "5/4"}, wantErr: "SHARD"},
+		{name: "shard with junk", env: map[string]string{"SHARD": "1/4x"}, wantErr: "SHARD"},
 		{name: "unknown provider", env: map[string]string{"PROVIDER": "gke"}, wantErr: `PROVIDER="gke"`},
 		{name: "unknown lb", env: map[string]string{"LB": "f5"}, wantErr: `LB="f5"`},
 		{name: "bad rate", env: map[string]string{"ZERODROP_RATE": "fast"}, wantErr: "ZERODROP_RATE"},
@@ -48,5 +61,27 @@ func TestSettingsFromEnv(t *testing.T) {
 			}
 			tt.check(t, s)
 		})
+	}
+}
+
+func TestShardsAreDisjointAndWhole(t *testing.T) {
+	const n = 8
+	for count := 1; count <= 5; count++ {
+		seen := make([]int, n)
+		for i := 1; i <= count; i++ {
+			for k := 0; k < n; k++ {
+				if (Shard{i, count}).Has(k) {
+					seen[k]++
+				}
+			}
+		}
+		for k, v := range seen {
+			if v != 1 {
+				t.Errorf("%d shards: scenario %d run %d times", count, k, v)
+			}
+		}
+	}
+	if !(Shard{}).Has(3) {
+		t.Error("the zero shard must run everything")
 	}
 }

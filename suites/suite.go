@@ -7,7 +7,6 @@ import (
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
@@ -19,12 +18,11 @@ type Suite struct {
 	Settings Settings
 	Env      *scenario.Env
 	Provider cluster.Provider
-	// LB is the profile of the LB under test (clusters/lb/profiles); the
-	// hardened workload's preStop and the settle times follow its timing.
-	LB profiles.Profile
-	// LBProfileFor names the cloud-style LB profile a scenario's Service
-	// asks for ("" for the cluster default); nil with MetalLB.
-	LBProfileFor func(scenario string) string
+	// Models are the matrix's columns (Settings.Models).
+	Models []Model
+	// CloudLB connects the witnesses of the cloud LB's models to its own
+	// view (events, settled state); zero when no column is the cloud LB's.
+	CloudLB scenario.LBHooks
 	// Timing is every wait and settle time of the bodies (DefaultTiming).
 	Timing Timing
 	// Events forwards the provider's events to the current run's file.
@@ -37,20 +35,26 @@ type Suite struct {
 // Cleanup registers f to run after the current case.
 func (s *Suite) Cleanup(f func(ctx context.Context) error) { s.DeferCleanup(f) }
 
-// Begin starts a scenario run, registers its clean-up and points provider
-// events at its run file.
-func (s *Suite) Begin(ctx context.Context, sp scenario.Spec) (*scenario.Run, error) {
-	run, err := scenario.Begin(ctx, s.Env, sp)
-	if err != nil {
-		return nil, err
+// witnessParallel is how many witnesses deploy at once: enough that a
+// few dozen are ready within minutes, few enough that two cores start
+// their pods without missing probe deadlines.
+const witnessParallel = 12
+
+// Begin starts one witness per cell, each from spec(cell), registers their
+// clean-up and points provider events at every witness's run file.
+func (s *Suite) Begin(ctx context.Context, cells []Cell, spec func(Cell) scenario.Spec) *scenario.Witnesses {
+	specs := make([]scenario.Spec, len(cells))
+	for i, c := range cells {
+		specs[i] = spec(c)
 	}
-	s.Events.Set(run.Events())
+	ws := scenario.BeginWitnesses(ctx, s.Env, specs, witnessParallel)
+	s.Events.Set(ws.Events())
 	s.Cleanup(func(ctx context.Context) error {
 		s.Events.Set(nil)
-		run.Cleanup(ctx)
+		ws.Cleanup(ctx)
 		return nil
 	})
-	return run, nil
+	return ws
 }
 
 // AddPoolLater registers the removal of a pool the case is about to add, so
@@ -75,16 +79,16 @@ func (s *Suite) AddPoolLater(ctx context.Context, pool string) error {
 	return nil
 }
 
-// AddPool adds a nodepool under a running scenario. The provider loads the
+// AddPool adds a nodepool under running witnesses. The provider loads the
 // images the suite side-loaded (the echo server) into the new nodes itself,
 // as a cloud node would pull them.
-func (s *Suite) AddPool(ctx context.Context, run *scenario.Run, pool string, count int) error {
-	run.Kube.Action("pool/"+pool, fmt.Sprintf("add nodepool %s (%d nodes)", pool, count))
+func (s *Suite) AddPool(ctx context.Context, ws *scenario.Witnesses, pool string, count int) error {
+	ws.Kube().Action("pool/"+pool, fmt.Sprintf("add nodepool %s (%d nodes)", pool, count))
 	start := time.Now()
 	if err := s.Provider.AddNodePool(ctx, pool, count, nil, nil); err != nil {
 		return fmt.Errorf("add nodepool %s: %w", pool, err)
 	}
-	run.Kube.Note("pool/"+pool, fmt.Sprintf("nodepool %s ready in %s", pool, time.Since(start).Round(time.Second)))
+	ws.Kube().Note("pool/"+pool, fmt.Sprintf("nodepool %s ready in %s", pool, time.Since(start).Round(time.Second)))
 	return nil
 }
 

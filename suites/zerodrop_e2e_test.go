@@ -16,7 +16,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
@@ -68,9 +67,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(provider.LoadImages(ctx, settings.EchoImage)).To(Succeed(), "build it with `make image`")
 	}
 
+	models, err := settings.Models()
+	Expect(err).NotTo(HaveOccurred())
 	suite = &Suite{
 		Settings: settings,
 		Provider: provider,
+		Models:   models,
 		Timing:   DefaultTiming(),
 		Events:   events,
 		Env: &scenario.Env{
@@ -78,17 +80,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 			Logger: logger, ToolVersion: toolVersion(),
 		},
 	}
-	switch settings.LB {
-	case "metallb":
-		// MetalLB in L2 mode follows the EndpointSlices' serving condition
-		// and re-announces within about a second; no health checks.
-		suite.LB = profiles.MustStock("metallb")
-	default:
-		Expect(configureCloudLB(ctx, suite, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })).To(Succeed())
-	}
+	Expect(configureCloudLB(ctx, suite, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })).To(Succeed())
 	collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
-		LBImplementation: settings.LB, Start: time.Now(),
+		LBImplementation: modelNames(models), Start: time.Now(),
 		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate),
 	})
 }, NodeTimeout(30*time.Minute))
@@ -104,44 +99,78 @@ var _ = AfterSuite(func(ctx SpecContext) {
 	}
 }, NodeTimeout(5*time.Minute))
 
-// Ordered: the specs run in the registry's order even under
+// Ordered: the scenarios run in the registry's order even under
 // --randomize-all (Ginkgo otherwise only keeps the order inside one top-level
 // container by default), because that order is a decision (Scenarios).
 // ContinueOnFailure: one scenario's failure must not skip the others, which
 // an Ordered container does by default.
+//
+// A scenario is one disruption seen by one witness per cell (a case on one
+// LB model): BeforeAll runs them all at once, then one spec per cell checks
+// its own witness, so JUnit has a line per cell.
 var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
-	for _, sc := range Scenarios() {
-		Describe(sc.Name, Label("scenario:"+sc.Name), func() {
-			for _, c := range sc.CasesOn(or(os.Getenv("LB"), "metallb")) {
+	settings, serr := SettingsFromEnv(os.Getenv, "..")
+	models, merr := settings.Models()
+	for pos, sc := range Scenarios() {
+		if serr != nil || merr != nil {
+			break // BeforeSuite reports the settings' error
+		}
+		if !settings.Shard.Has(pos) {
+			continue
+		}
+		// Only the witnesses of cells the label filter selects are begun
+		// (make e2e-smoke: -ginkgo.label-filter=smoke).
+		suiteConfig, _ := GinkgoConfiguration()
+		cells, ferr := selectCells(suiteConfig.LabelFilter, []string{"scenario:" + sc.Name}, sc.Cells(models))
+		if ferr != nil {
+			panic(ferr)
+		}
+		if len(cells) == 0 {
+			continue
+		}
+		Describe(sc.Name, Ordered, Label("scenario:"+sc.Name), func() {
+			var results []zdv1.Scenario
+			BeforeAll(func(ctx SpecContext) {
+				if sc.NeedsNodepools && suite.Settings.Provider == "existing" {
+					Skip("the existing provider cannot add or remove nodepools; run with PROVIDER=kind")
+				}
+				suite.DeferCleanup = func(f func(context.Context) error) {
+					DeferCleanup(func(ctx SpecContext) error { return f(ctx) }, NodeTimeout(10*time.Minute))
+				}
+				start := time.Now()
+				out := sc.Body(ctx, suite, sc, cells)
+				results = make([]zdv1.Scenario, len(cells))
+				for i, c := range cells {
+					results[i] = out[i].Scenario
+					if out[i].Err != nil {
+						results[i] = brokenRun(sc, c, out[i].Err)
+					}
+					Expect(collector.Add(results[i])).To(Succeed())
+				}
+				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %s", sc.Name, len(cells), time.Since(start).Round(time.Second)))
+			}, NodeTimeout(60*time.Minute))
+			for i, c := range cells {
 				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
-					if sc.NeedsNodepools && suite.Settings.Provider == "existing" {
-						Skip("the existing provider cannot add or remove nodepools; run with PROVIDER=kind")
-					}
-					suite.DeferCleanup = func(f func(context.Context) error) {
-						DeferCleanup(func(ctx SpecContext) error { return f(ctx) }, NodeTimeout(10*time.Minute))
-					}
-					result, err := sc.Body(ctx, suite, sc, c)
-					if err != nil {
-						result = brokenRun(sc, c, err)
-					}
-					Expect(collector.Add(result)).To(Succeed())
+					result := results[i]
 					// The verdict is printed once, as this report entry; the
 					// assertions below refer to it instead of repeating it.
 					AddReportEntry("verdict", summary(result))
-					Expect(err).NotTo(HaveOccurred(), "the run itself broke")
-					// The run file alone decides the verdict: analysing it
-					// again, as `zerodrop analyze` does, gives the same
-					// verdict, reason for reason.
-					again, aerr := verdict.AnalyzeFile(ctx, filepath.Join(suite.Settings.OutDir, result.RunFile))
-					Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", result.RunFile)
-					Expect(again.Verdict).To(Equal(result.Verdict), "re-analysing %s alone gives another verdict than the suite's", result.RunFile)
+					Expect(result.Verdict.Reasons).NotTo(BeEmpty(), "no verdict")
+					if result.RunFile != "" {
+						// The run file alone decides the verdict: analysing
+						// it again, as `zerodrop analyze` does, gives the
+						// same verdict, reason for reason.
+						again, aerr := verdict.AnalyzeFile(ctx, filepath.Join(suite.Settings.OutDir, result.RunFile))
+						Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", result.RunFile)
+						Expect(again.Verdict).To(Equal(result.Verdict), "re-analysing %s alone gives another verdict than the suite's", result.RunFile)
+					}
 					switch c.Role {
 					case zdv1.RoleAssertion:
-						Expect(result.Verdict.Status).To(Equal(zdv1.Pass), "%s: %s (the verdict entry above says why)", result.Name, result.Outcome())
+						Expect(result.Verdict.Status).To(Equal(zdv1.Pass), "%s: %s (the verdict entry above says why)", result.Name, result.OutcomeText())
 					default:
 						Expect(result.Outcome()).NotTo(Equal(string(zdv1.Error)), "%s: the run broke, the hazard was not measured (the verdict entry above says why)", result.Name)
 					}
-				}, NodeTimeout(25*time.Minute))
+				})
 			}
 		})
 	}

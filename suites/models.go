@@ -1,0 +1,76 @@
+package suites
+
+import (
+	"fmt"
+	"strings"
+
+	"zerodrop/clusters/lb/profiles"
+	"zerodrop/harness/contract"
+)
+
+// Model is one column of the readiness matrix: an LB model a Service can
+// ask for on the suite's cluster. MetalLB takes a Service without a
+// loadBalancerClass; zerodrop's cloud LB one of contract.CloudLBClass,
+// run with the profile its annotation names, so every model runs side by
+// side on one cluster and a column is just a Service's class and profile.
+type Model struct {
+	// Name is "metallb" or the cloud LB profile's name.
+	Name string
+	// Profile is the model's timing and behaviour (clusters/lb/profiles):
+	// the hardened workload's preStop and the settle times follow it.
+	Profile profiles.Profile
+	// Cloud: implemented by zerodrop's cloud LB.
+	Cloud bool
+}
+
+// ClusterLB is the column of an existing cluster's own LB.
+const ClusterLB = "cluster-lb"
+
+// Models are the matrix's columns for the settings, MetalLB first, then the
+// cloud LB's profiles in the order given (default: every profile it runs,
+// by name).
+func (s Settings) Models() ([]Model, error) {
+	stock, err := profiles.Stock()
+	if err != nil {
+		return nil, fmt.Errorf("LB profiles: %w", err)
+	}
+	var out []Model
+	if s.Provider == "existing" {
+		// A cluster someone else made has its own LB: one column, Services
+		// without a class, timed by the profile LB_PROFILE names.
+		name := profiles.DefaultName
+		if len(s.LBProfiles) > 0 {
+			name = s.LBProfiles[0]
+		}
+		p, ok := stock[name]
+		if !ok || len(s.LBProfiles) > 1 {
+			return nil, fmt.Errorf("LB_PROFILE=%q: an existing cluster has one LB; name the one profile whose timing it follows (%s)",
+				strings.Join(s.LBProfiles, ","), strings.Join(stock.Names(), ", "))
+		}
+		return []Model{{Name: ClusterLB, Profile: p}}, nil
+	}
+	if s.LB != contract.LBCloud {
+		out = append(out, Model{Name: contract.LBMetalLB, Profile: stock[contract.LBMetalLB]})
+	}
+	if s.LB == contract.LBMetalLB {
+		return out, nil
+	}
+	names := s.LBProfiles
+	if len(names) == 0 {
+		names = stock.Emulated()
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		p, ok := stock[n]
+		if !ok || !p.Emulated() {
+			return nil, fmt.Errorf("LB_PROFILE: %q is not a profile the cloud LB runs; it runs: %s",
+				n, strings.Join(stock.Emulated(), ", "))
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("LB_PROFILE: %q listed twice", n)
+		}
+		seen[n] = true
+		out = append(out, Model{Name: n, Profile: p, Cloud: true})
+	}
+	return out, nil
+}
