@@ -334,13 +334,21 @@ func (r *Run) podsState(ctx context.Context) string {
 // happens after an action is measured too.
 func (r *Run) Settle(ctx context.Context, d time.Duration) error {
 	r.step("settle", "for", d)
+	if err := sleep(ctx, d); err != nil {
+		return fmt.Errorf("scenario %s: settling for %s: %w", r.Spec.Name, d, err)
+	}
+	return nil
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("scenario %s: settling for %s: %w", r.Spec.Name, d, ctx.Err())
+		return ctx.Err()
 	}
 }
 

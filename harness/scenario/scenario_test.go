@@ -122,25 +122,7 @@ func TestBeginFailureKeepsEvidenceAndCleansUp(t *testing.T) {
 // A cloud LB that never settles stops the scenario before any load, with the
 // LB's reason, and the run leaves its evidence and no namespace behind.
 func TestBeginWaitsForTheLB(t *testing.T) {
-	ready := true
-	cs := fake.NewClientset(&discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: "zd-lb", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: ptr("w1"),
-			Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-	})
-	// The fake runs no controllers: a created Deployment is rolled out and a
-	// created Service has its address at once.
-	cs.PrependReactor("create", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		d := a.(k8stesting.CreateAction).GetObject().(*appsv1.Deployment)
-		n := *d.Spec.Replicas
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-		return false, nil, nil
-	})
-	cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.1"}} // loopback: nothing else may be aimed at
-		return false, nil, nil
-	})
+	cs := fakeCluster("zd-lb")
 	var asked string
 	dir := t.TempDir()
 	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 5 * time.Second}
@@ -192,4 +174,32 @@ func TestLBEventsOf(t *testing.T) {
 	if strings.Join(got, ",") != "this scenario" {
 		t.Fatalf("passed %q, want only this scenario's event", got)
 	}
+}
+
+// fakeCluster is a fake API server with a ready endpoint of Service echo in
+// each namespace. It runs no controllers, so a created Deployment is rolled
+// out and a created Service has its (loopback) address at once.
+func fakeCluster(namespaces ...string) *fake.Clientset {
+	ready := true
+	var objs []runtime.Object
+	for _, ns := range namespaces {
+		objs = append(objs, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: ptr("w1"),
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		})
+	}
+	cs := fake.NewClientset(objs...)
+	cs.PrependReactor("create", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.CreateAction).GetObject().(*appsv1.Deployment)
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		return false, nil, nil
+	})
+	cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.1"}} // loopback: nothing else may be aimed at
+		return false, nil, nil
+	})
+	return cs
 }

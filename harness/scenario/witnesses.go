@@ -151,14 +151,10 @@ func (w *Witnesses) Each(ctx context.Context, f func(ctx context.Context, i int,
 // Settle keeps every live witness's load running for d (or until ctx is
 // done).
 func (w *Witnesses) Settle(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("witnesses settling for %s: %w", d, ctx.Err())
+	if err := sleep(ctx, d); err != nil {
+		return fmt.Errorf("witnesses settling for %s: %w", d, err)
 	}
+	return nil
 }
 
 // Finish lets each live witness's load run for its own settle time (its LB's

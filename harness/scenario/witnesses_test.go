@@ -13,14 +13,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
-
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 )
@@ -34,27 +26,7 @@ func TestWitnessesShareOneDisruption(t *testing.T) {
 	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	port, _ := strconv.Atoi(portStr)
 
-	ready := true
-	var objs []runtime.Object
-	for _, ns := range []string{"zd-a", "zd-b", "zd-c"} {
-		objs = append(objs, &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
-			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: ptr("w1"),
-				Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		})
-	}
-	cs := fake.NewClientset(objs...)
-	cs.PrependReactor("create", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		d := a.(k8stesting.CreateAction).GetObject().(*appsv1.Deployment)
-		n := *d.Spec.Replicas
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-		return false, nil, nil
-	})
-	cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.1"}} // loopback only
-		return false, nil, nil
-	})
+	cs := fakeCluster("zd-a", "zd-b", "zd-c")
 	settled := LBHooks{WaitSettled: func(context.Context, string, string, time.Duration) (string, error) { return "w1", nil }}
 	spec := func(name, ns string, lb LBHooks) Spec {
 		return Spec{ScenarioSpec: zdv1.ScenarioSpec{Name: name, Role: zdv1.RoleAssertion},
