@@ -94,7 +94,8 @@ trap 'exit 130' INT TERM
 say "cluster (PROVIDER=$PROVIDER LB=$LB)"
 # The cluster takes one default profile for the cloud LB; every Service the
 # suite makes names its own, so the first of the list will do.
-LB_PROFILE="${LB_PROFILE%%,*}" "$repo/clusters/cluster.sh" up
+first_profile="${LB_PROFILE:-}"
+LB_PROFILE="${first_profile%%,*}" "$repo/clusters/cluster.sh" up
 if [ "$PROVIDER" = kind ]; then
   say "echo server image"
   make -s image
