@@ -89,9 +89,7 @@ func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
 func brokenRun(sc Scenario, c Cell, err error) zdv1.Scenario {
 	return zdv1.Scenario{
 		ScenarioSpec: zdv1.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
-			PlatformLimit: c.PlatformLimit, Expected: c.Expected, Labels: map[string]string{
-				"scenario": sc.Name, "policy": string(c.Policy), "profile": string(c.Profile),
-				"keepalive": fmt.Sprint(c.KeepAlive), "lb": c.Model.Name}},
+			PlatformLimit: c.PlatformLimit, Expected: c.Expected, Labels: c.reportLabels(sc.Name)},
 		Verdict: zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{
 			Check: "run", Status: zdv1.Error, Message: err.Error(),
 		}}},

@@ -68,6 +68,15 @@ func (c Cell) Name() string { return c.Model.Name + "/" + c.Case.Name() }
 // Labels are the Ginkgo labels of the cell (besides the scenario's).
 func (c Cell) Labels() []string { return append(c.Case.Labels(), "lb:"+c.Model.Name) }
 
+// reportLabels are the labels a cell's result carries in the report: the
+// matrix's row (scenario, policy, profile, keep-alive) and column (lb).
+func (c Cell) reportLabels(scenario string) map[string]string {
+	return map[string]string{
+		"scenario": scenario, "policy": string(c.Policy), "profile": string(c.Profile),
+		"keepalive": fmt.Sprint(c.KeepAlive), "lb": c.Model.Name,
+	}
+}
+
 // Body runs every cell of its scenario against one disruption (one witness
 // per cell, harness/scenario.Witnesses) and returns their outcomes in the
 // order of cells. It receives its scenario, so the identity (name,
@@ -269,6 +278,8 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	// report then calls "hazard reproduced" rather than a failure.
 	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0)}
 	ka := c.KeepAlive
+	labels := c.reportLabels(sc.Name)
+	labels["provider"] = s.Settings.Provider
 	return scenario.Spec{
 		ScenarioSpec: zdv1.ScenarioSpec{
 			Name:          name,
@@ -277,11 +288,8 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 			Seeds:         sc.Seeds,
 			PlatformLimit: c.PlatformLimit,
 			Expected:      c.Expected,
-			Labels: map[string]string{
-				"scenario": sc.Name, "policy": string(c.Policy), "profile": string(c.Profile),
-				"keepalive": fmt.Sprint(c.KeepAlive), "lb": c.Model.Name, "provider": s.Settings.Provider,
-			},
-			Criteria: crit,
+			Labels:        labels,
+			Criteria:      crit,
 		},
 		Workload:  opts,
 		KeepAlive: &ka,

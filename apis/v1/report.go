@@ -130,16 +130,6 @@ func (sc *Scenario) Unexpected() bool {
 // reason.
 func (sc *Scenario) OutcomeText() string {
 	out := sc.Outcome()
-	var found []string
-	for _, r := range sc.Verdict.Reasons {
-		if r.Status == Fail && !(r.Check == "dropped" && sc.Results.Dropped > 0) {
-			found = append(found, r.Message)
-		}
-	}
-	if sc.Results.Dropped > 0 {
-		found = append([]string{fmt.Sprintf("%d of %d requests dropped in %d failure window(s)",
-			sc.Results.Dropped, sc.Results.Total, len(sc.FailureWindows))}, found...)
-	}
 	if sc.Role != RoleDocumentation || out == string(Error) {
 		for _, r := range sc.Verdict.Reasons {
 			if r.Status != Pass {
@@ -157,6 +147,17 @@ func (sc *Scenario) OutcomeText() string {
 		flag = fmt.Sprintf(" (UNEXPECTED: expected %s)", sc.Expected.Outcome)
 	}
 	if out == OutcomeHazardReproduced {
+		var found []string
+		if sc.Results.Dropped > 0 {
+			found = append(found, fmt.Sprintf("%d of %d requests dropped in %d failure window(s)",
+				sc.Results.Dropped, sc.Results.Total, len(sc.FailureWindows)))
+		}
+		for _, r := range sc.Verdict.Reasons {
+			// The dropped check's own message would repeat the figure above.
+			if r.Status == Fail && !(r.Check == "dropped" && sc.Results.Dropped > 0) {
+				found = append(found, r.Message)
+			}
+		}
 		return out + " on " + lb + flag + ": " + strings.Join(found, "; ")
 	}
 	why := fmt.Sprintf("0 of %d requests dropped and every criterion held", sc.Results.Total)

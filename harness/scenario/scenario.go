@@ -441,25 +441,25 @@ func (r *Run) Finish(ctx context.Context) (zdv1.Scenario, error) {
 // the run file with the error (so the evidence of what broke stays) and
 // deletes the namespace.
 func (r *Run) abort(ctx context.Context, cause error) {
-	if r.running != nil {
-		_, _ = r.running.Stop()
-	}
-	if r.cancel != nil {
-		r.cancel()
-	}
-	r.bg.Wait()
+	r.stopBackground()
 	if r.w == nil && r.sink != nil {
 		// Keep the evidence of what broke even when the run never got as
 		// far as its load.
 		_ = r.createRunFile(nil)
 	}
-	r.stop(cause)
+	r.closeRunFile(cause)
 	r.Cleanup(ctx)
 }
 
-// stop ends the run's load and closes its run file with cause, keeping the
-// evidence of what broke.
-func (r *Run) stop(cause error) {
+// halt ends the run's load and background work and closes its run file
+// with cause, keeping the evidence of what broke.
+func (r *Run) halt(cause error) {
+	r.stopBackground()
+	r.closeRunFile(cause)
+}
+
+// closeRunFile closes the run file with cause; later events are dropped.
+func (r *Run) closeRunFile(cause error) {
 	if r.sink != nil {
 		r.sink.close()
 	}
@@ -467,6 +467,18 @@ func (r *Run) stop(cause error) {
 		_ = r.w.CloseWithError(cause)
 	}
 	r.finished = true
+}
+
+// stopBackground stops the load and waits for the observer and the LB
+// event stream to end.
+func (r *Run) stopBackground() {
+	if r.running != nil {
+		_, _ = r.running.Stop()
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.bg.Wait()
 }
 
 // Cleanup deletes the scenario's namespace and waits for it to go. It is

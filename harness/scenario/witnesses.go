@@ -80,9 +80,6 @@ func BeginWitnesses(ctx context.Context, env *Env, specs []Spec, parallel int) *
 	return w
 }
 
-// Len is the number of witnesses, begun or not.
-func (w *Witnesses) Len() int { return len(w.specs) }
-
 // Run is witness i's run, or the error that set it aside.
 func (w *Witnesses) Run(i int) (*Run, error) {
 	if w.errs[i] != nil {
@@ -118,12 +115,7 @@ func (w *Witnesses) Fail(i int, err error) {
 	}
 	w.errs[i] = err
 	if r := w.runs[i]; r != nil && !r.finished {
-		if r.running != nil {
-			_, _ = r.running.Stop()
-		}
-		r.cancel()
-		r.bg.Wait()
-		r.stop(err)
+		r.halt(err)
 	}
 }
 
