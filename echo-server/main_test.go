@@ -230,7 +230,7 @@ func TestBinarySIGTERM(t *testing.T) {
 		t.Error("idle connection left open after the process exited")
 	}
 	want := []string{"serving", "termination signal received", "readiness switched",
-		"draining: stopped accepting, asking keep-alive clients to close", "drained: every traffic connection closed", "stopped"}
+		"draining: asking keep-alive clients to close", "draining: stopped accepting, closing idle connections", "drained: every traffic connection closed", "stopped"}
 	if got := p.messages(); !slices.Equal(got, want) {
 		t.Errorf("log lines\n got %q\nwant %q", got, want)
 	}

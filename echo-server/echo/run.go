@@ -48,8 +48,10 @@ func WithListeners(traffic, admin net.Listener) Option {
 //
 //  1. readiness fails at once if cfg.UnreadyOnTerm;
 //  2. serving goes on unchanged for cfg.ShutdownDelay;
-//  3. the traffic port stops accepting, answers in flight get
-//     "Connection: close", idle connections are closed;
+//  3. every answer from here on says "Connection: close", and each open
+//     connection gets up to half of cfg.DrainTimeout (5 s at most) to carry
+//     one and be closed by its client; then the traffic port stops
+//     accepting and the idle connections left are closed;
 //  4. in-flight requests get up to cfg.DrainTimeout, then are cut;
 //  5. the admin port closes and Run returns nil.
 //
@@ -198,9 +200,43 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 	// Draining before Shutdown: answers written from here on carry
 	// Connection: close even if they race Shutdown's own switch.
 	s.draining.Store(true)
-	s.log.Info("draining: stopped accepting, asking keep-alive clients to close",
+	s.log.Info("draining: asking keep-alive clients to close",
 		"after", time.Since(start).Round(time.Millisecond).String(),
 		"open_connections", s.openConns.Load(), "drain_timeout", cfg.DrainTimeout.String())
+
+	// http.Server.Shutdown closes idle keep-alive connections at once, and
+	// closing one races a client writing its next request on it: the client
+	// sees the close mid-write and has to re-send (RFC 9112, section 9.3.1;
+	// Go's Transport does so silently for a GET, which zerodrop's load counts
+	// as a drop). So each open connection first gets up to closeGrace (half
+	// the drain budget at most) to carry one more request, whose answer says
+	// Connection: close and has the client close it; the wait ends early
+	// once none is open.
+	if grace := min(cfg.DrainTimeout/2, closeGrace); grace > 0 {
+		tick := time.NewTicker(closePoll)
+		deadline := time.NewTimer(grace)
+	wait:
+		for s.openConns.Load() > 0 {
+			select {
+			case <-tick.C:
+			case <-deadline.C:
+				break wait
+			case sig2 := <-signals:
+				tick.Stop()
+				deadline.Stop()
+				return abort(sig2, "drain")
+			case <-ctx.Done():
+				tick.Stop()
+				deadline.Stop()
+				s.closeNow(traffic, admin, "context cancelled")
+				return nil
+			}
+		}
+		tick.Stop()
+		deadline.Stop()
+		s.log.Info("draining: stopped accepting, closing idle connections",
+			"after", time.Since(start).Round(time.Millisecond).String(), "open_connections", s.openConns.Load())
+	}
 
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout)
 	defer cancel()

@@ -66,10 +66,13 @@ func TestTerminationSequence(t *testing.T) {
 				t.Fatalf("the checks meant for the delay took %s, longer than the %s delay: machine too loaded to judge", inDelay, delay)
 			}
 
-			// After the delay: no new connections, idle ones closed.
-			eventually(t, delay+2*time.Second, "the traffic port to refuse connections", func() bool { return refuses(srv.traffic) })
-			if stopped := time.Since(t0); stopped < delay {
-				t.Errorf("stopped accepting %s after SIGTERM, before the %s delay", stopped, delay)
+			// After the delay and the close grace (half the drain budget; the
+			// idle connection never sends again, so it takes all of it): no
+			// new connections, idle ones closed.
+			grace := cfg.DrainTimeout / 2
+			eventually(t, delay+grace+2*time.Second, "the traffic port to refuse connections", func() bool { return refuses(srv.traffic) })
+			if stopped := time.Since(t0); stopped < delay+grace {
+				t.Errorf("stopped accepting %s after SIGTERM, before the %s delay and the %s close grace", stopped, delay, grace)
 			}
 			if !idle.closedByServer(2 * time.Second) {
 				t.Error("idle keep-alive connection still open after the drain began")
@@ -85,7 +88,8 @@ func TestTerminationSequence(t *testing.T) {
 			if unreadyOnTerm {
 				want = append(want, "readiness switched")
 			}
-			want = append(want, "draining: stopped accepting, asking keep-alive clients to close", "drained: every traffic connection closed", "stopped")
+			want = append(want, "draining: asking keep-alive clients to close", "draining: stopped accepting, closing idle connections",
+				"drained: every traffic connection closed", "stopped")
 			if got := srv.logs.messages(t); !slices.Equal(got, want) {
 				t.Errorf("log lines (one per state change, none per request)\n got %q\nwant %q", got, want)
 			}
@@ -93,6 +97,36 @@ func TestTerminationSequence(t *testing.T) {
 				t.Errorf("final log line counts: %v", e)
 			}
 		})
+	}
+}
+
+// A keep-alive client that sends during the drain's close grace gets
+// "Connection: close" and closes the connection itself; the server closes
+// nothing under it, and with no connection left open the grace ends early.
+func TestDrainLetsKeepAliveClientsClose(t *testing.T) {
+	cfg := testConfig()
+	cfg.DrainTimeout = 20 * time.Second // grace: 5 s (closeGrace)
+	srv := start(t, cfg)
+	c := dial(t, srv.traffic)
+	c.do("GET", "/", "HTTP/1.1")
+	srv.signals <- syscall.SIGTERM
+	eventually(t, 2*time.Second, "the drain to begin", func() bool {
+		return slices.Contains(srv.logs.messages(t), "draining: asking keep-alive clients to close")
+	})
+	if c.closedByServer(200 * time.Millisecond) {
+		t.Fatal("the server closed an idle keep-alive connection at once; its client could have been writing on it")
+	}
+	resp, body := c.do("GET", "/", "HTTP/1.1")
+	if r := decodeReply(t, body); !resp.Close || !r.Draining {
+		t.Errorf("answer during the close grace: close=%v draining=%v, want Connection: close from a draining server", resp.Close, r.Draining)
+	}
+	c.c.Close()
+	t0 := time.Now()
+	if err := srv.wait(t, closeGrace); err != nil {
+		t.Fatalf("Run: %v, want nil", err)
+	}
+	if took := time.Since(t0); took > closeGrace/2 {
+		t.Errorf("Run took %s after the last connection closed, want the grace to end early", took)
 	}
 }
 
@@ -112,8 +146,10 @@ func TestDrainWaitsForInFlight(t *testing.T) {
 
 	t0 := time.Now()
 	srv.signals <- syscall.SIGTERM
-	if !idle.closedByServer(time.Second) {
-		t.Error("idle connection not closed when draining began")
+	// The idle connection never sends again, so it is closed when the close
+	// grace (half the drain budget) ends.
+	if !idle.closedByServer(cfg.DrainTimeout/2 + time.Second) {
+		t.Error("idle connection not closed when the close grace ended")
 	}
 	eventually(t, time.Second, "the traffic port to refuse connections", func() bool { return refuses(srv.traffic) })
 
@@ -216,7 +252,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			srv.signals <- syscall.SIGTERM
-			phase := "draining: stopped accepting, asking keep-alive clients to close"
+			phase := "draining: asking keep-alive clients to close"
 			if tt.delay > 0 {
 				phase = "termination signal received"
 			}

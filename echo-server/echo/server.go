@@ -30,6 +30,11 @@ const (
 	// idle connection a client or LB is about to reuse, or the suite would
 	// count the race as a drop the cluster did not cause.
 	idleTimeout = 11 * time.Minute
+	// closeGrace bounds how long a drain leaves idle keep-alive connections
+	// open for their clients to close after a Connection: close answer (see
+	// terminate); closePoll is how often it counts the ones still open.
+	closeGrace = 5 * time.Second
+	closePoll  = 20 * time.Millisecond
 	// readHeaderTimeout bounds slow or stuck clients.
 	readHeaderTimeout = 10 * time.Second
 	// maxDelay caps ?delay= so a typo cannot pin a connection for hours.
@@ -269,6 +274,13 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 	draining := s.draining.Load()
 	terminating := s.terminating.Load()
 	keepAlive := s.keepAlive.Load()
+	// ServeHTTP chose keep-alive when the request came in; a drain (or the
+	// admin switch) that began during a requested delay asks this client to
+	// close too, or the drain would have to close the connection under it.
+	if h := w.Header(); (draining || !keepAlive) && h["Connection"] == nil {
+		delete(h, "Keep-Alive")
+		h["Connection"] = s.hdrClose
+	}
 	seq := s.served.Add(1)
 	if !ready {
 		s.servedUnready.Add(1)
