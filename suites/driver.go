@@ -154,6 +154,9 @@ func configureCloudLB(ctx context.Context, s *Suite, progress func(string)) erro
 			st, err := lb.WaitSettled(ctx, url, namespace+"/"+name, timeout)
 			return st.Summary(), err
 		},
+		Quiet: func(ctx context.Context, namespace, name string) (bool, string, error) {
+			return lb.Quiet(ctx, url, namespace+"/"+name)
+		},
 	}
 	return nil
 }

@@ -297,21 +297,22 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	}
 }
 
-// settleAfter is how long a witness's load keeps running after the
-// disruption: its LB model's removal lag plus a margin, so a late
-// blackhole is measured too.
-func (s *Suite) settleAfter(c Cell) time.Duration {
-	return c.Model.Profile.LongestRemovalLag() + s.Timing.SettleMargin
+// awaitLB keeps a witness's load running after the disruption while its LB
+// acts on it: at most its LB model's longest removal lag, then a margin, so
+// a late blackhole is measured too. An LB that reports its state ends the
+// wait once it has nothing left to do (Run.AwaitLB).
+func (s *Suite) awaitLB(ctx context.Context, c Cell, r *scenario.Run) error {
+	return r.AwaitLB(ctx, c.Model.Profile.LongestRemovalLag(), s.Timing.SettleMargin)
 }
 
-// settleEach is settleAfter per witness, for Witnesses.Finish.
-func (s *Suite) settleEach(cells []Cell) func(int, *scenario.Run) time.Duration {
-	return func(i int, _ *scenario.Run) time.Duration { return s.settleAfter(cells[i]) }
+// settleEach is awaitLB per witness, for Witnesses.Finish.
+func (s *Suite) settleEach(cells []Cell) func(context.Context, int, *scenario.Run) error {
+	return func(ctx context.Context, i int, r *scenario.Run) error { return s.awaitLB(ctx, cells[i], r) }
 }
 
-// settleFor is a fixed settle time for every witness.
-func settleFor(d time.Duration) func(int, *scenario.Run) time.Duration {
-	return func(int, *scenario.Run) time.Duration { return d }
+// settleFor is a fixed observation for every witness.
+func settleFor(d time.Duration) func(context.Context, int, *scenario.Run) error {
+	return func(ctx context.Context, _ int, r *scenario.Run) error { return r.Settle(ctx, d) }
 }
 
 // rolloutTimeout bounds a witness's rollout: the suite's wait plus each
@@ -336,7 +337,7 @@ func (s *Suite) abandon(ctx context.Context, ws *scenario.Witnesses, err error) 
 	for _, i := range ws.Live() {
 		ws.Fail(i, err)
 	}
-	return ws.Finish(ctx, settleFor(0))
+	return ws.Finish(ctx, nil)
 }
 
 // drainTimeout bounds a drain that every witness's pods must get through:

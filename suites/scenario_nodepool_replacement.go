@@ -64,7 +64,7 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 		if err := r.Kube.WaitRollout(ctx, r.Config.Namespace, r.Config.Name, s.rolloutTimeout(r)); err != nil {
 			return err
 		}
-		return r.Settle(ctx, s.settleAfter(cells[i]))
+		return s.awaitLB(ctx, cells[i], r)
 	})
 	// Every witness has moved and its LB has had its lag to follow: the old
 	// pool goes, once, under all of them.

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -54,6 +55,28 @@ type ServiceState struct {
 // not the scenario.
 func (s ServiceState) Settled() bool {
 	return s.VIP != "" && s.Forwarding && len(s.Pending) == 0 && s.Error == ""
+}
+
+// Quiet reports whether the LB has nothing left to do for s: settled, no
+// draining backend whose connections it will close later (a drain that keeps
+// them, Deadline zero, has no act left), and no node still a backend that is
+// no longer eligible (a removal not programmed yet). A scenario's load need
+// not wait out the LB's longest lag once it is.
+func (s ServiceState) Quiet() bool {
+	if !s.Settled() {
+		return false
+	}
+	for _, b := range s.Draining {
+		if !b.Deadline.IsZero() {
+			return false
+		}
+	}
+	for _, n := range s.Active {
+		if !slices.Contains(s.Eligible, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckResult is the outcome of one health check.

@@ -74,6 +74,27 @@ func WaitSettled(ctx context.Context, baseURL, service string, timeout time.Dura
 	}
 }
 
+// Quiet asks the LB at baseURL once whether it has nothing left to do for
+// service (ServiceState.Quiet) and returns its one-line summary. A Service
+// the LB does not know is an error: asking assumes it implements it.
+func Quiet(ctx context.Context, baseURL, service string) (bool, string, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	all, err := FetchState(rctx, baseURL)
+	if err != nil {
+		return false, "", err
+	}
+	for _, s := range all {
+		if s.Service == service {
+			if !s.Settled() {
+				return false, describeUnsettled(s), nil
+			}
+			return s.Quiet(), s.Summary(), nil
+		}
+	}
+	return false, "", fmt.Errorf("the LB at %s does not implement service %s", baseURL, service)
+}
+
 // Summary is one line on what the LB does for the Service: which nodes take
 // new flows, which do not and why.
 func (s ServiceState) Summary() string {

@@ -105,3 +105,63 @@ func TestDescribeUnsettled(t *testing.T) {
 		})
 	}
 }
+
+func TestServiceStateQuiet(t *testing.T) {
+	base := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Eligible: []string{"a", "b"}, Active: []string{"a", "b"}}
+	for _, tc := range []struct {
+		name string
+		edit func(*ServiceState)
+		want bool
+	}{
+		{"settled, nothing draining", func(*ServiceState) {}, true},
+		{"a verdict pending", func(s *ServiceState) { s.Pending = []string{"b"} }, false},
+		{"a backend draining until its deadline", func(s *ServiceState) {
+			s.Draining = []Backend{{Node: "b", State: Draining, Deadline: time.Now().Add(time.Minute)}}
+		}, false},
+		{"a backend draining, its flows kept", func(s *ServiceState) { s.Draining = []Backend{{Node: "b", State: Draining}} }, true},
+		{"a removal not programmed", func(s *ServiceState) { s.Eligible = []string{"a"} }, false},
+		{"a node out and removed", func(s *ServiceState) { s.Eligible, s.Active = []string{"a"}, []string{"a"} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base
+			tc.edit(&s)
+			if got := s.Quiet(); got != tc.want {
+				t.Fatalf("Quiet() = %t, want %t for %+v", got, tc.want, s)
+			}
+		})
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	states := []ServiceState{
+		{Service: "ns/quiet", VIP: "10.0.0.200", Forwarding: true, Eligible: []string{"a"}, Active: []string{"a"}},
+		{Service: "ns/draining", VIP: "10.0.0.201", Forwarding: true, Eligible: []string{"a"}, Active: []string{"a"},
+			Draining: []Backend{{Node: "b", State: Draining, Deadline: time.Now().Add(time.Minute)}}},
+		{Service: "ns/unsettled", VIP: "10.0.0.202", Forwarding: true, Pending: []string{"b"}},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = json.NewEncoder(w).Encode(states) }))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		service  string
+		want     bool
+		wantDesc string
+		wantErr  string
+	}{
+		{"ns/quiet", true, "active [a]", ""},
+		{"ns/draining", false, "1 draining", ""},
+		{"ns/unsettled", false, "b", ""},
+		{"ns/missing", false, "", "does not implement service ns/missing"},
+	} {
+		got, desc, err := Quiet(ctx, srv.URL, tc.service)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want %q", tc.service, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || !strings.Contains(desc, tc.wantDesc) {
+			t.Errorf("%s: Quiet = %t, %q, %v; want %t and a description with %q", tc.service, got, desc, err, tc.want, tc.wantDesc)
+		}
+	}
+}

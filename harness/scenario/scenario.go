@@ -108,6 +108,12 @@ type LBHooks struct {
 	// on; the load starts only after. A cloud LB's start-up (fail-open,
 	// first checks) is not what a scenario measures.
 	WaitSettled func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error)
+	// Quiet, when set, asks the load balancer once whether it has anything
+	// left to do for the Service (a health verdict not in or not acted on, a
+	// backend draining, a removal not programmed: see lb.ServiceState.Quiet)
+	// and describes its state. AwaitLB stops waiting out the LB's longest lag
+	// once it has.
+	Quiet func(ctx context.Context, namespace, name string) (bool, string, error)
 }
 
 // Run is a scenario in progress.
@@ -338,6 +344,90 @@ func (r *Run) Settle(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("scenario %s: settling for %s: %w", r.Spec.Name, d, err)
 	}
 	return nil
+}
+
+// AwaitLB keeps the load running while the load balancer acts on a
+// disruption, for at most lag (the LB's longest removal lag) and then margin
+// more, so the load sees the LB's final state. An LB that says what it does
+// (LBHooks.Quiet) ends the wait early, once the workload has no terminating
+// Pod and the LB has had nothing left to do for the Service on two checks in a
+// row: a health check of 60 s x 10 (gclb) is then not waited out for a
+// disruption that never made a node fail it. Reaching lag is not an error:
+// it is the wait an LB that reports nothing always gets.
+func (r *Run) AwaitLB(ctx context.Context, lag, margin time.Duration) error {
+	if r.Spec.LB.Quiet == nil {
+		return r.Settle(ctx, lag+margin)
+	}
+	r.step("settle: until the LB has nothing left to do", "at most", lag, "then", margin)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, lag)
+	what, err := r.waitQuiet(wctx)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("scenario %s: waiting for the LB to act: %w", r.Spec.Name, ctx.Err())
+	case err != nil:
+		r.Kube.Note("lb", fmt.Sprintf("settle: the LB's longest lag (%s) passed with the LB or the workload still busy: %s", lag, err))
+	default:
+		r.Kube.Note("lb", fmt.Sprintf("settle: the LB has nothing left to do after %s (longest lag %s): %s",
+			time.Since(start).Round(time.Millisecond), lag, what))
+	}
+	return r.Settle(ctx, margin)
+}
+
+// quietChecks is how many checks in a row must find the workload and the LB
+// quiet, quietEvery apart: one check could read the LB before its watch
+// delivered the disruption's last EndpointSlice change.
+const (
+	quietChecks = 2
+	quietEvery  = time.Second
+)
+
+// waitQuiet polls until the workload has no terminating Pod and the LB is
+// quiet for the Service, quietChecks times in a row, or ctx ends; it returns
+// the LB's last description and, on timeout, what was still going on.
+func (r *Run) waitQuiet(ctx context.Context) (string, error) {
+	var what, busy string
+	streak := 0
+	for {
+		busy = ""
+		pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
+		switch {
+		case err != nil:
+			busy = err.Error()
+		default:
+			for _, p := range pods {
+				if p.DeletionTimestamp != nil {
+					busy = "pod " + p.Name + " is terminating"
+					break
+				}
+			}
+		}
+		if busy == "" {
+			quiet, desc, err := r.Spec.LB.Quiet(ctx, r.Config.Namespace, r.Config.Name)
+			what = desc
+			switch {
+			case err != nil:
+				busy = err.Error()
+			case !quiet:
+				busy = "the LB is still acting: " + desc
+			}
+		}
+		if busy == "" {
+			streak++
+		} else {
+			streak = 0
+		}
+		if streak >= quietChecks {
+			return what, nil
+		}
+		if err := sleep(ctx, quietEvery); err != nil {
+			if busy == "" {
+				busy = "quiet on one check only"
+			}
+			return what, errors.New(busy)
+		}
+	}
 }
 
 // sleep waits d, or until ctx is done.

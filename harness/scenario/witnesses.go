@@ -30,7 +30,9 @@ import (
 //	ws.Each(ctx, func(ctx context.Context, i int, r *Run) error {
 //		return r.Kube.RolloutRestart(ctx, r.Config.Namespace, r.Config.Name, timeout)
 //	})
-//	results := ws.Finish(ctx, func(i int, r *Run) time.Duration { return 30 * time.Second })
+//	results := ws.Finish(ctx, func(ctx context.Context, i int, r *Run) error {
+//		return r.AwaitLB(ctx, lag, 5*time.Second)
+//	})
 //
 // A witness that fails (to begin, or in a step of its own) is set aside with
 // its error and its run file closed with it; the others go on.
@@ -149,11 +151,11 @@ func (w *Witnesses) Settle(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// Finish lets each live witness's load run for its own settle time (its LB's
-// lag, say) and then finishes it: the witnesses of a fast LB stop early and
-// leave the machine to the slow ones. It returns every witness's result, in
-// the order of the specs.
-func (w *Witnesses) Finish(ctx context.Context, settle func(i int, r *Run) time.Duration) []Result {
+// Finish runs each live witness's settle (Run.AwaitLB for its own LB's lag,
+// say; nil settles nothing) with its load still running, and then finishes
+// it: the witnesses of a fast LB stop early and leave the machine to the slow
+// ones. It returns every witness's result, in the order of the specs.
+func (w *Witnesses) Finish(ctx context.Context, settle func(ctx context.Context, i int, r *Run) error) []Result {
 	out := make([]Result, len(w.specs))
 	var wg sync.WaitGroup
 	for _, i := range w.Live() {
@@ -161,8 +163,8 @@ func (w *Witnesses) Finish(ctx context.Context, settle func(i int, r *Run) time.
 		go func() {
 			defer wg.Done()
 			r := w.runs[i]
-			if d := settle(i, r); d > 0 {
-				if err := r.Settle(ctx, d); err != nil {
+			if settle != nil {
+				if err := settle(ctx, i, r); err != nil {
 					w.Fail(i, err)
 					return
 				}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 )
@@ -51,7 +54,7 @@ func TestWitnessesShareOneDisruption(t *testing.T) {
 		return nil
 	})
 	ws.Kube().Note("node/w1", "shared drain of w1")
-	res := ws.Finish(ctx, func(int, *Run) time.Duration { return 300 * time.Millisecond })
+	res := ws.Finish(ctx, func(ctx context.Context, _ int, r *Run) error { return r.Settle(ctx, 300*time.Millisecond) })
 	if res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "never turned healthy") {
 		t.Errorf("witness a: %v, want the LB's reason", res[0].Err)
 	}
@@ -73,5 +76,80 @@ func TestWitnessesShareOneDisruption(t *testing.T) {
 	}
 	if b := read("b"); strings.Contains(b, "shared drain of w1") || !strings.Contains(b, "rollout of b timed out") {
 		t.Errorf("run file of b: want its error and not the step after it was set aside")
+	}
+}
+
+// AwaitLB waits out the LB's whole lag only when the LB never says it is
+// done: a quiet LB ends the wait after two quiet checks in a row, one that
+// stays busy (or a terminating pod) keeps the load running to the bound, and
+// neither is an error. What happened is in the run file.
+func TestAwaitLB(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+
+	for _, tc := range []struct {
+		name        string
+		quietAfter  int // checks before the LB turns quiet; -1 never
+		terminating bool
+		wantEarly   bool
+		wantLog     string
+	}{
+		{"quiet at once", 0, false, true, "the LB has nothing left to do"},
+		{"busy, then quiet", 2, false, true, "the LB has nothing left to do"},
+		{"never quiet", -1, false, false, "the LB is still acting: draining w1"},
+		{"a pod still terminating", 0, true, false, "is terminating"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fakeCluster("zd-q")
+			checks := 0
+			hooks := LBHooks{
+				WaitSettled: func(context.Context, string, string, time.Duration) (string, error) { return "w1", nil },
+				Quiet: func(context.Context, string, string) (bool, string, error) {
+					checks++
+					if tc.quietAfter < 0 || checks <= tc.quietAfter {
+						return false, "draining w1", nil
+					}
+					return true, "active [w1]", nil
+				},
+			}
+			spec := Spec{ScenarioSpec: zdv1.ScenarioSpec{Name: "q", Role: zdv1.RoleAssertion},
+				Workload: []fixtures.Option{fixtures.WithNamespace("zd-q"), fixtures.WithReplicas(1), fixtures.WithServicePort(int32(port))}, LB: hooks}
+			dir := t.TempDir()
+			env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 5 * time.Second, Rate: 20}
+			ctx := context.Background()
+			ws := BeginWitnesses(ctx, env, []Spec{spec}, 1)
+			defer ws.Cleanup(ctx)
+			if len(ws.Live()) != 1 {
+				t.Fatalf("the witness did not begin")
+			}
+			if tc.terminating {
+				r, _ := ws.Run(0)
+				now := metav1.Now()
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "echo-old", Namespace: "zd-q",
+					Labels: r.Config.SelectorLabels(), DeletionTimestamp: &now, Finalizers: []string{"hold"}}}
+				if _, err := cs.CoreV1().Pods("zd-q").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const lag, margin = 4 * time.Second, 100 * time.Millisecond
+			start := time.Now()
+			res := ws.Finish(ctx, func(ctx context.Context, _ int, r *Run) error { return r.AwaitLB(ctx, lag, margin) })
+			took := time.Since(start)
+			if res[0].Err != nil {
+				t.Fatalf("AwaitLB: %v", res[0].Err)
+			}
+			if early := took < lag; early != tc.wantEarly {
+				t.Errorf("took %v with a lag of %v: early %t, want %t", took, lag, early, tc.wantEarly)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "q", "run.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), tc.wantLog) {
+				t.Errorf("run file lacks %q", tc.wantLog)
+			}
+		})
 	}
 }
