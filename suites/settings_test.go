@@ -1,6 +1,7 @@
 package suites
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ func TestSettingsFromEnv(t *testing.T) {
 		check   func(t *testing.T, s Settings)
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
-			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster {
+			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster ||
+				s.Witnesses != witnessesPerCPU*runtime.NumCPU() {
 				t.Errorf("defaults: %+v", s)
 			}
 		}},
@@ -28,6 +30,12 @@ func TestSettingsFromEnv(t *testing.T) {
 				t.Errorf("overrides: %+v", s)
 			}
 		}},
+		{name: "witness budget", env: map[string]string{"ZERODROP_WITNESSES": "12"}, check: func(t *testing.T, s Settings) {
+			if s.Witnesses != 12 {
+				t.Errorf("witnesses %d, want 12", s.Witnesses)
+			}
+		}},
+		{name: "bad witness budget", env: map[string]string{"ZERODROP_WITNESSES": "0"}, wantErr: "ZERODROP_WITNESSES"},
 		{name: "one LB model alone gets the full rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {
 			if s.Rate != 200 {
 				t.Errorf("rate %d, want 200", s.Rate)

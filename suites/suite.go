@@ -27,8 +27,9 @@ type Suite struct {
 	Timing Timing
 	// Events forwards the provider's events to the current run's file.
 	Events *SwitchSink
-	// DeferCleanup registers clean-up (ginkgo.DeferCleanup in the driver);
-	// clean-ups run last-registered first.
+	// DeferCleanup registers clean-up (ginkgo.DeferCleanup in the driver;
+	// RunScenario collects a batch's own and runs them after it); clean-ups
+	// run last-registered first.
 	DeferCleanup func(func(ctx context.Context) error)
 }
 

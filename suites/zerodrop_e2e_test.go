@@ -106,8 +106,9 @@ var _ = AfterSuite(func(ctx SpecContext) {
 // an Ordered container does by default.
 //
 // A scenario is one disruption seen by one witness per cell (a case on one
-// LB model): BeforeAll runs them all at once, then one spec per cell checks
-// its own witness, so JUnit has a line per cell.
+// LB model), repeated per batch when there are more cells than the witness
+// budget (Suite.RunScenario): BeforeAll runs them all, then one spec per
+// cell checks its own witness, so JUnit has a line per cell.
 var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 	settings, serr := SettingsFromEnv(os.Getenv, "..")
 	models, merr := settings.Models()
@@ -138,7 +139,7 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 					DeferCleanup(func(ctx SpecContext) error { return f(ctx) }, NodeTimeout(10*time.Minute))
 				}
 				start := time.Now()
-				out := sc.Body(ctx, suite, sc, cells)
+				out := suite.RunScenario(ctx, sc, cells)
 				results = make([]zdv1.Scenario, len(cells))
 				for i, c := range cells {
 					results[i] = out[i].Scenario
@@ -147,7 +148,8 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 					}
 					Expect(collector.Add(results[i])).To(Succeed())
 				}
-				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %s", sc.Name, len(cells), time.Since(start).Round(time.Second)))
+				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES) in %s",
+					sc.Name, len(cells), len(Batches(cells, suite.Settings.Witnesses)), suite.Settings.Witnesses, time.Since(start).Round(time.Second)))
 			}, NodeTimeout(60*time.Minute))
 			for i, c := range cells {
 				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
