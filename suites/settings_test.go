@@ -15,7 +15,7 @@ func TestSettingsFromEnv(t *testing.T) {
 		check   func(t *testing.T, s Settings)
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
-			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster ||
+			if s.Provider != "kind" || s.LB != "all" || s.Rate != 200 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster ||
 				s.Witnesses != witnessesPerCPU*runtime.NumCPU() {
 				t.Errorf("defaults: %+v", s)
 			}
