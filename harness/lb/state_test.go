@@ -11,25 +11,37 @@ import (
 	"time"
 )
 
-func TestServiceStateSettled(t *testing.T) {
-	base := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true}
+// Settled: the LB did what it will do before load starts; Quiet: it also
+// has nothing left to do after a disruption (no timed drain, no removal
+// unprogrammed).
+func TestServiceStateSettledAndQuiet(t *testing.T) {
+	base := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Eligible: []string{"a", "b"}, Active: []string{"a", "b"}}
 	for _, tc := range []struct {
-		name string
-		edit func(*ServiceState)
-		want bool
+		name               string
+		edit               func(*ServiceState)
+		settled, wantQuiet bool
 	}{
-		{"forwarded, every verdict in", func(*ServiceState) {}, true},
-		{"no address", func(s *ServiceState) { s.VIP = "" }, false},
-		{"in the programming delay", func(s *ServiceState) { s.Forwarding = false }, false},
-		{"a node short of its healthy threshold", func(s *ServiceState) { s.Pending = []string{"b"} }, false},
-		{"profile error", func(s *ServiceState) { s.Error = "bad" }, false},
-		{"failing open on verdicts (every node failed)", func(s *ServiceState) { s.FailingOpen = true }, true},
+		{"forwarded, every verdict in", func(*ServiceState) {}, true, true},
+		{"no address", func(s *ServiceState) { s.VIP = "" }, false, false},
+		{"in the programming delay", func(s *ServiceState) { s.Forwarding = false }, false, false},
+		{"a node short of its healthy threshold", func(s *ServiceState) { s.Pending = []string{"b"} }, false, false},
+		{"profile error", func(s *ServiceState) { s.Error = "bad" }, false, false},
+		{"failing open on verdicts (every node failed)", func(s *ServiceState) { s.FailingOpen = true }, true, true},
+		{"a backend draining until its deadline", func(s *ServiceState) {
+			s.Draining = []Backend{{Node: "b", State: Draining, Deadline: time.Now().Add(time.Minute)}}
+		}, true, false},
+		{"a backend draining, its flows kept", func(s *ServiceState) { s.Draining = []Backend{{Node: "b", State: Draining}} }, true, true},
+		{"a removal not programmed", func(s *ServiceState) { s.Eligible = []string{"a"} }, true, false},
+		{"a node out and removed", func(s *ServiceState) { s.Eligible, s.Active = []string{"a"}, []string{"a"} }, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base
 			tc.edit(&s)
-			if got := s.Settled(); got != tc.want {
-				t.Fatalf("Settled() = %t, want %t for %+v", got, tc.want, s)
+			if got := s.Settled(); got != tc.settled {
+				t.Errorf("Settled() = %t, want %t for %+v", got, tc.settled, s)
+			}
+			if got := s.Quiet(); got != tc.wantQuiet {
+				t.Errorf("Quiet() = %t, want %t for %+v", got, tc.wantQuiet, s)
 			}
 		})
 	}
@@ -101,32 +113,6 @@ func TestDescribeUnsettled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := describeUnsettled(tc.s); got != tc.want {
 				t.Fatalf("got  %q\nwant %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestServiceStateQuiet(t *testing.T) {
-	base := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Eligible: []string{"a", "b"}, Active: []string{"a", "b"}}
-	for _, tc := range []struct {
-		name string
-		edit func(*ServiceState)
-		want bool
-	}{
-		{"settled, nothing draining", func(*ServiceState) {}, true},
-		{"a verdict pending", func(s *ServiceState) { s.Pending = []string{"b"} }, false},
-		{"a backend draining until its deadline", func(s *ServiceState) {
-			s.Draining = []Backend{{Node: "b", State: Draining, Deadline: time.Now().Add(time.Minute)}}
-		}, false},
-		{"a backend draining, its flows kept", func(s *ServiceState) { s.Draining = []Backend{{Node: "b", State: Draining}} }, true},
-		{"a removal not programmed", func(s *ServiceState) { s.Eligible = []string{"a"} }, false},
-		{"a node out and removed", func(s *ServiceState) { s.Eligible, s.Active = []string{"a"}, []string{"a"} }, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := base
-			tc.edit(&s)
-			if got := s.Quiet(); got != tc.want {
-				t.Fatalf("Quiet() = %t, want %t for %+v", got, tc.want, s)
 			}
 		})
 	}
