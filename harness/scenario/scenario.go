@@ -496,8 +496,19 @@ func (r *Run) SetCriteria(why string, change func(*zdv1.Criteria)) error {
 // Finish stops the load, closes the run file, computes the verdict and
 // writes scenario.json beside the run file.
 func (r *Run) Finish(ctx context.Context) (zdv1.Scenario, error) {
+	if err := r.end(); err != nil {
+		return zdv1.Scenario{}, err
+	}
+	return r.analyze(ctx)
+}
+
+// end stops the load and the background work and closes the run file: the
+// cheap half of Finish. Witnesses end each run at its own time and analyse
+// them all once every load has stopped, so one witness's analysis (tens of
+// thousands of results) does not starve the load generators of the others.
+func (r *Run) end() error {
 	if r.finished {
-		return zdv1.Scenario{}, errors.New("scenario already finished")
+		return errors.New("scenario already finished")
 	}
 	r.finished = true
 	var loadErr error
@@ -512,8 +523,14 @@ func (r *Run) Finish(ctx context.Context) (zdv1.Scenario, error) {
 	if loadErr != nil {
 		_ = r.w.CloseWithError(loadErr)
 	} else if err := r.w.Close(); err != nil {
-		return zdv1.Scenario{}, fmt.Errorf("scenario %s: close run file: %w", r.Spec.Name, err)
+		return fmt.Errorf("scenario %s: close run file: %w", r.Spec.Name, err)
 	}
+	return nil
+}
+
+// analyze decides the verdict from the closed run file and writes
+// scenario.json next to it.
+func (r *Run) analyze(ctx context.Context) (zdv1.Scenario, error) {
 	// The criteria are the run file's own (header, then criteria events):
 	// exactly what `zerodrop analyze` reads back.
 	sc, err := verdict.AnalyzeFile(ctx, r.RunFile, verdict.WithRunFileName("run.jsonl"))
