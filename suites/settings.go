@@ -155,7 +155,7 @@ const defaultRate = 200
 // the 108 new pods started, and the cloud LB's health checks of kube-proxy
 // timed out too, so the verdicts measured the machine, not the LB. With 8,
 // the hardened cells dropped nothing but the load generator still fell
-// 60-130 ms behind its schedule in 7 of 32 cells (ERROR, not measured).
+// 60-130 ms behind its schedule in 6 of 16 hardened cells (ERROR, not measured).
 // 4 at 200 req/s is what one LB model alone has always run clean.
 const witnessesPerCPU = 2
 
