@@ -62,14 +62,15 @@ type Matrix struct {
 // BuildMatrix merges the runs into one matrix. Rows come from the scenario
 // labels the suites set (scenario, policy, profile, keepalive), falling back
 // to the scenario name; columns from the run metadata (provider, Kubernetes
-// version, LB implementation). Both keep the order they are first seen in,
+// version) and each scenario's own LB model (its "lb" label: one run of the
+// matrix holds every model, and each must be a column of its own), else
+// the run's LB implementation. Both keep the order they are first seen in,
 // so the same inputs give the same table.
 func BuildMatrix(runs []*Run) *Matrix {
 	m := &Matrix{}
 	colIndex := map[Column]int{}
 	rowIndex := map[string]*Row{}
-	for _, run := range runs {
-		col := run.Key()
+	column := func(col Column) int {
 		ci, ok := colIndex[col]
 		if !ok {
 			ci = len(m.Columns)
@@ -79,7 +80,15 @@ func BuildMatrix(runs []*Run) *Matrix {
 				r.Cells = append(r.Cells, nil)
 			}
 		}
+		return ci
+	}
+	for _, run := range runs {
 		for _, sc := range run.Scenarios {
+			col := run.Key()
+			if lb := sc.Labels["lb"]; lb != "" {
+				col.LB = lb
+			}
+			ci := column(col)
 			row := rowFor(sc)
 			key := row.Label()
 			r, ok := rowIndex[key]
