@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/scenario"
@@ -124,18 +125,26 @@ type Prevention struct {
 // when the suite runs on LB, with Reason in the report. It is data, reviewed
 // like code: a limit must name the mechanism and the runs that showed it.
 type Limit struct {
+	// LB names the model the limit holds on; On, when set, picks the models
+	// by what their profile does instead (every LB that behaves so).
 	LB     string
+	On     func(Model) bool
 	Policy corev1.ServiceExternalTrafficPolicy
 	Reason string
 }
 
+// holds reports whether the limit applies on model m.
+func (l Limit) holds(m Model) bool {
+	return (l.LB != "" && l.LB == m.Name) || (l.On != nil && l.On(m))
+}
+
 // CasesOn is the scenario's cases on one LB model: assertion cases that a
 // Limit covers become documentation and carry its reason.
-func (sc Scenario) CasesOn(lb string) []Case {
+func (sc Scenario) CasesOn(m Model) []Case {
 	out := append([]Case(nil), sc.Cases...)
 	for i, c := range out {
 		for _, l := range sc.Limits {
-			if l.LB == lb && l.Policy == c.Policy && c.Role == zdv1.RoleAssertion {
+			if l.holds(m) && l.Policy == c.Policy && c.Role == zdv1.RoleAssertion {
 				out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
 			}
 		}
@@ -148,7 +157,7 @@ func (sc Scenario) CasesOn(lb string) []Case {
 func (sc Scenario) Cells(models []Model) []Cell {
 	var out []Cell
 	for _, m := range models {
-		for _, c := range sc.CasesOn(m.Name) {
+		for _, c := range sc.CasesOn(m) {
 			out = append(out, Cell{Case: c, Model: m, Expected: sc.expected(c, m)})
 		}
 	}
@@ -183,6 +192,25 @@ const metallbAnnouncerLeaves = "MetalLB L2 with externalTrafficPolicy Local anno
 	"suite's kind cluster on 2026-11-23: drain-node/local/hardened 1 request, drain-pool-with-pdb/local/hardened 2 " +
 	"(one per drained node), each reset within 30 ms of the endpoint's 'stopped serving', re-sent after 10-21 dead " +
 	"pooled connections; earlier runs showed 0 only because the transport's retries were not counted."
+
+// cordonDropsFlows picks the LB models that take a cordoned node out of
+// their backends and close its established flows at once (gke-legacy).
+func cordonDropsFlows(m Model) bool {
+	f := m.Profile.Flows
+	return m.Profile.Eligibility.ExcludeUnschedulable && f.OnRemoved == profiles.FlowClose && f.DrainTimeout.D() == 0
+}
+
+// cordonDropsFlowsReason is why a drain cannot be drop-free on such an LB,
+// whatever the workload.
+const cordonDropsFlowsReason = "The LB takes a node out of its backends the moment it is cordoned (the service " +
+	"controller of Kubernetes 1.18 and older: profile gke-legacy, eligibility.excludeUnschedulable, kubernetes PR 90823 " +
+	"removed the rule in 1.19) and a target pool has no connection draining (flows.onRemoved close, closeAction drop): " +
+	"the flows of the client's open keep-alive connections through that node are dropped at the cordon, before any " +
+	"pod on it is evicted, and a request in flight on one times out. No Deployment or PDB setting runs before the " +
+	"cordon. Measured on this suite's kind cluster on 2026-11-23: drain-node/gke-legacy/cluster/hardened and " +
+	"local/hardened 1 timeout each, sent 101 ms and 20 ms after the LB removed the cordoned node; " +
+	"drain-pool-with-pdb/gke-legacy/local/hardened 452 timeouts in the 2.3 s after the pool's cordon (with no eligible " +
+	"node healthy the LB failed open to the new pool's nodes, which had no endpoint yet)."
 
 var (
 	localPolicy   = corev1.ServiceExternalTrafficPolicyLocal

@@ -23,8 +23,12 @@ func drainNode() Scenario {
 		Cases:       matrix(clusterPolicy, localPolicy),
 		Hazard: "evicted pods that exit at once refuse what is still sent to them; with Local, the drained node " +
 			"keeps getting the LB's traffic until its health check fails",
-		Limits: []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves}},
-		Body:   runDrainNode,
+		Limits: []Limit{
+			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
+			{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
+			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
+		},
+		Body: runDrainNode,
 	}
 }
 

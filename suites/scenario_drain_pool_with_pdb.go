@@ -31,8 +31,11 @@ func drainPoolWithPDB() Scenario {
 				"service controller of Kubernetes 1.18 and older dropped unschedulable nodes (kubernetes/kubernetes " +
 				"pkg/controller/service, the node predicate; profile field eligibility.excludeUnschedulable)",
 		}},
-		Limits: []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves}},
-		Body:   runDrainPoolWithPDB,
+		Limits: []Limit{
+			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
+			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
+		},
+		Body: runDrainPoolWithPDB,
 	}
 }
 

@@ -127,7 +127,7 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 	var np Scenario
 	for _, sc := range Scenarios() {
 		for _, l := range sc.Limits {
-			if l.Reason == "" || l.LB == "" {
+			if l.Reason == "" || (l.LB == "" && l.On == nil) {
 				t.Errorf("%s: limit without LB or reason: %+v", sc.Name, l)
 			}
 		}
@@ -144,14 +144,33 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 		t.Fatal("no local/hardened case")
 		return Case{}
 	}
-	if c := hardened(np.CasesOn("metallb")); c.Role != zdv1.RoleDocumentation || c.PlatformLimit == "" {
+	if c := hardened(np.CasesOn(Model{Name: "metallb"})); c.Role != zdv1.RoleDocumentation || c.PlatformLimit == "" {
 		t.Errorf("on metallb: role %s, limit %q; want documentation with the reason", c.Role, c.PlatformLimit)
 	}
-	if c := hardened(np.CasesOn("cloud")); c.Role != zdv1.RoleAssertion || c.PlatformLimit != "" {
+	if c := hardened(np.CasesOn(Model{Name: "cloud"})); c.Role != zdv1.RoleAssertion || c.PlatformLimit != "" {
 		t.Errorf("on cloud: role %s, limit %q; want an assertion", c.Role, c.PlatformLimit)
 	}
 	if c := hardened(np.Cases); c.Role != zdv1.RoleAssertion {
 		t.Errorf("CasesOn changed the registry: role %s", c.Role)
+	}
+}
+
+// The cordon limit picks LB models by what their profile does: of the
+// columns the suite runs, only gke-legacy drops a cordoned node and its
+// flows at once.
+func TestCordonLimitFollowsTheProfile(t *testing.T) {
+	ms, err := Settings{LB: "all"}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		if cordonDropsFlows(m) {
+			got = append(got, m.Name)
+		}
+	}
+	if strings.Join(got, ",") != "gke-legacy" {
+		t.Errorf("cordonDropsFlows holds on %v, want [gke-legacy]", got)
 	}
 }
 
