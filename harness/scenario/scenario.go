@@ -387,22 +387,10 @@ const (
 // quiet for the Service, quietChecks times in a row, or ctx ends; it returns
 // the LB's last description and, on timeout, what was still going on.
 func (r *Run) waitQuiet(ctx context.Context) (string, error) {
-	var what, busy string
+	var what string
 	streak := 0
 	for {
-		busy = ""
-		pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
-		switch {
-		case err != nil:
-			busy = err.Error()
-		default:
-			for _, p := range pods {
-				if p.DeletionTimestamp != nil {
-					busy = "pod " + p.Name + " is terminating"
-					break
-				}
-			}
-		}
+		busy := r.terminatingPod(ctx)
 		if busy == "" {
 			quiet, desc, err := r.Spec.LB.Quiet(ctx, r.Config.Namespace, r.Config.Name)
 			what = desc
@@ -428,6 +416,21 @@ func (r *Run) waitQuiet(ctx context.Context) (string, error) {
 			return what, errors.New(busy)
 		}
 	}
+}
+
+// terminatingPod describes a pod of the workload still terminating (or why
+// the pods could not be listed); "" when none is.
+func (r *Run) terminatingPod(ctx context.Context) string {
+	pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
+	if err != nil {
+		return err.Error()
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			return "pod " + p.Name + " is terminating"
+		}
+	}
+	return ""
 }
 
 // sleep waits d, or until ctx is done.
@@ -511,14 +514,10 @@ func (r *Run) end() error {
 		return errors.New("scenario already finished")
 	}
 	r.finished = true
-	var loadErr error
+	sum, loadErr := r.stopBackground()
 	if r.running != nil {
-		sum, err := r.running.Stop()
-		loadErr = err
 		r.step("load stopped", "results", sum.Results, "dropped", sum.Dropped, "rate", fmt.Sprintf("%.1f", sum.Rate()))
 	}
-	r.cancel()
-	r.bg.Wait()
 	r.sink.close()
 	if loadErr != nil {
 		_ = r.w.CloseWithError(loadErr)
@@ -548,7 +547,7 @@ func (r *Run) analyze(ctx context.Context) (zdv1.Scenario, error) {
 // the run file with the error (so the evidence of what broke stays) and
 // deletes the namespace.
 func (r *Run) abort(ctx context.Context, cause error) {
-	r.stopBackground()
+	_, _ = r.stopBackground()
 	if r.w == nil && r.sink != nil {
 		// Keep the evidence of what broke even when the run never got as
 		// far as its load.
@@ -561,7 +560,7 @@ func (r *Run) abort(ctx context.Context, cause error) {
 // halt ends the run's load and background work and closes its run file
 // with cause, keeping the evidence of what broke.
 func (r *Run) halt(cause error) {
-	r.stopBackground()
+	_, _ = r.stopBackground()
 	r.closeRunFile(cause)
 }
 
@@ -577,15 +576,17 @@ func (r *Run) closeRunFile(cause error) {
 }
 
 // stopBackground stops the load and waits for the observer and the LB
-// event stream to end.
-func (r *Run) stopBackground() {
+// event stream to end; it returns the load's tally and error (zero when no
+// load ran).
+func (r *Run) stopBackground() (sum load.Summary, err error) {
 	if r.running != nil {
-		_, _ = r.running.Stop()
+		sum, err = r.running.Stop()
 	}
 	if r.cancel != nil {
 		r.cancel()
 	}
 	r.bg.Wait()
+	return sum, err
 }
 
 // Cleanup deletes the scenario's namespace and waits for it to go. It is
