@@ -161,6 +161,27 @@ func (s *server) adminServer() *http.Server {
 	}
 }
 
+// awaitClientsClose waits until no traffic connection is open or grace has
+// passed; it returns early with a second signal, or cancelled when ctx ends.
+func (s *server) awaitClientsClose(ctx context.Context, grace time.Duration, signals <-chan os.Signal) (sig os.Signal, cancelled bool) {
+	tick := time.NewTicker(closePoll)
+	defer tick.Stop()
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for s.openConns.Load() > 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return nil, false
+		case sig := <-signals:
+			return sig, false
+		case <-ctx.Done():
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
 // terminate is the sequence Run documents, from the first signal on.
 func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os.Signal, serveErr <-chan error, traffic, admin *http.Server) error {
 	cfg := s.cfg
@@ -213,27 +234,13 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 	// Connection: close and has the client close it; the wait ends early
 	// once none is open.
 	if grace := min(cfg.DrainTimeout/2, closeGrace); grace > 0 {
-		tick := time.NewTicker(closePoll)
-		deadline := time.NewTimer(grace)
-	wait:
-		for s.openConns.Load() > 0 {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				break wait
-			case sig2 := <-signals:
-				tick.Stop()
-				deadline.Stop()
-				return abort(sig2, "drain")
-			case <-ctx.Done():
-				tick.Stop()
-				deadline.Stop()
-				s.closeNow(traffic, admin, "context cancelled")
-				return nil
-			}
+		switch sig2, cancelled := s.awaitClientsClose(ctx, grace, signals); {
+		case sig2 != nil:
+			return abort(sig2, "drain")
+		case cancelled:
+			s.closeNow(traffic, admin, "context cancelled")
+			return nil
 		}
-		tick.Stop()
-		deadline.Stop()
 		s.log.Info("draining: stopped accepting, closing idle connections",
 			"after", time.Since(start).Round(time.Millisecond).String(), "open_connections", s.openConns.Load())
 	}
