@@ -107,22 +107,12 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	if s.Kubeconfig == "" {
 		s.Kubeconfig = filepath.Join(repoRoot, "out", "kubeconfig")
 	}
-	if v := getenv("ZERODROP_RATE"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 5000 {
-			problems = append(problems, fmt.Sprintf("ZERODROP_RATE=%q: want requests per second between 1 and 5000", v))
-		} else {
-			s.Rate = n
-		}
+	if p := intSetting(getenv, "ZERODROP_RATE", "requests per second", 1, 5000, &s.Rate); p != "" {
+		problems = append(problems, p)
 	}
 	s.Witnesses = witnessesPerCPU * runtime.NumCPU()
-	if v := getenv("ZERODROP_WITNESSES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			problems = append(problems, fmt.Sprintf("ZERODROP_WITNESSES=%q: want how many witnesses may watch one disruption, between 1 and 500", v))
-		} else {
-			s.Witnesses = n
-		}
+	if p := intSetting(getenv, "ZERODROP_WITNESSES", "how many witnesses may watch one disruption,", 1, 500, &s.Witnesses); p != "" {
+		problems = append(problems, p)
 	}
 	if v := getenv("ZERODROP_READY_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -143,6 +133,22 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		return s, fmt.Errorf("bad settings: %s", strings.Join(problems, "; "))
 	}
 	return s, nil
+}
+
+// intSetting reads the integer variable name into dst when it is set and
+// within lo..hi; otherwise it leaves dst and returns the problem, saying
+// what the number is (want).
+func intSetting(getenv func(string) string, name, want string, lo, hi int, dst *int) string {
+	v := getenv(name)
+	if v == "" {
+		return ""
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return fmt.Sprintf("%s=%q: want %s between %d and %d", name, v, want, lo, hi)
+	}
+	*dst = n
+	return ""
 }
 
 // defaultRate is the load per witness, in requests per second.
