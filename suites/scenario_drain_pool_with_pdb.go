@@ -103,6 +103,5 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 			}
 		}
 	}
-	res := ws.Finish(ctx, s.settleEach(cells))
-	return res
+	return ws.Finish(ctx, s.settleEach(cells))
 }
