@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -347,15 +348,25 @@ func FindKind(ctx context.Context, cluster, network string) (*KindLB, error) {
 }
 
 // claimsUnclassed reads the LB's --claim-unclassed flag from its command
-// line (the flag defaults to true in cmd/zerodrop-lb).
+// line (the flag defaults to true in cmd/zerodrop-lb) the way Go's flag
+// package does: a boolean flag takes its value only as "-flag=value" (parsed
+// by strconv.ParseBool) and a bare "-flag" means true, so "--claim-unclassed
+// false" is true followed by a stray argument. The last occurrence wins. A
+// value ParseBool rejects would have stopped the LB from starting: it reads
+// as the default. (Other flags' values are not told apart from arguments:
+// only this flag's spelling is looked for.)
 func claimsUnclassed(args []string) bool {
 	claim := true
-	for i, a := range args {
-		switch {
-		case a == "--claim-unclassed" || a == "-claim-unclassed":
-			claim = i+1 >= len(args) || !strings.HasPrefix(args[i+1], "false")
-		case strings.HasPrefix(a, "--claim-unclassed=") || strings.HasPrefix(a, "-claim-unclassed="):
-			claim = strings.SplitN(a, "=", 2)[1] != "false"
+	for _, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "claim-unclassed" {
+			continue
+		}
+		claim = true
+		if hasValue {
+			if v, err := strconv.ParseBool(value); err == nil {
+				claim = v
+			}
 		}
 	}
 	return claim

@@ -37,8 +37,17 @@ func TestClaimsUnclassed(t *testing.T) {
 		{nil, true},
 		{[]string{"--lb-profile", "generic", "--claim-unclassed=true"}, true},
 		{[]string{"--claim-unclassed=false", "--admin-addr", ":9100"}, false},
-		{[]string{"--claim-unclassed", "false"}, false},
+		// A bare boolean flag is true; "false" is then a stray argument
+		// that ends flag parsing, as in flag.FlagSet.Parse.
+		{[]string{"--claim-unclassed", "false"}, true},
 		{[]string{"-claim-unclassed=false"}, false},
+		{[]string{"--claim-unclassed=0"}, false},
+		{[]string{"--claim-unclassed=F"}, false},
+		{[]string{"--claim-unclassed=false", "--claim-unclassed"}, true},
+		{[]string{"--claim-unclassed=nonsense"}, true},
+		{[]string{"--kubeconfig", "/etc/k", "--claim-unclassed=false"}, false},
+		{[]string{"--claimunclassed=false"}, true},
+		{[]string{"claim-unclassed=false"}, true},
 	} {
 		if got := claimsUnclassed(tc.args); got != tc.want {
 			t.Errorf("claimsUnclassed(%q) = %v, want %v", tc.args, got, tc.want)
