@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -16,6 +17,8 @@ const (
 	DefaultListen       = ":8080"
 	DefaultAdminListen  = ":8081"
 	DefaultDrainTimeout = 10 * time.Second
+	DefaultReadyPath    = "/readyz"
+	DefaultLivePath     = "/healthz"
 )
 
 // Identity is who the server says it is in every answer. In a pod it comes
@@ -30,7 +33,9 @@ type Identity struct {
 // Config is the contract's knobs. The zero value is not useful: start from
 // DefaultConfig or ParseConfig.
 type Config struct {
-	// Listen is the traffic address (the Service's target port).
+	// Listen is the traffic address (the Service's target port), or several
+	// separated by commas (":80,:443,:10254"): every one serves the same
+	// traffic handler, as a stand-in for an app with several ports must.
 	Listen string
 	// AdminListen is the admin address (never behind a Service).
 	AdminListen string
@@ -47,6 +52,12 @@ type Config struct {
 	// DrainTimeout is the graceful budget for in-flight requests once the
 	// server stops accepting; 0 closes them at once (the naive app).
 	DrainTimeout time.Duration
+	// ReadyPaths answer readiness (200 when ready, 503 when not) and
+	// LivePaths liveness (always 200) on the traffic port; default /readyz
+	// and /healthz. A path in both answers readiness: an app whose one
+	// health handler serves both probes fails both when it stops being
+	// ready, which is what such an app does.
+	ReadyPaths, LivePaths []string
 	// LogRequests logs one debug line per request. Off by default: the
 	// load generator records requests, the server logs state changes.
 	LogRequests bool
@@ -62,13 +73,46 @@ func DefaultConfig() Config {
 		Ready:        true,
 		KeepAlive:    true,
 		DrainTimeout: DefaultDrainTimeout,
+		ReadyPaths:   []string{DefaultReadyPath},
+		LivePaths:    []string{DefaultLivePath},
 	}
+}
+
+// ListenAddrs splits Listen into its addresses.
+func (c Config) ListenAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.Listen, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// pathList is a comma-separated flag of URL paths.
+type pathList []string
+
+func (p *pathList) String() string { return strings.Join(*p, ",") }
+
+func (p *pathList) Set(v string) error {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !strings.HasPrefix(s, "/") {
+			return fmt.Errorf("path %q does not start with /", s)
+		}
+		out = append(out, s)
+	}
+	*p = out
+	return nil
 }
 
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
 	switch {
-	case c.Listen == "":
+	case len(c.ListenAddrs()) == 0:
 		return errors.New("traffic listen address (--listen, ECHO_LISTEN) is empty")
 	case c.AdminListen == "":
 		return errors.New("admin listen address (--admin-listen, ECHO_ADMIN_LISTEN) is empty")
@@ -92,13 +136,15 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
 	fs.SetOutput(output)
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "traffic address [ECHO_LISTEN]")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "traffic address, or several comma-separated [ECHO_LISTEN]")
 	fs.StringVar(&cfg.AdminListen, "admin-listen", cfg.AdminListen, "admin address [ECHO_ADMIN_LISTEN]")
 	fs.BoolVar(&cfg.Ready, "ready", cfg.Ready, "initial readiness [ECHO_READY]")
 	fs.BoolVar(&cfg.KeepAlive, "keepalive", cfg.KeepAlive, "HTTP keep-alive on the traffic port [ECHO_KEEPALIVE]")
 	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "after SIGTERM keep serving this long [ECHO_SHUTDOWN_DELAY]")
 	fs.BoolVar(&cfg.UnreadyOnTerm, "unready-on-term", cfg.UnreadyOnTerm, "fail readiness as soon as SIGTERM arrives [ECHO_UNREADY_ON_TERM]")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "after the delay, budget for in-flight requests; 0 closes them at once [ECHO_DRAIN_TIMEOUT]")
+	fs.Var((*pathList)(&cfg.ReadyPaths), "ready-path", "paths answering readiness on the traffic port, comma-separated [ECHO_READY_PATH]")
+	fs.Var((*pathList)(&cfg.LivePaths), "live-path", "paths answering liveness on the traffic port, comma-separated [ECHO_LIVE_PATH]")
 	fs.BoolVar(&cfg.LogRequests, "log-requests", cfg.LogRequests, "log one debug line per request [ECHO_LOG_REQUESTS]")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: echo-server [flags]\n\n"+
@@ -124,6 +170,8 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 		{"unready-on-term", "ECHO_UNREADY_ON_TERM"},
 		{"drain-timeout", "ECHO_DRAIN_TIMEOUT"},
 		{"log-requests", "ECHO_LOG_REQUESTS"},
+		{"ready-path", "ECHO_READY_PATH"},
+		{"live-path", "ECHO_LIVE_PATH"},
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -42,21 +43,25 @@ func TestParseConfig(t *testing.T) {
 		{
 			name: "every flag",
 			args: []string{"--listen", "127.0.0.1:1", "--admin-listen=127.0.0.1:2", "--ready=false", "--keepalive=false",
-				"--shutdown-delay", "15s", "--unready-on-term", "--drain-timeout", "0s", "--log-requests"},
+				"--shutdown-delay", "15s", "--unready-on-term", "--drain-timeout", "0s", "--log-requests",
+				"--ready-path=/healthz,/ready", "--live-path", "/healthz"},
 			env: podEnv,
 			want: base(func(c *Config) {
 				c.Listen, c.AdminListen, c.Ready, c.KeepAlive = "127.0.0.1:1", "127.0.0.1:2", false, false
 				c.ShutdownDelay, c.UnreadyOnTerm, c.DrainTimeout, c.LogRequests = 15*time.Second, true, 0, true
+				c.ReadyPaths, c.LivePaths = []string{"/healthz", "/ready"}, []string{"/healthz"}
 			}),
 		},
 		{
 			name: "every environment variable",
 			env: with(map[string]string{
-				"ECHO_LISTEN": ":9", "ECHO_ADMIN_LISTEN": ":10", "ECHO_READY": "false", "ECHO_KEEPALIVE": "0",
+				"ECHO_LISTEN": ":9,:10254", "ECHO_ADMIN_LISTEN": ":10", "ECHO_READY": "false", "ECHO_KEEPALIVE": "0",
 				"ECHO_SHUTDOWN_DELAY": "2s", "ECHO_UNREADY_ON_TERM": "true", "ECHO_DRAIN_TIMEOUT": "3s", "ECHO_LOG_REQUESTS": "1",
+				"ECHO_READY_PATH": "/ready", "ECHO_LIVE_PATH": "/live,/alive",
 			}),
 			want: base(func(c *Config) {
-				c.Listen, c.AdminListen, c.Ready, c.KeepAlive = ":9", ":10", false, false
+				c.Listen, c.AdminListen, c.Ready, c.KeepAlive = ":9,:10254", ":10", false, false
+				c.ReadyPaths, c.LivePaths = []string{"/ready"}, []string{"/live", "/alive"}
 				c.ShutdownDelay, c.UnreadyOnTerm, c.DrainTimeout, c.LogRequests = 2*time.Second, true, 3*time.Second, true
 			}),
 		},
@@ -77,6 +82,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative delay", args: []string{"--shutdown-delay=-1s"}, env: podEnv, wantErr: "negative"},
 		{name: "negative drain", env: with(map[string]string{"ECHO_DRAIN_TIMEOUT": "-5s"}), wantErr: "negative"},
 		{name: "empty listen", args: []string{"--listen="}, env: podEnv, wantErr: "--listen"},
+		{name: "only commas to listen on", args: []string{"--listen=,"}, env: podEnv, wantErr: "--listen"},
+		{name: "relative probe path", args: []string{"--ready-path=ready"}, env: podEnv, wantErr: "does not start with /"},
 		{name: "positional argument", args: []string{"serve"}, env: podEnv, wantErr: "unexpected arguments"},
 		{name: "unknown flag", args: []string{"--port=80"}, env: podEnv, wantErr: "port"},
 		{name: "bad POD_IP", env: with(map[string]string{"POD_IP": "ten.zero"}), wantErr: "POD_IP"},
@@ -94,7 +101,7 @@ func TestParseConfig(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseConfig: %v", err)
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("config\n got %+v\nwant %+v", got, tt.want)
 			}
 		})

@@ -5,14 +5,16 @@
 // load generator outside the cluster can attribute every request.
 //
 // Two listeners: the traffic port (echo, /healthz, /readyz; reached through
-// the Service) and the admin port (readiness and keep-alive switches, stats,
+// the Service; several addresses serve it when Listen names several, as a
+// stand-in for an app with several ports does, and the probe paths are
+// ReadyPaths and LivePaths) and the admin port (readiness and keep-alive switches, stats,
 // Prometheus metrics; never exposed by a Service). Run drives both and the
 // termination sequence; it owns no global state, so several servers can run
 // in one process (tests do).
 //
 // # Traffic port
 //
-// Any path other than /healthz and /readyz answers 200 with a JSON object:
+// Any path other than the probe paths (default /healthz and /readyz) answers 200 with a JSON object:
 //
 //	pod, node, namespace, pod_ip    identity (downward API, hostname otherwise)
 //	client_ip, client_port          the TCP peer as the server saw it (port is a number)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -77,17 +78,25 @@ func Run(ctx context.Context, cfg Config, signals <-chan os.Signal, opts ...Opti
 		closeAll(o.traffic, o.admin)
 		return fmt.Errorf("echo server: %w", err)
 	}
-	tl, al := o.traffic, o.admin
-	if tl == nil {
-		if tl, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return fmt.Errorf("echo server: listening on the traffic address %q (--listen, ECHO_LISTEN): %w; choose a free address", cfg.Listen, err)
+	var tls []net.Listener
+	al := o.admin
+	if o.traffic != nil {
+		tls = []net.Listener{o.traffic}
+	} else {
+		for _, addr := range cfg.ListenAddrs() {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				closeAll(tls...)
+				return fmt.Errorf("echo server: listening on the traffic address %q (--listen, ECHO_LISTEN): %w; choose a free address", addr, err)
+			}
+			tls = append(tls, l)
 		}
 		if al, err = net.Listen("tcp", cfg.AdminListen); err != nil {
-			tl.Close()
+			closeAll(tls...)
 			return fmt.Errorf("echo server: listening on the admin address %q (--admin-listen, ECHO_ADMIN_LISTEN): %w; choose a free address", cfg.AdminListen, err)
 		}
 	}
-	return s.serve(ctx, tl, al, signals)
+	return s.serve(ctx, tls, al, signals)
 }
 
 func closeAll(ls ...net.Listener) {
@@ -98,16 +107,25 @@ func closeAll(ls ...net.Listener) {
 	}
 }
 
-func (s *server) serve(ctx context.Context, tl, al net.Listener, signals <-chan os.Signal) error {
+func (s *server) serve(ctx context.Context, tls []net.Listener, al net.Listener, signals <-chan os.Signal) error {
 	traffic, admin := s.trafficServer(), s.adminServer()
 
-	serveErr := make(chan error, 2)
-	var wg sync.WaitGroup
-	for _, p := range []struct {
+	type listener struct {
 		name string
 		srv  *http.Server
 		l    net.Listener
-	}{{"traffic", traffic, tl}, {"admin", admin, al}} {
+	}
+	// One http.Server serves every traffic listener: Shutdown closes them
+	// all and drains their connections together.
+	ls := []listener{{"admin", admin, al}}
+	trafficAddrs := make([]string, 0, len(tls))
+	for _, l := range tls {
+		ls = append(ls, listener{"traffic", traffic, l})
+		trafficAddrs = append(trafficAddrs, l.Addr().String())
+	}
+	serveErr := make(chan error, len(ls))
+	var wg sync.WaitGroup
+	for _, p := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -122,7 +140,7 @@ func (s *server) serve(ctx context.Context, tl, al net.Listener, signals <-chan 
 
 	cfg := s.cfg
 	s.log.Info("serving",
-		"traffic_addr", tl.Addr().String(), "admin_addr", al.Addr().String(),
+		"traffic_addr", strings.Join(trafficAddrs, ","), "admin_addr", al.Addr().String(),
 		"pod", cfg.Identity.Pod, "node", cfg.Identity.Node, "namespace", cfg.Identity.Namespace, "pod_ip", cfg.Identity.PodIP,
 		"ready", cfg.Ready, "keepalive", cfg.KeepAlive,
 		"shutdown_delay", cfg.ShutdownDelay.String(), "unready_on_term", cfg.UnreadyOnTerm, "drain_timeout", cfg.DrainTimeout.String())

@@ -356,3 +356,64 @@ func TestRunSetupErrors(t *testing.T) {
 		t.Error("Run left the caller's traffic listener open after rejecting the options")
 	}
 }
+
+// A stand-in for an app with several ports (traffic on two, probes on a
+// third) serves the same handler on every address Listen names, and its
+// probe paths answer what an app's would: readiness fails with the switch,
+// liveness does not, and a path that is both follows readiness.
+func TestSeveralListenersAndProbePaths(t *testing.T) {
+	free := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	cfg := testConfig()
+	a, b := free(), free()
+	cfg.Listen, cfg.AdminListen = a+","+b, free()
+	cfg.ReadyPaths, cfg.LivePaths = []string{"/healthz", "/ready"}, []string{"/healthz", "/live"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, nil) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	status := func(addr, path string) int {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			resp, err := http.Get("http://" + addr + path)
+			if err == nil {
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s%s: %v", addr, path, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, addr := range []string{a, b} {
+		for path, want := range map[string]int{"/": 200, "/ready": 200, "/live": 200, "/healthz": 200, "/readyz": 200} {
+			if got := status(addr, path); got != want {
+				t.Errorf("ready: GET %s%s = %d, want %d", addr, path, got, want)
+			}
+		}
+	}
+	resp, err := http.Post("http://"+cfg.AdminListen+"/admin/ready?value=false", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// /readyz is no probe path here: it echoes like any other path.
+	for path, want := range map[string]int{"/ready": 503, "/healthz": 503, "/live": 200, "/readyz": 200} {
+		if got := status(b, path); got != want {
+			t.Errorf("unready: GET %s%s = %d, want %d", b, path, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,9 +222,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h["X-Echo-Pod"] = s.hdrPod
 
 	switch p := r.URL.Path; {
-	case p == "/healthz":
-		plain(w, http.StatusOK, "ok\n")
-	case p == "/readyz":
+	case slices.Contains(s.cfg.ReadyPaths, p):
 		switch {
 		case s.draining.Load():
 			plain(w, http.StatusServiceUnavailable, "not ready: draining\n")
@@ -232,6 +231,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			plain(w, http.StatusOK, "ready\n")
 		}
+	case slices.Contains(s.cfg.LivePaths, p):
+		plain(w, http.StatusOK, "ok\n")
 	case p == "/metrics" || p == "/admin" || strings.HasPrefix(p, "/admin/"):
 		plain(w, http.StatusNotFound, "404 not found: admin endpoints and metrics are on the admin port only\n")
 	default:
