@@ -142,41 +142,9 @@ func Check(m *Manifests, opts ...Option) *Report {
 	}
 	rep := &Report{Profile: prof, Kubernetes: kube, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...)}
 
-	// Copy, so defaulting the namespace leaves the input untouched.
-	objs := make([]*Object, len(m.Objects))
-	last := map[string]int{}
-	for i, orig := range m.Objects {
-		cp := *orig
-		if cp.Namespace == "" {
-			cp.Namespace = cfg.namespace
-		}
-		objs[i] = &cp
-		last[apiGroup(cp.APIVersion)+"|"+cp.Ref()] = i
-	}
-	var services, workloads, pdbs, routes, hpas []*Object
-	for i, o := range objs {
-		// Like kubectl apply, a later definition of the same object wins.
-		if j := last[apiGroup(o.APIVersion)+"|"+o.Ref()]; j != i {
-			rep.Skipped = append(rep.Skipped, Skip{Source: o.Source,
-				Reason: fmt.Sprintf("%s is defined again at %s, which wins", o.Ref(), objs[j].Source)})
-			continue
-		}
-		switch {
-		case o.routes != nil:
-			routes = append(routes, o)
-		case o.Obj == nil:
-		default:
-			if _, ok := o.Obj.(*corev1.Service); ok {
-				services = append(services, o)
-			} else if pdbOf(o) != nil {
-				pdbs = append(pdbs, o)
-			} else if _, ok := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
-				hpas = append(hpas, o)
-			} else if _, ok := asWorkload(o); ok {
-				workloads = append(workloads, o)
-			}
-		}
-	}
+	in := classify(m, cfg.namespace)
+	rep.Skipped = append(rep.Skipped, in.skipped...)
+	services := in.services
 
 	seen := map[string]bool{}
 	emit := func(f Finding) {
@@ -188,7 +156,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 		rep.Findings = append(rep.Findings, f)
 	}
 
-	ix := newIndex(workloads, pdbs, hpas, routes)
+	ix := in.index()
 	for _, so := range services {
 		svc := so.Obj.(*corev1.Service)
 		l7Via := ""
@@ -270,6 +238,104 @@ func Check(m *Manifests, opts ...Option) *Report {
 		return a.RuleID < b.RuleID
 	})
 	return rep
+}
+
+// classified is the input sorted by what the rules read of it, namespaces
+// defaulted and later definitions winning.
+type classified struct {
+	services, workloads, pdbs, routes, hpas []*Object
+	skipped                                 []Skip
+}
+
+func (c *classified) index() *index { return newIndex(c.workloads, c.pdbs, c.hpas, c.routes) }
+
+// classify copies the objects (so defaulting the namespace leaves the input
+// untouched) and sorts them; like kubectl apply, a later definition of the
+// same object wins and the earlier one is skipped.
+func classify(m *Manifests, namespace string) *classified {
+	objs := make([]*Object, len(m.Objects))
+	last := map[string]int{}
+	for i, orig := range m.Objects {
+		cp := *orig
+		if cp.Namespace == "" {
+			cp.Namespace = namespace
+		}
+		objs[i] = &cp
+		last[apiGroup(cp.APIVersion)+"|"+cp.Ref()] = i
+	}
+	c := &classified{}
+	for i, o := range objs {
+		if j := last[apiGroup(o.APIVersion)+"|"+o.Ref()]; j != i {
+			c.skipped = append(c.skipped, Skip{Source: o.Source,
+				Reason: fmt.Sprintf("%s is defined again at %s, which wins", o.Ref(), objs[j].Source)})
+			continue
+		}
+		switch {
+		case o.routes != nil:
+			c.routes = append(c.routes, o)
+		case o.Obj == nil:
+		default:
+			if _, ok := o.Obj.(*corev1.Service); ok {
+				c.services = append(c.services, o)
+			} else if pdbOf(o) != nil {
+				c.pdbs = append(c.pdbs, o)
+			} else if _, ok := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+				c.hpas = append(c.hpas, o)
+			} else if _, ok := asWorkload(o); ok {
+				c.workloads = append(c.workloads, o)
+			}
+		}
+	}
+	return c
+}
+
+// Subject is a Service of type LoadBalancer and what the doctor finds
+// behind it: the workloads its selector picks (input order) with the PDBs
+// and the HorizontalPodAutoscaler of each. It is the doctor's pairing, for
+// tools that act on the same objects the rules judged (the stand-in of
+// `zerodrop test`).
+type Subject struct {
+	Service  *Object
+	Backends []Backend
+}
+
+// Backend is one workload behind a Subject's Service.
+type Backend struct {
+	Workload *Object
+	// Kind is the workload's kind (Deployment, StatefulSet, DaemonSet,
+	// ReplicationController, Rollout).
+	Kind string
+	// Container is the index of the container the Service sends to in the
+	// Pod template (the one owning the target port; see servingContainer).
+	Container int
+	PDBs      []*Object
+	HPA       *Object
+}
+
+// Subjects pairs every Service of type LoadBalancer in m with the workloads,
+// PDBs and HPAs behind it, the way Check does; objects without a namespace
+// get namespace ("default" when empty).
+func Subjects(m *Manifests, namespace string) []Subject {
+	if namespace == "" {
+		namespace = "default"
+	}
+	in := classify(m, namespace)
+	ix := in.index()
+	var out []Subject
+	for _, so := range in.services {
+		svc := so.Obj.(*corev1.Service)
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			continue
+		}
+		sub := Subject{Service: so}
+		for _, wo := range ix.selected(svc, so.Namespace) {
+			wl, _ := asWorkload(wo)
+			ci, _ := wl.servingContainer(svc)
+			sub.Backends = append(sub.Backends, Backend{Workload: wo, Kind: wl.kind, Container: ci, PDBs: ix.pdbsOf(wl), HPA: ix.hpaOf(wl)})
+		}
+		out = append(out, sub)
+	}
+	return out
 }
 
 // injectedBy names the admission webhook that writes container c, or "".
