@@ -1,0 +1,322 @@
+package standin
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/doctor"
+)
+
+// Paths the stand-in answers for probes whose handler it cannot run (exec,
+// gRPC), and the load's path when a probe already uses "/".
+const (
+	readyPath = "/zerodrop-readyz"
+	livePath  = "/zerodrop-livez"
+	loadPath  = "/zerodrop"
+)
+
+// echoDrainForKnownApps is the in-flight budget of a known server that
+// quits gracefully (the echo server's own default, echo.DefaultDrainTimeout).
+const echoDrainForKnownApps = 10 * time.Second
+
+type changeFunc func(obj, field, was, now, why string)
+
+// podTemplate replaces every container of in by the echo server and keeps
+// every knob the Pod's drops depend on.
+func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, wref string, change changeFunc) (*corev1.PodTemplateSpec, []Container, string, error) {
+	tpl := in.DeepCopy()
+	spec := &tpl.Spec
+	tplField := "spec.template.spec."
+	drop := func(field string, set bool, was, why string) {
+		if set {
+			change(wref, tplField+field, was, "", why)
+		}
+	}
+	drop("volumes", len(spec.Volumes) > 0, fmt.Sprint(len(spec.Volumes), " volumes"), "the echo server reads no files")
+	drop("initContainers", len(spec.InitContainers) > 0, names(spec.InitContainers), "they run the user's images; a native sidecar's readiness no longer gates the Pod")
+	drop("serviceAccountName", spec.ServiceAccountName != "", spec.ServiceAccountName, "the echo server calls no API")
+	drop("imagePullSecrets", len(spec.ImagePullSecrets) > 0, "set", "the echo image is loaded, not pulled")
+	drop("securityContext", spec.SecurityContext != nil, "set", "the echo server binds the app's ports, some below 1024")
+	drop("priorityClassName", spec.PriorityClassName != "", spec.PriorityClassName, "the class is the user's cluster's")
+	drop("schedulerName", spec.SchedulerName != "" && spec.SchedulerName != corev1.DefaultSchedulerName, spec.SchedulerName, "the test cluster runs the default scheduler")
+	drop("runtimeClassName", spec.RuntimeClassName != nil, "set", "the runtime class is the user's cluster's")
+	drop("nodeName", spec.NodeName != "", spec.NodeName, "a node of the user's cluster")
+	drop("readinessGates", len(spec.ReadinessGates) > 0, gates(spec.ReadinessGates),
+		"set by a controller the test cluster does not run (such as an LB controller's target health): the stand-in's Pods are ready without them, so what the gate protects is not measured")
+	spec.Volumes, spec.InitContainers, spec.ServiceAccountName, spec.DeprecatedServiceAccount = nil, nil, "", ""
+	spec.ImagePullSecrets, spec.SecurityContext, spec.PriorityClassName, spec.Priority = nil, nil, "", nil
+	spec.RuntimeClassName, spec.NodeName, spec.ReadinessGates, spec.EphemeralContainers = nil, "", nil, nil
+	if spec.SchedulerName != corev1.DefaultSchedulerName {
+		spec.SchedulerName = ""
+	}
+	spec.AutomountServiceAccountToken = nil
+
+	// The load's path must reach the echo handler, not a probe's.
+	path := "/"
+	for i := range spec.Containers {
+		for _, p := range probes(&spec.Containers[i]) {
+			if p.HTTPGet != nil && (p.HTTPGet.Path == "" || p.HTTPGet.Path == "/") {
+				path = loadPath
+			}
+		}
+	}
+
+	used := usedPorts(spec)
+	var out []Container
+	for i := range spec.Containers {
+		orig := in.Spec.Containers[i]
+		c := &spec.Containers[i]
+		cref := fmt.Sprintf("%scontainers[%s]", tplField, c.Name)
+		listen := map[int32]bool{}
+		for _, p := range c.Ports {
+			if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
+				listen[p.ContainerPort] = true
+			}
+		}
+		var readyPaths, livePaths []string
+		first := func() int32 {
+			if len(listen) == 0 {
+				listen[freePort(used, 8080)] = true
+			}
+			return sortedPorts(listen)[0]
+		}
+		probe := func(p *corev1.Probe, field, fallback string, paths *[]string) error {
+			if p == nil {
+				return nil
+			}
+			switch {
+			case p.HTTPGet != nil:
+				port, err := resolve(c, p.HTTPGet.Port, cref+"."+field)
+				if err != nil {
+					return err
+				}
+				listen[port] = true
+				pp := p.HTTPGet.Path
+				if pp == "" {
+					pp = "/"
+				}
+				*paths = append(*paths, pp)
+				if p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+					change(wref, cref+"."+field+".httpGet.scheme", "HTTPS", "HTTP", "the echo server speaks plain HTTP; timing and path are kept")
+					p.HTTPGet.Scheme = corev1.URISchemeHTTP
+				}
+			case p.TCPSocket != nil:
+				port, err := resolve(c, p.TCPSocket.Port, cref+"."+field)
+				if err != nil {
+					return err
+				}
+				listen[port] = true
+			default:
+				was := "exec"
+				if p.GRPC != nil {
+					was = "grpc"
+				}
+				port := first()
+				*paths = append(*paths, fallback)
+				p.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: fallback, Port: intstr.FromInt32(port)}}
+				change(wref, cref+"."+field, was, "httpGet "+fallback+" on "+strconv.Itoa(int(port)),
+					"the echo image has no shell or gRPC health service; the same timing on an HTTP handler that fails and succeeds as the app's would")
+			}
+			return nil
+		}
+		if err := probe(c.ReadinessProbe, "readinessProbe", readyPath, &readyPaths); err != nil {
+			return nil, nil, "", err
+		}
+		if err := probe(c.LivenessProbe, "livenessProbe", livePath, &livePaths); err != nil {
+			return nil, nil, "", err
+		}
+		if err := probe(c.StartupProbe, "startupProbe", livePath, &livePaths); err != nil {
+			return nil, nil, "", err
+		}
+
+		sd := doctor.ContainerShutdown(&orig)
+		if err := hooks(c, sd, opts, wref, cref, listen, change); err != nil {
+			return nil, nil, "", err
+		}
+		b, from := behaviour(&orig, sd, opts)
+
+		drop2 := func(field string, set bool, was, why string) {
+			if set {
+				change(wref, cref+"."+field, was, "", why)
+			}
+		}
+		change(wref, cref+".image", orig.Image, opts.Image, "the stand-in: the echo server attributes every answer to a pod, a node and a moment")
+		drop2("command/args", len(c.Command)+len(c.Args) > 0, strings.Join(append(append([]string{}, c.Command...), c.Args...), " "), "the echo server's own")
+		drop2("env", len(c.Env)+len(c.EnvFrom) > 0, fmt.Sprint(len(c.Env)+len(c.EnvFrom), " entries"), "replaced by the echo server's configuration")
+		drop2("volumeMounts", len(c.VolumeMounts)+len(c.VolumeDevices) > 0, fmt.Sprint(len(c.VolumeMounts)+len(c.VolumeDevices), " mounts"), "the Pod's volumes are not kept")
+		drop2("resources", len(c.Resources.Requests)+len(c.Resources.Limits)+len(c.Resources.Claims) > 0, "set",
+			"the echo server needs little, and the test cluster's nodes are small")
+		drop2("securityContext", c.SecurityContext != nil, "set", "the echo server binds the app's ports, some below 1024")
+
+		admin := freePort(used, adminBase)
+		if len(listen) == 0 {
+			first()
+		}
+		ports := sortedPorts(listen)
+		env := []corev1.EnvVar{
+			{Name: "ECHO_LISTEN", Value: joinPorts(ports)},
+			{Name: "ECHO_ADMIN_LISTEN", Value: ":" + strconv.Itoa(int(admin))},
+			{Name: "ECHO_READY_PATH", Value: pathsOr(readyPaths, readyPath)},
+			{Name: "ECHO_LIVE_PATH", Value: pathsOr(livePaths, livePath)},
+			{Name: "ECHO_UNREADY_ON_TERM", Value: strconv.FormatBool(b.UnreadyOnTerm)},
+			{Name: "ECHO_SHUTDOWN_DELAY", Value: b.KeepAccepting.String()},
+			{Name: "ECHO_DRAIN_TIMEOUT", Value: b.Drain.String()},
+			{Name: "ECHO_KEEPALIVE", Value: strconv.FormatBool(b.KeepAlive)},
+		}
+		c.Image, c.ImagePullPolicy = opts.Image, opts.PullPolicy
+		c.Command, c.Args, c.WorkingDir = nil, nil, ""
+		c.Env, c.EnvFrom = append(env, fixtures.DownwardEnv()...), nil
+		c.VolumeMounts, c.VolumeDevices = nil, nil
+		c.Resources, c.ResizePolicy = corev1.ResourceRequirements{}, nil
+		c.SecurityContext = nil
+		out = append(out, Container{Name: c.Name, Listen: ports, Admin: admin, Behaviour: b, Ends: b.String(), BehaviourFrom: from})
+	}
+	return tpl, out, path, nil
+}
+
+func pathsOr(ps []string, def string) string {
+	if len(ps) == 0 {
+		return def
+	}
+	return strings.Join(ps, ",")
+}
+
+func probes(c *corev1.Container) []*corev1.Probe {
+	var out []*corev1.Probe
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// resolve turns a named port into the container's number.
+func resolve(c *corev1.Container, p intstr.IntOrString, field string) (int32, error) {
+	if p.Type == intstr.Int {
+		return p.IntVal, nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return cp.ContainerPort, nil
+		}
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil {
+		return int32(n), nil
+	}
+	return 0, fmt.Errorf("%s names port %q, which container %s does not declare", field, p.StrVal, c.Name)
+}
+
+// hooks keeps each lifecycle hook the stand-in can honour and turns the
+// others into what the doctor reads them as.
+func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, wref, cref string, listen map[int32]bool, change changeFunc) error {
+	if c.Lifecycle == nil {
+		return nil
+	}
+	if ps := c.Lifecycle.PreStop; ps != nil {
+		field := cref + ".lifecycle.preStop"
+		switch {
+		case ps.Sleep != nil:
+		case ps.HTTPGet != nil:
+			port, err := resolve(c, ps.HTTPGet.Port, field)
+			if err != nil {
+				return err
+			}
+			listen[port] = true
+			ps.HTTPGet.Scheme = corev1.URISchemeHTTP
+			if opts.UnknownHook > 0 {
+				c.Lifecycle.PreStop = sleepHook(opts.UnknownHook)
+				change(wref, field, "httpGet "+ps.HTTPGet.Path, fmt.Sprintf("sleep %s", opts.UnknownHook), "its duration cannot be read; the stand-in sleeps as long as asked (--hook)")
+			} else {
+				change(wref, field, "", "httpGet "+ps.HTTPGet.Path+" answered at once",
+					"its duration cannot be read (the doctor's ZD005); the stand-in's server answers it at once: pass --hook to model a longer one")
+			}
+		case ps.TCPSocket != nil:
+			port, err := resolve(c, ps.TCPSocket.Port, field)
+			if err != nil {
+				return err
+			}
+			listen[port] = true
+		case ps.Exec != nil:
+			cmd := strings.Join(ps.Exec.Command, " ")
+			switch {
+			case sd.HookSignalsApp:
+				c.Lifecycle.PreStop = nil
+				change(wref, field, cmd, "none",
+					fmt.Sprintf("%s: the hook signals the app when termination starts, so the stand-in's server gets SIGTERM at once and ends as the doctor reads it", sd.Hook))
+			case sd.HookKnown:
+				c.Lifecycle.PreStop = sleepHook(sd.HookDuration)
+				change(wref, field, cmd, fmt.Sprintf("sleep %s", sd.HookDuration),
+					"the echo image has no shell; the kubelet's sleep action holds SIGTERM back as long as the doctor reads the command to")
+			case opts.UnknownHook > 0:
+				c.Lifecycle.PreStop = sleepHook(opts.UnknownHook)
+				change(wref, field, cmd, fmt.Sprintf("sleep %s", opts.UnknownHook), "its duration cannot be read; the stand-in sleeps as long as asked (--hook)")
+			default:
+				c.Lifecycle.PreStop = nil
+				change(wref, field, cmd, "none",
+					"its duration cannot be read (the doctor's ZD005) and the echo image cannot run it: pass --hook to model its duration")
+			}
+		}
+	}
+	if ps := c.Lifecycle.PostStart; ps != nil && ps.Exec != nil {
+		change(wref, cref+".lifecycle.postStart", strings.Join(ps.Exec.Command, " "), "", "the echo image has no shell")
+		c.Lifecycle.PostStart = nil
+	}
+	if c.Lifecycle.PreStop == nil && c.Lifecycle.PostStart == nil && c.Lifecycle.StopSignal == nil {
+		c.Lifecycle = nil
+	}
+	return nil
+}
+
+func sleepHook(d time.Duration) *corev1.LifecycleHandler {
+	secs := int64((d + time.Second - 1) / time.Second)
+	return &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
+}
+
+// behaviour is how the stand-in of container orig ends: the doctor's
+// model of a server it knows, else Options.App, else the doctor's
+// assumption for a server it does not know.
+func behaviour(orig *corev1.Container, sd doctor.Shutdown, opts Options) (Behaviour, string) {
+	if sd.App != "" {
+		b := Behaviour{UnreadyOnTerm: sd.UnreadyOnTerm, KeepAccepting: sd.KeepAccepting, Drain: echoDrainForKnownApps, KeepAlive: true}
+		for _, e := range orig.Env {
+			switch e.Name {
+			case "ECHO_DRAIN_TIMEOUT":
+				if d, err := time.ParseDuration(e.Value); err == nil {
+					b.Drain = d
+				}
+			case "ECHO_KEEPALIVE":
+				if v, err := strconv.ParseBool(e.Value); err == nil {
+					b.KeepAlive = v
+				}
+			}
+		}
+		return b, "the doctor's model of " + sd.App
+	}
+	if opts.App != nil {
+		return *opts.App, "the --app flags"
+	}
+	return Behaviour{KeepAlive: true}, "the doctor's assumption for a server it does not know (most servers without a SIGTERM handler stop at once)"
+}
+
+func names(cs []corev1.Container) string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return strings.Join(out, ",")
+}
+
+func gates(gs []corev1.PodReadinessGate) string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = string(g.ConditionType)
+	}
+	return strings.Join(out, ",")
+}

@@ -1,0 +1,514 @@
+package standin
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"zerodrop/fixtures"
+	"zerodrop/harness/doctor"
+)
+
+// Behaviour is what the stand-in's server does on its termination signal
+// (the echo server's ECHO_UNREADY_ON_TERM, ECHO_SHUTDOWN_DELAY,
+// ECHO_DRAIN_TIMEOUT and ECHO_KEEPALIVE).
+type Behaviour struct {
+	// UnreadyOnTerm: readiness fails from the signal on.
+	UnreadyOnTerm bool
+	// KeepAccepting: it goes on accepting and answering this long after
+	// the signal.
+	KeepAccepting time.Duration
+	// Drain: then in-flight requests get this long; 0 cuts them.
+	Drain time.Duration
+	// KeepAlive: HTTP keep-alive on.
+	KeepAlive bool
+}
+
+func (b Behaviour) String() string {
+	ready := "keeps its readiness"
+	if b.UnreadyOnTerm {
+		ready = "fails readiness"
+	}
+	drain := "cuts in-flight requests"
+	if b.Drain > 0 {
+		drain = fmt.Sprintf("gives in-flight requests %s", b.Drain)
+	}
+	ka := "keep-alive on"
+	if !b.KeepAlive {
+		ka = "keep-alive off"
+	}
+	return fmt.Sprintf("on SIGTERM %s, accepts for %s more, then %s (%s)", ready, b.KeepAccepting, drain, ka)
+}
+
+// Options configure Build.
+type Options struct {
+	// Namespace receives the stand-in (required): the user's namespaces
+	// are not the test's.
+	Namespace string
+	// Image and PullPolicy are the echo server's (default
+	// fixtures.DefaultImage, Never: loaded into kind, never pulled).
+	Image      string
+	PullPolicy corev1.PullPolicy
+	// App, when set, is the behaviour of every server the doctor does not
+	// know, instead of the doctor's assumption (stops accepting at the
+	// signal, keeps its readiness, cuts in-flight requests).
+	App *Behaviour
+	// UnknownHook stands in for a preStop hook whose duration the doctor
+	// cannot read (a script, an HTTP call): the stand-in sleeps this long;
+	// 0 leaves the stand-in without a hook.
+	UnknownHook time.Duration
+}
+
+// Change is one way the stand-in differs from the user's manifests.
+type Change struct {
+	Object string `json:"object"`
+	Field  string `json:"field"`
+	Was    string `json:"was,omitempty"`
+	Now    string `json:"now,omitempty"`
+	Why    string `json:"why"`
+}
+
+func (c Change) String() string {
+	s := c.Object + " " + c.Field
+	switch {
+	case c.Was != "" && c.Now != "":
+		s += ": " + c.Was + " -> " + c.Now
+	case c.Was != "":
+		s += ": " + c.Was + " dropped"
+	case c.Now != "":
+		s += ": now " + c.Now
+	}
+	return s + " (" + c.Why + ")"
+}
+
+// Container is what the stand-in runs in place of one user container.
+type Container struct {
+	Name string `json:"name"`
+	// Listen are the ports its echo server serves; Admin its admin port.
+	Listen []int32 `json:"listen"`
+	Admin  int32   `json:"admin"`
+	// Behaviour is how it ends, and BehaviourFrom why ("the doctor's model
+	// of the ingress-nginx controller").
+	Behaviour     Behaviour `json:"-"`
+	Ends          string    `json:"ends"`
+	BehaviourFrom string    `json:"behaviourFrom"`
+}
+
+// StandIn is the built stand-in of one (Service, workload) pair.
+type StandIn struct {
+	// Service and Workload name the user's objects ("service/ns/name"),
+	// Source where the Service was read.
+	Service, Workload string
+	Source            doctor.Source
+	Kind              string // Deployment or StatefulSet
+	// Name and Namespace of the stand-in's workload and Service.
+	Name, ServiceName, Namespace string
+	Replicas                     int32
+	// Port is the Service port the load is sent to and Path the path (one
+	// no probe uses, so every answer is an attributed echo).
+	Port int32
+	Path string
+	// Serving is the container the Service's port reaches.
+	Serving    Container
+	Containers []Container
+
+	ServiceObj  *corev1.Service
+	WorkloadObj runtime.Object
+	PDBs        []*policyv1.PodDisruptionBudget
+
+	Changes []Change
+	Knobs   []KnobState
+}
+
+// Objects are what `kubectl apply` of the stand-in would create, workload
+// first.
+func (s *StandIn) Objects() []runtime.Object {
+	out := []runtime.Object{s.WorkloadObj, s.ServiceObj}
+	for _, p := range s.PDBs {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Error is input the stand-in cannot be built from: it names the file
+// and the object. `zerodrop test` exits 2 on it.
+type Error struct {
+	Source doctor.Source
+	Object string
+	Err    error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %v", e.Source, e.Object, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// FromManifests builds a stand-in for every Service of type LoadBalancer
+// in m (objects without a namespace are in "default"). Input it cannot
+// stand in for is an *Error: no LoadBalancer Service, a Service that
+// selects no workload or several, a kind other than Deployment and
+// StatefulSet, host networking.
+func FromManifests(m *doctor.Manifests, opts Options) ([]*StandIn, error) {
+	subs := doctor.Subjects(m, "")
+	if len(subs) == 0 {
+		files := map[string]bool{}
+		for _, o := range m.Objects {
+			files[o.Source.File] = true
+		}
+		for _, s := range m.Skipped {
+			files[s.Source.File] = true
+		}
+		names := make([]string, 0, len(files))
+		for f := range files {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		return nil, &Error{Source: doctor.Source{File: strings.Join(names, ", ")}, Object: "input",
+			Err: errors.New("no Service of type LoadBalancer: zerodrop test measures what reaches a workload through its LB; add the Service (type: LoadBalancer) that fronts the workload")}
+	}
+	var out []*StandIn
+	for i, sub := range subs {
+		o := opts
+		if len(subs) > 1 {
+			// Several Services: each stand-in in a namespace of its own.
+			o.Namespace = fmt.Sprintf("%s-%d", opts.Namespace, i+1)
+		}
+		s, err := Build(sub, o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// adminBase is where the stand-in's admin ports start: above the ports
+// servers commonly use, skipping any the Pod declares.
+const adminBase = 18081
+
+// Build builds the stand-in of one Subject.
+func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
+	so := sub.Service
+	svcIn := so.Obj.(*corev1.Service)
+	fail := func(format string, a ...any) error {
+		return &Error{Source: so.Source, Object: so.Ref(), Err: fmt.Errorf(format, a...)}
+	}
+	if opts.Namespace == "" {
+		return nil, errors.New("standin: Options.Namespace is empty")
+	}
+	if opts.Image == "" {
+		opts.Image, opts.PullPolicy = fixtures.DefaultImage, corev1.PullNever
+	}
+	switch len(sub.Backends) {
+	case 0:
+		return nil, fail("selector %s picks no Deployment or StatefulSet in the input: add the workload the Service fronts", labelsString(svcIn.Spec.Selector))
+	case 1:
+	default:
+		var refs []string
+		for _, b := range sub.Backends {
+			refs = append(refs, b.Workload.Ref()+" ("+b.Workload.Source.String()+")")
+		}
+		return nil, fail("selector %s picks %d workloads (%s): the stand-in stands in for one; give the Service a selector that picks one, or test each separately",
+			labelsString(svcIn.Spec.Selector), len(refs), strings.Join(refs, ", "))
+	}
+	b := sub.Backends[0]
+	wo := b.Workload
+	wfail := func(format string, a ...any) error {
+		return &Error{Source: wo.Source, Object: wo.Ref(), Err: fmt.Errorf(format, a...)}
+	}
+	s := &StandIn{Service: so.Ref(), Workload: wo.Ref(), Source: so.Source, Kind: b.Kind, Namespace: opts.Namespace, Name: wo.Name, ServiceName: so.Name}
+	var in view
+	switch w := wo.Obj.(type) {
+	case *appsv1.Deployment:
+		in = deploymentView(w)
+	case *appsv1.StatefulSet:
+		in = statefulSetView(w)
+	default:
+		return nil, wfail("%s is not supported: zerodrop test stands in for a Deployment or a StatefulSet", b.Kind)
+	}
+	in.svc, in.pdbs = svcIn.DeepCopy(), pdbSpecs(b.PDBs)
+	if in.tpl.Spec.HostNetwork {
+		return nil, wfail("hostNetwork: true binds the node's own ports, which a stand-in on a shared test cluster cannot do faithfully")
+	}
+	out := view{kind: in.kind, svc: &corev1.Service{}}
+	wref := strings.ToLower(b.Kind) + "/" + opts.Namespace + "/" + wo.Name
+	change := func(obj, field, was, now, why string) {
+		s.Changes = append(s.Changes, Change{Object: obj, Field: field, Was: was, Now: now, Why: why})
+	}
+
+	// Replicas: an HPA owns them; without metrics it cannot scale here, so
+	// the stand-in runs the fewest it allows, the doctor's view too.
+	replicas := int32(1)
+	if in.replicas != nil {
+		replicas = *in.replicas
+	}
+	if b.HPA != nil {
+		h := b.HPA.Obj.(*autoscalingv2.HorizontalPodAutoscaler)
+		min := int32(1)
+		if h.Spec.MinReplicas != nil {
+			min = *h.Spec.MinReplicas
+		}
+		change(wref, "spec.replicas", optInt(in.replicas), strconv.Itoa(int(min)),
+			fmt.Sprintf("%s scales it and is not deployed (no metrics in the test cluster): replicas fixed at its minReplicas, the fewest a disruption can meet", b.HPA.Ref()))
+		replicas = min
+	}
+	s.Replicas = replicas
+	out.replicas, out.minReady, out.strategy = &replicas, in.minReady, in.strategy
+
+	tpl, containers, path, err := podTemplate(in.tpl, svcIn, opts, wref, change)
+	if err != nil {
+		return nil, wfail("%v", err)
+	}
+	out.tpl = tpl
+	s.Containers, s.Path = containers, path
+
+	svc, port, err := service(svcIn, opts.Namespace, change)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	out.svc, s.ServiceObj, s.Port = svc, svc, port
+	si, _ := servingIndex(tpl, svc)
+	s.Serving = containers[si]
+
+	for _, po := range b.PDBs {
+		pdb := po.Obj.(*policyv1.PodDisruptionBudget)
+		cp := &policyv1.PodDisruptionBudget{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+			ObjectMeta: cleanMeta(pdb.ObjectMeta, opts.Namespace), Spec: *pdb.Spec.DeepCopy()}
+		s.PDBs = append(s.PDBs, cp)
+		out.pdbs = append(out.pdbs, cp.Spec)
+	}
+
+	meta := cleanMeta(metav1.ObjectMeta{Name: wo.Name, Labels: objLabels(wo), Annotations: objAnnotations(wo)}, opts.Namespace)
+	switch w := wo.Obj.(type) {
+	case *appsv1.Deployment:
+		d := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta, Spec: *w.Spec.DeepCopy()}
+		d.Spec.Replicas, d.Spec.Template = &replicas, *tpl
+		s.WorkloadObj = d
+	case *appsv1.StatefulSet:
+		st := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta, Spec: *w.Spec.DeepCopy()}
+		st.Spec.Replicas, st.Spec.Template = &replicas, *tpl
+		if len(st.Spec.VolumeClaimTemplates) > 0 {
+			change(wref, "spec.volumeClaimTemplates", fmt.Sprint(len(st.Spec.VolumeClaimTemplates), " claim templates"), "",
+				"the echo server stores nothing; claims would need a provisioner the test cluster may not have")
+			st.Spec.VolumeClaimTemplates = nil
+		}
+		s.WorkloadObj = st
+	}
+	s.Knobs = compare(in, out)
+	return s, nil
+}
+
+func optInt(p *int32) string {
+	if p == nil {
+		return "unset"
+	}
+	return strconv.Itoa(int(*p))
+}
+
+func labelsString(m map[string]string) string {
+	if len(m) == 0 {
+		return "(none)"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func objLabels(o *doctor.Object) map[string]string {
+	if m, ok := o.Obj.(metav1.Object); ok {
+		return m.GetLabels()
+	}
+	return nil
+}
+
+func objAnnotations(o *doctor.Object) map[string]string {
+	if m, ok := o.Obj.(metav1.Object); ok {
+		return m.GetAnnotations()
+	}
+	return nil
+}
+
+// cleanMeta keeps what a user writes (name, labels, annotations) in the
+// stand-in's namespace; server-set fields of `kubectl get -o yaml` output
+// (uid, resourceVersion, managedFields, ...) would make the create fail.
+func cleanMeta(m metav1.ObjectMeta, ns string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: ns, Labels: copyMap(m.Labels)}
+	for k, v := range m.Annotations {
+		if k == "kubectl.kubernetes.io/last-applied-configuration" || k == "deployment.kubernetes.io/revision" {
+			continue
+		}
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[k] = v
+	}
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// service copies the user's Service into ns. Fields the test cluster's LB
+// owns (class, fixed address, source ranges, node ports) are left to it.
+func service(in *corev1.Service, ns string, change func(obj, field, was, now, why string)) (*corev1.Service, int32, error) {
+	ref := "service/" + ns + "/" + in.Name
+	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: cleanMeta(in.ObjectMeta, ns)}
+	sp := in.Spec.DeepCopy()
+	spec := corev1.ServiceSpec{
+		Type: sp.Type, Selector: sp.Selector, ExternalTrafficPolicy: sp.ExternalTrafficPolicy, InternalTrafficPolicy: sp.InternalTrafficPolicy,
+		SessionAffinity: sp.SessionAffinity, SessionAffinityConfig: sp.SessionAffinityConfig, PublishNotReadyAddresses: sp.PublishNotReadyAddresses,
+	}
+	for _, p := range sp.Ports {
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		if proto != corev1.ProtocolTCP {
+			change(ref, "spec.ports["+portName(p)+"]", string(proto), "", "the load is HTTP over TCP; the stand-in's LB data plane serves TCP ports")
+			continue
+		}
+		if p.NodePort != 0 {
+			p.NodePort = 0 // allocated by the test cluster
+		}
+		spec.Ports = append(spec.Ports, p)
+	}
+	if len(spec.Ports) == 0 {
+		return nil, 0, errors.New("no TCP port: the load is HTTP over TCP")
+	}
+	drop := func(field string, set bool, was, why string) {
+		if set {
+			change(ref, field, was, "", why)
+		}
+	}
+	drop("spec.loadBalancerClass", sp.LoadBalancerClass != nil, deref(sp.LoadBalancerClass), "each LB model under test sets its own class")
+	drop("spec.loadBalancerIP", sp.LoadBalancerIP != "", sp.LoadBalancerIP, "the test cluster's LB hands out its own addresses")
+	drop("spec.loadBalancerSourceRanges", len(sp.LoadBalancerSourceRanges) > 0, strings.Join(sp.LoadBalancerSourceRanges, ","), "the load comes from the test host's own network")
+	drop("spec.externalIPs", len(sp.ExternalIPs) > 0, strings.Join(sp.ExternalIPs, ","), "addresses of another network")
+	drop("spec.healthCheckNodePort", sp.HealthCheckNodePort != 0, strconv.Itoa(int(sp.HealthCheckNodePort)), "allocated by the test cluster")
+	drop("spec.allocateLoadBalancerNodePorts", sp.AllocateLoadBalancerNodePorts != nil && !*sp.AllocateLoadBalancerNodePorts, "false",
+		"the test cluster's LBs reach nodes through node ports")
+	svc.Spec = spec
+	// The load goes to the Service's first HTTP-looking port: "http" by
+	// name, else port 80, else the first.
+	port := spec.Ports[0].Port
+	for i := len(spec.Ports) - 1; i >= 0; i-- {
+		if p := spec.Ports[i]; p.Name == "http" || p.Port == 80 {
+			port = p.Port
+		}
+	}
+	return svc, port, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func portName(p corev1.ServicePort) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return strconv.Itoa(int(p.Port))
+}
+
+// servingIndex is the container the Service's ports reach (doctor's rule:
+// the owner of the first target port, else the first with a port).
+func servingIndex(tpl *corev1.PodTemplateSpec, svc *corev1.Service) (int, bool) {
+	cs := tpl.Spec.Containers
+	for _, sp := range svc.Spec.Ports {
+		tp := sp.TargetPort
+		if tp.Type == intstr.Int && tp.IntVal == 0 {
+			tp = intstr.FromInt32(sp.Port)
+		}
+		for i := range cs {
+			for _, cp := range cs[i].Ports {
+				if (tp.Type == intstr.String && cp.Name == tp.StrVal) || (tp.Type == intstr.Int && cp.ContainerPort == tp.IntVal) {
+					return i, true
+				}
+			}
+		}
+	}
+	for i := range cs {
+		if len(cs[i].Ports) > 0 {
+			return i, false
+		}
+	}
+	return 0, false
+}
+
+// usedPorts are every port the Pod declares or probes, so admin ports and
+// defaults can avoid them.
+func usedPorts(spec *corev1.PodSpec) map[int32]bool {
+	used := map[int32]bool{}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		for _, p := range c.Ports {
+			used[p.ContainerPort] = true
+		}
+		for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+			if p == nil {
+				continue
+			}
+			if p.HTTPGet != nil && p.HTTPGet.Port.Type == intstr.Int {
+				used[p.HTTPGet.Port.IntVal] = true
+			}
+			if p.TCPSocket != nil && p.TCPSocket.Port.Type == intstr.Int {
+				used[p.TCPSocket.Port.IntVal] = true
+			}
+		}
+	}
+	return used
+}
+
+func freePort(used map[int32]bool, from int32) int32 {
+	p := from
+	for used[p] {
+		p++
+	}
+	used[p] = true
+	return p
+}
+
+func sortedPorts(m map[int32]bool) []int32 {
+	out := make([]int32, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func joinPorts(ps []int32) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = ":" + strconv.Itoa(int(p))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,334 @@
+package standin
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	"zerodrop/harness/doctor"
+)
+
+// every is a workload with every knob the stand-in keeps set to a value
+// no default has, so a knob lost on the way shows as a difference.
+const every = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shop, namespace: prod, labels: {team: web}}
+spec:
+  replicas: 5
+  minReadySeconds: 7
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 2, maxUnavailable: 0}}
+  selector: {matchLabels: {app: shop}}
+  template:
+    metadata: {labels: {app: shop, tier: front}}
+    spec:
+      terminationGracePeriodSeconds: 47
+      nodeSelector: {pool: edge}
+      tolerations: [{key: dedicated, operator: Equal, value: edge, effect: NoSchedule}]
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 50
+            podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: shop}}}
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: shop}}}
+      containers:
+      - name: app
+        image: registry.example/shop:1.2
+        args: [--port=8443]
+        ports: [{name: web, containerPort: 8443}, {name: metrics, containerPort: 9090}]
+        readinessProbe: {httpGet: {path: /ready, port: web}, periodSeconds: 3, failureThreshold: 4, timeoutSeconds: 2, successThreshold: 2, initialDelaySeconds: 1}
+        livenessProbe: {tcpSocket: {port: 9090}, periodSeconds: 11, failureThreshold: 6}
+        startupProbe: {httpGet: {path: /started, port: 9090}, periodSeconds: 1, failureThreshold: 30}
+        lifecycle: {preStop: {sleep: {seconds: 13}}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: shop
+  namespace: prod
+  annotations: {service.beta.kubernetes.io/aws-load-balancer-type: nlb, service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval: "10"}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  internalTrafficPolicy: Local
+  sessionAffinity: ClientIP
+  sessionAffinityConfig: {clientIP: {timeoutSeconds: 600}}
+  publishNotReadyAddresses: false
+  selector: {app: shop}
+  ports: [{name: http, port: 80, targetPort: web, nodePort: 31234}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: shop, namespace: prod}
+spec: {minAvailable: 4, selector: {matchLabels: {app: shop}}, unhealthyPodEvictionPolicy: AlwaysAllow}
+`
+
+func build(t *testing.T, yaml string, opts Options) *StandIn {
+	t.Helper()
+	ss, err := fromYAML(yaml, opts)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if len(ss) != 1 {
+		t.Fatalf("%d stand-ins, want 1", len(ss))
+	}
+	return ss[0]
+}
+
+func fromYAML(yaml string, opts Options) ([]*StandIn, error) {
+	m, err := doctor.Read("in.yaml", strings.NewReader(yaml))
+	if err != nil {
+		return nil, err
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "zd-test"
+	}
+	return FromManifests(m, opts)
+}
+
+// Every knob of the input survives into the stand-in: the same getter
+// reads equal values on both, and the values are really set (a knob that
+// reads nil on the input would pass vacuously).
+func TestEveryKnobSurvives(t *testing.T) {
+	s := build(t, every, Options{})
+	want := len(podKnobs) + len(containerKnobs)
+	if len(s.Knobs) != want {
+		t.Fatalf("%d knob states, want %d (pod knobs + one container's)", len(s.Knobs), want)
+	}
+	for _, k := range s.Knobs {
+		if !k.Kept {
+			t.Errorf("knob %s changed: was %s, now %s", k.Name, k.Was, k.Now)
+		}
+	}
+	d := s.WorkloadObj.(*appsv1.Deployment)
+	in := mustDeployment(t, every)
+	for _, k := range podKnobs {
+		if k.Name == "readinessGates" || k.Name == "publishNotReadyAddresses" {
+			continue // unset in the input on purpose: gates are dropped (see below); false is the default
+		}
+		v := deploymentView(in)
+		v.svc, v.pdbs = mustService(t, every), s.PDBSpecs()
+		if isZero(k.get(v)) {
+			t.Errorf("the test input leaves knob %s unset: the test could not see it lost", k.Name)
+		}
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Image != "zerodrop/echo-server:dev" || c.ImagePullPolicy != corev1.PullNever || len(c.Args) != 0 {
+		t.Errorf("container image %s pull %s args %v, want the echo server, Never, none", c.Image, c.ImagePullPolicy, c.Args)
+	}
+	if d.Namespace != "zd-test" || s.ServiceObj.Namespace != "zd-test" || s.PDBs[0].Namespace != "zd-test" {
+		t.Errorf("namespaces %s %s %s, want zd-test", d.Namespace, s.ServiceObj.Namespace, s.PDBs[0].Namespace)
+	}
+	env := envOf(c)
+	for k, v := range map[string]string{
+		"ECHO_LISTEN": ":8443,:9090", "ECHO_READY_PATH": "/ready", "ECHO_LIVE_PATH": "/started",
+		"ECHO_ADMIN_LISTEN": ":18081", "ECHO_UNREADY_ON_TERM": "false", "ECHO_SHUTDOWN_DELAY": "0s", "ECHO_DRAIN_TIMEOUT": "0s",
+	} {
+		if env[k] != v {
+			t.Errorf("%s=%q, want %q", k, env[k], v)
+		}
+	}
+	if s.Port != 80 || s.Path != "/" || s.Replicas != 5 || s.Serving.Name != "app" {
+		t.Errorf("port %d path %s replicas %d serving %s", s.Port, s.Path, s.Replicas, s.Serving.Name)
+	}
+	if p := s.ServiceObj.Spec.Ports[0]; p.NodePort != 0 {
+		t.Errorf("node port %d kept: the test cluster allocates its own", p.NodePort)
+	}
+	if !strings.Contains(s.Serving.BehaviourFrom, "assumption") {
+		t.Errorf("behaviour from %q, want the doctor's assumption", s.Serving.BehaviourFrom)
+	}
+}
+
+func (s *StandIn) PDBSpecs() (out []policyv1.PodDisruptionBudgetSpec) {
+	for _, p := range s.PDBs {
+		out = append(out, p.Spec)
+	}
+	return out
+}
+
+func isZero(v any) bool {
+	if v == nil {
+		return true
+	}
+	b := show(v)
+	return b == "null" || b == "{}" || b == "[]" || b == `""` || b == "0" || b == "false" || b == "[null,null]" || b == `["",null]`
+}
+
+func envOf(c corev1.Container) map[string]string {
+	m := map[string]string{}
+	for _, e := range c.Env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+func mustDeployment(t *testing.T, yaml string) *appsv1.Deployment {
+	m, err := doctor.Read("in.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range m.Objects {
+		if d, ok := o.Obj.(*appsv1.Deployment); ok {
+			return d
+		}
+	}
+	t.Fatal("no Deployment")
+	return nil
+}
+
+func mustService(t *testing.T, yaml string) *corev1.Service {
+	m, err := doctor.Read("in.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range m.Objects {
+		if s, ok := o.Obj.(*corev1.Service); ok {
+			return s
+		}
+	}
+	t.Fatal("no Service")
+	return nil
+}
+
+// What the stand-in cannot run as written it turns into what the doctor
+// reads it as, and says so.
+func TestHandlersItCannotRun(t *testing.T) {
+	y := strings.NewReplacer(
+		"readinessProbe: {httpGet: {path: /ready, port: web}", "readinessProbe: {exec: {command: [cat, /tmp/ready]}",
+		"livenessProbe: {tcpSocket: {port: 9090}", "livenessProbe: {httpGet: {path: /, port: 9090, scheme: HTTPS}",
+		"lifecycle: {preStop: {sleep: {seconds: 13}}}", `lifecycle: {preStop: {exec: {command: [/bin/sh, -c, "sleep 20; kill -QUIT 1"]}}, postStart: {exec: {command: [touch, /x]}}}`,
+	).Replace(every)
+	s := build(t, y, Options{})
+	c := s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+	if h := c.ReadinessProbe.HTTPGet; h == nil || h.Path != readyPath || h.Port.IntVal != 8443 || c.ReadinessProbe.PeriodSeconds != 3 || c.ReadinessProbe.FailureThreshold != 4 {
+		t.Errorf("exec readiness became %+v, want httpGet %s on 8443 with the same timing", c.ReadinessProbe, readyPath)
+	}
+	if h := c.LivenessProbe.HTTPGet; h == nil || h.Scheme != corev1.URISchemeHTTP || h.Path != "/" {
+		t.Errorf("HTTPS liveness became %+v, want HTTP /", c.LivenessProbe)
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds != 20 || c.Lifecycle.PostStart != nil {
+		t.Errorf("lifecycle %+v, want a 20 s sleep action and no postStart", c.Lifecycle)
+	}
+	// A probe on "/" moves the load to a path no probe answers.
+	if s.Path != loadPath {
+		t.Errorf("load path %s with a liveness probe on /, want %s", s.Path, loadPath)
+	}
+	env := envOf(c)
+	if env["ECHO_READY_PATH"] != readyPath || env["ECHO_LIVE_PATH"] != "/,/started" {
+		t.Errorf("paths ready %q live %q", env["ECHO_READY_PATH"], env["ECHO_LIVE_PATH"])
+	}
+	changed := map[string]bool{}
+	for _, k := range s.Knobs {
+		if !k.Kept {
+			changed[k.Name] = true
+		}
+	}
+	for _, k := range []string{"containers[app].readinessProbe", "containers[app].livenessProbe", "containers[app].lifecycle"} {
+		if !changed[k] {
+			t.Errorf("knob %s reported kept", k)
+		}
+	}
+	if len(changed) != 3 {
+		t.Errorf("changed knobs %v, want only the three handlers", changed)
+	}
+	var why []string
+	for _, c := range s.Changes {
+		why = append(why, c.String())
+	}
+	all := strings.Join(why, "\n")
+	for _, want := range []string{"readinessProbe: exec -> httpGet", "livenessProbe.httpGet.scheme: HTTPS -> HTTP", "preStop: /bin/sh -c sleep 20; kill -QUIT 1 -> sleep 20s", "postStart", "image: registry.example/shop:1.2 -> zerodrop/echo-server:dev"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("changes lack %q:\n%s", want, all)
+		}
+	}
+}
+
+// ingress-nginx's hook signals the controller at once and nginx keeps
+// accepting for --shutdown-grace-period: the stand-in has no hook and an
+// echo server that fails readiness at once and accepts that long.
+func TestKnownServerEndsAsTheDoctorReadsIt(t *testing.T) {
+	y := strings.NewReplacer(
+		"args: [--port=8443]", "args: [/nginx-ingress-controller, --shutdown-grace-period=25]",
+		"lifecycle: {preStop: {sleep: {seconds: 13}}}", "lifecycle: {preStop: {exec: {command: [/wait-shutdown]}}}",
+	).Replace(every)
+	s := build(t, y, Options{App: &Behaviour{KeepAccepting: time.Hour}})
+	c := s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+	env := envOf(c)
+	if c.Lifecycle != nil || env["ECHO_UNREADY_ON_TERM"] != "true" || env["ECHO_SHUTDOWN_DELAY"] != "25s" {
+		t.Errorf("lifecycle %+v unready %s delay %s, want no hook, true, 25s (the known server wins over --app)", c.Lifecycle, env["ECHO_UNREADY_ON_TERM"], env["ECHO_SHUTDOWN_DELAY"])
+	}
+	if !strings.Contains(s.Serving.BehaviourFrom, "ingress-nginx") {
+		t.Errorf("behaviour from %q", s.Serving.BehaviourFrom)
+	}
+}
+
+func TestAppFlagsAndUnknownHook(t *testing.T) {
+	y := strings.Replace(every, "lifecycle: {preStop: {sleep: {seconds: 13}}}", "lifecycle: {preStop: {exec: {command: [/drain.sh]}}}", 1)
+	s := build(t, y, Options{App: &Behaviour{UnreadyOnTerm: true, KeepAccepting: 5 * time.Second, Drain: 8 * time.Second}, UnknownHook: 12500 * time.Millisecond})
+	c := s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+	env := envOf(c)
+	if c.Lifecycle.PreStop.Sleep.Seconds != 13 || env["ECHO_SHUTDOWN_DELAY"] != "5s" || env["ECHO_DRAIN_TIMEOUT"] != "8s" || env["ECHO_KEEPALIVE"] != "false" {
+		t.Errorf("hook %+v env %v", c.Lifecycle.PreStop, env)
+	}
+	s = build(t, y, Options{})
+	c = s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+	if c.Lifecycle != nil {
+		t.Errorf("unreadable hook without --hook kept as %+v, want none", c.Lifecycle)
+	}
+}
+
+func TestHPAAndStatefulSet(t *testing.T) {
+	y := strings.Replace(every, "kind: Deployment\nmetadata: {name: shop", "kind: StatefulSet\nmetadata: {name: shop", 1)
+	y = strings.Replace(y, "  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 2, maxUnavailable: 0}}\n",
+		"  serviceName: shop-headless\n  updateStrategy: {type: RollingUpdate, rollingUpdate: {partition: 1}}\n  volumeClaimTemplates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]\n", 1)
+	y += `---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: shop, namespace: prod}
+spec: {scaleTargetRef: {apiVersion: apps/v1, kind: StatefulSet, name: shop}, minReplicas: 3, maxReplicas: 9}
+`
+	s := build(t, y, Options{})
+	st, ok := s.WorkloadObj.(*appsv1.StatefulSet)
+	if !ok {
+		t.Fatalf("workload %T, want a StatefulSet", s.WorkloadObj)
+	}
+	if *st.Spec.Replicas != 3 || s.Replicas != 3 || st.Spec.UpdateStrategy.RollingUpdate.Partition == nil || *st.Spec.UpdateStrategy.RollingUpdate.Partition != 1 || len(st.Spec.VolumeClaimTemplates) != 0 {
+		t.Errorf("replicas %d, strategy %+v, claims %d", *st.Spec.Replicas, st.Spec.UpdateStrategy, len(st.Spec.VolumeClaimTemplates))
+	}
+	for _, k := range s.Knobs {
+		if k.Kept == (k.Name == "replicas") {
+			t.Errorf("knob %s kept=%v", k.Name, k.Kept)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	noLB := strings.Replace(every, "type: LoadBalancer", "type: ClusterIP", 1)
+	two := every + "---\n" + strings.Replace(strings.Split(every, "---")[0], "name: shop, namespace: prod", "name: shop-canary, namespace: prod", 1)
+	ds := strings.Replace(strings.Replace(every, "kind: Deployment", "kind: DaemonSet", 1), "  replicas: 5\n", "", 1)
+	ds = strings.Replace(ds, "  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 2, maxUnavailable: 0}}\n", "", 1)
+	host := strings.Replace(every, "      terminationGracePeriodSeconds: 47\n", "      terminationGracePeriodSeconds: 47\n      hostNetwork: true\n", 1)
+	badPort := strings.Replace(every, "readinessProbe: {httpGet: {path: /ready, port: web}", "readinessProbe: {httpGet: {path: /ready, port: nope}", 1)
+	udp := strings.Replace(every, "ports: [{name: http, port: 80, targetPort: web, nodePort: 31234}]", "ports: [{name: dns, port: 53, protocol: UDP}]", 1)
+	orphan := strings.Replace(every, "selector: {app: shop}\n  ports", "selector: {app: other}\n  ports", 1)
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"no LoadBalancer Service", noLB, "in.yaml: input: no Service of type LoadBalancer"},
+		{"two workloads", two, "in.yaml:32: service/prod/shop: selector app=shop picks 2 workloads (deployment/prod/shop (in.yaml:1), deployment/prod/shop-canary (in.yaml:53))"},
+		{"DaemonSet", ds, "daemonset/prod/shop: DaemonSet is not supported"},
+		{"host network", host, "hostNetwork: true"},
+		{"missing named port", badPort, `names port "nope", which container app does not declare`},
+		{"UDP only", udp, "service/prod/shop: no TCP port"},
+		{"selects nothing", orphan, "selector app=other picks no Deployment or StatefulSet"},
+	} {
+		_, err := fromYAML(tc.yaml, Options{})
+		var se *Error
+		if err == nil || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want a standin.Error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
