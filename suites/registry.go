@@ -12,6 +12,7 @@ import (
 	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
+	"zerodrop/harness/incident"
 	"zerodrop/harness/scenario"
 )
 
@@ -95,6 +96,10 @@ type Scenario struct {
 	// Seeds are the incidents the scenario reproduces (harness/incident,
 	// told in docs/incidents.md).
 	Seeds []string
+	// Triggers are what the disruption does to a workload
+	// (harness/incident): the doctor's findings predict drops for the
+	// scenarios whose triggers their rules need.
+	Triggers []incident.Trigger
 	// NeedsNodepools marks scenarios that add or remove nodepools (the
 	// existing provider cannot).
 	NeedsNodepools bool

@@ -16,6 +16,7 @@ func distribution() Scenario {
 		Name:        "distribution",
 		Description: "Per-pod traffic shares with one pod per node over two pools; pods that get nothing are flagged.",
 		Seeds:       []string{incident.NodepoolBackend},
+		Triggers:    []incident.Trigger{incident.Placement},
 		Cases: []Case{
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
 			{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleDocumentation},

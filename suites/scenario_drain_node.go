@@ -20,6 +20,7 @@ func drainNode() Scenario {
 		Name:        "drain-node",
 		Description: "kubectl drain of one node that holds endpoints, under load.",
 		Seeds:       []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
+		Triggers:    []incident.Trigger{incident.PodTermination, incident.Eviction},
 		Cases:       matrix(clusterPolicy, localPolicy),
 		Hazard: "evicted pods that exit at once refuse what is still sent to them; with Local, the drained node " +
 			"keeps getting the LB's traffic until its health check fails",

@@ -29,6 +29,7 @@ func nodepoolReplacement() Scenario {
 		Name:           "nodepool-replacement",
 		Description:    "Add pool-c, move the workload there by node affinity, remove the old pool, all under load.",
 		Seeds:          []string{incident.DrainLocalPDB, incident.NodepoolBackend},
+		Triggers:       []incident.Trigger{incident.Rollout, incident.PodTermination, incident.Placement},
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them while the workload moves; " +

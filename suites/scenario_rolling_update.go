@@ -22,8 +22,9 @@ func rollingUpdate() Scenario {
 		Name: "rolling-update",
 		Description: "kubectl rollout restart of the workload under load. Naive: no preStop, the app exits at once, " +
 			"probe defaults. Hardened: preStop covering the LB's lag, graceful drain, surge rollout, minReadySeconds.",
-		Seeds: []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
-		Cases: rolling,
+		Seeds:    []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
+		Triggers: []incident.Trigger{incident.Rollout, incident.PodTermination},
+		Cases:    rolling,
 		Hazard: "a pod that exits at once on SIGTERM refuses the connections kube-proxy and the LB still send it " +
 			"until its endpoint's removal reaches them; with Local, a node whose last endpoint went keeps getting " +
 			"the LB's traffic until its health check fails",

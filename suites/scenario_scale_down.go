@@ -21,8 +21,9 @@ func scaleDown() Scenario {
 		Name: "scale-down",
 		Description: "The Deployment is scaled from 3 replicas (one per worker) to 1 under load, as an autoscaler " +
 			"scaling in would. Naive: no preStop, the app exits at once. Hardened: preStop covering the LB's lag, graceful drain.",
-		Seeds: []string{incident.SourceIPDilemma, incident.RollingUpdateLocal},
-		Cases: matrix(clusterPolicy, localPolicy),
+		Seeds:    []string{incident.SourceIPDilemma, incident.RollingUpdateLocal},
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Cases:    matrix(clusterPolicy, localPolicy),
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them; with Local, the nodes left " +
 			"without an endpoint keep getting the LB's traffic until their health check fails (the window between " +
 			"'endpoint removed' and 'LB marked the node unhealthy')",

@@ -17,6 +17,7 @@ func sourceIP() Scenario {
 		Name:        "source-ip",
 		Description: "Does the pod see the load generator's address? Local must preserve it; Cluster SNATs it away.",
 		Seeds:       []string{incident.NodepoolBackend, incident.SourceIPDilemma},
+		Triggers:    []incident.Trigger{incident.Placement},
 		Cases: []Case{
 			{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion, Smoke: true},
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion},

@@ -18,7 +18,8 @@ func unreadyKeepalive() Scenario {
 		Name: "unready-keepalive",
 		Description: "One pod is marked unready through its admin port while load runs; count what it still serves " +
 			"after its endpoint is removed, with keep-alive on and off.",
-		Seeds: []string{incident.KeepaliveUnready},
+		Seeds:    []string{incident.KeepaliveUnready},
+		Triggers: []incident.Trigger{incident.ReadinessFlip},
 		Cases: []Case{
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleDocumentation},
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},

@@ -17,6 +17,7 @@ import (
 
 func TestRegistryIsWellFormed(t *testing.T) {
 	covered := map[string]bool{}
+	triggered := map[incident.Trigger]bool{}
 	names := map[string]bool{}
 	var smoke []string
 	for _, sc := range Scenarios() {
@@ -28,6 +29,15 @@ func TestRegistryIsWellFormed(t *testing.T) {
 				t.Errorf("%s cites %q, which is not an incident of %s", sc.Name, s, incident.Doc)
 			}
 			covered[s] = true
+		}
+		if len(sc.Triggers) == 0 {
+			t.Errorf("%s names no trigger: no doctor finding could predict it", sc.Name)
+		}
+		for _, tr := range sc.Triggers {
+			if !slices.Contains(incident.Triggers(), tr) {
+				t.Errorf("%s: unknown trigger %q", sc.Name, tr)
+			}
+			triggered[tr] = true
 		}
 		for _, c := range sc.Cases {
 			n := sc.Name + "/" + c.Name()
@@ -44,6 +54,11 @@ func TestRegistryIsWellFormed(t *testing.T) {
 			if c.Smoke {
 				smoke = append(smoke, n)
 			}
+		}
+	}
+	for _, tr := range incident.Triggers() {
+		if !triggered[tr] {
+			t.Errorf("no scenario produces trigger %s: the doctor's rules that need it are never measured", tr)
 		}
 	}
 	for _, s := range incident.All() {

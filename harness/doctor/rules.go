@@ -20,13 +20,16 @@ import (
 // the highest severity the rule reports; some rules report lower ones
 // depending on the traffic policy.
 type Rule struct {
-	ID          string   `json:"id"`
-	Name        string   `json:"name"`
-	Severity    Severity `json:"severity"`
-	Seeds       []string `json:"seeds"`
-	Summary     string   `json:"summary"`
-	Description string   `json:"description"`
-	Fix         string   `json:"fix"`
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Severity Severity `json:"severity"`
+	Seeds    []string `json:"seeds"`
+	// Triggers are what a disruption must do for the risk to drop
+	// requests (empty: the rule predicts no drops, it informs).
+	Triggers    []incident.Trigger `json:"triggers,omitempty"`
+	Summary     string             `json:"summary"`
+	Description string             `json:"description"`
+	Fix         string             `json:"fix"`
 
 	check func(t *target) []result
 	// container: the rule judges the serving container's own fields
@@ -95,7 +98,8 @@ func RuleByID(id string) (Rule, bool) {
 var catalogue = []Rule{
 	{
 		ID: "ZD001", Name: "serving-ends-before-lb-moves", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
-		Summary: "with Local, the endpoint can stop serving while the LB still sends its node new connections",
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "with Local, the endpoint can stop serving while the LB still sends its node new connections",
 		Description: "With externalTrafficPolicy Local, when a node's last endpoint starts terminating kube-proxy's " +
 			"healthCheckNodePort fails at once (it counts ready endpoints, and a terminating one is never ready), and " +
 			"the LB stops sending the node new connections only after interval x unhealthyThreshold. Until then " +
@@ -122,7 +126,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD002", Name: "prestop-shorter-than-lb-lag", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
-		Summary: "with Local, the Pod stops accepting new connections before the LB's health-check lag is over",
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "with Local, the Pod stops accepting new connections before the LB's health-check lag is over",
 		Description: "With externalTrafficPolicy Local the LB picks nodes by kube-proxy's healthCheckNodePort, which " +
 			"fails once the node's last endpoint terminates; the LB notices only after interval x unhealthyThreshold " +
 			"and keeps sending new connections to the node until then. The Pod must keep serving that long " +
@@ -139,7 +144,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD003", Name: "grace-not-above-prestop", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
-		Summary: "terminationGracePeriodSeconds does not exceed the preStop hook",
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "terminationGracePeriodSeconds does not exceed the preStop hook",
 		Description: "The kubelet counts the preStop hook against the grace period: when it is as long as the hook " +
 			"the app receives SIGTERM with no time left to drain and is killed mid-request.",
 		Fix:       "Set terminationGracePeriodSeconds to preStop + the app's drain time + a few seconds.",
@@ -148,7 +154,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD004", Name: "no-prestop", Severity: Warning, Seeds: []string{incident.SourceIPDilemma},
-		Summary: "with Cluster, no preStop hook delays the shutdown past endpoint removal",
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "with Cluster, no preStop hook delays the shutdown past endpoint removal",
 		Description: "Endpoint removal reaches kube-proxy on every node asynchronously; an app that exits on SIGTERM " +
 			"at once refuses connections that other nodes still forward to it (incident source-ip-dilemma lists a preStop sleep as " +
 			"the first remediation). With Local, ZD002 covers this with the LB lag.",
@@ -158,7 +165,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD005", Name: "prestop-duration-unknown", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
-		Summary: "the preStop hook's duration cannot be read, timing rules skipped",
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "the preStop hook's duration cannot be read, timing rules skipped",
 		Description: "An exec hook without a recognisable `sleep N` (or a known controller's hook such as ingress-nginx's " +
 			"/wait-shutdown), or an httpGet/tcpSocket hook, takes as long as the program behind it; ZD001 and ZD002 are " +
 			"not evaluated. Behind externalTrafficPolicy Local it is a warning naming the LB lag the hook must cover; " +
@@ -169,7 +177,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD006", Name: "zero-grace-period", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
-		Summary: "terminationGracePeriodSeconds 0 kills Pods without a chance to drain",
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "terminationGracePeriodSeconds 0 kills Pods without a chance to drain",
 		Description: "A grace period of 0 means \"stop immediately via the kill signal (no opportunity to shut down)\" " +
 			"(k8s.io/api core/v1 PodSpec.terminationGracePeriodSeconds): no preStop runs to completion and every " +
 			"request in flight on a Pod that a drain, rollout or scale-down removes is cut, while the LB and " +
@@ -179,7 +188,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD010", Name: "local-without-spread", Severity: Warning, Seeds: []string{incident.NodepoolBackend},
-		Summary: "with Local, replicas can all sit on few nodes",
+		Triggers: []incident.Trigger{incident.Placement, incident.Eviction},
+		Summary:  "with Local, replicas can all sit on few nodes",
 		Description: "With externalTrafficPolicy Local the LB balances per node, not per Pod: Pods sharing a node " +
 			"share its slice, and one node drain can take every endpoint (incident nodepool-backend: 100/0/0). Nothing here spreads " +
 			"the replicas (no topologySpreadConstraints on kubernetes.io/hostname or a zone, no podAntiAffinity).",
@@ -189,7 +199,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD011", Name: "pool-affinity-vs-lb-backend", Severity: Error, Seeds: []string{incident.NodepoolBackend},
-		Summary: "with Local, the Pods' node pool and the LB's backend pool may not match",
+		Triggers: []incident.Trigger{incident.Placement},
+		Summary:  "with Local, the Pods' node pool and the LB's backend pool may not match",
 		Description: "Seed 001: an LB whose backend is one node pool (AKS Basic) only reaches Pods on that pool; with " +
 			"Local, Pods elsewhere get no traffic and those in the pool get all of it. Error when the Service pins " +
 			"the LB to a pool the Pods are not confined to; warning (info on LBs that take every node) when the Pods " +
@@ -201,7 +212,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD012", Name: "single-replica", Severity: Warning, Seeds: []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
-		Summary: "one replica: any eviction or node replacement leaves no endpoint",
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "one replica: any eviction or node replacement leaves no endpoint",
 		Description: "With one replica a drain, a node-pool replacement or an eviction removes the only endpoint " +
 			"until the replacement is ready; a PDB cannot help (it would block the drain instead).",
 		Fix:   "Run at least 2 replicas (3 to survive a drain during a rollout), spread over nodes.",
@@ -209,7 +221,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD020", Name: "pdb-never-allows-eviction", Severity: Error, Seeds: []string{incident.DrainLocalPDB},
-		Summary: "a PodDisruptionBudget can never allow an eviction",
+		Triggers: []incident.Trigger{incident.Eviction},
+		Summary:  "a PodDisruptionBudget can never allow an eviction",
 		Description: "maxUnavailable 0, or minAvailable equal to the replicas (or 100%), blocks every eviction: " +
 			"kubectl drain stalls forever. Seed 000: the drain stalled on such a budget while the service controller " +
 			"had already removed the cordoned nodes from the LB, and with Local all traffic was blackholed.",
@@ -219,7 +232,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD021", Name: "pdb-overlap", Severity: Error, Seeds: []string{incident.DrainLocalPDB},
-		Summary: "more than one PodDisruptionBudget selects the same Pods",
+		Triggers: []incident.Trigger{incident.Eviction},
+		Summary:  "more than one PodDisruptionBudget selects the same Pods",
 		Description: "The eviction API refuses to evict a Pod covered by more than one budget, so a drain stalls " +
 			"on it exactly as in incident drain-local-pdb.",
 		Fix:   "Keep one PodDisruptionBudget per set of Pods.",
@@ -227,7 +241,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD022", Name: "pdb-blocks-unhealthy-eviction", Severity: Warning, Seeds: []string{incident.DrainLocalPDB},
-		Summary: "a PodDisruptionBudget lets an unready Pod stall a drain",
+		Triggers: []incident.Trigger{incident.Eviction},
+		Summary:  "a PodDisruptionBudget lets an unready Pod stall a drain",
 		Description: "Without unhealthyPodEvictionPolicy AlwaysAllow, a Running but not Ready Pod can only be " +
 			"evicted while the budget is satisfied; a crash-looping replica then stalls the drain of its node.",
 		Fix:   "Set spec.unhealthyPodEvictionPolicy: AlwaysAllow.",
@@ -235,7 +250,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD023", Name: "no-pdb", Severity: Info, Seeds: []string{incident.DrainLocalPDB},
-		Summary: "no PodDisruptionBudget: draining several nodes at once can evict every replica",
+		Triggers: []incident.Trigger{incident.Eviction},
+		Summary:  "no PodDisruptionBudget: draining several nodes at once can evict every replica",
 		Description: "kubectl drain of several nodes (incident drain-local-pdb: \"don't drain all nodes at once\") evicts without " +
 			"limit when no budget covers the Pods.",
 		Fix:   "Add a PodDisruptionBudget with maxUnavailable: 1 and unhealthyPodEvictionPolicy: AlwaysAllow.",
@@ -243,7 +259,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD030", Name: "no-readiness-probe", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
-		Summary: "the serving container has no readiness probe",
+		Triggers: []incident.Trigger{incident.Rollout, incident.Eviction},
+		Summary:  "the serving container has no readiness probe",
 		Description: "Without a readiness probe a Pod is an endpoint as soon as its container starts, before it " +
 			"listens, and stays one while it cannot serve; the LB and kube-proxy send it traffic it drops.",
 		Fix:       "Add a readinessProbe on an endpoint that fails while the app cannot serve (and while it drains, if it should).",
@@ -252,7 +269,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD031", Name: "readiness-equals-liveness", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
-		Summary: "the readiness probe checks the same thing as the liveness probe, which gives up no later",
+		Triggers: []incident.Trigger{incident.ReadinessFlip},
+		Summary:  "the readiness probe checks the same thing as the liveness probe, which gives up no later",
 		Description: "When both probes hit the same handler and liveness fails no later than readiness (period x " +
 			"failureThreshold), a Pod cannot be unready without also being restarted: an overloaded or draining Pod is " +
 			"killed instead of taken out of rotation. Quiet when liveness gives up later, the pattern Kubernetes' probe " +
@@ -264,7 +282,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD032", Name: "rollout-allows-zero-ready", Severity: Error, Seeds: []string{incident.RollingUpdateLocal},
-		Summary: "the rollout strategy can take every endpoint down",
+		Triggers: []incident.Trigger{incident.Rollout},
+		Summary:  "the rollout strategy can take every endpoint down",
 		Description: "A Recreate strategy, or a maxUnavailable that rounds to the replica count (a StatefulSet with " +
 			"one replica), stops all Pods before new ones are ready. A DaemonSet with maxSurge 0 replaces each node's " +
 			"only endpoint with nothing in between, which with Local is the LB lag window of incident source-ip-dilemma on every node.",
@@ -274,7 +293,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD033", Name: "local-without-min-ready", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
-		Summary: "with Local, minReadySeconds is 0",
+		Triggers: []incident.Trigger{incident.Rollout},
+		Summary:  "with Local, minReadySeconds is 0",
 		Description: "A rollout moves on as soon as a new Pod is ready, before the LB has health-checked its node " +
 			"into the backend set (interval x healthyThreshold); old Pods can go before the new node takes traffic. " +
 			"GKE recommends minReadySeconds (incident rolling-update-local).",
@@ -283,7 +303,8 @@ var catalogue = []Rule{
 	},
 	{
 		ID: "ZD040", Name: "keepalive-behind-l7", Severity: Warning, Seeds: []string{incident.KeepaliveUnready},
-		Summary: "keep-alive behind an L7 load balancer while readiness can flip",
+		Triggers: []incident.Trigger{incident.ReadinessFlip},
+		Summary:  "keep-alive behind an L7 load balancer while readiness can flip",
 		Description: "Seed 004: an L7 front end (GCE Ingress) kept keep-alive connections to the nodes open and " +
 			"reused them; NAT rules apply only to new connections, so a Pod that turned unready kept receiving " +
 			"requests. The readiness probe here differs from liveness (the Pod can be unready while alive) and " +

@@ -38,3 +38,31 @@ func Known(id string) bool {
 	}
 	return false
 }
+
+// Trigger is what a disruption does to a workload that a hazard needs: a
+// doctor rule names the triggers its risk needs, a scenario the triggers
+// its disruption produces, and a finding predicts drops in every scenario
+// that produces one of its rule's triggers.
+type Trigger string
+
+const (
+	// PodTermination: a serving Pod ends (a rollout, a scale-down, an
+	// eviction).
+	PodTermination Trigger = "pod-termination"
+	// Eviction: Pods are evicted from nodes being drained, under their
+	// PodDisruptionBudgets, and started again elsewhere.
+	Eviction Trigger = "eviction"
+	// Rollout: the workload's controller replaces its Pods.
+	Rollout Trigger = "rollout"
+	// ReadinessFlip: a running Pod turns unready while clients hold
+	// connections to it.
+	ReadinessFlip Trigger = "readiness-flip"
+	// Placement: where the Pods run against where the LB sends, steady
+	// state or after nodes change.
+	Placement Trigger = "placement"
+)
+
+// Triggers lists every trigger.
+func Triggers() []Trigger {
+	return []Trigger{PodTermination, Eviction, Rollout, ReadinessFlip, Placement}
+}
