@@ -96,6 +96,15 @@ func brokenRun(sc Scenario, c Cell, err error) zdv1.Scenario {
 	}
 }
 
+// CellResult is a cell's scenario result: its run's, or a broken run's
+// when the witness could not run.
+func CellResult(sc Scenario, c Cell, r scenario.Result) zdv1.Scenario {
+	if r.Err != nil {
+		return brokenRun(sc, c, r.Err)
+	}
+	return r.Scenario
+}
+
 // summary is the verdict with its numbers and failure windows, for the
 // Ginkgo output and failure messages.
 func summary(s zdv1.Scenario) string {

@@ -14,6 +14,7 @@ import (
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/scenario"
+	"zerodrop/harness/standin"
 )
 
 // Case is one cell of a scenario's matrix.
@@ -32,7 +33,14 @@ type Case struct {
 	// PlatformLimit is set by CasesOn when the LB under test cannot give
 	// this case zero drops; the case then documents instead of asserting.
 	PlatformLimit string
+	// StandIn, when set, is a user's workload (harness/standin) the case
+	// deploys instead of the bundled one; Profile is then OwnProfile and
+	// Policy the user's Service's.
+	StandIn *standin.StandIn
 }
+
+// OwnProfile names the cases of a user's own workload (zerodrop test).
+const OwnProfile fixtures.Profile = "own"
 
 // Name is the case's part of the spec name: "local/hardened".
 func (c Case) Name() string {
@@ -100,6 +108,11 @@ type Scenario struct {
 	// (harness/incident): the doctor's findings predict drops for the
 	// scenarios whose triggers their rules need.
 	Triggers []incident.Trigger
+	// Own marks the scenarios whose disruption applies to a user's
+	// workload as written (zerodrop test): the body reads the workload
+	// through Run.Target only and its extra fixtures options are not needed
+	// for the disruption to meet the workload.
+	Own bool
 	// NeedsNodepools marks scenarios that add or remove nodepools (the
 	// existing provider cannot).
 	NeedsNodepools bool
@@ -153,6 +166,23 @@ func (sc Scenario) CasesOn(m Model) []Case {
 				out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
 			}
 		}
+	}
+	return out
+}
+
+// OwnCells are the witnesses of a user's workload on the models: one
+// documentation cell per model (the workload's own policy, keep-alive on),
+// each expecting what expect says for that model (the doctor's
+// prediction), so a measurement that disagrees is flagged.
+func (sc Scenario) OwnCells(models []Model, own *standin.StandIn, expect func(Model) *zdv1.Expectation) []Cell {
+	policy := own.ServiceObj.Spec.ExternalTrafficPolicy
+	if policy == "" {
+		policy = clusterPolicy
+	}
+	var out []Cell
+	for _, m := range models {
+		out = append(out, Cell{Case: Case{Policy: policy, Profile: OwnProfile, KeepAlive: true, Role: zdv1.RoleDocumentation, StandIn: own},
+			Model: m, Expected: expect(m)})
 	}
 	return out
 }
@@ -306,6 +336,24 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		hooks = s.CloudLB
 	}
 	opts = append(opts, extra...)
+	var own *standin.StandIn
+	if c.StandIn != nil {
+		// A user's workload keeps its own knobs: the body's extra options
+		// (replicas, pools, PDB) are the bundled workload's, not applied.
+		opts = nil
+		own = c.StandIn.In(ns)
+		svc := own.ServiceObj
+		svc.Spec.LoadBalancerClass = nil
+		delete(svc.Annotations, contract.LBProfileAnnotation)
+		if c.Model.Cloud {
+			class := contract.CloudLBClass
+			svc.Spec.LoadBalancerClass = &class
+			if svc.Annotations == nil {
+				svc.Annotations = map[string]string{}
+			}
+			svc.Annotations[contract.LBProfileAnnotation] = c.Model.Name
+		}
+	}
 	// Documentation cells carry the assertion's criteria too: the hazard
 	// they document is exactly a criterion that does not hold, which the
 	// report then calls "hazard reproduced" rather than a failure.
@@ -325,6 +373,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 			Criteria:      crit,
 		},
 		Workload:  opts,
+		StandIn:   own,
 		KeepAlive: &ka,
 		LB:        hooks,
 	}
@@ -352,7 +401,7 @@ func settleFor(d time.Duration) func(context.Context, int, *scenario.Run) error 
 // replica's minReadySeconds (an LB that adds a node slowly asks for a long
 // one, see fixtures).
 func (s *Suite) rolloutTimeout(r *scenario.Run) time.Duration {
-	return s.Settings.ReadyTimeout + time.Duration(r.Config.Replicas)*time.Duration(r.Config.MinReadySeconds)*time.Second
+	return s.Settings.ReadyTimeout + time.Duration(r.Target.Replicas)*time.Duration(r.Target.MinReadySeconds)*time.Second
 }
 
 // failEvery is the result of a scenario none of whose witnesses began.
@@ -379,7 +428,7 @@ func (s *Suite) drainTimeout(ws *scenario.Witnesses, base time.Duration) time.Du
 	longest := time.Duration(0)
 	for _, i := range ws.Live() {
 		r, _ := ws.Run(i)
-		longest = max(longest, r.Config.EffectiveTerminationGrace())
+		longest = max(longest, r.Target.Grace)
 	}
 	return longest + base
 }

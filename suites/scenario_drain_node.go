@@ -21,6 +21,7 @@ func drainNode() Scenario {
 		Description: "kubectl drain of one node that holds endpoints, under load.",
 		Seeds:       []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 		Triggers:    []incident.Trigger{incident.PodTermination, incident.Eviction},
+		Own:         true,
 		Cases:       matrix(clusterPolicy, localPolicy),
 		Hazard: "evicted pods that exit at once refuse what is still sent to them; with Local, the drained node " +
 			"keeps getting the LB's traffic until its health check fails",
@@ -45,7 +46,7 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	served := map[string]int64{}
 	for _, i := range ws.Live() {
 		r, _ := ws.Run(i)
-		eps, err := r.Kube.Endpoints(ctx, r.Config.Namespace, r.Config.Name)
+		eps, err := r.Kube.Endpoints(ctx, r.Target.Namespace, r.Target.Service)
 		if err != nil {
 			ws.Fail(i, err)
 			continue
@@ -74,7 +75,7 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 		return s.abandon(ctx, ws, fmt.Errorf("drain-node: drain of %s did not complete: %w", node, res.Err))
 	}
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
-		return r.Kube.WaitRollout(ctx, r.Config.Namespace, r.Config.Name, s.rolloutTimeout(r))
+		return r.Kube.WaitRollout(ctx, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
 	})
 	return ws.Finish(ctx, s.settleEach(cells))
 }

@@ -22,6 +22,7 @@ func drainPoolWithPDB() Scenario {
 			"every eviction keeps the pods on the cordoned nodes. Hardened: a PDB that lets the drain progress.",
 		Seeds:          []string{incident.DrainLocalPDB},
 		Triggers:       []incident.Trigger{incident.PodTermination, incident.Eviction},
+		Own:            true,
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
 		Hazard: "the LB drops the cordoned nodes from its backends while the PDB keeps every pod on them: with Local " +
@@ -98,7 +99,7 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 		}
 		r, _ := ws.Run(i)
 		for p := range remaining {
-			if strings.HasPrefix(p, r.Config.Namespace+"/") {
+			if strings.HasPrefix(p, r.Target.Namespace+"/") {
 				ws.Fail(i, fmt.Errorf("drain-pool-with-pdb: the hardened PDB should let the drain of pool-a progress, but %s is still on it", p))
 				break
 			}

@@ -58,11 +58,11 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 			return err
 		}
 		affinity := fixtures.BuildDeployment(target).Spec.Template.Spec.Affinity
-		if err := r.Kube.UpdateDeployment(ctx, r.Config.Namespace, r.Config.Name, "move the workload to pool-c",
+		if err := r.Kube.UpdateDeployment(ctx, r.Target.Namespace, r.Target.Workload, "move the workload to pool-c",
 			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Affinity = affinity }); err != nil {
 			return err
 		}
-		if err := r.Kube.WaitRollout(ctx, r.Config.Namespace, r.Config.Name, s.rolloutTimeout(r)); err != nil {
+		if err := r.Kube.WaitRollout(ctx, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r)); err != nil {
 			return err
 		}
 		return s.awaitLB(ctx, cells[i], r)

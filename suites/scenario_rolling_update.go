@@ -24,6 +24,7 @@ func rollingUpdate() Scenario {
 			"probe defaults. Hardened: preStop covering the LB's lag, graceful drain, surge rollout, minReadySeconds.",
 		Seeds:    []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 		Triggers: []incident.Trigger{incident.Rollout, incident.PodTermination},
+		Own:      true,
 		Cases:    rolling,
 		Hazard: "a pod that exits at once on SIGTERM refuses the connections kube-proxy and the LB still send it " +
 			"until its endpoint's removal reaches them; with Local, a node whose last endpoint went keeps getting " +
@@ -39,7 +40,7 @@ func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, cells []Cell) 
 	}
 	// The restart starts in every witness at the same moment.
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
-		return r.Kube.RolloutRestart(ctx, r.Config.Namespace, r.Config.Name, s.rolloutTimeout(r))
+		return r.Kube.RolloutRestart(ctx, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
 	})
 	return ws.Finish(ctx, s.settleEach(cells))
 }

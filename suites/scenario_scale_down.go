@@ -40,12 +40,12 @@ func runScaleDown(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 		return s.abandon(ctx, ws, err)
 	}
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
-		err := r.Kube.UpdateDeployment(ctx, r.Config.Namespace, r.Config.Name, fmt.Sprintf("scale from %d to %d replicas", from, to),
+		err := r.Kube.UpdateDeployment(ctx, r.Target.Namespace, r.Target.Workload, fmt.Sprintf("scale from %d to %d replicas", from, to),
 			func(d *appsv1.Deployment) { n := int32(to); d.Spec.Replicas = &n })
 		if err != nil {
 			return err
 		}
-		return r.Kube.WaitRollout(ctx, r.Config.Namespace, r.Config.Name, s.Settings.ReadyTimeout)
+		return r.Kube.WaitRollout(ctx, r.Target.Namespace, r.Target.Workload, s.Settings.ReadyTimeout)
 	})
 	return ws.Finish(ctx, s.settleEach(cells))
 }

@@ -20,6 +20,7 @@ func unreadyKeepalive() Scenario {
 			"after its endpoint is removed, with keep-alive on and off.",
 		Seeds:    []string{incident.KeepaliveUnready},
 		Triggers: []incident.Trigger{incident.ReadinessFlip},
+		Own:      true,
 		Cases: []Case{
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleDocumentation},
 			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
@@ -59,7 +60,7 @@ func runUnreadyKeepalive(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 		if served[victim] == 0 {
 			return fmt.Errorf("unready-keepalive: no pod answered during the first %s of load (per pod: %v); nothing to turn unready", s.Timing.Baseline, served)
 		}
-		_ = r.Events().Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventNote, Object: "pod/" + r.Config.Namespace + "/" + victim,
+		_ = r.Events().Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventNote, Object: "pod/" + r.Target.Namespace + "/" + victim,
 			Message: fmt.Sprintf("chosen to turn unready: it answered %d of the %d requests so far (per pod: %v)", served[victim], sumCounts(served), served)})
 		// What the pod answers once its endpoint is gone is the hazard: none
 		// may reach it after kube-proxy had time to apply the removal.
@@ -70,10 +71,10 @@ func runUnreadyKeepalive(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 		if err != nil {
 			return err
 		}
-		if err := r.Kube.SetEchoReady(ctx, r.Config.Namespace, victim, false); err != nil {
+		if err := r.Kube.SetEchoReady(ctx, r.Target.Namespace, victim, r.Target.AdminPort, false); err != nil {
 			return err
 		}
-		_, err = r.Kube.WaitReadyEndpoints(ctx, r.Config.Namespace, r.Config.Name, len(pods)-1, s.Timing.EndpointRemoval)
+		_, err = r.Kube.WaitReadyEndpoints(ctx, r.Target.Namespace, r.Target.Service, len(pods)-1, s.Timing.EndpointRemoval)
 		return err
 	})
 	return ws.Finish(ctx, settleFor(s.Timing.Observe))

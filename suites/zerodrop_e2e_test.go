@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -16,8 +15,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/cluster"
-	"zerodrop/harness/scenario"
 	"zerodrop/harness/verdict"
 )
 
@@ -27,9 +24,9 @@ func TestZerodrop(t *testing.T) {
 }
 
 var (
+	session   *Session
 	suite     *Suite
 	collector *Collector
-	created   bool
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -37,65 +34,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	settings, err := SettingsFromEnv(os.Getenv, repo)
 	Expect(err).NotTo(HaveOccurred(), "fix the environment variables and run again")
-	Expect(os.MkdirAll(settings.OutDir, 0o755)).To(Succeed())
-
 	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	events := &SwitchSink{}
-	opts := []cluster.Option{
-		cluster.WithName(settings.ClusterName), cluster.WithKubeconfig(settings.Kubeconfig), cluster.WithEventSink(events),
-		cluster.WithLogger(logger), cluster.WithProgress(func(msg string) { fmt.Fprintln(GinkgoWriter, "cluster:", msg) }),
-		cluster.WithStateDir(filepath.Join(or(os.Getenv("ZERODROP_CACHE"), "/var/cache/zerodrop"), "state")),
-	}
-	if settings.NodeImage != "" {
-		opts = append(opts, cluster.WithNodeImage(settings.NodeImage))
-	}
-	provider, err := cluster.New(settings.Provider, opts...)
+	session, err = Open(ctx, settings, logger, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })
 	Expect(err).NotTo(HaveOccurred())
-
-	cs, version, reachErr := reach(ctx, settings.Kubeconfig)
-	if reachErr != nil {
-		Expect(settings.Provider).To(Equal("kind"),
-			"cluster in %s is unreachable (%v); the existing provider never creates one", settings.Kubeconfig, reachErr)
-		By("creating a kind cluster (none reachable at " + settings.Kubeconfig + ")")
-		Expect(provider.Create(ctx)).To(Succeed(), "create the kind cluster; `make cluster` shows each step")
-		created = true
-		cs, version, err = reach(ctx, settings.Kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-	}
-	if settings.Provider == "kind" {
-		By("loading " + settings.EchoImage + " into the nodes")
-		Expect(provider.LoadImages(ctx, settings.EchoImage)).To(Succeed(), "build it with `make image`")
-	}
-
-	models, err := settings.Models()
-	Expect(err).NotTo(HaveOccurred())
-	suite = &Suite{
-		Settings: settings,
-		Provider: provider,
-		Models:   models,
-		Timing:   DefaultTiming(),
-		Events:   events,
-		Env: &scenario.Env{
-			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
-			Logger: logger, ToolVersion: toolVersion(),
-		},
-	}
-	Expect(configureCloudLB(ctx, suite, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })).To(Succeed())
-	collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
-		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
-		LBImplementation: modelNames(models), Start: time.Now(),
-		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate),
-	})
+	suite, collector = session.Suite, session.Collector
 }, NodeTimeout(30*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {
-	if collector != nil {
-		Expect(collector.Close(time.Now())).To(Succeed())
+	if session != nil {
+		Expect(session.Close(ctx, func(msg string) { By(msg) })).To(Succeed())
 		fmt.Fprintf(GinkgoWriter, "report: %s\n", filepath.Join(suite.Settings.OutDir, "report.json"))
-	}
-	if created && suite != nil && !suite.Settings.KeepCluster {
-		By("deleting the kind cluster this suite created (KEEP_CLUSTER=1 keeps it)")
-		Expect(suite.Provider.Delete(ctx)).To(Succeed())
 	}
 }, NodeTimeout(5*time.Minute))
 

@@ -45,6 +45,7 @@ func commandTable() []command {
 		doctorCommand(),
 		reportCommand(),
 		lbCommand(),
+		ownCommand(),
 	}
 }
 

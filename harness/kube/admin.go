@@ -8,11 +8,6 @@ import (
 	zdv1 "zerodrop/apis/v1"
 )
 
-// AdminPort is the echo server's admin port. It is never exposed by a
-// Service; the harness reaches it through the API server's pod proxy, which
-// needs no port-forward and no route from the host to pod IPs.
-const AdminPort = 8081
-
 // EchoStats is the echo server's /admin/stats.
 type EchoStats struct {
 	ServedTotal         int64 `json:"served_total"`
@@ -27,18 +22,22 @@ type EchoStats struct {
 
 // SetEchoReady flips an echo server pod's readiness through its admin port
 // (incident keepalive-unready: the pod fails readiness while staying alive).
-func (c *Client) SetEchoReady(ctx context.Context, namespace, pod string, ready bool) error {
-	return c.echoAdminPost(ctx, namespace, pod, "admin/ready", ready)
+// The admin port is never exposed by a Service (fixtures.AdminPort for the
+// bundled workload; a stand-in's own, see harness/standin); the harness
+// reaches it through the API server's pod proxy, which needs no
+// port-forward and no route from the host to pod IPs.
+func (c *Client) SetEchoReady(ctx context.Context, namespace, pod string, adminPort int32, ready bool) error {
+	return c.echoAdminPost(ctx, namespace, pod, adminPort, "admin/ready", ready)
 }
 
-func (c *Client) echoAdminPost(ctx context.Context, namespace, pod, path string, value bool) error {
+func (c *Client) echoAdminPost(ctx context.Context, namespace, pod string, adminPort int32, path string, value bool) error {
 	v := strconv.FormatBool(value)
 	_, err := c.cs.CoreV1().RESTClient().Post().
-		Namespace(namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", pod, AdminPort)).
+		Namespace(namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", pod, adminPort)).
 		SubResource("proxy").Suffix(path).Param("value", v).
 		Do(ctx).Raw()
 	if err != nil {
-		return fmt.Errorf("POST %s?value=%s on pod %s/%s admin port %d via the API server: %w", path, v, namespace, pod, AdminPort, err)
+		return fmt.Errorf("POST %s?value=%s on pod %s/%s admin port %d via the API server: %w", path, v, namespace, pod, adminPort, err)
 	}
 	c.emit(zdv1.EventAction, "pod/"+namespace+"/"+pod, fmt.Sprintf("echo admin %s=%s", path, v), nil)
 	return nil

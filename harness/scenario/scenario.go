@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,7 @@ import (
 	"zerodrop/harness/load"
 	"zerodrop/harness/observe"
 	"zerodrop/harness/runfile"
+	"zerodrop/harness/standin"
 	"zerodrop/harness/verdict"
 )
 
@@ -84,6 +86,10 @@ type Spec struct {
 	zdv1.ScenarioSpec
 	// Workload builds the echo-server Deployment, Service and PDB.
 	Workload []fixtures.Option
+	// StandIn, when set, is deployed instead: a user's workload with the
+	// echo server in its containers (harness/standin), in its own
+	// namespace; Workload is then not read.
+	StandIn *standin.StandIn
 	// KeepAlive turns connection reuse by the load generator on or off
 	// (default on, as browsers and most clients do).
 	KeepAlive *bool
@@ -116,12 +122,51 @@ type LBHooks struct {
 	Quiet func(ctx context.Context, namespace, name string) (bool, string, error)
 }
 
+// Target is what a run deploys and acts on: the names, selector and
+// numbers the harness and the scenario bodies need, from the bundled
+// workload (fixtures.Config) or from a user's stand-in alike.
+type Target struct {
+	Namespace string
+	// Workload is the Deployment's name, Service the Service's.
+	Workload, Service string
+	Selector          map[string]string
+	Replicas          int32
+	MinReadySeconds   int32
+	// Grace is the Pods' termination grace (the API default when unset).
+	Grace time.Duration
+	// Port and Path are where the load is sent through the LB.
+	Port int32
+	Path string
+	// AdminPort is the serving container's echo admin port.
+	AdminPort int32
+}
+
+func configTarget(c fixtures.Config) Target {
+	return Target{Namespace: c.Namespace, Workload: c.Name, Service: c.Name, Selector: c.SelectorLabels(), Replicas: c.Replicas,
+		MinReadySeconds: c.MinReadySeconds, Grace: c.EffectiveTerminationGrace(), Port: c.ServicePort, Path: "/", AdminPort: fixtures.AdminPort}
+}
+
+func standInTarget(s *standin.StandIn) (Target, error) {
+	d, ok := s.WorkloadObj.(*appsv1.Deployment)
+	if !ok {
+		return Target{}, fmt.Errorf("a %s stand-in: scenario runs act on Deployments (rollout, scale, update) and do not support %s yet", s.Kind, s.Kind)
+	}
+	grace := 30 * time.Second // corev1.DefaultTerminationGracePeriodSeconds
+	if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	return Target{Namespace: s.Namespace, Workload: d.Name, Service: s.ServiceName, Selector: d.Spec.Selector.MatchLabels, Replicas: s.Replicas,
+		MinReadySeconds: d.Spec.MinReadySeconds, Grace: grace, Port: s.Port, Path: s.Path, AdminPort: s.Serving.Admin}, nil
+}
+
 // Run is a scenario in progress.
 type Run struct {
 	Env  *Env
 	Spec Spec
-	// Config is the resolved workload.
+	// Config is the resolved bundled workload (zero for a stand-in).
 	Config fixtures.Config
+	// Target is what the run deployed and acts on.
+	Target Target
 	// Kube acts on the cluster and records each step in the run file.
 	Kube *kube.Client
 	// Address is the Service's load balancer address; URL the load's target.
@@ -158,19 +203,33 @@ func DirName(name string) string {
 func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	begun := time.Now()
 	env.defaults()
-	cfg, err := fixtures.NewConfig(spec.Workload...)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: workload: %w", spec.Name, err)
+	var (
+		cfg    fixtures.Config
+		target Target
+	)
+	if spec.StandIn != nil {
+		if target, err = standInTarget(spec.StandIn); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
+	} else {
+		if cfg, err = fixtures.NewConfig(spec.Workload...); err != nil {
+			return nil, fmt.Errorf("scenario %s: workload: %w", spec.Name, err)
+		}
+		target = configTarget(cfg)
 	}
 	if spec.Config == nil {
 		spec.Config = map[string]string{}
 	}
-	for k, v := range describe(cfg) {
+	knobs := map[string]string{}
+	if spec.StandIn == nil {
+		knobs = describe(cfg)
+	}
+	for k, v := range knobs {
 		if _, set := spec.Config[k]; !set {
 			spec.Config[k] = v
 		}
 	}
-	r := &Run{Env: env, Spec: spec, Config: cfg, log: env.Logger.With("scenario", spec.Name)}
+	r := &Run{Env: env, Spec: spec, Config: cfg, Target: target, log: env.Logger.With("scenario", spec.Name)}
 	r.Dir = filepath.Join(env.OutDir, DirName(spec.Name))
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("scenario %s: create output directory: %w", spec.Name, err)
@@ -197,36 +256,40 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	// events of the deployment wait in memory until the file exists.
 	r.sink = &deferredSink{}
 	r.Kube = kube.New(env.Clientset, kube.WithEventSink(r.sink))
-	r.step("deploy", "namespace", cfg.Namespace, "workload", cfg.String())
-
-	objs := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace,
+	objs := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target.Namespace,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "zerodrop"}}}}
-	objs = append(objs, fixtures.BuildDeployment(cfg), fixtures.BuildService(cfg))
-	if pdb := fixtures.BuildPDB(cfg); pdb != nil {
-		objs = append(objs, pdb)
+	if spec.StandIn != nil {
+		r.step("deploy", "namespace", target.Namespace, "workload", "stand-in of "+spec.StandIn.Workload)
+		objs = append(objs, spec.StandIn.Objects()...)
+	} else {
+		r.step("deploy", "namespace", target.Namespace, "workload", cfg.String())
+		objs = append(objs, fixtures.BuildDeployment(cfg), fixtures.BuildService(cfg))
+		if pdb := fixtures.BuildPDB(cfg); pdb != nil {
+			objs = append(objs, pdb)
+		}
 	}
 	if err := r.Kube.Create(ctx, objs...); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
-	if err := r.Kube.WaitRollout(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout); err != nil {
+	if err := r.Kube.WaitRollout(ctx, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
 	}
-	if _, err := r.Kube.WaitReadyEndpoints(ctx, cfg.Namespace, cfg.Name, int(cfg.Replicas), env.ReadyTimeout); err != nil {
+	if _, err := r.Kube.WaitReadyEndpoints(ctx, target.Namespace, target.Service, int(target.Replicas), env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
-	r.Address, err = r.Kube.WaitLoadBalancer(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout)
+	r.Address, err = r.Kube.WaitLoadBalancer(ctx, target.Namespace, target.Service, env.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
 	if spec.LB.WaitSettled != nil {
-		settled, err := spec.LB.WaitSettled(ctx, cfg.Namespace, cfg.Name, env.ReadyTimeout)
+		settled, err := spec.LB.WaitSettled(ctx, target.Namespace, target.Service, env.ReadyTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 		}
 		r.step("lb-settled", "backends", settled)
 		r.Kube.Note("lb", "load balancer settled before the load: "+settled)
 	}
-	r.URL = "http://" + net.JoinHostPort(r.Address, strconv.Itoa(int(cfg.ServicePort))) + "/"
+	r.URL = "http://" + net.JoinHostPort(r.Address, strconv.Itoa(int(target.Port))) + target.Path
 	if err := WaitServing(ctx, r.URL, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
@@ -252,14 +315,14 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
-			if err := spec.LB.Events(runCtx, lbEventsOf(cfg.Namespace+"/"+cfg.Name, begun, r.sink)); err != nil && runCtx.Err() == nil {
+			if err := spec.LB.Events(runCtx, lbEventsOf(target.Namespace+"/"+target.Service, begun, r.sink)); err != nil && runCtx.Err() == nil {
 				r.log.Warn("load balancer event stream ended", "err", err)
 				r.Kube.Note("lb", "load balancer event stream ended: "+err.Error())
 			}
 		}()
 	}
 	r.Observer = observe.New(env.Clientset, observe.Target{
-		Namespace: cfg.Namespace, Service: cfg.Name, PodSelector: selector(cfg.SelectorLabels()),
+		Namespace: target.Namespace, Service: target.Service, PodSelector: selector(target.Selector),
 	}, r.sink)
 	if err := r.Observer.Start(runCtx); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
@@ -315,7 +378,7 @@ func lbEventsOf(service string, since time.Time, sink runfile.EventSink) runfile
 }
 
 func (r *Run) podsState(ctx context.Context) string {
-	pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
+	pods, err := r.Kube.Pods(ctx, r.Target.Namespace, selector(r.Target.Selector))
 	if err != nil {
 		return err.Error()
 	}
@@ -392,7 +455,7 @@ func (r *Run) waitQuiet(ctx context.Context) (string, error) {
 	for {
 		busy := r.terminatingPod(ctx)
 		if busy == "" {
-			quiet, desc, err := r.Spec.LB.Quiet(ctx, r.Config.Namespace, r.Config.Name)
+			quiet, desc, err := r.Spec.LB.Quiet(ctx, r.Target.Namespace, r.Target.Service)
 			what = desc
 			switch {
 			case err != nil:
@@ -421,7 +484,7 @@ func (r *Run) waitQuiet(ctx context.Context) (string, error) {
 // terminatingPod describes a pod of the workload still terminating (or why
 // the pods could not be listed); "" when none is.
 func (r *Run) terminatingPod(ctx context.Context) string {
-	pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
+	pods, err := r.Kube.Pods(ctx, r.Target.Namespace, selector(r.Target.Selector))
 	if err != nil {
 		return err.Error()
 	}
@@ -456,7 +519,7 @@ func (r *Run) Snapshot() load.Summary {
 // ExpectPods adds the workload's current pods to the criteria's expected
 // pods, so one that never gets traffic is reported with zero.
 func (r *Run) ExpectPods(ctx context.Context) ([]corev1.Pod, error) {
-	pods, err := r.Kube.Pods(ctx, r.Config.Namespace, selector(r.Config.SelectorLabels()))
+	pods, err := r.Kube.Pods(ctx, r.Target.Namespace, selector(r.Target.Selector))
 	if err != nil {
 		return nil, err
 	}
@@ -601,7 +664,7 @@ func (r *Run) Cleanup(ctx context.Context) {
 	if r.Kube == nil {
 		return
 	}
-	if err := r.Kube.DeleteNamespace(context.WithoutCancel(ctx), r.Config.Namespace, 3*time.Minute); err != nil {
+	if err := r.Kube.DeleteNamespace(context.WithoutCancel(ctx), r.Target.Namespace, 3*time.Minute); err != nil {
 		r.log.Warn("cleanup", "err", err)
 	}
 }

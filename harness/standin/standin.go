@@ -512,3 +512,25 @@ func joinPorts(ps []int32) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// In is a copy of s in namespace ns (one per witness of a scenario).
+func (s *StandIn) In(ns string) *StandIn {
+	cp := *s
+	cp.Namespace = ns
+	cp.ServiceObj = s.ServiceObj.DeepCopy()
+	cp.ServiceObj.Namespace = ns
+	cp.WorkloadObj = s.WorkloadObj.DeepCopyObject()
+	if m, ok := cp.WorkloadObj.(metav1.Object); ok {
+		m.SetNamespace(ns)
+	}
+	cp.PDBs = nil
+	for _, p := range s.PDBs {
+		p = p.DeepCopy()
+		p.Namespace = ns
+		cp.PDBs = append(cp.PDBs, p)
+	}
+	cp.Changes = append([]Change(nil), s.Changes...)
+	cp.Knobs = append([]KnobState(nil), s.Knobs...)
+	cp.Containers = append([]Container(nil), s.Containers...)
+	return &cp
+}

@@ -332,3 +332,16 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestInMovesEveryObject(t *testing.T) {
+	s := build(t, every, Options{})
+	c := s.In("zd-other")
+	for _, o := range c.Objects() {
+		if ns := o.(interface{ GetNamespace() string }).GetNamespace(); ns != "zd-other" {
+			t.Errorf("%T in %q", o, ns)
+		}
+	}
+	if s.ServiceObj.Namespace != "zd-test" || s.WorkloadObj.(*appsv1.Deployment).Namespace != "zd-test" || s.PDBs[0].Namespace != "zd-test" {
+		t.Error("In changed the original")
+	}
+}

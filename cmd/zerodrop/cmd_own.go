@@ -1,0 +1,460 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/fixtures"
+	"zerodrop/harness/doctor"
+	"zerodrop/harness/standin"
+	"zerodrop/suites"
+)
+
+func ownCommand() command {
+	return command{
+		name:    "test",
+		summary: "your own workload: the doctor predicts, a stand-in on a cluster measures, side by side",
+		run: func(ctx context.Context, c *cli, args []string) int {
+			return runOwn(ctx, c, os.Stdin, os.Getenv, args)
+		},
+	}
+}
+
+const ownDescription = `
+Takes your manifests (a Deployment or StatefulSet, its Service of type
+LoadBalancer, PodDisruptionBudgets, an HPA; files, directories, - for stdin;
+multi-document YAML, Lists, kubectl get -o yaml output) and:
+
+ 1. runs the doctor and prints its prediction per disruption and LB model;
+ 2. builds a faithful stand-in: your Pod template and Service with every knob
+    that decides drops kept as written (replicas, strategy, minReadySeconds,
+    probes, hooks, grace, affinity, spread, tolerations, PDBs, traffic policy,
+    LB annotations, ports) and each container replaced by the zerodrop echo
+    server, which ends on SIGTERM the way the doctor reads your server (or as
+    the --app-* flags say); every change is listed with its reason;
+ 3. unless --dry-run, deploys it on the cluster (PROVIDER=kind makes one when
+    none answers at --kubeconfig; 'make test-workload' builds the images
+    first) and runs every disruption your workload can meet under load, once
+    per LB model, and prints the measured drops next to the prediction,
+    agreement or disagreement called out. A disagreement is a defect of the
+    doctor or of the stand-in: please report it.
+
+Exit status: 0 nothing dropped (or --dry-run), 1 something dropped, 2 bad
+input (named by file and object; nothing is left in the cluster) or a run
+that broke.`
+
+// ownScenarios are the disruptions a user's workload can meet as written.
+func ownScenarios() []suites.Scenario {
+	var out []suites.Scenario
+	for _, sc := range suites.Scenarios() {
+		if sc.Own {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) string, args []string) int {
+	fs := newFlagSet(c, "test", "[flags] FILE|DIR|-...", ownDescription)
+	lbs := fs.String("lb-profile", "", "LB models, comma-separated: metallb and the cloud LB's profiles (default: the one the Service's annotations imply, else all)")
+	only := fs.String("scenario", "", "disruptions to run, comma-separated (default: every one a workload can meet)")
+	dryRun := fs.Bool("dry-run", false, "predict and build the stand-in; deploy nothing")
+	render := fs.String("render", "", "write the stand-in's manifests to this `file` (- for stdout)")
+	outDir := fs.String("out", "out/test", "evidence `directory` (run files, report.json)")
+	namespace := fs.String("namespace", "", "namespace of manifests without one (default \"default\")")
+	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
+	kubeVersion := fs.String("kubernetes-version", "", "judge for this Kubernetes version (default: the supported releases)")
+	provider := fs.String("provider", firstSet(getenv("PROVIDER"), "kind"), "kind (made when none answers) or existing")
+	kubeconfig := fs.String("kubeconfig", firstSet(getenv("ZERODROP_KUBECONFIG"), "out/kubeconfig"), "kubeconfig of the test cluster")
+	clusterName := fs.String("cluster-name", firstSet(getenv("CLUSTER_NAME"), "zerodrop"), "kind cluster name")
+	appUnready := fs.Bool("app-unready-on-term", false, "your server fails readiness on SIGTERM (for a server the doctor does not know)")
+	appAccepts := fs.Duration("app-accepts", 0, "your server keeps accepting this long after SIGTERM (for a server the doctor does not know)")
+	appDrain := fs.Duration("app-drain", 0, "then gives in-flight requests this long (0: cuts them)")
+	appKeepAlive := fs.Bool("app-keepalive", true, "your server keeps HTTP connections alive")
+	hook := fs.Duration("hook", 0, "the stand-in sleeps this long for a preStop hook whose duration cannot be read (default: no hook)")
+
+	paths, code, ok := parseInterspersed(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(paths) == 0 {
+		return badInput(c, "test", "give the manifests: FILE, DIR or - for stdin")
+	}
+	kubeMinor := 0
+	if *kubeVersion != "" {
+		var err error
+		if kubeMinor, err = doctor.ParseKubernetesVersion(*kubeVersion); err != nil {
+			return badInput(c, "test", "--kubernetes-version: %v", err)
+		}
+	}
+	scs, err := pickScenarios(*only)
+	if err != nil {
+		return badInput(c, "test", "--scenario: %v", err)
+	}
+	ms, err := doctor.Load(paths, stdin)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+		return exitBroken
+	}
+	if *namespace != "" {
+		for _, o := range ms.Objects {
+			if o.Namespace == "" {
+				o.Namespace = *namespace
+			}
+		}
+	}
+	opts := standin.Options{Namespace: "zd-own", UnknownHook: *hook}
+	appSet := false
+	fs.Visit(func(f *flag.Flag) { appSet = appSet || strings.HasPrefix(f.Name, "app-") })
+	if appSet {
+		opts.App = &standin.Behaviour{UnreadyOnTerm: *appUnready, KeepAccepting: *appAccepts, Drain: *appDrain, KeepAlive: *appKeepAlive}
+	}
+	owns, err := standin.FromManifests(ms, opts)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+		return exitBroken
+	}
+	if len(owns) > 1 {
+		var names []string
+		for _, o := range owns {
+			names = append(names, o.Service)
+		}
+		return badInput(c, "test", "the input has %d Services of type LoadBalancer (%s): test one at a time", len(owns), strings.Join(names, ", "))
+	}
+	own := owns[0]
+
+	// The columns: what the user asked, else the LB the Service names,
+	// else every model.
+	settings, err := ownSettings(getenv, *provider, *clusterName, *kubeconfig, *outDir, *lbs, ms, own)
+	if err != nil {
+		return badInput(c, "test", "%v", err)
+	}
+	models, err := settings.Models()
+	if err != nil {
+		return badInput(c, "test", "%v", err)
+	}
+
+	printStandIn(c.stdout, own)
+	if *render != "" {
+		if err := renderStandIn(c, own, *render); err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop test: --render: %v\n", err)
+			return exitBroken
+		}
+	}
+	preds := predict(ms, own, models, scs, kubeMinor)
+	printPredictions(c.stdout, preds, scs, models)
+	if *dryRun {
+		return exitOK
+	}
+
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	progress := func(msg string) { fmt.Fprintln(c.stderr, "zerodrop test:", msg) }
+	sess, err := suites.Open(ctx, settings, logger, progress)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+		return exitBroken
+	}
+	measured := map[string]zdv1.Scenario{}
+	for _, sc := range scs {
+		cells := sc.OwnCells(sess.Suite.Models, own, func(m suites.Model) *zdv1.Expectation { return preds[sc.Name][m.Name].expectation() })
+		progress(fmt.Sprintf("%s: %d LB models", sc.Name, len(cells)))
+		res := sess.Suite.RunScenario(ctx, sc, cells)
+		for i, cell := range cells {
+			r := suites.CellResult(sc, cell, res[i])
+			measured[sc.Name+"/"+cell.Model.Name] = r
+			if err := sess.Collector.Add(r); err != nil {
+				progress("report: " + err.Error())
+			}
+		}
+	}
+	if err := sess.Close(context.WithoutCancel(ctx), progress); err != nil {
+		progress("close: " + err.Error())
+	}
+	return printMeasured(c.stdout, preds, measured, scs, sess.Suite.Models, settings.OutDir)
+}
+
+func pickScenarios(only string) ([]suites.Scenario, error) {
+	all := ownScenarios()
+	if only == "" {
+		return all, nil
+	}
+	var out []suites.Scenario
+	var names []string
+	for _, sc := range all {
+		names = append(names, sc.Name)
+	}
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		found := false
+		for _, sc := range all {
+			if sc.Name == n {
+				out, found = append(out, sc), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%q is not a disruption a workload of yours can meet here (%s)", n, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// ownSettings are the suite's settings for a user's workload: the
+// environment's, with the flags on top and the columns chosen.
+func ownSettings(getenv func(string) string, provider, clusterName, kubeconfig, outDir, lbs string, ms *doctor.Manifests, own *standin.StandIn) (suites.Settings, error) {
+	env := map[string]string{"PROVIDER": provider, "CLUSTER_NAME": clusterName, "ZERODROP_KUBECONFIG": kubeconfig, "ZERODROP_OUT": outDir}
+	names := splitList(lbs)
+	if len(names) == 0 {
+		names = impliedLB(ms, own)
+	}
+	cloud := []string{}
+	metallb := len(names) == 0
+	for _, n := range names {
+		if n == "metallb" {
+			metallb = true
+		} else {
+			cloud = append(cloud, n)
+		}
+	}
+	switch {
+	case provider == "existing":
+		env["LB_PROFILE"] = strings.Join(names, ",")
+	case metallb && len(cloud) == 0 && len(names) > 0:
+		env["LB"] = "metallb"
+	case !metallb:
+		env["LB"], env["LB_PROFILE"] = "cloud", strings.Join(cloud, ",")
+	default:
+		env["LB"], env["LB_PROFILE"] = "all", strings.Join(cloud, ",")
+	}
+	get := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}
+	abs, err := filepath.Abs(".")
+	if err != nil {
+		return suites.Settings{}, err
+	}
+	return suites.SettingsFromEnv(get, abs)
+}
+
+// impliedLB is the one LB model the Service's annotations name, if they
+// name exactly one the cloud LB runs (the doctor's reading); none means
+// every model.
+func impliedLB(ms *doctor.Manifests, own *standin.StandIn) []string {
+	rep := doctor.Check(ms)
+	for _, s := range rep.Services {
+		if s.Service == own.Service && !strings.Contains(s.Profile, ",") && s.Profile != "" {
+			if _, ok := doctor.LookupProfile(s.Profile); ok {
+				return []string{s.Profile}
+			}
+		}
+	}
+	return nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// prediction is the doctor's answer for one cell.
+type prediction struct {
+	doctor.Prediction
+	// unknown: the doctor has no profile for the model.
+	unknown bool
+	why     string
+}
+
+func (p prediction) String() string {
+	switch {
+	case p.unknown:
+		return "?"
+	case len(p.Rules) > 0:
+		return string(p.Outcome) + " (" + strings.Join(p.Rules, ",") + ")"
+	}
+	return string(p.Outcome)
+}
+
+// expectation is the prediction as a documentation cell's expected
+// outcome: a measurement that differs is flagged UNEXPECTED in the report.
+func (p prediction) expectation() *zdv1.Expectation {
+	switch {
+	case p.unknown:
+		return &zdv1.Expectation{Why: "the doctor has no profile for this LB model"}
+	case p.Outcome == doctor.PredictDrops:
+		return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardReproduced, Why: "the doctor predicts drops: " + p.why}
+	case p.Outcome == doctor.PredictClean:
+		return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardNotReproduced, Why: "the doctor finds nothing this disruption meets"}
+	}
+	return &zdv1.Expectation{Why: "the doctor warns (" + p.why + ") but cannot tell: either outcome"}
+}
+
+// predict runs the doctor once per LB model and reads its prediction for
+// every scenario: [scenario][model].
+func predict(ms *doctor.Manifests, own *standin.StandIn, models []suites.Model, scs []suites.Scenario, kubeMinor int) map[string]map[string]prediction {
+	out := map[string]map[string]prediction{}
+	for _, sc := range scs {
+		out[sc.Name] = map[string]prediction{}
+	}
+	for _, m := range models {
+		prof, ok := doctor.LookupProfile(m.Name)
+		if !ok {
+			for _, sc := range scs {
+				out[sc.Name][m.Name] = prediction{unknown: true}
+			}
+			continue
+		}
+		rep := doctor.Check(ms, doctor.WithLBProfile(prof), doctor.WithKubernetesMinor(kubeMinor))
+		for _, sc := range scs {
+			p := prediction{Prediction: rep.Predict(own.Service, sc.Triggers)}
+			var why []string
+			for _, f := range rep.Findings {
+				for _, id := range p.Rules {
+					if f.RuleID == id && f.Service == own.Service {
+						why = append(why, id+" "+f.Message)
+					}
+				}
+			}
+			p.why = strings.Join(why, "; ")
+			out[sc.Name][m.Name] = p
+		}
+	}
+	return out
+}
+
+func printStandIn(w io.Writer, s *standin.StandIn) {
+	kept := 0
+	for _, k := range s.Knobs {
+		if k.Kept {
+			kept++
+		}
+	}
+	fmt.Fprintf(w, "Stand-in for %s behind %s (%s)\n", s.Workload, s.Service, s.Source)
+	fmt.Fprintf(w, "  knobs: %d of %d kept as written", kept, len(s.Knobs))
+	for _, k := range s.Knobs {
+		if !k.Kept {
+			fmt.Fprintf(w, "; %s changed", k.Name)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  serving container %s: %s\n    (from %s)\n", s.Serving.Name, s.Serving.Ends, s.Serving.BehaviourFrom)
+	fmt.Fprintf(w, "  load: port %d, path %s, %d replicas\n", s.Port, s.Path, s.Replicas)
+	if len(s.Changes) > 0 {
+		fmt.Fprintln(w, "  changes:")
+		for _, ch := range s.Changes {
+			fmt.Fprintf(w, "    - %s\n", ch)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func renderStandIn(c *cli, s *standin.StandIn, path string) error {
+	b, err := fixtures.RenderYAML(s.Objects()...)
+	if err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err = c.stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func printPredictions(w io.Writer, preds map[string]map[string]prediction, scs []suites.Scenario, models []suites.Model) {
+	fmt.Fprintln(w, "Doctor's prediction:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "  disruption")
+	for _, m := range models {
+		fmt.Fprintf(tw, "\t%s", m.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, sc := range scs {
+		fmt.Fprintf(tw, "  %s", sc.Name)
+		for _, m := range models {
+			fmt.Fprintf(tw, "\t%s", preds[sc.Name][m.Name])
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// printMeasured prints measured drops next to the prediction and returns
+// the exit code: 2 when a run broke, 1 when something dropped, else 0.
+func printMeasured(w io.Writer, preds map[string]map[string]prediction, measured map[string]zdv1.Scenario, scs []suites.Scenario, models []suites.Model, out string) int {
+	fmt.Fprintln(w, "Measured (the doctor's prediction in brackets):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "  disruption")
+	for _, m := range models {
+		fmt.Fprintf(tw, "\t%s", m.Name)
+	}
+	fmt.Fprintln(tw)
+	code := exitOK
+	agree, decided := 0, 0
+	for _, sc := range scs {
+		fmt.Fprintf(tw, "  %s", sc.Name)
+		for _, m := range models {
+			r, ok := measured[sc.Name+"/"+m.Name]
+			p := preds[sc.Name][m.Name]
+			cell := "not run"
+			if ok {
+				cell = measuredCell(r)
+				switch {
+				case r.Outcome() == string(zdv1.Error):
+					code = exitBroken
+				case r.Outcome() == zdv1.OutcomeHazardReproduced && code == exitOK:
+					code = exitFailed
+				}
+				if r.Expected != nil && r.Expected.Outcome != "" && r.Outcome() != string(zdv1.Error) {
+					decided++
+					if r.Unexpected() {
+						cell += " DISAGREES"
+					} else {
+						agree++
+					}
+				}
+			}
+			fmt.Fprintf(tw, "\t%s [%s]", cell, p)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	if decided > 0 {
+		fmt.Fprintf(w, "\nAgreement: %d of %d cells the doctor decided (%.0f%%); risk cells and broken runs are not counted.\n", agree, decided, 100*float64(agree)/float64(decided))
+	}
+	fmt.Fprintf(w, "Evidence: %s (report.json, one run file per cell; zerodrop report %s renders it)\n", out, out)
+	return code
+}
+
+func measuredCell(r zdv1.Scenario) string {
+	if r.Outcome() == string(zdv1.Error) {
+		return "ERROR"
+	}
+	s := fmt.Sprintf("%d dropped of %d", r.Results.Dropped, r.Results.Total)
+	if a := r.Results.AfterRemoval; a != nil && a.Served > 0 {
+		s += fmt.Sprintf(", %d served after removal", a.Served)
+	}
+	return s
+}
+
+// firstSet is v, or def when v is empty.
+func firstSet(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

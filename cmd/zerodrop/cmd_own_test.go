@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runOwnCLI(t *testing.T, stdin string, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	code := runOwn(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test"}, strings.NewReader(stdin), getenv, args)
+	return code, out.String(), errOut.String()
+}
+
+// The seed 002 configuration behind GKE's L4 LB: the doctor reads the
+// Service's annotation (gke-l4, 3 s x 2), finds the 10 s preStop long
+// enough, and predicts drops only on LBs whose lag outlasts it.
+func TestOwnDryRunSeed002(t *testing.T) {
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "testdata/seed002.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"Stand-in for deployment/shop/web behind service/shop/web (testdata/seed002.yaml:20)",
+		"knobs: 23 of 24 kept as written; containers[web].lifecycle changed",
+		"preStop: /bin/sh -c sleep 10 -> sleep 10s",
+		"disruption           gke-l4",
+		"rolling-update       risk (ZD033)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runOwnCLI(t, "", nil, "--dry-run", "--lb-profile", "gke-l4,aws-nlb", "--scenario", "drain-node", "testdata/seed002.yaml")
+	if code != exitOK || !strings.Contains(out, "drain-node  risk (ZD010)  drops (ZD002,ZD010)") {
+		t.Errorf("exit %d, aws-nlb's 30 s lag outlasts the 10 s preStop:\n%s", code, out)
+	}
+}
+
+func TestOwnRenderIsAppliable(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "standin.yaml")
+	if code, _, errOut := runOwnCLI(t, "", nil, "--dry-run", "--render", p, "testdata/seed002.yaml"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// The doctor reads the stand-in as it reads the original: same
+	// Service, same findings' rules.
+	code, out, _ := runDoctorCLI(t, "", "--lb-profile", "gke-l4", "--fail-on", "none", p)
+	if code != exitOK || !strings.Contains(out, "service/zd-own/web") {
+		t.Errorf("doctor on the stand-in: exit %d\n%s", code, out)
+	}
+}
+
+func TestOwnBadInput(t *testing.T) {
+	dir := t.TempDir()
+	seed, err := os.ReadFile("testdata/seed002.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	twoLB := string(seed) + "---\n" + strings.Replace(string(seed[strings.Index(string(seed), "apiVersion: v1"):]), "name: web\n  namespace: shop\n  annotations", "name: web2\n  namespace: shop\n  annotations", 1)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no input", []string{"--dry-run"}, "give the manifests"},
+		{"broken YAML", []string{write("broken.yaml", "kind: Service\nmetadata: {name: x\n")}, "broken.yaml:2: invalid YAML"},
+		{"no LB Service", []string{write("nolb.yaml", strings.Replace(string(seed), "type: LoadBalancer", "type: ClusterIP", 1))}, "no Service of type LoadBalancer"},
+		{"DaemonSet", []string{write("ds.yaml", strings.Replace(strings.Replace(string(seed), "kind: Deployment", "kind: DaemonSet", 1), "  replicas: 3\n", "", 1))}, "daemonset/shop/web: DaemonSet is not supported"},
+		{"two LB Services", []string{write("two.yaml", twoLB)}, "2 Services of type LoadBalancer"},
+		{"unknown scenario", []string{"--scenario", "scale-up", "testdata/seed002.yaml"}, `"scale-up" is not a disruption`},
+		{"unknown LB", []string{"--lb-profile", "f5", "testdata/seed002.yaml"}, `"f5" is not a profile`},
+	} {
+		code, _, errOut := runOwnCLI(t, "", nil, tc.args...)
+		if code != exitBroken || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, code, errOut, tc.want)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/cluster"
+	"zerodrop/harness/scenario"
+)
+
+// Session is a suite ready to run scenarios on its cluster, with the
+// report it streams to. The Ginkgo driver and `zerodrop test` open one the
+// same way.
+type Session struct {
+	Suite     *Suite
+	Collector *Collector
+	// Kubernetes is the API server's version.
+	Kubernetes string
+	// created: Open made the kind cluster, so Close removes it (unless
+	// Settings.KeepCluster).
+	created bool
+}
+
+// Open reaches the cluster of settings (creating a kind cluster when none
+// answers and the provider is kind), loads the echo image into kind, and
+// connects the cloud LB's columns; the report goes to
+// settings.OutDir/report.json. progress gets one line per step.
+func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress func(string)) (*Session, error) {
+	if err := os.MkdirAll(settings.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	events := &SwitchSink{}
+	opts := []cluster.Option{
+		cluster.WithName(settings.ClusterName), cluster.WithKubeconfig(settings.Kubeconfig), cluster.WithEventSink(events),
+		cluster.WithLogger(logger), cluster.WithProgress(func(msg string) { progress("cluster: " + msg) }),
+		cluster.WithStateDir(filepath.Join(or(os.Getenv("ZERODROP_CACHE"), "/var/cache/zerodrop"), "state")),
+	}
+	if settings.NodeImage != "" {
+		opts = append(opts, cluster.WithNodeImage(settings.NodeImage))
+	}
+	provider, err := cluster.New(settings.Provider, opts...)
+	if err != nil {
+		return nil, err
+	}
+	sess := &Session{}
+	cs, version, reachErr := reach(ctx, settings.Kubeconfig)
+	if reachErr != nil {
+		if settings.Provider != "kind" {
+			return nil, fmt.Errorf("cluster in %s is unreachable (%w); the existing provider never creates one", settings.Kubeconfig, reachErr)
+		}
+		progress("creating a kind cluster (none reachable at " + settings.Kubeconfig + ")")
+		if err := provider.Create(ctx); err != nil {
+			return nil, fmt.Errorf("create the kind cluster (`make cluster` shows each step): %w", err)
+		}
+		sess.created = true
+		if cs, version, err = reach(ctx, settings.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	if settings.Provider == "kind" {
+		progress("loading " + settings.EchoImage + " into the nodes")
+		if err := provider.LoadImages(ctx, settings.EchoImage); err != nil {
+			return nil, fmt.Errorf("load %s (build it with `make image`): %w", settings.EchoImage, err)
+		}
+	}
+	models, err := settings.Models()
+	if err != nil {
+		return nil, err
+	}
+	s := &Suite{
+		Settings: settings, Provider: provider, Models: models, Timing: DefaultTiming(), Events: events,
+		Env: &scenario.Env{
+			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
+			Logger: logger, ToolVersion: toolVersion(),
+		},
+	}
+	if err := configureCloudLB(ctx, s, progress); err != nil {
+		return nil, err
+	}
+	sess.Suite, sess.Kubernetes = s, version
+	sess.Collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
+		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
+		LBImplementation: modelNames(models), Start: time.Now(),
+		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate),
+	})
+	return sess, nil
+}
+
+// Close ends the report and removes the kind cluster Open made, unless
+// Settings.KeepCluster.
+func (s *Session) Close(ctx context.Context, progress func(string)) error {
+	var err error
+	if s.Collector != nil {
+		err = s.Collector.Close(time.Now())
+	}
+	if s.created && !s.Suite.Settings.KeepCluster {
+		progress("deleting the kind cluster this run created (KEEP_CLUSTER=1 keeps it)")
+		if derr := s.Suite.Provider.Delete(ctx); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	return err
+}
