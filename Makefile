@@ -29,7 +29,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 LDFLAGS      := -X main.version=$(VERSION)
 export ZERODROP_VERSION := $(VERSION)
 
-.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load long lb-e2e vet fmt-check unit build image e2e e2e-smoke help host-setup node-image cluster cluster-down lb-conformance
+.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load long lb-e2e vet fmt-check unit build image e2e e2e-smoke test-workload help host-setup node-image cluster cluster-down lb-conformance
 
 all: build
 
@@ -118,6 +118,9 @@ e2e: ## the main job: every scenario x every LB model (LB=metallb or LB_PROFILE=
 
 e2e-smoke: ## the smoke subset (rolling-update hardened, source-ip), as `make test` runs it where Docker can
 	PROVIDER=$(PROVIDER) LB=$(LB) GO=$(GO) ./suites/run-e2e.sh smoke
+
+test-workload: ## your own workload: FILES="manifests" [ARGS="--lb-profile gke-l4 --scenario drain-node"]: the doctor predicts, a stand-in measures; evidence in out/e2e
+	PROVIDER=$(PROVIDER) LB=$(LB) GO=$(GO) FILES="$(FILES)" ARGS="$(ARGS)" ./suites/run-e2e.sh workload
 
 LB_CONFORMANCE_VERSION ?= v1.34.2
 
