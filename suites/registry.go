@@ -39,8 +39,13 @@ type Case struct {
 	StandIn *standin.StandIn
 }
 
-// OwnProfile names the cases of a user's own workload (zerodrop test).
-const OwnProfile fixtures.Profile = "own"
+// OwnProfile names the cases of a user's own workload (zerodrop test), and
+// OwnFixedProfile those of the same workload with the doctor's fixes
+// (zerodrop test --prove-fix).
+const (
+	OwnProfile      fixtures.Profile = "own"
+	OwnFixedProfile fixtures.Profile = "own-fixed"
+)
 
 // Name is the case's part of the spec name: "local/hardened".
 func (c Case) Name() string {
@@ -174,14 +179,14 @@ func (sc Scenario) CasesOn(m Model) []Case {
 // documentation cell per model (the workload's own policy, keep-alive on),
 // each expecting what expect says for that model (the doctor's
 // prediction), so a measurement that disagrees is flagged.
-func (sc Scenario) OwnCells(models []Model, own *standin.StandIn, expect func(Model) *zdv1.Expectation) []Cell {
+func (sc Scenario) OwnCells(models []Model, profile fixtures.Profile, own *standin.StandIn, expect func(Model) *zdv1.Expectation) []Cell {
 	policy := own.ServiceObj.Spec.ExternalTrafficPolicy
 	if policy == "" {
 		policy = clusterPolicy
 	}
 	var out []Cell
 	for _, m := range models {
-		out = append(out, Cell{Case: Case{Policy: policy, Profile: OwnProfile, KeepAlive: true, Role: zdv1.RoleDocumentation, StandIn: own},
+		out = append(out, Cell{Case: Case{Policy: policy, Profile: profile, KeepAlive: true, Role: zdv1.RoleDocumentation, StandIn: own},
 			Model: m, Expected: expect(m)})
 	}
 	return out

@@ -16,6 +16,9 @@ import (
 	"zerodrop/harness/doctor"
 	"zerodrop/harness/standin"
 	"zerodrop/suites"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func ownCommand() command {
@@ -80,6 +83,8 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	appDrain := fs.Duration("app-drain", 0, "then gives in-flight requests this long (0: cuts them)")
 	appKeepAlive := fs.Bool("app-keepalive", true, "your server keeps HTTP connections alive")
 	hook := fs.Duration("hook", 0, "the stand-in sleeps this long for a preStop hook whose duration cannot be read (default: no hook)")
+	proveFix := fs.Bool("prove-fix", false, "make the doctor's fixes on a copy, write it (--fix-out), and re-run the cells that dropped on it: before and after")
+	fixOut := fs.String("fix-out", "", "where --prove-fix writes the fixed objects (default: OUT/fixed.yaml)")
 
 	paths, code, ok := parseInterspersed(c, fs, args)
 	if !ok {
@@ -150,7 +155,43 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		}
 	}
 	preds := predict(ms, own, models, scs, kubeMinor)
-	printPredictions(c.stdout, preds, scs, models)
+	printPredictions(c.stdout, "Doctor's prediction:", preds, scs, models)
+
+	// The fix is judged against the longest lag of the columns: what holds
+	// for it holds for the others.
+	var fixed *standin.StandIn
+	var fixedMs *doctor.Manifests
+	var fixedPreds map[string]map[string]prediction
+	if *proveFix {
+		var applied []doctor.Applied
+		fixedMs, applied = doctor.Fix(ms, doctor.WithLBProfile(worstProfile(models)), doctor.WithKubernetesMinor(kubeMinor))
+		if len(applied) == 0 {
+			fmt.Fprintln(c.stdout, "--prove-fix: the doctor has no fix it can make itself for these manifests.")
+			*proveFix = false
+		} else {
+			fixedOwns, err := standin.FromManifests(fixedMs, opts)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "zerodrop test: the fixed manifests: %v\n", err)
+				return exitBroken
+			}
+			fixed = fixedOwns[0]
+			path := *fixOut
+			if path == "" {
+				path = filepath.Join(settings.OutDir, "fixed.yaml")
+			}
+			if err := writeFixed(path, fixedMs, ms, applied); err != nil {
+				fmt.Fprintf(c.stderr, "zerodrop test: --fix-out: %v\n", err)
+				return exitBroken
+			}
+			fmt.Fprintf(c.stdout, "The doctor's fixes (written to %s):\n", path)
+			for _, a := range applied {
+				fmt.Fprintf(c.stdout, "  - %s\n", a)
+			}
+			fmt.Fprintln(c.stdout)
+			fixedPreds = predict(fixedMs, fixed, models, scs, kubeMinor)
+			printPredictions(c.stdout, "Doctor's prediction with the fixes:", fixedPreds, scs, models)
+		}
+	}
 	if *dryRun {
 		return exitOK
 	}
@@ -162,23 +203,117 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return exitBroken
 	}
-	measured := map[string]zdv1.Scenario{}
+	all := func(suites.Scenario, suites.Model) bool { return true }
+	measured := measure(ctx, sess, scs, suites.OwnProfile, own, preds, all, progress)
+	code = printMeasured(c.stdout, preds, measured, scs, sess.Suite.Models, settings.OutDir)
+	if *proveFix && fixed != nil {
+		dropped := func(sc suites.Scenario, m suites.Model) bool {
+			r, ok := measured[sc.Name+"/"+m.Name]
+			return ok && r.Outcome() == zdv1.OutcomeHazardReproduced
+		}
+		after := measure(ctx, sess, scs, suites.OwnFixedProfile, fixed, fixedPreds, dropped, progress)
+		code = printBeforeAfter(c.stdout, measured, after, scs, sess.Suite.Models)
+	}
+	if err := sess.Close(context.WithoutCancel(ctx), progress); err != nil {
+		progress("close: " + err.Error())
+	}
+	return code
+}
+
+// measure runs the scenarios' cells that pick selects on s, each expecting
+// the doctor's prediction, and returns their results by "scenario/model".
+func measure(ctx context.Context, sess *suites.Session, scs []suites.Scenario, profile fixtures.Profile, s *standin.StandIn,
+	preds map[string]map[string]prediction, pick func(suites.Scenario, suites.Model) bool, progress func(string)) map[string]zdv1.Scenario {
+	out := map[string]zdv1.Scenario{}
 	for _, sc := range scs {
-		cells := sc.OwnCells(sess.Suite.Models, own, func(m suites.Model) *zdv1.Expectation { return preds[sc.Name][m.Name].expectation() })
-		progress(fmt.Sprintf("%s: %d LB models", sc.Name, len(cells)))
+		var models []suites.Model
+		for _, m := range sess.Suite.Models {
+			if pick(sc, m) {
+				models = append(models, m)
+			}
+		}
+		if len(models) == 0 {
+			continue
+		}
+		cells := sc.OwnCells(models, profile, s, func(m suites.Model) *zdv1.Expectation { return preds[sc.Name][m.Name].expectation() })
+		progress(fmt.Sprintf("%s (%s): %d LB models", sc.Name, profile, len(cells)))
 		res := sess.Suite.RunScenario(ctx, sc, cells)
 		for i, cell := range cells {
 			r := suites.CellResult(sc, cell, res[i])
-			measured[sc.Name+"/"+cell.Model.Name] = r
+			out[sc.Name+"/"+cell.Model.Name] = r
 			if err := sess.Collector.Add(r); err != nil {
 				progress("report: " + err.Error())
 			}
 		}
 	}
-	if err := sess.Close(context.WithoutCancel(ctx), progress); err != nil {
-		progress("close: " + err.Error())
+	return out
+}
+
+// worstProfile is the doctor's profile of the column with the longest
+// removal lag.
+func worstProfile(models []suites.Model) doctor.LBProfile {
+	var worst doctor.LBProfile
+	for _, m := range models {
+		if p, ok := doctor.LookupProfile(m.Name); ok && p.RemovalLag() >= worst.RemovalLag() {
+			worst = p
+		}
 	}
-	return printMeasured(c.stdout, preds, measured, scs, sess.Suite.Models, settings.OutDir)
+	return worst
+}
+
+// writeFixed writes the objects Fix changed, whole, with the changes as a
+// comment on top: the user applies them or diffs them against their own.
+func writeFixed(path string, fixed, orig *doctor.Manifests, applied []doctor.Applied) error {
+	var objs []runtime.Object
+	for i, o := range fixed.Objects {
+		ro, ok := o.Obj.(runtime.Object)
+		if !ok || equality.Semantic.DeepEqual(o.Obj, orig.Objects[i].Obj) {
+			continue
+		}
+		objs = append(objs, ro)
+	}
+	b, err := fixtures.RenderYAML(objs...)
+	if err != nil {
+		return err
+	}
+	var head strings.Builder
+	head.WriteString("# zerodrop test --prove-fix: the objects the doctor changed, whole.\n")
+	for _, a := range applied {
+		head.WriteString("# - " + a.String() + "\n")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte(head.String()), b...), 0o644)
+}
+
+// printBeforeAfter shows every re-run cell's drops before and after the
+// fixes and returns the exit code of the fixed workload's runs.
+func printBeforeAfter(w io.Writer, before, after map[string]zdv1.Scenario, scs []suites.Scenario, models []suites.Model) int {
+	fmt.Fprintln(w, "\nWith the doctor's fixes, the cells that dropped:")
+	code := exitOK
+	n := 0
+	for _, sc := range scs {
+		for _, m := range models {
+			a, ok := after[sc.Name+"/"+m.Name]
+			if !ok {
+				continue
+			}
+			n++
+			b := before[sc.Name+"/"+m.Name]
+			fmt.Fprintf(w, "  %s on %s: %s -> %s\n", sc.Name, m.Name, measuredCell(b), measuredCell(a))
+			switch {
+			case a.Outcome() == string(zdv1.Error):
+				code = exitBroken
+			case a.Outcome() == zdv1.OutcomeHazardReproduced && code == exitOK:
+				code = exitFailed
+			}
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "  none dropped: nothing to re-run")
+	}
+	return code
 }
 
 func pickScenarios(only string) ([]suites.Scenario, error) {
@@ -374,8 +509,8 @@ func renderStandIn(c *cli, s *standin.StandIn, path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func printPredictions(w io.Writer, preds map[string]map[string]prediction, scs []suites.Scenario, models []suites.Model) {
-	fmt.Fprintln(w, "Doctor's prediction:")
+func printPredictions(w io.Writer, title string, preds map[string]map[string]prediction, scs []suites.Scenario, models []suites.Model) {
+	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "  disruption")
 	for _, m := range models {

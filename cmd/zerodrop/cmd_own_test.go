@@ -89,3 +89,36 @@ func TestOwnBadInput(t *testing.T) {
 		}
 	}
 }
+
+// --prove-fix under --dry-run: the doctor's fixes, written whole, and its
+// prediction for them (the measured before and after need a cluster).
+func TestOwnProveFixDryRun(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fixed.yaml")
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--prove-fix", "--fix-out", p, "--lb-profile", "gke-l4,gcp-nlb", "testdata/seed002.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"ZD002 deployment/shop/web: container web: lifecycle.preStop.sleep.seconds: 29; terminationGracePeriodSeconds: 44",
+		"Doctor's prediction with the fixes:\n  disruption           gke-l4    gcp-nlb\n  rolling-update       no drops  no drops",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixed file is the user's objects (their image, their namespace)
+	// with the fixes, and the doctor finds nothing left to fix in it.
+	if !strings.Contains(string(b), "image: registry.example/web:1.0") || !strings.Contains(string(b), "namespace: shop") {
+		t.Errorf("fixed file:\n%s", b)
+	}
+	// Later definitions win, as with kubectl apply: the fixed Deployment
+	// replaces the original next to its Service.
+	code, out, _ = runDoctorCLI(t, "", "--lb-profile", "gcp-nlb", "testdata/seed002.yaml", p)
+	if strings.Contains(out, "ZD002") {
+		t.Errorf("the fixed Deployment still has ZD002 (exit %d):\n%s", code, out)
+	}
+}

@@ -1,0 +1,262 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Applied is one change Fix made.
+type Applied struct {
+	RuleID string `json:"rule"`
+	Object string `json:"object"`
+	Change string `json:"change"`
+}
+
+func (a Applied) String() string { return a.RuleID + " " + a.Object + ": " + a.Change }
+
+// fixers are the rules whose Fix the doctor can make itself, each the
+// rule's own advice with the numbers it judged by. The others need a person
+// (a readiness endpoint to write, an app to change, an LB to reconfigure).
+var fixers = map[string]func(t *target) string{
+	"ZD001": fixPreStop,
+	"ZD002": fixPreStop,
+	"ZD003": fixGrace,
+	"ZD004": func(t *target) string { return setPreStop(t, 5*time.Second) },
+	"ZD006": fixGrace,
+	"ZD010": fixSpread,
+	"ZD012": func(t *target) string {
+		two := int32(2)
+		if setReplicas(t.wl, two) {
+			return "replicas: 2"
+		}
+		return ""
+	},
+	"ZD020": func(t *target) string { return fixPDBs(t, "maxUnavailable: 1", func(p *policyv1.PodDisruptionBudget) { one := intstr.FromInt32(1); p.Spec.MinAvailable, p.Spec.MaxUnavailable = nil, &one }) },
+	"ZD022": func(t *target) string {
+		return fixPDBs(t, "unhealthyPodEvictionPolicy: AlwaysAllow", func(p *policyv1.PodDisruptionBudget) {
+			a := policyv1.AlwaysAllow
+			p.Spec.UnhealthyPodEvictionPolicy = &a
+		})
+	},
+	"ZD032": fixRollout,
+	"ZD033": func(t *target) string {
+		secs := int32(max(5, ceilSeconds(t.profile.AdditionLag())))
+		if setMinReady(t.wl, secs) {
+			return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s)", secs, seconds(t.profile.AdditionLag()))
+		}
+		return ""
+	},
+}
+
+// Fixable reports whether Fix can make rule id's fix itself.
+func Fixable(id string) bool { _, ok := fixers[id]; return ok }
+
+// Fix returns a copy of m with the doctor's fix made for every finding it
+// can fix itself, judged with opts as Check would, and what it changed.
+// Fixes are applied until Check finds nothing more to fix (a longer preStop
+// can call for a longer grace period), at most a few rounds. m is not
+// changed.
+func Fix(m *Manifests, opts ...Option) (*Manifests, []Applied) {
+	cp := copyManifests(m)
+	cfg := checkConfig{namespace: "default"}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	var applied []Applied
+	for range 4 {
+		n := len(applied)
+		in := classify(cp, cfg.namespace)
+		ix := in.index()
+		for _, so := range in.services {
+			svc := so.Obj.(*corev1.Service)
+			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+				continue
+			}
+			choice, _ := serviceProfile(svc, cfg.profile)
+			for _, wo := range ix.selected(svc, so.Namespace) {
+				wl, _ := asWorkload(wo)
+				wl.scaledBy(ix.hpaOf(wl))
+				ci, c := wl.servingContainer(svc)
+				if c == nil || injectedBy(wl, c) != "" {
+					continue
+				}
+				t := &target{svcObj: so, svc: svc, local: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+					profile: choice.profiles[0], wl: wl, ci: ci, c: c, kubeMinor: cfg.kubeMinor, pdbs: ix.pdbsOf(wl)}
+				for _, rule := range catalogue {
+					fix := fixers[rule.ID]
+					if fix == nil || rule.check == nil {
+						continue
+					}
+					// The worst lag of the plausible LBs: a fix that holds
+					// for it holds for all.
+					if len(rule.check(t)) == 0 {
+						continue
+					}
+					if what := fix(t); what != "" {
+						applied = append(applied, Applied{RuleID: rule.ID, Object: wo.Ref(), Change: what})
+					}
+				}
+			}
+		}
+		if len(applied) == n {
+			break
+		}
+	}
+	return cp, applied
+}
+
+// copyManifests deep-copies the typed objects; Objects keep their source
+// lines, so findings on the copy point at the user's file.
+func copyManifests(m *Manifests) *Manifests {
+	out := &Manifests{Skipped: slices.Clone(m.Skipped)}
+	for _, o := range m.Objects {
+		cp := *o
+		if ro, ok := o.Obj.(runtime.Object); ok {
+			cp.Obj = ro.DeepCopyObject()
+		}
+		out.Objects = append(out.Objects, &cp)
+	}
+	return out
+}
+
+func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+// preStopMargin is what a fixed preStop adds to the LB's lag for kube-proxy
+// to see the terminating endpoint (seed 002's "small amount of additional
+// time"; fixtures.PreStopMargin for the bundled hardened workload).
+const preStopMargin = 5 * time.Second
+
+func fixPreStop(t *target) string {
+	return setPreStop(t, time.Duration(ceilSeconds(t.profile.RemovalLag()))*time.Second+preStopMargin)
+}
+
+// setPreStop makes the serving container's preStop a sleep of d (the
+// kubelet's sleep action: no shell needed) and keeps the grace period above
+// it.
+func setPreStop(t *target, d time.Duration) string {
+	if ps := containerPreStop(t.c); ps.known && ps.kind == "sleep" && ps.duration >= d {
+		return ""
+	}
+	if t.c.Lifecycle == nil {
+		t.c.Lifecycle = &corev1.Lifecycle{}
+	}
+	t.c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: ceilSeconds(d)}}
+	what := fmt.Sprintf("container %s: lifecycle.preStop.sleep.seconds: %d", t.c.Name, ceilSeconds(d))
+	if g := ensureGrace(t, d); g != "" {
+		what += "; " + g
+	}
+	return what
+}
+
+// graceSlack is what a grace period keeps above the preStop hook for the
+// app's own drain (the echo server's default drain is 10 s, plus 5).
+const graceSlack = 15 * time.Second
+
+// ensureGrace keeps the grace period at least graceSlack above a preStop
+// hook the fix lengthened (the grace period includes the hook's time).
+func ensureGrace(t *target, preStop time.Duration) string {
+	if t.wl.grace() >= preStop+graceSlack {
+		return ""
+	}
+	g := ceilSeconds(preStop + graceSlack)
+	t.wl.template.Spec.TerminationGracePeriodSeconds = &g
+	return fmt.Sprintf("terminationGracePeriodSeconds: %d", g)
+}
+
+func fixGrace(t *target) string {
+	ps := containerPreStop(t.c)
+	g := ceilSeconds(max(30*time.Second, ps.duration+graceSlack))
+	t.wl.template.Spec.TerminationGracePeriodSeconds = &g
+	return fmt.Sprintf("terminationGracePeriodSeconds: %d", g)
+}
+
+// fixSpread spreads the Pods one per node as the bundled hardened workload
+// does (fixtures: DoNotSchedule, nodeTaintsPolicy Honor so a cordoned node
+// is no domain, matchLabelKeys pod-template-hash so each ReplicaSet spreads
+// on its own during a rollout).
+func fixSpread(t *target) string {
+	honor := corev1.NodeInclusionPolicyHonor
+	sel := t.wl.selector
+	if sel == nil {
+		sel = &metav1.LabelSelector{MatchLabels: t.wl.template.Labels}
+	}
+	tsc := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: sel.DeepCopy(), NodeTaintsPolicy: &honor}
+	if t.wl.kind == "Deployment" {
+		tsc.MatchLabelKeys = []string{"pod-template-hash"}
+	}
+	t.wl.template.Spec.TopologySpreadConstraints = append(t.wl.template.Spec.TopologySpreadConstraints, tsc)
+	return "topologySpreadConstraints: one per node (kubernetes.io/hostname, maxSkew 1, DoNotSchedule, nodeTaintsPolicy Honor)"
+}
+
+func fixPDBs(t *target, what string, f func(*policyv1.PodDisruptionBudget)) string {
+	n := 0
+	for _, o := range t.pdbs {
+		if p, ok := o.Obj.(*policyv1.PodDisruptionBudget); ok {
+			f(p)
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d PodDisruptionBudget(s): %s", n, what)
+}
+
+func fixRollout(t *target) string {
+	d, ok := t.wl.obj.Obj.(*appsv1.Deployment)
+	if !ok {
+		return ""
+	}
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &zero, MaxSurge: &one}}
+	return "strategy: RollingUpdate, maxUnavailable 0, maxSurge 1"
+}
+
+// setReplicas raises the replicas (or an HPA's minReplicas, which owns
+// them) to n.
+func setReplicas(w *workload, n int32) bool {
+	if w.hpa != nil {
+		h := w.hpa.Obj.(*autoscalingv2.HorizontalPodAutoscaler)
+		h.Spec.MinReplicas = &n
+		if h.Spec.MaxReplicas < n {
+			h.Spec.MaxReplicas = n
+		}
+		return true
+	}
+	switch o := w.obj.Obj.(type) {
+	case *appsv1.Deployment:
+		o.Spec.Replicas = &n
+	case *appsv1.StatefulSet:
+		o.Spec.Replicas = &n
+	default:
+		return false
+	}
+	return true
+}
+
+func setMinReady(w *workload, secs int32) bool {
+	switch o := w.obj.Obj.(type) {
+	case *appsv1.Deployment:
+		o.Spec.MinReadySeconds = secs
+	case *appsv1.StatefulSet:
+		o.Spec.MinReadySeconds = secs
+	case *appsv1.DaemonSet:
+		o.Spec.MinReadySeconds = secs
+	default:
+		return false
+	}
+	return true
+}

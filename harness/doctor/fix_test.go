@@ -1,0 +1,108 @@
+package doctor
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+)
+
+// What Fix changes makes the findings it fixed go away, and only those
+// the doctor can fix itself remain or go; the input is untouched.
+func TestFixClearsWhatItFixes(t *testing.T) {
+	const in = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: x
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /ready, port: http}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
+`
+	m, err := Read("in.yaml", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, _ := LookupProfile("gcp-nlb")
+	before := Check(m, WithLBProfile(prof))
+	fixed, applied := Fix(m, WithLBProfile(prof))
+	after := Check(fixed, WithLBProfile(prof))
+	ids := func(r *Report) []string {
+		var out []string
+		for _, f := range r.Findings {
+			if f.Severity >= Warning {
+				out = append(out, f.RuleID)
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	for _, id := range ids(before) {
+		if Fixable(id) && slices.Contains(ids(after), id) {
+			t.Errorf("%s is fixable but still found after Fix (applied: %v)", id, applied)
+		}
+	}
+	for _, id := range ids(after) {
+		if Fixable(id) {
+			t.Errorf("Fix left fixable finding %s", id)
+		}
+	}
+	for _, want := range []string{"ZD002", "ZD012", "ZD020", "ZD032"} {
+		if !slices.Contains(ids(before), want) {
+			t.Errorf("the test input should show %s; it shows %v", want, ids(before))
+		}
+	}
+	var d *appsv1.Deployment
+	var pdb *policyv1.PodDisruptionBudget
+	for _, o := range fixed.Objects {
+		switch x := o.Obj.(type) {
+		case *appsv1.Deployment:
+			d = x
+		case *policyv1.PodDisruptionBudget:
+			pdb = x
+		}
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	// gcp-nlb removes a node after 8 s x 3 = 24 s: a 29 s sleep, grace 44 s.
+	if c.Lifecycle == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds != 29 ||
+		*d.Spec.Template.Spec.TerminationGracePeriodSeconds != 44 || *d.Spec.Replicas != 2 ||
+		d.Spec.Strategy.RollingUpdate == nil || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MinAvailable != nil {
+		t.Errorf("fixed workload: lifecycle %+v grace %v replicas %v strategy %+v pdb %+v", c.Lifecycle,
+			d.Spec.Template.Spec.TerminationGracePeriodSeconds, d.Spec.Replicas, d.Spec.Strategy, pdb.Spec)
+	}
+	// The input is untouched.
+	if orig := m.Objects[0].Obj.(*appsv1.Deployment); orig.Spec.Template.Spec.Containers[0].Lifecycle != nil || *orig.Spec.Replicas != 1 {
+		t.Error("Fix changed its input")
+	}
+	var lines []string
+	for _, a := range applied {
+		lines = append(lines, a.String())
+	}
+	if os.Getenv("V") != "" {
+		t.Log(strings.Join(lines, "\n"))
+	}
+}
