@@ -40,7 +40,12 @@ var fixers = map[string]func(t *target) string{
 		}
 		return ""
 	},
-	"ZD020": func(t *target) string { return fixPDBs(t, "maxUnavailable: 1", func(p *policyv1.PodDisruptionBudget) { one := intstr.FromInt32(1); p.Spec.MinAvailable, p.Spec.MaxUnavailable = nil, &one }) },
+	"ZD020": func(t *target) string {
+		return fixPDBs(t, "maxUnavailable: 1", func(p *policyv1.PodDisruptionBudget) {
+			one := intstr.FromInt32(1)
+			p.Spec.MinAvailable, p.Spec.MaxUnavailable = nil, &one
+		})
+	},
 	"ZD022": func(t *target) string {
 		return fixPDBs(t, "unhealthyPodEvictionPolicy: AlwaysAllow", func(p *policyv1.PodDisruptionBudget) {
 			a := policyv1.AlwaysAllow
