@@ -75,7 +75,7 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 		return s.abandon(ctx, ws, fmt.Errorf("drain-node: drain of %s did not complete: %w", node, res.Err))
 	}
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
-		return r.Kube.WaitRollout(ctx, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
+		return r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
 	})
 	return ws.Finish(ctx, s.settleEach(cells))
 }

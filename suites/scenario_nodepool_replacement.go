@@ -62,7 +62,7 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Affinity = affinity }); err != nil {
 			return err
 		}
-		if err := r.Kube.WaitRollout(ctx, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r)); err != nil {
+		if err := r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r)); err != nil {
 			return err
 		}
 		return s.awaitLB(ctx, cells[i], r)

@@ -40,7 +40,7 @@ func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, cells []Cell) 
 	}
 	// The restart starts in every witness at the same moment.
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
-		return r.Kube.RolloutRestart(ctx, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
+		return r.Kube.RestartWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
 	})
 	return ws.Finish(ctx, s.settleEach(cells))
 }

@@ -45,7 +45,7 @@ func runScaleDown(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 		if err != nil {
 			return err
 		}
-		return r.Kube.WaitRollout(ctx, r.Target.Namespace, r.Target.Workload, s.Settings.ReadyTimeout)
+		return r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.Settings.ReadyTimeout)
 	})
 	return ws.Finish(ctx, s.settleEach(cells))
 }

@@ -127,7 +127,9 @@ type LBHooks struct {
 // workload (fixtures.Config) or from a user's stand-in alike.
 type Target struct {
 	Namespace string
-	// Workload is the Deployment's name, Service the Service's.
+	// Kind is the workload's kind (kube.KindDeployment or
+	// kube.KindStatefulSet); Workload its name, Service the Service's.
+	Kind              string
 	Workload, Service string
 	Selector          map[string]string
 	Replicas          int32
@@ -142,21 +144,33 @@ type Target struct {
 }
 
 func configTarget(c fixtures.Config) Target {
-	return Target{Namespace: c.Namespace, Workload: c.Name, Service: c.Name, Selector: c.SelectorLabels(), Replicas: c.Replicas,
+	return Target{Namespace: c.Namespace, Kind: kube.KindDeployment, Workload: c.Name, Service: c.Name, Selector: c.SelectorLabels(), Replicas: c.Replicas,
 		MinReadySeconds: c.MinReadySeconds, Grace: c.EffectiveTerminationGrace(), Port: c.ServicePort, Path: "/", AdminPort: fixtures.AdminPort}
 }
 
 func standInTarget(s *standin.StandIn) (Target, error) {
-	d, ok := s.WorkloadObj.(*appsv1.Deployment)
-	if !ok {
-		return Target{}, fmt.Errorf("a %s stand-in: scenario runs act on Deployments (rollout, scale, update) and do not support %s yet", s.Kind, s.Kind)
+	var tpl *corev1.PodTemplateSpec
+	var sel *metav1.LabelSelector
+	var minReady int32
+	switch w := s.WorkloadObj.(type) {
+	case *appsv1.Deployment:
+		tpl, sel, minReady = &w.Spec.Template, w.Spec.Selector, w.Spec.MinReadySeconds
+	case *appsv1.StatefulSet:
+		tpl, sel, minReady = &w.Spec.Template, w.Spec.Selector, w.Spec.MinReadySeconds
+	default:
+		return Target{}, fmt.Errorf("a %s stand-in: the harness acts on Deployments and StatefulSets", s.Kind)
 	}
-	grace := 30 * time.Second // corev1.DefaultTerminationGracePeriodSeconds
-	if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+	if sel == nil || len(sel.MatchExpressions) > 0 {
+		// Pods are listed by matchLabels; expressions would need a
+		// selector the observer does not take.
+		return Target{}, fmt.Errorf("the %s's selector must be matchLabels only", s.Kind)
+	}
+	grace := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
+	if g := tpl.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
 	}
-	return Target{Namespace: s.Namespace, Workload: d.Name, Service: s.ServiceName, Selector: d.Spec.Selector.MatchLabels, Replicas: s.Replicas,
-		MinReadySeconds: d.Spec.MinReadySeconds, Grace: grace, Port: s.Port, Path: s.Path, AdminPort: s.Serving.Admin}, nil
+	return Target{Namespace: s.Namespace, Kind: s.Kind, Workload: s.Name, Service: s.ServiceName, Selector: sel.MatchLabels, Replicas: s.Replicas,
+		MinReadySeconds: minReady, Grace: grace, Port: s.Port, Path: s.Path, AdminPort: s.Serving.Admin}, nil
 }
 
 // Run is a scenario in progress.
@@ -271,7 +285,7 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	if err := r.Kube.Create(ctx, objs...); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
-	if err := r.Kube.WaitRollout(ctx, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
+	if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
 	}
 	if _, err := r.Kube.WaitReadyEndpoints(ctx, target.Namespace, target.Service, int(target.Replicas), env.ReadyTimeout); err != nil {
