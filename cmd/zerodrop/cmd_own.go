@@ -13,11 +13,13 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/doctor"
 	"zerodrop/harness/standin"
 	"zerodrop/suites"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -202,6 +204,18 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return exitBroken
+	}
+	// Pods that no node of the test cluster takes would only time out:
+	// say which labels or taints are missing before anything is deployed.
+	nodes, err := sess.Suite.Env.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err == nil {
+		if fit, why := own.Placeable(nodes.Items); len(fit) == 0 {
+			_ = sess.Close(context.WithoutCancel(ctx), progress)
+			return badInput(c, "test", "no node of the test cluster takes the stand-in's Pods (%s): the placement is kept as written; label a pool's nodes to match (kubectl label nodes -l %s=pool-a KEY=VALUE) or test a copy without it",
+				why, contract.PoolLabel)
+		} else if len(fit) < 2 {
+			progress(fmt.Sprintf("only %s takes the stand-in's Pods: disruptions of other nodes will not meet them", strings.Join(fit, ", ")))
+		}
 	}
 	all := func(suites.Scenario, suites.Model) bool { return true }
 	measured := measure(ctx, sess, scs, suites.OwnProfile, own, preds, all, progress)

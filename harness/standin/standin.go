@@ -534,3 +534,14 @@ func (s *StandIn) In(ns string) *StandIn {
 	cp.Containers = append([]Container(nil), s.Containers...)
 	return &cp
 }
+
+// podTemplateOf is the Pod template of the stand-in's workload.
+func podTemplateOf(o runtime.Object) *corev1.PodTemplateSpec {
+	switch w := o.(type) {
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	}
+	return &corev1.PodTemplateSpec{}
+}

@@ -345,3 +345,26 @@ func TestInMovesEveryObject(t *testing.T) {
 		t.Error("In changed the original")
 	}
 }
+
+func TestPlaceable(t *testing.T) {
+	s := build(t, every, Options{}) // nodeSelector pool=edge, tolerates dedicated=edge:NoSchedule
+	node := func(name string, labels map[string]string, taints ...corev1.Taint) corev1.Node {
+		n := corev1.Node{}
+		n.Name, n.Labels, n.Spec.Taints = name, labels, taints
+		return n
+	}
+	edge := map[string]string{"pool": "edge"}
+	fit, why := s.Placeable([]corev1.Node{
+		node("plain", map[string]string{"pool": "a"}),
+		node("edge-tainted", edge, corev1.Taint{Key: "dedicated", Value: "edge", Effect: corev1.TaintEffectNoSchedule}),
+		node("edge-other-taint", edge, corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoExecute}),
+		node("edge-soft-taint", edge, corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectPreferNoSchedule}),
+	})
+	if strings.Join(fit, ",") != "edge-soft-taint,edge-tainted" || why != "" {
+		t.Errorf("fit %v why %q", fit, why)
+	}
+	fit, why = s.Placeable([]corev1.Node{node("plain", map[string]string{"pool": "a"})})
+	if len(fit) != 0 || why != "plain: lacks pool=edge" {
+		t.Errorf("fit %v why %q", fit, why)
+	}
+}

@@ -1,0 +1,69 @@
+package standin
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// Placeable returns the nodes the stand-in's Pods may run on as the
+// scheduler's filters would have it for node selection: nodeSelector and
+// required node affinity (nodeaffinity.GetRequiredNodeAffinity, the
+// scheduler's own helper) and NoSchedule/NoExecute taints the Pods do not
+// tolerate. Resources are not requested by the stand-in, and unschedulable
+// (cordoned) nodes are left out. When none fits, why says what each node
+// lacks, so the user can label a test pool or widen the placement.
+func (s *StandIn) Placeable(nodes []corev1.Node) (fit []string, why string) {
+	tpl := s.template()
+	pod := &corev1.Pod{Spec: tpl.Spec}
+	req := nodeaffinity.GetRequiredNodeAffinity(pod)
+	var reasons []string
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Spec.Unschedulable {
+			reasons = append(reasons, n.Name+": cordoned")
+			continue
+		}
+		ok, err := req.Match(n)
+		if err != nil {
+			return nil, fmt.Sprintf("the Pods' node affinity is invalid: %v", err)
+		}
+		if !ok {
+			reasons = append(reasons, n.Name+": "+missingLabels(tpl.Spec.NodeSelector, n))
+			continue
+		}
+		taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(n.Spec.Taints, tpl.Spec.Tolerations, func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		})
+		if untolerated {
+			reasons = append(reasons, fmt.Sprintf("%s: taint %s=%s:%s not tolerated", n.Name, taint.Key, taint.Value, taint.Effect))
+			continue
+		}
+		fit = append(fit, n.Name)
+	}
+	sort.Strings(fit)
+	if len(fit) == 0 {
+		why = strings.Join(reasons, "; ")
+	}
+	return fit, why
+}
+
+func missingLabels(sel map[string]string, n *corev1.Node) string {
+	var miss []string
+	for k, v := range sel {
+		if n.Labels[k] != v {
+			miss = append(miss, k+"="+v)
+		}
+	}
+	sort.Strings(miss)
+	if len(miss) == 0 {
+		return "its labels do not satisfy the required node affinity"
+	}
+	return "lacks " + strings.Join(miss, ", ")
+}
+
+func (s *StandIn) template() *corev1.PodTemplateSpec { return podTemplateOf(s.WorkloadObj) }
