@@ -27,13 +27,23 @@ type view struct {
 	pdbs     []policyv1.PodDisruptionBudgetSpec
 }
 
+// replicasOrDefault is the replicas with the API default (1) when unset,
+// so an unset count and the stand-in's explicit 1 read as the same knob.
+func replicasOrDefault(r *int32) *int32 {
+	if r == nil {
+		one := int32(1)
+		return &one
+	}
+	return r
+}
+
 func deploymentView(d *appsv1.Deployment) view {
-	return view{kind: "Deployment", replicas: d.Spec.Replicas, minReady: d.Spec.MinReadySeconds,
+	return view{kind: "Deployment", replicas: replicasOrDefault(d.Spec.Replicas), minReady: d.Spec.MinReadySeconds,
 		strategy: d.Spec.Strategy, tpl: d.Spec.Template.DeepCopy()}
 }
 
 func statefulSetView(s *appsv1.StatefulSet) view {
-	return view{kind: "StatefulSet", replicas: s.Spec.Replicas, minReady: s.Spec.MinReadySeconds,
+	return view{kind: "StatefulSet", replicas: replicasOrDefault(s.Spec.Replicas), minReady: s.Spec.MinReadySeconds,
 		strategy: struct {
 			UpdateStrategy      appsv1.StatefulSetUpdateStrategy
 			PodManagementPolicy appsv1.PodManagementPolicyType

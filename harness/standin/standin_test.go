@@ -368,3 +368,17 @@ func TestPlaceable(t *testing.T) {
 		t.Errorf("fit %v why %q", fit, why)
 	}
 }
+
+// An unset replica count is the API default, 1: the stand-in's explicit 1
+// is the same knob.
+func TestUnsetReplicasIsKept(t *testing.T) {
+	s := build(t, strings.Replace(every, "  replicas: 5\n", "", 1), Options{})
+	for _, k := range s.Knobs {
+		if k.Name == "replicas" && !k.Kept {
+			t.Errorf("replicas: was %s now %s", k.Was, k.Now)
+		}
+	}
+	if s.Replicas != 1 {
+		t.Errorf("replicas %d", s.Replicas)
+	}
+}
