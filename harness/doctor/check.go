@@ -148,7 +148,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 
 	seen := map[string]bool{}
 	emit := func(f Finding) {
-		key := f.RuleID + "|" + f.Object + "|" + f.Message
+		key := f.Service + "|" + f.RuleID + "|" + f.Object + "|" + f.Message
 		if seen[key] {
 			return
 		}

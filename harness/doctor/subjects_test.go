@@ -79,3 +79,45 @@ spec: {type: LoadBalancer, selector: {app: none}, ports: [{port: 80}]}
 		t.Errorf("Subjects changed the input's namespace to %q", m.Objects[0].Namespace)
 	}
 }
+
+// Two Services in front of one workload each get its findings: the
+// report is read per Service (zerodrop test predicts for one of them).
+func TestFindingsPerService(t *testing.T) {
+	const in = `apiVersion: v1
+kind: Service
+metadata: {name: admin}
+spec: {type: NodePort, selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {type: LoadBalancer, selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers: [{name: app, image: a, ports: [{containerPort: 80}]}]
+`
+	m, err := Read("in.yaml", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, _ := LookupProfile("gclb") // L7: the NodePort Service is judged too
+	rep := Check(m, WithLBProfile(prof))
+	per := map[string]int{}
+	for _, f := range rep.Findings {
+		if f.RuleID == "ZD006" {
+			per[f.Service]++
+		}
+	}
+	if per["service/default/admin"] != 1 || per["service/default/web"] != 1 {
+		t.Errorf("ZD006 per Service %v, want one on each", per)
+	}
+}
