@@ -52,6 +52,11 @@ type Config struct {
 	// DrainTimeout is the graceful budget for in-flight requests once the
 	// server stops accepting; 0 closes them at once (the naive app).
 	DrainTimeout time.Duration
+	// CloseGrace, when set, is how long a drain lets keep-alive clients
+	// close before the server stops accepting and closes idle connections;
+	// nil is the default, half of DrainTimeout and at most 5 s (see Run). A
+	// stand-in for a server that stops accepting at once sets 0.
+	CloseGrace *time.Duration
 	// ReadyPaths answer readiness (200 when ready, 503 when not) and
 	// LivePaths liveness (always 200) on the traffic port; default /readyz
 	// and /healthz. A path in both answers readiness: an app whose one
@@ -87,6 +92,32 @@ func (c Config) ListenAddrs() []string {
 		}
 	}
 	return out
+}
+
+// graceFlag is --close-grace: "auto" (nil) or a duration.
+type graceFlag struct{ p **time.Duration }
+
+func (g graceFlag) String() string {
+	if g.p == nil || *g.p == nil {
+		return "auto"
+	}
+	return (**g.p).String()
+}
+
+func (g graceFlag) Set(v string) error {
+	if v == "auto" {
+		*g.p = nil
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("want auto or a duration: %w", err)
+	}
+	if d < 0 {
+		return fmt.Errorf("negative: %s", d)
+	}
+	*g.p = &d
+	return nil
 }
 
 // pathList is a comma-separated flag of URL paths.
@@ -143,6 +174,7 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "after SIGTERM keep serving this long [ECHO_SHUTDOWN_DELAY]")
 	fs.BoolVar(&cfg.UnreadyOnTerm, "unready-on-term", cfg.UnreadyOnTerm, "fail readiness as soon as SIGTERM arrives [ECHO_UNREADY_ON_TERM]")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "after the delay, budget for in-flight requests; 0 closes them at once [ECHO_DRAIN_TIMEOUT]")
+	fs.Var(graceFlag{&cfg.CloseGrace}, "close-grace", "how long a drain lets keep-alive clients close before it stops accepting: auto (half the drain timeout, at most 5s) or a duration [ECHO_CLOSE_GRACE]")
 	fs.Var((*pathList)(&cfg.ReadyPaths), "ready-path", "paths answering readiness on the traffic port, comma-separated [ECHO_READY_PATH]")
 	fs.Var((*pathList)(&cfg.LivePaths), "live-path", "paths answering liveness on the traffic port, comma-separated [ECHO_LIVE_PATH]")
 	fs.BoolVar(&cfg.LogRequests, "log-requests", cfg.LogRequests, "log one debug line per request [ECHO_LOG_REQUESTS]")
@@ -170,6 +202,7 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 		{"unready-on-term", "ECHO_UNREADY_ON_TERM"},
 		{"drain-timeout", "ECHO_DRAIN_TIMEOUT"},
 		{"log-requests", "ECHO_LOG_REQUESTS"},
+		{"close-grace", "ECHO_CLOSE_GRACE"},
 		{"ready-path", "ECHO_READY_PATH"},
 		{"live-path", "ECHO_LIVE_PATH"},
 	}

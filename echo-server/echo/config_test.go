@@ -44,12 +44,14 @@ func TestParseConfig(t *testing.T) {
 			name: "every flag",
 			args: []string{"--listen", "127.0.0.1:1", "--admin-listen=127.0.0.1:2", "--ready=false", "--keepalive=false",
 				"--shutdown-delay", "15s", "--unready-on-term", "--drain-timeout", "0s", "--log-requests",
-				"--ready-path=/healthz,/ready", "--live-path", "/healthz"},
+				"--ready-path=/healthz,/ready", "--live-path", "/healthz", "--close-grace=0s"},
 			env: podEnv,
 			want: base(func(c *Config) {
 				c.Listen, c.AdminListen, c.Ready, c.KeepAlive = "127.0.0.1:1", "127.0.0.1:2", false, false
 				c.ShutdownDelay, c.UnreadyOnTerm, c.DrainTimeout, c.LogRequests = 15*time.Second, true, 0, true
 				c.ReadyPaths, c.LivePaths = []string{"/healthz", "/ready"}, []string{"/healthz"}
+				zero := time.Duration(0)
+				c.CloseGrace = &zero
 			}),
 		},
 		{
@@ -57,11 +59,13 @@ func TestParseConfig(t *testing.T) {
 			env: with(map[string]string{
 				"ECHO_LISTEN": ":9,:10254", "ECHO_ADMIN_LISTEN": ":10", "ECHO_READY": "false", "ECHO_KEEPALIVE": "0",
 				"ECHO_SHUTDOWN_DELAY": "2s", "ECHO_UNREADY_ON_TERM": "true", "ECHO_DRAIN_TIMEOUT": "3s", "ECHO_LOG_REQUESTS": "1",
-				"ECHO_READY_PATH": "/ready", "ECHO_LIVE_PATH": "/live,/alive",
+				"ECHO_READY_PATH": "/ready", "ECHO_LIVE_PATH": "/live,/alive", "ECHO_CLOSE_GRACE": "2s",
 			}),
 			want: base(func(c *Config) {
 				c.Listen, c.AdminListen, c.Ready, c.KeepAlive = ":9,:10254", ":10", false, false
 				c.ReadyPaths, c.LivePaths = []string{"/ready"}, []string{"/live", "/alive"}
+				two := 2 * time.Second
+				c.CloseGrace = &two
 				c.ShutdownDelay, c.UnreadyOnTerm, c.DrainTimeout, c.LogRequests = 2*time.Second, true, 3*time.Second, true
 			}),
 		},
@@ -83,6 +87,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative drain", env: with(map[string]string{"ECHO_DRAIN_TIMEOUT": "-5s"}), wantErr: "negative"},
 		{name: "empty listen", args: []string{"--listen="}, env: podEnv, wantErr: "--listen"},
 		{name: "only commas to listen on", args: []string{"--listen=,"}, env: podEnv, wantErr: "--listen"},
+		{name: "bad close grace", args: []string{"--close-grace=soon"}, env: podEnv, wantErr: "close-grace"},
 		{name: "relative probe path", args: []string{"--ready-path=ready"}, env: podEnv, wantErr: "does not start with /"},
 		{name: "positional argument", args: []string{"serve"}, env: podEnv, wantErr: "unexpected arguments"},
 		{name: "unknown flag", args: []string{"--port=80"}, env: podEnv, wantErr: "port"},

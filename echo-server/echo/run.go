@@ -50,9 +50,10 @@ func WithListeners(traffic, admin net.Listener) Option {
 //  1. readiness fails at once if cfg.UnreadyOnTerm;
 //  2. serving goes on unchanged for cfg.ShutdownDelay;
 //  3. every answer from here on says "Connection: close", and each open
-//     connection gets up to half of cfg.DrainTimeout (5 s at most) to carry
-//     one and be closed by its client; then the traffic port stops
-//     accepting and the idle connections left are closed;
+//     connection gets up to half of cfg.DrainTimeout (5 s at most, or
+//     cfg.CloseGrace) to carry one and be closed by its client; then the
+//     traffic port stops accepting and the idle connections left are
+//     closed;
 //  4. in-flight requests get up to cfg.DrainTimeout, then are cut;
 //  5. the admin port closes and Run returns nil.
 //
@@ -251,7 +252,11 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 	// the drain budget at most) to carry one more request, whose answer says
 	// Connection: close and has the client close it; the wait ends early
 	// once none is open.
-	if grace := min(cfg.DrainTimeout/2, closeGrace); grace > 0 {
+	grace := min(cfg.DrainTimeout/2, closeGrace)
+	if cfg.CloseGrace != nil {
+		grace = *cfg.CloseGrace
+	}
+	if grace > 0 {
 		switch sig2, cancelled := s.awaitClientsClose(ctx, grace, signals); {
 		case sig2 != nil:
 			return abort(sig2, "drain")

@@ -417,3 +417,29 @@ func TestSeveralListenersAndProbePaths(t *testing.T) {
 		}
 	}
 }
+
+// CloseGrace 0 stands in for a server that stops accepting and closes its
+// idle connections the moment it drains (nginx's graceful quit), while
+// in-flight requests still get the drain budget.
+func TestCloseGraceZeroStopsAcceptingAtOnce(t *testing.T) {
+	cfg := testConfig()
+	cfg.DrainTimeout = 20 * time.Second
+	zero := time.Duration(0)
+	cfg.CloseGrace = &zero
+	srv := start(t, cfg)
+	idle := dial(t, srv.traffic)
+	idle.do("GET", "/", "HTTP/1.1")
+	busy := dial(t, srv.traffic)
+	if _, err := io.WriteString(busy.c, "GET /?delay=800ms HTTP/1.1\r\nHost: echo.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	srv.signals <- syscall.SIGTERM
+	if !idle.closedByServer(time.Second) {
+		t.Error("idle connection still open 1 s into the drain, want it closed at once")
+	}
+	eventually(t, time.Second, "the traffic port to refuse connections", func() bool { return refuses(srv.traffic) })
+	if resp, err := http.ReadResponse(busy.br, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("in-flight request: %v %v, want its answer within the drain budget", resp, err)
+	}
+}

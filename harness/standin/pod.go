@@ -168,6 +168,10 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 			{Name: "ECHO_SHUTDOWN_DELAY", Value: b.KeepAccepting.String()},
 			{Name: "ECHO_DRAIN_TIMEOUT", Value: b.Drain.String()},
 			{Name: "ECHO_KEEPALIVE", Value: strconv.FormatBool(b.KeepAlive)},
+			// The echo server's own drain lets keep-alive clients close
+			// before it stops accepting (a zerodrop nicety); the user's
+			// server stops accepting when the doctor says it does.
+			{Name: "ECHO_CLOSE_GRACE", Value: "0s"},
 		}
 		c.Image, c.ImagePullPolicy = opts.Image, opts.PullPolicy
 		c.Command, c.Args, c.WorkingDir = nil, nil, ""
