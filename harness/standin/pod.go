@@ -180,6 +180,15 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 		c.Resources, c.ResizePolicy = corev1.ResourceRequirements{}, nil
 		c.SecurityContext = nil
 		out = append(out, Container{Name: c.Name, Listen: ports, Admin: admin, Behaviour: b, Ends: b.String(), BehaviourFrom: from})
+		if ports[0] < 1024 && spec.SecurityContext == nil {
+			// The echo image runs unprivileged (USER 65532); a safe sysctl
+			// (one the kubelet allows by default since Kubernetes 1.22, and
+			// the Pod Security Standards' baseline lists) lets it bind the
+			// app's low ports.
+			spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}}
+			change(wref, tplField+"securityContext.sysctls", "", "net.ipv4.ip_unprivileged_port_start=0",
+				fmt.Sprintf("the echo image runs unprivileged and must bind port %d", ports[0]))
+		}
 	}
 	return tpl, out, path, nil
 }
