@@ -164,6 +164,15 @@ const (
 	annAWSTargets   = "service.beta.kubernetes.io/aws-load-balancer-target-node-labels"
 )
 
+// TimingAnnotations are the provider annotations that change one
+// Service's health-check timing in the doctor's judgement
+// (withTimingAnnotations); a tool whose LB does not read them (the stand-in
+// of zerodrop test on zerodrop's cloud LB) must leave them out so the
+// doctor and the LB time the Service alike.
+func TimingAnnotations() []string {
+	return []string{annAWSInterval, annAWSUnhealthy, annAWSHealthy, annAzInterval, annAzProbes}
+}
+
 // lbChoice is the LB profile(s) one Service is judged against, and why.
 type lbChoice struct {
 	// profiles holds one profile, or several when the manifests do not say

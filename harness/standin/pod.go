@@ -2,11 +2,13 @@ package standin
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"zerodrop/fixtures"
@@ -97,11 +99,7 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 					return err
 				}
 				listen[port] = true
-				pp := p.HTTPGet.Path
-				if pp == "" {
-					pp = "/"
-				}
-				*paths = append(*paths, pp)
+				*paths = append(*paths, probePath(p.HTTPGet.Path))
 				if p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
 					change(wref, cref+"."+field+".httpGet.scheme", "HTTPS", "HTTP", "the echo server speaks plain HTTP; timing and path are kept")
 					p.HTTPGet.Scheme = corev1.URISchemeHTTP
@@ -118,6 +116,12 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 					was = "grpc"
 				}
 				port := first()
+				// One handler behind both probes stays one path, so the
+				// stand-in fails both together as the app would (ZD031).
+				if field != "readinessProbe" && c.ReadinessProbe != nil && orig.ReadinessProbe != nil &&
+					equality.Semantic.DeepEqual(origHandler(&orig, field), orig.ReadinessProbe.ProbeHandler) {
+					fallback = readyPath
+				}
 				*paths = append(*paths, fallback)
 				p.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: fallback, Port: intstr.FromInt32(port)}}
 				change(wref, cref+"."+field, was, "httpGet "+fallback+" on "+strconv.Itoa(int(port)),
@@ -136,7 +140,7 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 		}
 
 		sd := doctor.ContainerShutdown(&orig)
-		if err := hooks(c, sd, opts, wref, cref, listen, change); err != nil {
+		if err := hooks(c, sd, opts, grace(spec), wref, cref, listen, change); err != nil {
 			return nil, nil, "", err
 		}
 		b, from := behaviour(&orig, sd, opts)
@@ -193,6 +197,42 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 	return tpl, out, path, nil
 }
 
+// grace is the Pod's terminationGracePeriodSeconds with the API default.
+func grace(spec *corev1.PodSpec) time.Duration {
+	if g := spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
+}
+
+// probePath is the path the kubelet requests for an httpGet probe's path:
+// it builds the URL with url.Parse, so "healthz" is "/healthz" and a query
+// is not part of the path the echo server matches.
+func probePath(p string) string {
+	u, err := url.Parse(p)
+	if err == nil {
+		p = u.Path
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return p
+}
+
+func origHandler(c *corev1.Container, field string) corev1.ProbeHandler {
+	switch field {
+	case "livenessProbe":
+		if c.LivenessProbe != nil {
+			return c.LivenessProbe.ProbeHandler
+		}
+	case "startupProbe":
+		if c.StartupProbe != nil {
+			return c.StartupProbe.ProbeHandler
+		}
+	}
+	return corev1.ProbeHandler{}
+}
+
 func pathsOr(ps []string, def string) string {
 	if len(ps) == 0 {
 		return def
@@ -228,9 +268,23 @@ func resolve(c *corev1.Container, p intstr.IntOrString, field string) (int32, er
 
 // hooks keeps each lifecycle hook the stand-in can honour and turns the
 // others into what the doctor reads them as.
-func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, wref, cref string, listen map[int32]bool, change changeFunc) error {
+func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, grace time.Duration, wref, cref string, listen map[int32]bool, change changeFunc) error {
 	if c.Lifecycle == nil {
 		return nil
+	}
+	// The API server rejects a sleep action longer than the grace period
+	// (and, before Kubernetes 1.34, one of 0 s): the kubelet would kill the
+	// container at the grace period anyway, so the hook is capped there.
+	sleepHook := func(d time.Duration) *corev1.LifecycleHandler {
+		if d > grace {
+			change(wref, cref+".lifecycle.preStop", d.String(), grace.String(),
+				"a sleep action may not outlast terminationGracePeriodSeconds; the kubelet kills the container then anyway")
+			d = grace
+		}
+		if d <= 0 {
+			return nil
+		}
+		return sleepFor(d)
 	}
 	if ps := c.Lifecycle.PreStop; ps != nil {
 		field := cref + ".lifecycle.preStop"
@@ -242,7 +296,10 @@ func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, wref, cref str
 				return err
 			}
 			listen[port] = true
-			ps.HTTPGet.Scheme = corev1.URISchemeHTTP
+			if ps.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+				change(wref, field+".httpGet.scheme", "HTTPS", "HTTP", "the echo server speaks plain HTTP")
+				ps.HTTPGet.Scheme = corev1.URISchemeHTTP
+			}
 			if opts.UnknownHook > 0 {
 				c.Lifecycle.PreStop = sleepHook(opts.UnknownHook)
 				change(wref, field, "httpGet "+ps.HTTPGet.Path, fmt.Sprintf("sleep %s", opts.UnknownHook), "its duration cannot be read; the stand-in sleeps as long as asked (--hook)")
@@ -281,13 +338,17 @@ func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, wref, cref str
 		change(wref, cref+".lifecycle.postStart", strings.Join(ps.Exec.Command, " "), "", "the echo image has no shell")
 		c.Lifecycle.PostStart = nil
 	}
+	if sig := c.Lifecycle.StopSignal; sig != nil && *sig != corev1.SIGTERM {
+		change(wref, cref+".lifecycle.stopSignal", string(*sig), "SIGTERM", "the echo server ends on SIGTERM; the doctor reads the app's shutdown from its hook and known servers")
+		c.Lifecycle.StopSignal = nil
+	}
 	if c.Lifecycle.PreStop == nil && c.Lifecycle.PostStart == nil && c.Lifecycle.StopSignal == nil {
 		c.Lifecycle = nil
 	}
 	return nil
 }
 
-func sleepHook(d time.Duration) *corev1.LifecycleHandler {
+func sleepFor(d time.Duration) *corev1.LifecycleHandler {
 	secs := int64((d + time.Second - 1) / time.Second)
 	return &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
 }

@@ -237,6 +237,15 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 		return nil, wfail("%s is not supported: zerodrop test stands in for a Deployment or a StatefulSet", b.Kind)
 	}
 	in.svc, in.pdbs = svcIn.DeepCopy(), pdbSpecs(b.PDBs)
+	if len(in.tpl.Spec.Containers) == 0 {
+		return nil, wfail("the Pod template has no containers")
+	}
+	if sel := workloadSelector(wo); sel == nil || len(sel.MatchLabels) == 0 || len(sel.MatchExpressions) > 0 {
+		return nil, wfail("spec.selector must be matchLabels only: the harness lists the workload's Pods by their labels")
+	}
+	if st, ok := wo.Obj.(*appsv1.StatefulSet); ok && st.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return nil, wfail("updateStrategy OnDelete: a rollout restart replaces no Pod, so the disruptions cannot run as written")
+	}
 	if in.tpl.Spec.HostNetwork {
 		return nil, wfail("hostNetwork: true binds the node's own ports, which a stand-in on a shared test cluster cannot do faithfully")
 	}
@@ -306,6 +315,16 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	}
 	s.Knobs = compare(in, out)
 	return s, nil
+}
+
+func workloadSelector(o *doctor.Object) *metav1.LabelSelector {
+	switch w := o.Obj.(type) {
+	case *appsv1.Deployment:
+		return w.Spec.Selector
+	case *appsv1.StatefulSet:
+		return w.Spec.Selector
+	}
+	return nil
 }
 
 func optInt(p *int32) string {
@@ -382,6 +401,16 @@ func service(in *corev1.Service, ns string, change func(obj, field, was, now, wh
 	spec := corev1.ServiceSpec{
 		Type: sp.Type, Selector: sp.Selector, ExternalTrafficPolicy: sp.ExternalTrafficPolicy, InternalTrafficPolicy: sp.InternalTrafficPolicy,
 		SessionAffinity: sp.SessionAffinity, SessionAffinityConfig: sp.SessionAffinityConfig, PublishNotReadyAddresses: sp.PublishNotReadyAddresses,
+		TrafficDistribution: sp.TrafficDistribution,
+	}
+	// The test cluster's LBs time their health checks by their profile;
+	// the provider's own timing annotations would make the doctor judge a
+	// timing the LB does not apply.
+	for _, k := range doctor.TimingAnnotations() {
+		if v, ok := svc.Annotations[k]; ok {
+			delete(svc.Annotations, k)
+			change(ref, "metadata.annotations["+k+"]", v, "", "the test cluster's LBs do not read the provider's health-check annotations; each LB model's profile times the checks")
+		}
 	}
 	for _, p := range sp.Ports {
 		proto := p.Protocol
@@ -410,18 +439,27 @@ func service(in *corev1.Service, ns string, change func(obj, field, was, now, wh
 	drop("spec.loadBalancerSourceRanges", len(sp.LoadBalancerSourceRanges) > 0, strings.Join(sp.LoadBalancerSourceRanges, ","), "the load comes from the test host's own network")
 	drop("spec.externalIPs", len(sp.ExternalIPs) > 0, strings.Join(sp.ExternalIPs, ","), "addresses of another network")
 	drop("spec.healthCheckNodePort", sp.HealthCheckNodePort != 0, strconv.Itoa(int(sp.HealthCheckNodePort)), "allocated by the test cluster")
+	drop("spec.ipFamilyPolicy", sp.IPFamilyPolicy != nil && *sp.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack, "dual-stack", "the test cluster is IPv4 only")
 	drop("spec.allocateLoadBalancerNodePorts", sp.AllocateLoadBalancerNodePorts != nil && !*sp.AllocateLoadBalancerNodePorts, "false",
 		"the test cluster's LBs reach nodes through node ports")
 	svc.Spec = spec
-	// The load goes to the Service's first HTTP-looking port: "http" by
-	// name, else port 80, else the first.
-	port := spec.Ports[0].Port
-	for i := len(spec.Ports) - 1; i >= 0; i-- {
-		if p := spec.Ports[i]; p.Name == "http" || p.Port == 80 {
-			port = p.Port
+	return svc, loadPort(spec.Ports), nil
+}
+
+// loadPort is where the load goes: the port named "http", else port 80,
+// else the first.
+func loadPort(ports []corev1.ServicePort) int32 {
+	for _, p := range ports {
+		if p.Name == "http" {
+			return p.Port
 		}
 	}
-	return svc, port, nil
+	for _, p := range ports {
+		if p.Port == 80 {
+			return p.Port
+		}
+	}
+	return ports[0].Port
 }
 
 func deref(p *string) string {

@@ -51,7 +51,7 @@ kind: Service
 metadata:
   name: shop
   namespace: prod
-  annotations: {service.beta.kubernetes.io/aws-load-balancer-type: nlb, service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval: "10"}
+  annotations: {service.beta.kubernetes.io/aws-load-balancer-type: nlb, service.beta.kubernetes.io/aws-load-balancer-cross-zone-load-balancing-enabled: "true"}
 spec:
   type: LoadBalancer
   externalTrafficPolicy: Local
@@ -373,12 +373,88 @@ func TestPlaceable(t *testing.T) {
 // is the same knob.
 func TestUnsetReplicasIsKept(t *testing.T) {
 	s := build(t, strings.Replace(every, "  replicas: 5\n", "", 1), Options{})
+	found := false
 	for _, k := range s.Knobs {
-		if k.Name == "replicas" && !k.Kept {
-			t.Errorf("replicas: was %s now %s", k.Was, k.Now)
+		if k.Name == "replicas" {
+			found = true
+			if !k.Kept {
+				t.Errorf("replicas: was %s now %s", k.Was, k.Now)
+			}
 		}
+	}
+	if !found {
+		t.Error("no replicas knob")
 	}
 	if s.Replicas != 1 {
 		t.Errorf("replicas %d", s.Replicas)
+	}
+}
+
+// The provider's health-check timing annotations are left out, with a
+// Change: the test cluster's LBs do not read them, and the doctor would.
+func TestTimingAnnotationsLeftOut(t *testing.T) {
+	y := strings.Replace(every, "aws-load-balancer-type: nlb,", "aws-load-balancer-type: nlb, service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval: \"10\",", 1)
+	s := build(t, y, Options{})
+	if _, kept := s.ServiceObj.Annotations["service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval"]; kept {
+		t.Error("timing annotation kept")
+	}
+	found := false
+	for _, c := range s.Changes {
+		found = found || strings.Contains(c.Field, "aws-load-balancer-healthcheck-interval")
+	}
+	if !found {
+		t.Errorf("no Change for the timing annotation: %v", s.Changes)
+	}
+}
+
+func TestMoreBadInput(t *testing.T) {
+	noContainers := strings.Replace(every, "      containers:\n      - name: app", "      containers: []\n      initContainers:\n      - name: app", 1)
+	exprSel := strings.Replace(every, "  selector: {matchLabels: {app: shop}}\n  template:", "  selector: {matchExpressions: [{key: app, operator: In, values: [shop]}]}\n  template:", 1)
+	onDelete := strings.Replace(strings.Replace(every, "kind: Deployment\nmetadata: {name: shop", "kind: StatefulSet\nmetadata: {name: shop", 1),
+		"  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 2, maxUnavailable: 0}}\n", "  updateStrategy: {type: OnDelete}\n", 1)
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"no containers", noContainers, "no containers"},
+		{"expression selector", exprSel, "matchLabels only"},
+		{"OnDelete", onDelete, "OnDelete"},
+	} {
+		_, err := fromYAML(tc.yaml, Options{})
+		var se *Error
+		if err == nil || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a standin.Error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestLoadPort(t *testing.T) {
+	for _, tc := range []struct {
+		ports []corev1.ServicePort
+		want  int32
+	}{
+		{[]corev1.ServicePort{{Name: "web", Port: 80}, {Name: "http", Port: 8080}}, 8080},
+		{[]corev1.ServicePort{{Name: "https", Port: 443}, {Name: "plain", Port: 80}}, 80},
+		{[]corev1.ServicePort{{Name: "grpc", Port: 9000}}, 9000},
+	} {
+		if got := loadPort(tc.ports); got != tc.want {
+			t.Errorf("loadPort(%v) = %d, want %d", tc.ports, got, tc.want)
+		}
+	}
+}
+
+func TestHooksAndPathsAsTheKubeletReadsThem(t *testing.T) {
+	y := strings.NewReplacer(
+		"terminationGracePeriodSeconds: 47", "terminationGracePeriodSeconds: 30",
+		"lifecycle: {preStop: {sleep: {seconds: 13}}}", "lifecycle: {preStop: {exec: {command: [sleep, \"45\"]}}}",
+		"readinessProbe: {httpGet: {path: /ready, port: web}", "readinessProbe: {exec: {command: [/check]}",
+		"livenessProbe: {tcpSocket: {port: 9090}", "livenessProbe: {exec: {command: [/check]}",
+		"startupProbe: {httpGet: {path: /started, port: 9090}", "startupProbe: {httpGet: {path: \"started?full=1\", port: 9090}",
+	).Replace(every)
+	s := build(t, y, Options{})
+	c := s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+	if c.Lifecycle == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds != 30 {
+		t.Errorf("a 45 s hook with a 30 s grace: %+v, want a 30 s sleep (the API server rejects a longer one)", c.Lifecycle)
+	}
+	env := envOf(c)
+	if env["ECHO_READY_PATH"] != readyPath || env["ECHO_LIVE_PATH"] != readyPath+",/started" {
+		t.Errorf("ready %q live %q: one exec handler behind both probes must stay one path; the startup path is the kubelet's", env["ECHO_READY_PATH"], env["ECHO_LIVE_PATH"])
 	}
 }
