@@ -3,6 +3,8 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -146,18 +148,47 @@ func fixPreStop(t *target) string {
 	return setPreStop(t, time.Duration(ceilSeconds(t.profile.RemovalLag()))*time.Second+preStopMargin)
 }
 
-// setPreStop makes the serving container's preStop a sleep of d (the
-// kubelet's sleep action: no shell needed) and keeps the grace period above
-// it.
+// setPreStop makes the serving container's preStop hold SIGTERM back for d
+// and keeps the grace period above it: no hook or a sleep action becomes a
+// sleep action of d (the kubelet's, no shell needed; on by default from
+// Kubernetes 1.30, KEP-3960), a shell command with a sleep gets the longer
+// sleep and keeps the rest of its command, and ingress-nginx's
+// /wait-shutdown becomes a sleep (what ZD001's fix says: the controller
+// then gets its signal after it). Any other hook does more than wait (kong
+// quit, a script): the fix is left to a person.
 func setPreStop(t *target, d time.Duration) string {
-	if ps := containerPreStop(t.c); ps.known && ps.kind == "sleep" && ps.duration >= d {
+	ps := containerPreStop(t.c)
+	if ps.known && ps.duration >= d && !ps.signalsApp {
 		return ""
 	}
-	if t.c.Lifecycle == nil {
-		t.c.Lifecycle = &corev1.Lifecycle{}
+	secs := ceilSeconds(d)
+	var what string
+	switch {
+	case ps.kind == "none" || ps.kind == "sleep" || ps.signalsApp:
+		if t.kubeMinor > 0 && t.kubeMinor < 30 {
+			return "" // no sleep action by default before 1.30
+		}
+		if t.c.Lifecycle == nil {
+			t.c.Lifecycle = &corev1.Lifecycle{}
+		}
+		t.c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
+		what = fmt.Sprintf("container %s: lifecycle.preStop.sleep.seconds: %d", t.c.Name, secs)
+	case ps.kind == "exec" && ps.known:
+		cmd := t.c.Lifecycle.PreStop.Exec.Command
+		done := false
+		for i, arg := range cmd {
+			if m := sleepRE.FindStringSubmatchIndex(arg); m != nil && !done {
+				cmd[i] = arg[:m[2]] + strconv.FormatInt(secs, 10) + arg[m[3]:]
+				done = true
+			}
+		}
+		if !done {
+			return ""
+		}
+		what = fmt.Sprintf("container %s: lifecycle.preStop.exec sleeps %d s (%q)", t.c.Name, secs, strings.Join(cmd, " "))
+	default:
+		return ""
 	}
-	t.c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: ceilSeconds(d)}}
-	what := fmt.Sprintf("container %s: lifecycle.preStop.sleep.seconds: %d", t.c.Name, ceilSeconds(d))
 	if g := ensureGrace(t, d); g != "" {
 		what += "; " + g
 	}

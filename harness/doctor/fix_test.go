@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"encoding/json"
 	"os"
 	"slices"
 	"strings"
@@ -105,4 +106,59 @@ spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
 	if os.Getenv("V") != "" {
 		t.Log(strings.Join(lines, "\n"))
 	}
+}
+
+func TestFixPreStopKeepsWhatTheHookDoes(t *testing.T) {
+	mk := func(hook string) *Manifests {
+		y := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: x
+        ports: [{containerPort: 80}]
+        lifecycle: {preStop: ` + hook + `}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: web}, ports: [{port: 80}]}
+`
+		m, err := Read("in.yaml", strings.NewReader(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	prof, _ := LookupProfile("gcp-nlb")
+	hookOf := func(m *Manifests) string {
+		for _, o := range m.Objects {
+			if d, ok := o.Obj.(*appsv1.Deployment); ok {
+				return show(d.Spec.Template.Spec.Containers[0].Lifecycle.PreStop)
+			}
+		}
+		return ""
+	}
+	for _, tc := range []struct{ hook, want string }{
+		{`{exec: {command: [/bin/sh, -c, "sleep 5 && nginx -s quit"]}}`, `{"exec":{"command":["/bin/sh","-c","sleep 29 \u0026\u0026 nginx -s quit"]}}`},
+		{`{exec: {command: [/wait-shutdown]}}`, `{"sleep":{"seconds":29}}`},
+		{`{exec: {command: [kong, quit]}}`, `{"exec":{"command":["kong","quit"]}}`},
+		{`{sleep: {seconds: 3}}`, `{"sleep":{"seconds":29}}`},
+	} {
+		fixed, _ := Fix(mk(tc.hook), WithLBProfile(prof))
+		if got := hookOf(fixed); got != tc.want {
+			t.Errorf("hook %s fixed to %s, want %s", tc.hook, got, tc.want)
+		}
+	}
+}
+
+func show(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
