@@ -31,7 +31,7 @@ type Session struct {
 // answers and the provider is kind), loads the echo image into kind, and
 // connects the cloud LB's columns; the report goes to
 // settings.OutDir/report.json. progress gets one line per step.
-func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress func(string)) (*Session, error) {
+func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress func(string)) (_ *Session, err error) {
 	if err := os.MkdirAll(settings.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
@@ -59,6 +59,17 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 			return nil, fmt.Errorf("create the kind cluster (`make cluster` shows each step): %w", err)
 		}
 		sess.created = true
+		// A set-up that fails after this point removes the cluster it made:
+		// a later run would find it reachable, take it for someone else's
+		// and never remove it.
+		defer func() {
+			if err != nil && !settings.KeepCluster {
+				progress("deleting the kind cluster this run created: the set-up failed")
+				if derr := provider.Delete(context.WithoutCancel(ctx)); derr != nil {
+					err = fmt.Errorf("%w (and removing the cluster failed: %v; run make cluster-down)", err, derr)
+				}
+			}
+		}()
 		if cs, version, err = reach(ctx, settings.Kubeconfig); err != nil {
 			return nil, err
 		}

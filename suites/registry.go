@@ -192,6 +192,16 @@ func (sc Scenario) OwnCells(models []Model, profile fixtures.Profile, own *stand
 	return out
 }
 
+// ownOnly reports whether every cell is a user's workload.
+func ownOnly(cells []Cell) bool {
+	for _, c := range cells {
+		if c.StandIn == nil {
+			return false
+		}
+	}
+	return len(cells) > 0
+}
+
 // Cells is the scenario's witnesses on the models: every case on every
 // model, with its role and expected outcome there.
 func (sc Scenario) Cells(models []Model) []Cell {
