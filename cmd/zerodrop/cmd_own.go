@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"zerodrop/harness/standin"
 	"zerodrop/suites"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -156,14 +159,31 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 			return exitBroken
 		}
 	}
-	preds := predict(ms, own, models, scs, kubeMinor)
-	printPredictions(c.stdout, "Doctor's prediction:", preds, scs, models)
+	// Unready-keepalive turns a Pod unready through the echo server's
+	// readiness switch: only an HTTP readiness probe sees it.
+	if rp := servingReadiness(own); rp == nil || rp.HTTPGet == nil {
+		var keep []suites.Scenario
+		for _, sc := range scs {
+			if sc.Name == "unready-keepalive" {
+				fmt.Fprintln(c.stdout, "unready-keepalive: left out: the serving container has no HTTP readiness probe, so no Pod of it can be turned unready while it runs.")
+				continue
+			}
+			keep = append(keep, sc)
+		}
+		scs = keep
+	}
+	preds, expect, err := predictions(ms, own, models, scs, kubeMinor)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+		return exitBroken
+	}
+	printPredictions(c.stdout, "Doctor's prediction:", preds, expect, scs, models)
 
 	// The fix is judged against the longest lag of the columns: what holds
 	// for it holds for the others.
 	var fixed *standin.StandIn
 	var fixedMs *doctor.Manifests
-	var fixedPreds map[string]map[string]prediction
+	var fixedPreds, fixedExpect map[string]map[string]prediction
 	if *proveFix {
 		var applied []doctor.Applied
 		fixedMs, applied = doctor.Fix(ms, doctor.WithLBProfile(worstProfile(models)), doctor.WithKubernetesMinor(kubeMinor))
@@ -190,8 +210,11 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 				fmt.Fprintf(c.stdout, "  - %s\n", a)
 			}
 			fmt.Fprintln(c.stdout)
-			fixedPreds = predict(fixedMs, fixed, models, scs, kubeMinor)
-			printPredictions(c.stdout, "Doctor's prediction with the fixes:", fixedPreds, scs, models)
+			if fixedPreds, fixedExpect, err = predictions(fixedMs, fixed, models, scs, kubeMinor); err != nil {
+				fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+				return exitBroken
+			}
+			printPredictions(c.stdout, "Doctor's prediction with the fixes:", fixedPreds, fixedExpect, scs, models)
 		}
 	}
 	if *dryRun {
@@ -218,15 +241,19 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		}
 	}
 	all := func(suites.Scenario, suites.Model) bool { return true }
-	measured := measure(ctx, sess, scs, suites.OwnProfile, own, preds, all, progress)
-	code = printMeasured(c.stdout, preds, measured, scs, sess.Suite.Models, settings.OutDir)
+	measured := measure(ctx, sess, scs, suites.OwnProfile, own, expect, all, progress)
+	code = printMeasured(c.stdout, expect, measured, scs, sess.Suite.Models, settings.OutDir)
 	if *proveFix && fixed != nil {
 		dropped := func(sc suites.Scenario, m suites.Model) bool {
 			r, ok := measured[sc.Name+"/"+m.Name]
 			return ok && r.Outcome() == zdv1.OutcomeHazardReproduced
 		}
-		after := measure(ctx, sess, scs, suites.OwnFixedProfile, fixed, fixedPreds, dropped, progress)
-		code = printBeforeAfter(c.stdout, measured, after, scs, sess.Suite.Models)
+		after := measure(ctx, sess, scs, suites.OwnFixedProfile, fixed, fixedExpect, dropped, progress)
+		// A run that broke before the fix stays the exit code: the fix
+		// cannot prove what was never measured.
+		if fc := printBeforeAfter(c.stdout, measured, after, scs, sess.Suite.Models); code != exitBroken {
+			code = fc
+		}
 	}
 	if err := sess.Close(context.WithoutCancel(ctx), progress); err != nil {
 		progress("close: " + err.Error())
@@ -452,34 +479,83 @@ func (p prediction) expectation() *zdv1.Expectation {
 	return &zdv1.Expectation{Why: "the doctor warns (" + p.why + ") but cannot tell: either outcome"}
 }
 
-// predict runs the doctor once per LB model and reads its prediction for
-// every scenario: [scenario][model].
-func predict(ms *doctor.Manifests, own *standin.StandIn, models []suites.Model, scs []suites.Scenario, kubeMinor int) map[string]map[string]prediction {
+// predict runs the doctor once per LB model on objs with the Service
+// (service, "service/ns/name") named for that model, as the suite deploys
+// it (the zerodrop.dev/lb-profile annotation), and reads its prediction for
+// every scenario: [scenario][model]. On the user's manifests this is what
+// the doctor says of them on each LB; on the stand-in as deployed it is
+// what the measurement is compared with (the stand-in's changes included).
+func predict(objs []runtime.Object, service string, models []suites.Model, scs []suites.Scenario, kubeMinor int) (map[string]map[string]prediction, error) {
 	out := map[string]map[string]prediction{}
 	for _, sc := range scs {
 		out[sc.Name] = map[string]prediction{}
 	}
 	for _, m := range models {
-		prof, ok := doctor.LookupProfile(m.Name)
-		if !ok {
+		if _, ok := doctor.LookupProfile(m.Name); !ok {
 			for _, sc := range scs {
 				out[sc.Name][m.Name] = prediction{unknown: true}
 			}
 			continue
 		}
-		rep := doctor.Check(ms, doctor.WithLBProfile(prof), doctor.WithKubernetesMinor(kubeMinor))
+		ms, err := onModel(objs, service, m.Name)
+		if err != nil {
+			return nil, err
+		}
+		rep := doctor.Check(ms, doctor.WithKubernetesMinor(kubeMinor))
 		for _, sc := range scs {
-			p := prediction{Prediction: rep.Predict(own.Service, sc.Triggers)}
+			p := prediction{Prediction: rep.Predict(service, sc.Triggers)}
 			var why []string
 			for _, f := range rep.Findings {
 				for _, id := range p.Rules {
-					if f.RuleID == id && f.Service == own.Service {
+					if f.RuleID == id && f.Service == service {
 						why = append(why, id+" "+f.Message)
 					}
 				}
 			}
 			p.why = strings.Join(why, "; ")
 			out[sc.Name][m.Name] = p
+		}
+	}
+	return out, nil
+}
+
+// onModel is objs with the Service named service annotated for LB model
+// name, read back as the doctor reads manifests.
+func onModel(objs []runtime.Object, service, model string) (*doctor.Manifests, error) {
+	var cp []runtime.Object
+	for _, o := range objs {
+		o = o.DeepCopyObject()
+		if svc, ok := o.(*corev1.Service); ok {
+			ns := svc.Namespace
+			if ns == "" {
+				ns = "default"
+			}
+			if "service/"+ns+"/"+svc.Name == service {
+				if svc.Annotations == nil {
+					svc.Annotations = map[string]string{}
+				}
+				svc.Annotations[contract.LBProfileAnnotation] = model
+			}
+		}
+		cp = append(cp, o)
+	}
+	b, err := fixtures.RenderYAML(cp...)
+	if err != nil {
+		return nil, err
+	}
+	return doctor.Read(service+" on "+model, bytes.NewReader(b))
+}
+
+// typedObjects are the objects the doctor decoded (the kinds it analyses).
+func typedObjects(ms *doctor.Manifests) []runtime.Object {
+	var out []runtime.Object
+	for _, o := range ms.Objects {
+		if ro, ok := o.Obj.(runtime.Object); ok {
+			ro = ro.DeepCopyObject()
+			if mo, ok := ro.(metav1.Object); ok && mo.GetNamespace() == "" {
+				mo.SetNamespace(o.Namespace)
+			}
+			out = append(out, ro)
 		}
 	}
 	return out
@@ -523,7 +599,11 @@ func renderStandIn(c *cli, s *standin.StandIn, path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func printPredictions(w io.Writer, title string, preds map[string]map[string]prediction, scs []suites.Scenario, models []suites.Model) {
+// printPredictions prints the doctor's prediction for the user's
+// manifests; a cell where the stand-in as deployed is predicted otherwise
+// (one of its changes matters to a rule) is marked, and the measurement is
+// compared with that one.
+func printPredictions(w io.Writer, title string, preds, deployed map[string]map[string]prediction, scs []suites.Scenario, models []suites.Model) {
 	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "  disruption")
@@ -531,15 +611,56 @@ func printPredictions(w io.Writer, title string, preds map[string]map[string]pre
 		fmt.Fprintf(tw, "\t%s", m.Name)
 	}
 	fmt.Fprintln(tw)
+	differs := false
 	for _, sc := range scs {
 		fmt.Fprintf(tw, "  %s", sc.Name)
 		for _, m := range models {
-			fmt.Fprintf(tw, "\t%s", preds[sc.Name][m.Name])
+			p, d := preds[sc.Name][m.Name], deployed[sc.Name][m.Name]
+			cell := p.String()
+			if d.String() != cell {
+				cell += " *stand-in: " + d.String()
+				differs = true
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
 		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	if differs {
+		fmt.Fprintln(w, "  * the stand-in as deployed is predicted otherwise (see its changes); the measurement is compared with that.")
+	}
 	fmt.Fprintln(w)
+}
+
+// predictions are the doctor's predictions for the user's manifests and
+// for the stand-in as deployed.
+func predictions(ms *doctor.Manifests, own *standin.StandIn, models []suites.Model, scs []suites.Scenario, kubeMinor int) (user, deployed map[string]map[string]prediction, err error) {
+	if user, err = predict(typedObjects(ms), own.Service, models, scs, kubeMinor); err != nil {
+		return nil, nil, fmt.Errorf("predict for the manifests: %w", err)
+	}
+	if deployed, err = predict(own.Objects(), "service/"+own.Namespace+"/"+own.ServiceName, models, scs, kubeMinor); err != nil {
+		return nil, nil, fmt.Errorf("predict for the stand-in: %w", err)
+	}
+	return user, deployed, nil
+}
+
+func servingReadiness(s *standin.StandIn) *corev1.Probe {
+	for _, c := range podSpecOf(s).Containers {
+		if c.Name == s.Serving.Name {
+			return c.ReadinessProbe
+		}
+	}
+	return nil
+}
+
+func podSpecOf(s *standin.StandIn) corev1.PodSpec {
+	switch w := s.WorkloadObj.(type) {
+	case *appsv1.Deployment:
+		return w.Spec.Template.Spec
+	case *appsv1.StatefulSet:
+		return w.Spec.Template.Spec
+	}
+	return corev1.PodSpec{}
 }
 
 // printMeasured prints measured drops next to the prediction and returns
