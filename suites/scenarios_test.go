@@ -287,3 +287,16 @@ func TestExpectationsFollowTheLBModel(t *testing.T) {
 		t.Errorf("found %d of the %d cells", seen, len(want))
 	}
 }
+
+// The drain goes where it meets the most witnesses, then the most traffic:
+// the busiest node alone may hold one witness's single replica only.
+func TestDrainTarget(t *testing.T) {
+	covers := map[string]int{"w1": 1, "w2": 2, "w3": 2}
+	served := map[string]int64{"w1": 5000, "w2": 10, "w3": 300}
+	if got := drainTarget(covers, served); got != "w3" {
+		t.Errorf("drainTarget = %q, want w3 (two witnesses, more traffic than w2)", got)
+	}
+	if got := drainTarget(map[string]int{}, served); got != "" {
+		t.Errorf("no endpoints: %q", got)
+	}
+}
