@@ -2,8 +2,8 @@ package suites
 
 import (
 	"context"
-	"slices"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
