@@ -286,7 +286,12 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 		return nil, fail("%v", err)
 	}
 	out.svc, s.ServiceObj, s.Port = svc, svc, port
-	si, _ := servingIndex(tpl, svc)
+	// The doctor's choice (doctor.Backend.Container): containers keep
+	// their order in the stand-in.
+	si := b.Container
+	if si < 0 || si >= len(containers) {
+		si = 0
+	}
 	s.Serving = containers[si]
 
 	for _, po := range b.PDBs {
@@ -474,31 +479,6 @@ func portName(p corev1.ServicePort) string {
 		return p.Name
 	}
 	return strconv.Itoa(int(p.Port))
-}
-
-// servingIndex is the container the Service's ports reach (doctor's rule:
-// the owner of the first target port, else the first with a port).
-func servingIndex(tpl *corev1.PodTemplateSpec, svc *corev1.Service) (int, bool) {
-	cs := tpl.Spec.Containers
-	for _, sp := range svc.Spec.Ports {
-		tp := sp.TargetPort
-		if tp.Type == intstr.Int && tp.IntVal == 0 {
-			tp = intstr.FromInt32(sp.Port)
-		}
-		for i := range cs {
-			for _, cp := range cs[i].Ports {
-				if (tp.Type == intstr.String && cp.Name == tp.StrVal) || (tp.Type == intstr.Int && cp.ContainerPort == tp.IntVal) {
-					return i, true
-				}
-			}
-		}
-	}
-	for i := range cs {
-		if len(cs[i].Ports) > 0 {
-			return i, false
-		}
-	}
-	return 0, false
 }
 
 // usedPorts are every port the Pod declares or probes, so admin ports and
