@@ -94,6 +94,17 @@ type checkConfig struct {
 	kubeMinor int
 }
 
+// newConfig applies opts to the defaults (namespace "default").
+func newConfig(opts []Option) checkConfig {
+	cfg := checkConfig{namespace: "default"}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return cfg
+}
+
 // WithKubernetesMinor judges for Kubernetes 1.minor (the cluster's, or
 // --kubernetes-version): rules whose truth depends on the version (kube-proxy
 // and terminating endpoints) follow it. 0, the default, judges for every
@@ -126,12 +137,7 @@ func WithDefaultNamespace(ns string) Option {
 // Check runs every rule over the Services of type LoadBalancer (and the
 // Services an Ingress or HTTPRoute sends to) and the workloads behind them.
 func Check(m *Manifests, opts ...Option) *Report {
-	cfg := checkConfig{namespace: "default"}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
+	cfg := newConfig(opts)
 	prof := ProfilePerService
 	if cfg.profile != nil {
 		prof = cfg.profile.Name
@@ -158,45 +164,28 @@ func Check(m *Manifests, opts ...Option) *Report {
 
 	ix := in.index()
 	for _, so := range services {
-		svc := so.Obj.(*corev1.Service)
-		l7Via := ""
-		if r := ix.routeTo(so.Namespace, so.Name); r != nil {
-			l7Via = r.Ref()
-		}
-		choice, problems := serviceProfile(svc, cfg.profile)
-		prof := choice.profiles[0] // the worst lag of the plausible ones
-		if l7Via == "" && prof.L7 {
-			l7Via = "LB profile " + prof.Name
-		}
-		if prof.PodBackends || negIngress(svc) {
-			// Container-native load balancing: the proxy reaches Pods without
-			// kube-proxy, so no NATed connection outlives a Pod's readiness.
-			l7Via = ""
-		}
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && l7Via == "" {
+		v := viewService(so, ix, cfg.profile)
+		if !v.judged() {
 			continue
 		}
-		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+		svc, choice := v.svc, v.choice
 		sum := ServiceSummary{
 			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: choice.names(),
-			LBLag: choice.describe(), LBChoice: choice.how, L7: l7Via, Workloads: []string{}, Source: so.Source,
+			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Via, Workloads: []string{}, Source: so.Source,
 		}
-		if local {
+		if v.local() {
 			sum.Policy = "Local"
 		}
-		for _, msg := range problems {
+		for _, msg := range v.problems {
 			emit(finding(mustRule("ZD091"), Warning, so, so, so.FirstLine([]any{"metadata", "annotations"}), msg))
 		}
 		for _, wo := range ix.selected(svc, so.Namespace) {
-			wl, _ := asWorkload(wo)
-			wl.scaledBy(ix.hpaOf(wl))
 			sum.Workloads = append(sum.Workloads, wo.Ref())
-			ci, c := wl.servingContainer(svc)
-			if c == nil {
+			t := v.target(ix, wo, cfg.kubeMinor)
+			if t == nil {
 				continue
 			}
-			t := &target{svcObj: so, svc: svc, local: local, profile: prof, l7Via: l7Via, wl: wl, ci: ci, c: c, kubeMinor: cfg.kubeMinor}
-			t.pdbs = ix.pdbsOf(wl)
+			wl, c := t.wl, t.c
 			injected := injectedBy(wl, c)
 			if injected != "" {
 				emit(finding(mustRule("ZD092"), Info, so, wo, t.line(t.cpath("image"), t.cpath()),
@@ -238,6 +227,58 @@ func Check(m *Manifests, opts ...Option) *Report {
 		return a.RuleID < b.RuleID
 	})
 	return rep
+}
+
+// serviceView is one Service as the rules read it: the LB it is judged
+// against and the L7 front end in front of it, if any. Check judges every
+// Service it says to, and Fix fixes through the same targets.
+type serviceView struct {
+	so       *Object
+	svc      *corev1.Service
+	choice   lbChoice
+	problems []string
+	l7Via    string // "ingress/ns/name" or the L7 profile, "" for none
+}
+
+func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
+	v := serviceView{so: so, svc: so.Obj.(*corev1.Service)}
+	if r := ix.routeTo(so.Namespace, so.Name); r != nil {
+		v.l7Via = r.Ref()
+	}
+	v.choice, v.problems = serviceProfile(v.svc, explicit)
+	prof := v.choice.profiles[0] // the worst lag of the plausible ones
+	if v.l7Via == "" && prof.L7 {
+		v.l7Via = "LB profile " + prof.Name
+	}
+	if prof.PodBackends || negIngress(v.svc) {
+		// Container-native load balancing: the proxy reaches Pods without
+		// kube-proxy, so no NATed connection outlives a Pod's readiness.
+		v.l7Via = ""
+	}
+	return v
+}
+
+// judged: a Service of type LoadBalancer, or one an L7 front end sends to.
+func (v serviceView) judged() bool {
+	return v.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || v.l7Via != ""
+}
+
+func (v serviceView) local() bool {
+	return v.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// target is what the rules read of workload wo behind the Service (scaled
+// by its HPA, its serving container, its PDBs), judged against the worst
+// lag of the plausible LBs; nil when wo has no container.
+func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
+	wl, _ := asWorkload(wo)
+	wl.scaledBy(ix.hpaOf(wl))
+	ci, c := wl.servingContainer(v.svc)
+	if c == nil {
+		return nil
+	}
+	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via,
+		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl)}
 }
 
 // classified is the input sorted by what the rules read of it, namespaces

@@ -74,32 +74,22 @@ func Fixable(id string) bool { _, ok := fixers[id]; return ok }
 // changed.
 func Fix(m *Manifests, opts ...Option) (*Manifests, []Applied) {
 	cp := copyManifests(m)
-	cfg := checkConfig{namespace: "default"}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
+	cfg := newConfig(opts)
 	var applied []Applied
 	for range 4 {
 		n := len(applied)
 		in := classify(cp, cfg.namespace)
 		ix := in.index()
 		for _, so := range in.services {
-			svc := so.Obj.(*corev1.Service)
-			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			v := viewService(so, ix, cfg.profile)
+			if v.svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 				continue
 			}
-			choice, _ := serviceProfile(svc, cfg.profile)
-			for _, wo := range ix.selected(svc, so.Namespace) {
-				wl, _ := asWorkload(wo)
-				wl.scaledBy(ix.hpaOf(wl))
-				ci, c := wl.servingContainer(svc)
-				if c == nil || injectedBy(wl, c) != "" {
+			for _, wo := range ix.selected(v.svc, so.Namespace) {
+				t := v.target(ix, wo, cfg.kubeMinor)
+				if t == nil || injectedBy(t.wl, t.c) != "" {
 					continue
 				}
-				t := &target{svcObj: so, svc: svc, local: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
-					profile: choice.profiles[0], wl: wl, ci: ci, c: c, kubeMinor: cfg.kubeMinor, pdbs: ix.pdbsOf(wl)}
 				for _, rule := range catalogue {
 					fix := fixers[rule.ID]
 					if fix == nil || rule.check == nil {
