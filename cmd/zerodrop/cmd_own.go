@@ -19,7 +19,6 @@ import (
 	"zerodrop/harness/standin"
 	"zerodrop/suites"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -645,22 +644,13 @@ func predictions(ms *doctor.Manifests, own *standin.StandIn, models []suites.Mod
 }
 
 func servingReadiness(s *standin.StandIn) *corev1.Probe {
-	for _, c := range podSpecOf(s).Containers {
+	tpl, _, _ := s.Spec()
+	for _, c := range tpl.Spec.Containers {
 		if c.Name == s.Serving.Name {
 			return c.ReadinessProbe
 		}
 	}
 	return nil
-}
-
-func podSpecOf(s *standin.StandIn) corev1.PodSpec {
-	switch w := s.WorkloadObj.(type) {
-	case *appsv1.Deployment:
-		return w.Spec.Template.Spec
-	case *appsv1.StatefulSet:
-		return w.Spec.Template.Spec
-	}
-	return corev1.PodSpec{}
 }
 
 // printMeasured prints measured drops next to the prediction and returns

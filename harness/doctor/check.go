@@ -211,7 +211,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 		if len(sum.Workloads) == 0 {
 			emit(finding(mustRule("ZD090"), Info, so, so, so.FirstLine([]any{"spec", "selector"}, []any{"spec"}),
 				fmt.Sprintf("selector %s matches no Deployment, StatefulSet, DaemonSet, ReplicationController or Argo Rollout in namespace %s of the input",
-					selectorString(svc.Spec.Selector), so.Namespace)))
+					SelectorString(svc.Spec.Selector), so.Namespace)))
 		}
 		rep.Services = append(rep.Services, sum)
 	}
@@ -487,7 +487,9 @@ func finding(r Rule, sev Severity, svc, obj *Object, line int, msg string) Findi
 	return f
 }
 
-func selectorString(sel map[string]string) string {
+// SelectorString is a Service's selector as "k=v,k=v" (keys sorted), or
+// "(empty)".
+func SelectorString(sel map[string]string) string {
 	if len(sel) == 0 {
 		return "(empty)"
 	}

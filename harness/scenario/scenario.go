@@ -28,7 +28,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -149,15 +148,8 @@ func configTarget(c fixtures.Config) Target {
 }
 
 func standInTarget(s *standin.StandIn) (Target, error) {
-	var tpl *corev1.PodTemplateSpec
-	var sel *metav1.LabelSelector
-	var minReady int32
-	switch w := s.WorkloadObj.(type) {
-	case *appsv1.Deployment:
-		tpl, sel, minReady = &w.Spec.Template, w.Spec.Selector, w.Spec.MinReadySeconds
-	case *appsv1.StatefulSet:
-		tpl, sel, minReady = &w.Spec.Template, w.Spec.Selector, w.Spec.MinReadySeconds
-	default:
+	_, sel, minReady := s.Spec()
+	if s.Kind != kube.KindDeployment && s.Kind != kube.KindStatefulSet {
 		return Target{}, fmt.Errorf("a %s stand-in: the harness acts on Deployments and StatefulSets", s.Kind)
 	}
 	if sel == nil || len(sel.MatchExpressions) > 0 {
@@ -165,12 +157,8 @@ func standInTarget(s *standin.StandIn) (Target, error) {
 		// selector the observer does not take.
 		return Target{}, fmt.Errorf("the %s's selector must be matchLabels only", s.Kind)
 	}
-	grace := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
-	if g := tpl.Spec.TerminationGracePeriodSeconds; g != nil {
-		grace = time.Duration(*g) * time.Second
-	}
 	return Target{Namespace: s.Namespace, Kind: s.Kind, Workload: s.Name, Service: s.ServiceName, Selector: sel.MatchLabels, Replicas: s.Replicas,
-		MinReadySeconds: minReady, Grace: grace, Port: s.Port, Path: s.Path, AdminPort: s.Serving.Admin}, nil
+		MinReadySeconds: minReady, Grace: s.Grace(), Port: s.Port, Path: s.Path, AdminPort: s.Serving.Admin}, nil
 }
 
 // Run is a scenario in progress.

@@ -18,7 +18,7 @@ import (
 // (cordoned) nodes are left out. When none fits, why says what each node
 // lacks, so the user can label a test pool or widen the placement.
 func (s *StandIn) Placeable(nodes []corev1.Node) (fit []string, why string) {
-	tpl := s.template()
+	tpl, _, _ := s.Spec()
 	pod := &corev1.Pod{Spec: tpl.Spec}
 	req := nodeaffinity.GetRequiredNodeAffinity(pod)
 	var reasons []string
@@ -65,5 +65,3 @@ func missingLabels(sel map[string]string, n *corev1.Node) string {
 	}
 	return "lacks " + strings.Join(miss, ", ")
 }
-
-func (s *StandIn) template() *corev1.PodTemplateSpec { return podTemplateOf(s.WorkloadObj) }

@@ -211,7 +211,7 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	}
 	switch len(sub.Backends) {
 	case 0:
-		return nil, fail("selector %s picks no Deployment or StatefulSet in the input: add the workload the Service fronts", labelsString(svcIn.Spec.Selector))
+		return nil, fail("selector %s picks no Deployment or StatefulSet in the input: add the workload the Service fronts", doctor.SelectorString(svcIn.Spec.Selector))
 	case 1:
 	default:
 		var refs []string
@@ -219,7 +219,7 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 			refs = append(refs, b.Workload.Ref()+" ("+b.Workload.Source.String()+")")
 		}
 		return nil, fail("selector %s picks %d workloads (%s): the stand-in stands in for one; give the Service a selector that picks one, or test each separately",
-			labelsString(svcIn.Spec.Selector), len(refs), strings.Join(refs, ", "))
+			doctor.SelectorString(svcIn.Spec.Selector), len(refs), strings.Join(refs, ", "))
 	}
 	b := sub.Backends[0]
 	wo := b.Workload
@@ -240,7 +240,7 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	if len(in.tpl.Spec.Containers) == 0 {
 		return nil, wfail("the Pod template has no containers")
 	}
-	if sel := workloadSelector(wo); sel == nil || len(sel.MatchLabels) == 0 || len(sel.MatchExpressions) > 0 {
+	if _, sel, _ := workloadParts(wo.Obj); sel == nil || len(sel.MatchLabels) == 0 || len(sel.MatchExpressions) > 0 {
 		return nil, wfail("spec.selector must be matchLabels only: the harness lists the workload's Pods by their labels")
 	}
 	if st, ok := wo.Obj.(*appsv1.StatefulSet); ok && st.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
@@ -322,37 +322,11 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	return s, nil
 }
 
-func workloadSelector(o *doctor.Object) *metav1.LabelSelector {
-	switch w := o.Obj.(type) {
-	case *appsv1.Deployment:
-		return w.Spec.Selector
-	case *appsv1.StatefulSet:
-		return w.Spec.Selector
-	}
-	return nil
-}
-
 func optInt(p *int32) string {
 	if p == nil {
 		return "unset"
 	}
 	return strconv.Itoa(int(*p))
-}
-
-func labelsString(m map[string]string) string {
-	if len(m) == 0 {
-		return "(none)"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, ",")
 }
 
 func objLabels(o *doctor.Object) map[string]string {
@@ -553,13 +527,27 @@ func (s *StandIn) In(ns string) *StandIn {
 	return &cp
 }
 
-// podTemplateOf is the Pod template of the stand-in's workload.
-func podTemplateOf(o runtime.Object) *corev1.PodTemplateSpec {
+// workloadParts are the Pod template, selector and minReadySeconds of a
+// Deployment or a StatefulSet (zero for any other object).
+func workloadParts(o any) (*corev1.PodTemplateSpec, *metav1.LabelSelector, int32) {
 	switch w := o.(type) {
 	case *appsv1.Deployment:
-		return &w.Spec.Template
+		return &w.Spec.Template, w.Spec.Selector, w.Spec.MinReadySeconds
 	case *appsv1.StatefulSet:
-		return &w.Spec.Template
+		return &w.Spec.Template, w.Spec.Selector, w.Spec.MinReadySeconds
 	}
-	return &corev1.PodTemplateSpec{}
+	return &corev1.PodTemplateSpec{}, nil, 0
+}
+
+// Grace is the stand-in Pods' termination grace (the API default when
+// unset).
+func (s *StandIn) Grace() time.Duration {
+	tpl, _, _ := s.Spec()
+	return grace(&tpl.Spec)
+}
+
+// Spec is the stand-in workload's Pod template, selector and
+// minReadySeconds.
+func (s *StandIn) Spec() (tpl *corev1.PodTemplateSpec, sel *metav1.LabelSelector, minReadySeconds int32) {
+	return workloadParts(s.WorkloadObj)
 }
