@@ -3,6 +3,8 @@ package suites
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,15 +54,6 @@ func drainTarget(covers map[string]int, served map[string]int64) string {
 	return busiest(nodes, served)
 }
 
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec { return s.spec(sc, c, fixtures.WithReplicas(3)) })
 	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
@@ -97,7 +90,7 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	node := drainTarget(covers, served)
 	for i, h := range holds {
 		if node != "" && !h[node] {
-			ws.Fail(i, fmt.Errorf("drain-node: the drain of %s does not meet this witness: none of its endpoints runs there (nodes %v); nothing was measured", node, keys(h)))
+			ws.Fail(i, fmt.Errorf("drain-node: the drain of %s does not meet this witness: none of its endpoints runs there (nodes %v); nothing was measured", node, slices.Sorted(maps.Keys(h))))
 		}
 	}
 	if node == "" {

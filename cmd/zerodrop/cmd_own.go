@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -16,6 +17,7 @@ import (
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/doctor"
+	"zerodrop/harness/incident"
 	"zerodrop/harness/standin"
 	"zerodrop/suites"
 
@@ -158,13 +160,13 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 			return exitBroken
 		}
 	}
-	// Unready-keepalive turns a Pod unready through the echo server's
-	// readiness switch: only an HTTP readiness probe sees it.
+	// A readiness flip goes through the echo server's readiness switch:
+	// only an HTTP readiness probe sees it.
 	if rp := servingReadiness(own); rp == nil || rp.HTTPGet == nil {
 		var keep []suites.Scenario
 		for _, sc := range scs {
-			if sc.Name == "unready-keepalive" {
-				fmt.Fprintln(c.stdout, "unready-keepalive: left out: the serving container has no HTTP readiness probe, so no Pod of it can be turned unready while it runs.")
+			if slices.Contains(sc.Triggers, incident.ReadinessFlip) {
+				fmt.Fprintf(c.stdout, "%s: left out: the serving container has no HTTP readiness probe, so no Pod of it can be turned unready while it runs.\n", sc.Name)
 				continue
 			}
 			keep = append(keep, sc)
