@@ -3,9 +3,11 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -31,40 +33,56 @@ func (c *Client) WaitWorkload(ctx context.Context, kind, namespace, name string,
 }
 
 // RestartWorkload is `kubectl rollout restart` of a Deployment or a
-// StatefulSet (see RolloutRestart).
+// StatefulSet: a template annotation, then rollout-start recorded, and when
+// wait > 0 the rollout waited for and rollout-end recorded.
 func (c *Client) RestartWorkload(ctx context.Context, kind, namespace, name string, wait time.Duration) error {
+	at := c.now().UTC().Format(time.RFC3339Nano)
+	stamp := func(t *corev1.PodTemplateSpec) {
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		t.Annotations["kubectl.kubernetes.io/restartedAt"] = at
+	}
+	var err error
 	switch kind {
 	case KindDeployment, "":
-		return c.RolloutRestart(ctx, namespace, name, wait)
+		kind = KindDeployment
+		err = c.UpdateDeployment(ctx, namespace, name, "rollout restart", func(d *appsv1.Deployment) { stamp(&d.Spec.Template) })
 	case KindStatefulSet:
+		err = c.updateStatefulSet(ctx, namespace, name, "rollout restart", func(s *appsv1.StatefulSet) { stamp(&s.Spec.Template) })
 	default:
 		return fmt.Errorf("restart %s %s/%s: the harness acts on Deployments and StatefulSets", kind, namespace, name)
 	}
-	at := c.now().UTC().Format(time.RFC3339Nano)
-	obj := "statefulset/" + namespace + "/" + name
+	if err != nil {
+		return err
+	}
+	obj := strings.ToLower(kind) + "/" + namespace + "/" + name
+	c.emit(zdv1.EventRolloutStart, obj, "rollout restart", nil)
+	if wait <= 0 {
+		return nil
+	}
+	if err := c.WaitWorkload(ctx, kind, namespace, name, wait); err != nil {
+		return err
+	}
+	c.emit(zdv1.EventRolloutEnd, obj, "rollout complete", nil)
+	return nil
+}
+
+// updateStatefulSet is UpdateDeployment for a StatefulSet.
+func (c *Client) updateStatefulSet(ctx context.Context, namespace, name, why string, mutate func(*appsv1.StatefulSet)) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s, err := c.cs.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if s.Spec.Template.Annotations == nil {
-			s.Spec.Template.Annotations = map[string]string{}
-		}
-		s.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = at
+		mutate(s)
 		_, err = c.cs.AppsV1().StatefulSets(namespace).Update(ctx, s, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("update statefulset %s/%s (rollout restart): %w", namespace, name, err)
+		return fmt.Errorf("update statefulset %s/%s (%s): %w", namespace, name, why, err)
 	}
-	c.emit(zdv1.EventRolloutStart, obj, "rollout restart", nil)
-	if wait <= 0 {
-		return nil
-	}
-	if err := c.WaitStatefulSet(ctx, namespace, name, wait); err != nil {
-		return err
-	}
-	c.emit(zdv1.EventRolloutEnd, obj, "rollout complete", nil)
+	c.emit(zdv1.EventAction, "statefulset/"+namespace+"/"+name, why, nil)
 	return nil
 }
 

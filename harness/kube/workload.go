@@ -12,8 +12,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	zdv1 "zerodrop/apis/v1"
 )
 
 // WaitRollout waits until the Deployment's controller has seen its latest
@@ -72,26 +70,7 @@ func daemonSetDone(d *appsv1.DaemonSet) (bool, string, error) {
 // rollout restart` does (a template annotation), records rollout-start, and
 // when wait > 0 waits for the rollout and records rollout-end.
 func (c *Client) RolloutRestart(ctx context.Context, namespace, name string, wait time.Duration) error {
-	at := c.now().UTC().Format(time.RFC3339Nano)
-	obj := "deployment/" + namespace + "/" + name
-	err := c.UpdateDeployment(ctx, namespace, name, "rollout restart", func(d *appsv1.Deployment) {
-		if d.Spec.Template.Annotations == nil {
-			d.Spec.Template.Annotations = map[string]string{}
-		}
-		d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = at
-	})
-	if err != nil {
-		return err
-	}
-	c.emit(zdv1.EventRolloutStart, obj, "rollout restart", nil)
-	if wait <= 0 {
-		return nil
-	}
-	if err := c.WaitRollout(ctx, namespace, name, wait); err != nil {
-		return err
-	}
-	c.emit(zdv1.EventRolloutEnd, obj, "rollout complete", nil)
-	return nil
+	return c.RestartWorkload(ctx, KindDeployment, namespace, name, wait)
 }
 
 // WaitLoadBalancer waits for the Service's load balancer address and returns

@@ -7,7 +7,7 @@
 //
 //	run, err := scenario.Begin(ctx, env, spec)
 //	defer run.Cleanup(ctx)
-//	run.Kube.RolloutRestart(ctx, ns, name, 3*time.Minute)
+//	run.Kube.RestartWorkload(ctx, run.Target.Kind, run.Target.Namespace, run.Target.Workload, 3*time.Minute)
 //	run.Settle(ctx, 10*time.Second)
 //	result, err := run.Finish(ctx)
 package scenario

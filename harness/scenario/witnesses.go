@@ -28,7 +28,7 @@ import (
 //	ws.Settle(ctx, 5*time.Second)
 //	ws.Kube().Drain(ctx, node, timeout)       // once, seen by all
 //	ws.Each(ctx, func(ctx context.Context, i int, r *Run) error {
-//		return r.Kube.RolloutRestart(ctx, r.Config.Namespace, r.Config.Name, timeout)
+//		return r.Kube.RestartWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, timeout)
 //	})
 //	results := ws.Finish(ctx, func(ctx context.Context, i int, r *Run) error {
 //		return r.AwaitLB(ctx, lag, 5*time.Second)
