@@ -80,6 +80,17 @@ func (l *logBuffer) find(t *testing.T, msg string) map[string]any {
 	return nil
 }
 
+// freeAddr is a loopback address no listener holds (for a moment).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // running is one echo server driven by Run on real loopback listeners.
 type running struct {
 	traffic, admin string

@@ -315,14 +315,7 @@ func TestRunSetupErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
+	free := func() string { return freeAddr(t) }
 	cfg := testConfig()
 	cfg.Listen, cfg.AdminListen = busy.Addr().String(), free()
 	err = Run(context.Background(), cfg, nil)
@@ -362,14 +355,7 @@ func TestRunSetupErrors(t *testing.T) {
 // probe paths answer what an app's would: readiness fails with the switch,
 // liveness does not, and a path that is both follows readiness.
 func TestSeveralListenersAndProbePaths(t *testing.T) {
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
+	free := func() string { return freeAddr(t) }
 	cfg := testConfig()
 	a, b := free(), free()
 	cfg.Listen, cfg.AdminListen = a+","+b, free()

@@ -2,7 +2,9 @@ package standin
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +88,7 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 			if len(listen) == 0 {
 				listen[freePort(used, 8080)] = true
 			}
-			return sortedPorts(listen)[0]
+			return slices.Sorted(maps.Keys(listen))[0]
 		}
 		probe := func(p *corev1.Probe, field, fallback string, paths *[]string) error {
 			if p == nil {
@@ -162,7 +164,7 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 		if len(listen) == 0 {
 			first()
 		}
-		ports := sortedPorts(listen)
+		ports := slices.Sorted(maps.Keys(listen))
 		env := []corev1.EnvVar{
 			{Name: "ECHO_LISTEN", Value: joinPorts(ports)},
 			{Name: "ECHO_ADMIN_LISTEN", Value: ":" + strconv.Itoa(int(admin))},

@@ -3,7 +3,7 @@ package standin
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -347,7 +347,7 @@ func objAnnotations(o *doctor.Object) map[string]string {
 // stand-in's namespace; server-set fields of `kubectl get -o yaml` output
 // (uid, resourceVersion, managedFields, ...) would make the create fail.
 func cleanMeta(m metav1.ObjectMeta, ns string) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.Name, Namespace: ns, Labels: copyMap(m.Labels)}
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: ns, Labels: maps.Clone(m.Labels)}
 	for k, v := range m.Annotations {
 		if k == "kubectl.kubernetes.io/last-applied-configuration" || k == "deployment.kubernetes.io/revision" {
 			continue
@@ -356,17 +356,6 @@ func cleanMeta(m metav1.ObjectMeta, ns string) metav1.ObjectMeta {
 			out.Annotations = map[string]string{}
 		}
 		out.Annotations[k] = v
-	}
-	return out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }
@@ -486,15 +475,6 @@ func freePort(used map[int32]bool, from int32) int32 {
 	}
 	used[p] = true
 	return p
-}
-
-func sortedPorts(m map[int32]bool) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func joinPorts(ps []int32) string {
