@@ -90,10 +90,7 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 				out := suite.RunScenario(ctx, sc, cells)
 				results = make([]zdv1.Scenario, len(cells))
 				for i, c := range cells {
-					results[i] = out[i].Scenario
-					if out[i].Err != nil {
-						results[i] = brokenRun(sc, c, out[i].Err)
-					}
+					results[i] = CellResult(sc, c, out[i])
 					Expect(collector.Add(results[i])).To(Succeed())
 				}
 				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES) in %s",
