@@ -113,10 +113,15 @@ if [ "$PROVIDER" = kind ]; then
   make -s image
 fi
 mkdir -p "$ZERODROP_OUT"
+# The load generator runs in the test process (or zerodrop test) and shares
+# 2 cores with the kind nodes; a node being added can starve it past its
+# send-lag bound, which makes the run ERROR (not measured) rather than
+# wrong. A higher priority (root only) keeps the instrument ahead of the
+# system it measures.
+prio=()
+if nice -n -5 true 2>/dev/null; then prio=(nice -n -5); fi
 if [ "$what" = workload ]; then
   say "your workload ($FILES) -> $ZERODROP_OUT"
-  prio=()
-  if nice -n -5 true 2>/dev/null; then prio=(nice -n -5); fi
   # shellcheck disable=SC2086
   "${prio[@]}" "$repo/bin/zerodrop" test --out "$ZERODROP_OUT" --kubeconfig "$ZERODROP_KUBECONFIG" \
     --cluster-name "$CLUSTER_NAME" --provider "$PROVIDER" ${ARGS:-} $FILES
@@ -125,12 +130,6 @@ fi
 filter=()
 if [ "$what" = smoke ]; then filter=(-ginkgo.label-filter=smoke); fi
 say "scenarios ($what) -> $ZERODROP_OUT"
-# The load generator runs in this process and shares 2 cores with the kind
-# nodes; a node being added can starve it past its send-lag bound, which
-# makes the run ERROR (not measured) rather than wrong. A higher priority
-# (root only) keeps the instrument ahead of the system it measures.
-prio=()
-if nice -n -5 true 2>/dev/null; then prio=(nice -n -5); fi
 # shellcheck disable=SC2086
 "${prio[@]}" "$GO" test -tags e2e -count=1 -timeout 170m ./suites/ -v -args \
   -ginkgo.v -ginkgo.junit-report="$ZERODROP_OUT/junit.xml" "${filter[@]}" ${GINKGO_ARGS:-}
