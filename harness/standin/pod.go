@@ -275,8 +275,11 @@ func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, grace time.Dur
 		return nil
 	}
 	// The API server rejects a sleep action longer than the grace period
-	// (and, before Kubernetes 1.34, one of 0 s): the kubelet would kill the
-	// container at the grace period anyway, so the hook is capped there.
+	// (and, before Kubernetes 1.33, one of 0 s; feature gates
+	// PodLifecycleSleepAction, beta from 1.30, and
+	// PodLifecycleSleepActionAllowZero, beta from 1.33, in the Kubernetes
+	// docs' feature-gate reference): the kubelet would kill the container
+	// at the grace period anyway, so the hook is capped there.
 	sleepHook := func(d time.Duration) *corev1.LifecycleHandler {
 		if d > grace {
 			change(wref, cref+".lifecycle.preStop", d.String(), grace.String(),
