@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	zdv1 "zerodrop/apis/v1"
@@ -122,9 +123,29 @@ func TestPollTimeoutSaysWhatAndLastState(t *testing.T) {
 
 func TestCreateRefusesUnknownKinds(t *testing.T) {
 	c := New(fake.NewClientset())
-	err := c.Create(context.Background(), &corev1.ConfigMap{})
+	err := c.Create(context.Background(), &corev1.Pod{})
 	if err == nil || !strings.Contains(err.Error(), "unsupported") {
 		t.Fatalf("err = %v, want unsupported", err)
+	}
+}
+
+// A stand-in is a Deployment or a StatefulSet with what its Pods name.
+func TestCreateEveryStandInKind(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	meta := metav1.ObjectMeta{Name: "shop", Namespace: "ns"}
+	objs := []runtime.Object{
+		&corev1.ConfigMap{ObjectMeta: meta}, &corev1.Secret{ObjectMeta: meta}, &corev1.ServiceAccount{ObjectMeta: meta},
+		&appsv1.StatefulSet{ObjectMeta: meta}, &appsv1.Deployment{ObjectMeta: meta},
+	}
+	if err := New(cs).Create(ctx, objs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().StatefulSets("ns").Get(ctx, "shop", metav1.GetOptions{}); err != nil {
+		t.Errorf("statefulset: %v", err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("ns").Get(ctx, "shop", metav1.GetOptions{}); err != nil {
+		t.Errorf("serviceaccount: %v", err)
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 type Interface = kubernetes.Interface
 
 // Create creates each object in order. Kinds other than Namespace,
-// Deployment, Service and PodDisruptionBudget are refused, since a silently
+// Deployment, StatefulSet, Service, PodDisruptionBudget and what a Pod
+// names (ConfigMap, Secret, ServiceAccount) are refused, since a silently
 // skipped object would make a scenario test something else than it says.
 func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
 	for _, obj := range objs {
@@ -34,14 +35,26 @@ func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
 		case *appsv1.Deployment:
 			what = "deployment/" + o.Namespace + "/" + o.Name
 			_, err = c.cs.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.StatefulSet:
+			what = "statefulset/" + o.Namespace + "/" + o.Name
+			_, err = c.cs.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *corev1.Service:
 			what = "service/" + o.Namespace + "/" + o.Name
 			_, err = c.cs.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			what = "configmap/" + o.Namespace + "/" + o.Name
+			_, err = c.cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Secret:
+			what = "secret/" + o.Namespace + "/" + o.Name
+			_, err = c.cs.CoreV1().Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ServiceAccount:
+			what = "serviceaccount/" + o.Namespace + "/" + o.Name
+			_, err = c.cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *policyv1.PodDisruptionBudget:
 			what = "pdb/" + o.Namespace + "/" + o.Name
 			_, err = c.cs.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
-			return fmt.Errorf("create: unsupported object type %T (supported: Namespace, Deployment, Service, PodDisruptionBudget)", obj)
+			return fmt.Errorf("create: unsupported object type %T (supported: Namespace, Deployment, StatefulSet, Service, PodDisruptionBudget, ConfigMap, Secret, ServiceAccount)", obj)
 		}
 		if err != nil {
 			return fmt.Errorf("create %s: %w", what, err)
