@@ -15,6 +15,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
+	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/doctor"
 	"zerodrop/harness/incident"
@@ -48,7 +49,12 @@ multi-document YAML, Lists, kubectl get -o yaml output) and:
     probes, hooks, grace, affinity, spread, tolerations, PDBs, traffic policy,
     LB annotations, ports) and each container replaced by the zerodrop echo
     server, which ends on SIGTERM the way the doctor reads your server (or as
-    the --app-* flags say); every change is listed with its reason;
+    the --app-* flags say); every change is listed with its reason.
+    --image=own runs your images as written instead (kind: from this
+    machine's Docker; existing: pulled by the cluster), with the
+    ConfigMaps, Secrets and ServiceAccount the Pods name taken from the
+    input; the load then counts answers by status only (--path: one your
+    server answers 200) and the readiness flip is left out;
  3. unless --dry-run, deploys it on the cluster (PROVIDER=kind makes one when
     none answers at --kubeconfig; 'make test-workload' builds the images
     first) and runs every disruption your workload can meet under load, once
@@ -91,6 +97,8 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	hook := fs.Duration("hook", 0, "the stand-in sleeps this long for a preStop hook whose duration cannot be read (default: no hook)")
 	proveFix := fs.Bool("prove-fix", false, "make the doctor's fixes on a copy, write it (--fix-out), and re-run the cells that dropped on it: before and after")
 	fixOut := fs.String("fix-out", "", "where --prove-fix writes the fixed objects (default: OUT/fixed.yaml)")
+	image := fs.String("image", "echo", "echo: the zerodrop echo server stands in for each container, ending as the doctor reads your server; own: your images run as written (kind: loaded from this machine's Docker; existing: pulled by the cluster), answers counted by status only")
+	loadPath := fs.String("path", "", "with --image=own: the path the load requests, one your server answers 200 (default /)")
 
 	paths, code, ok := parseInterspersed(c, fs, args)
 	if !ok {
@@ -123,9 +131,34 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		}
 	}
 	opts := standin.Options{Namespace: "zd-own", UnknownHook: *hook}
-	appSet := false
-	fs.Visit(func(f *flag.Flag) { appSet = appSet || strings.HasPrefix(f.Name, "app-") })
-	if appSet {
+	modelled, appSet := "", false // flags that model the app: meaningless when it runs
+	fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "app-") || f.Name == "hook" {
+			modelled = "--" + f.Name
+			appSet = appSet || f.Name != "hook"
+		}
+	})
+	switch *image {
+	case "echo":
+		if *loadPath != "" {
+			return badInput(c, "test", "--path is for --image=own: the echo stand-in answers the load on a path no probe uses")
+		}
+	case "own":
+		if modelled != "" {
+			return badInput(c, "test", "%s models a server the echo stand-in plays; with --image=own your own server runs and ends as it does", modelled)
+		}
+		if *loadPath != "" && !strings.HasPrefix(*loadPath, "/") {
+			return badInput(c, "test", "--path %q: want an absolute path such as /healthz", *loadPath)
+		}
+		opts.OwnImage, opts.Path = true, *loadPath
+		if *provider == "kind" {
+			// Loaded into the nodes from this machine's Docker: never pulled.
+			opts.PullPolicy = corev1.PullNever
+		}
+	default:
+		return badInput(c, "test", "--image %q: want echo (the stand-in) or own (your images as written)", *image)
+	}
+	if appSet && !opts.OwnImage {
 		opts.App = &standin.Behaviour{UnreadyOnTerm: *appUnready, KeepAccepting: *appAccepts, Drain: *appDrain, KeepAlive: *appKeepAlive}
 	}
 	owns, err := standin.FromManifests(ms, opts)
@@ -161,12 +194,18 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		}
 	}
 	// A readiness flip goes through the echo server's readiness switch:
-	// only an HTTP readiness probe sees it.
-	if rp := servingReadiness(own); rp == nil || rp.HTTPGet == nil {
+	// only an HTTP readiness probe sees it, and only the echo server has it.
+	noFlip := ""
+	if own.Own {
+		noFlip = "your own image runs, and zerodrop has no switch to turn its readiness"
+	} else if rp := servingReadiness(own); rp == nil || rp.HTTPGet == nil {
+		noFlip = "the serving container has no HTTP readiness probe, so no Pod of it can be turned unready while it runs"
+	}
+	if noFlip != "" {
 		var keep []suites.Scenario
 		for _, sc := range scs {
 			if slices.Contains(sc.Triggers, incident.ReadinessFlip) {
-				fmt.Fprintf(c.stdout, "%s: left out: the serving container has no HTTP readiness probe, so no Pod of it can be turned unready while it runs.\n", sc.Name)
+				fmt.Fprintf(c.stdout, "%s: left out: %s.\n", sc.Name, noFlip)
 				continue
 			}
 			keep = append(keep, sc)
@@ -221,6 +260,19 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if *dryRun {
 		return exitOK
 	}
+	// Images the kind nodes cannot get are bad input, found before a
+	// cluster is made.
+	if own.Own && settings.Provider == "kind" {
+		missing, err := cluster.MissingImages(ctx, own.Images...)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop test: --image=own: %v\n", err)
+			return exitBroken
+		}
+		if len(missing) > 0 {
+			return badInput(c, "test", "%s (%s): image %s is not in this machine's Docker: build or load it first (docker build, docker load); the kind nodes here pull nothing",
+				own.Workload, own.Source, strings.Join(missing, ", "))
+		}
+	}
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	progress := func(msg string) { fmt.Fprintln(c.stderr, "zerodrop test:", msg) }
@@ -228,6 +280,14 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return exitBroken
+	}
+	if own.Own && settings.Provider == "kind" {
+		progress("loading your images into the nodes: " + strings.Join(own.Images, ", "))
+		if err := sess.Suite.Provider.LoadImages(ctx, own.Images...); err != nil {
+			_ = sess.Close(context.WithoutCancel(ctx), progress)
+			fmt.Fprintf(c.stderr, "zerodrop test: --image=own: %v\n", err)
+			return exitBroken
+		}
 	}
 	// Pods that no node of the test cluster takes would only time out:
 	// say which labels or taints are missing before anything is deployed.
@@ -579,6 +639,9 @@ func printStandIn(w io.Writer, s *standin.StandIn) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  serving container %s: %s\n    (from %s)\n", s.Serving.Name, s.Serving.Ends, s.Serving.BehaviourFrom)
 	fmt.Fprintf(w, "  load: port %d, path %s, %d replicas\n", s.Port, s.Path, s.Replicas)
+	if s.Own {
+		fmt.Fprintln(w, "  answers are counted by status only: your image does not say which pod answered (non-2xx counts as dropped)")
+	}
 	if len(s.Changes) > 0 {
 		fmt.Fprintln(w, "  changes:")
 		for _, ch := range s.Changes {

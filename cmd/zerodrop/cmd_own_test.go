@@ -100,6 +100,14 @@ func TestOwnBadInput(t *testing.T) {
 		{"two LB Services", []string{write("two.yaml", twoLB)}, "2 Services of type LoadBalancer"},
 		{"unknown scenario", []string{"--scenario", "scale-up", "testdata/seed002.yaml"}, `"scale-up" is not a disruption`},
 		{"unknown LB", []string{"--lb-profile", "f5", "testdata/seed002.yaml"}, `"f5" is not a profile`},
+		{"unknown image mode", []string{"--image", "mine", "testdata/netexec.yaml"}, `--image "mine": want echo`},
+		{"app flag with own image", []string{"--image", "own", "--app-drain", "5s", "testdata/netexec.yaml"}, "--app-drain models a server"},
+		{"hook with own image", []string{"--image=own", "--hook", "5s", "testdata/netexec.yaml"}, "--hook models a server"},
+		{"path without own image", []string{"--path", "/healthz", "testdata/netexec.yaml"}, "--path is for --image=own"},
+		{"relative path", []string{"--image=own", "--path", "healthz", "testdata/netexec.yaml"}, `--path "healthz": want an absolute path`},
+		{"own image missing a Secret", []string{"--image=own", write("secret.yaml", strings.Replace(netexec(t), "readinessProbe:",
+			"env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: api, key: token}}}]\n        readinessProbe:", 1))},
+			"names secret/web/api, which the input does not hold"},
 	} {
 		code, _, errOut := runOwnCLI(t, "", nil, tc.args...)
 		if code != exitBroken || !strings.Contains(errOut, tc.want) {
@@ -138,5 +146,41 @@ func TestOwnProveFixDryRun(t *testing.T) {
 	code, out, errOut = runDoctorCLI(t, "", "--lb-profile", "gcp-nlb", "--fail-on", "none", "testdata/seed002.yaml", p)
 	if code != exitOK || !strings.Contains(out, "service/shop/web") || strings.Contains(out, "ZD002") {
 		t.Errorf("the fixed Deployment next to its Service (exit %d, %s): want the Service judged and no ZD002:\n%s", code, errOut, out)
+	}
+}
+
+func netexec(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/netexec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// --image=own keeps the user's container as written and says what the
+// load can and cannot tell; a readiness flip needs the echo server's
+// switch, so that disruption is left out with the reason.
+func TestOwnImageDryRun(t *testing.T) {
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--image=own", "--path", "/hostname", "--lb-profile", "gcp-nlb", "testdata/netexec.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"serving container netexec: as your image does (registry.k8s.io/e2e-test-images/agnhost:2.56, run as written)",
+		"load: port 80, path /hostname, 3 replicas",
+		"answers are counted by status only",
+		"imagePullPolicy: now Never",
+		"unready-keepalive: left out: your own image runs",
+		"rolling-update       drops (ZD002,ZD033)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The echo stand-in of the same manifests keeps the readiness flip.
+	_, out, _ = runOwnCLI(t, "", nil, "--dry-run", "--lb-profile", "gcp-nlb", "testdata/netexec.yaml")
+	if strings.Contains(out, "left out") || !strings.Contains(out, "zerodrop/echo-server:dev") {
+		t.Errorf("echo stand-in:\n%s", out)
 	}
 }

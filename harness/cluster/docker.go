@@ -113,3 +113,19 @@ func containerIPv4(ctx context.Context, container, network string) (string, erro
 	}
 	return ip, nil
 }
+
+// MissingImages are the images the local Docker does not hold: the ones a
+// kind provider cannot load into its nodes (which pull nothing here). An
+// error means Docker itself did not answer.
+func MissingImages(ctx context.Context, images ...string) ([]string, error) {
+	if _, err := docker(ctx, nil, "version", "--format", "{{.Server.Version}}"); err != nil {
+		return nil, fmt.Errorf("ask Docker for images: %w", err)
+	}
+	var missing []string
+	for _, img := range images {
+		if _, err := docker(ctx, nil, "image", "inspect", "--format", "{{.Id}}", img); err != nil {
+			missing = append(missing, img)
+		}
+	}
+	return missing, nil
+}

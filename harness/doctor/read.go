@@ -197,11 +197,16 @@ type Skip struct {
 type Manifests struct {
 	Objects []*Object
 	Skipped []Skip
+	// Referenced are the ConfigMaps, Secrets and ServiceAccounts of the
+	// input, decoded but not analysed (each is in Skipped too): what a Pod
+	// template may need to run as written (`zerodrop test --image=own`).
+	Referenced []*Object
 }
 
 func (m *Manifests) add(o *Manifests) {
 	m.Objects = append(m.Objects, o.Objects...)
 	m.Skipped = append(m.Skipped, o.Skipped...)
+	m.Referenced = append(m.Referenced, o.Referenced...)
 }
 
 // InputError is bad input: unreadable or unparseable, with the file and, where
@@ -531,6 +536,13 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 	if !analysed(obj) {
 		// Neither converted nor kept: the tree goes with this document.
 		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: fmt.Sprintf("%s %s is not analysed", h.APIVersion, h.Kind)})
+		if v := referencedTarget(obj); v != nil {
+			raw, err := nodeJSON(n)
+			if err == nil && json.Unmarshal(raw, v) == nil {
+				obj.Obj = v
+				m.Referenced = append(m.Referenced, obj)
+			}
+		}
 		return nil
 	}
 	raw, err := nodeJSON(n)
@@ -726,6 +738,23 @@ func decodeTyped(obj *Object, raw []byte) error {
 		obj.routes = routes()
 	} else {
 		obj.Obj = v
+	}
+	return nil
+}
+
+// referencedTarget is what obj decodes into when it is a kind a Pod
+// template names (volumes, env, its service account), else nil.
+func referencedTarget(obj *Object) any {
+	if obj.APIVersion != "v1" {
+		return nil
+	}
+	switch obj.Kind {
+	case "ConfigMap":
+		return &corev1.ConfigMap{}
+	case "Secret":
+		return &corev1.Secret{}
+	case "ServiceAccount":
+		return &corev1.ServiceAccount{}
 	}
 	return nil
 }

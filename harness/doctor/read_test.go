@@ -3,6 +3,7 @@ package doctor
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -369,5 +370,49 @@ func TestDuplicateObjectsLastWins(t *testing.T) {
 	r = checkYAML(t, append(append(good, []byte("---\n")...), bad...))
 	if got := bySeverity(r)["ZD030"]; got != Error {
 		t.Errorf("the later Deployment without readiness probe was not checked: %s", summary(r))
+	}
+}
+
+// What a Pod can name is kept (decoded) besides being skipped by the
+// rules; other unanalysed kinds and other API groups are not.
+func TestReferencedKinds(t *testing.T) {
+	in := `apiVersion: v1
+kind: ConfigMap
+metadata: {name: conf}
+data: {a: b}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: tls, namespace: prod}
+stringData: {k: v}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: api}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: r}
+---
+apiVersion: example.com/v1
+kind: ConfigMap
+metadata: {name: other}
+`
+	ms, err := Read("in.yaml", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms.Skipped) != 5 || len(ms.Objects) != 0 {
+		t.Errorf("skipped %d objects %d, want 5 and 0: the rules read none of them", len(ms.Skipped), len(ms.Objects))
+	}
+	var got []string
+	for _, o := range ms.Referenced {
+		got = append(got, fmt.Sprintf("%s/%s/%s", o.Kind, o.Namespace, o.Name))
+	}
+	if strings.Join(got, ",") != "ConfigMap//conf,Secret/prod/tls,ServiceAccount//api" {
+		t.Errorf("referenced %v", got)
+	}
+	if cm := ms.Referenced[0].Obj.(*corev1.ConfigMap); cm.Data["a"] != "b" {
+		t.Errorf("ConfigMap data %v", cm.Data)
 	}
 }

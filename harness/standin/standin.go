@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -69,6 +70,15 @@ type Options struct {
 	// cannot read (a script, an HTTP call): the stand-in sleeps this long;
 	// 0 leaves the stand-in without a hook.
 	UnknownHook time.Duration
+	// OwnImage keeps the user's containers as written (their images,
+	// commands, hooks and probes) instead of the echo server; PullPolicy
+	// then applies to their images ("" keeps the user's), and Path is where
+	// the load is sent (default "/"): a path the app answers 200.
+	OwnImage bool
+	Path     string
+	// referenced are the input's ConfigMaps, Secrets and ServiceAccounts
+	// (FromManifests sets them).
+	referenced []*doctor.Object
 }
 
 // Change is one way the stand-in differs from the user's manifests.
@@ -104,6 +114,9 @@ type Container struct {
 	Behaviour     Behaviour `json:"-"`
 	Ends          string    `json:"ends"`
 	BehaviourFrom string    `json:"behaviourFrom"`
+	// Image is the user's image when it runs as written (Options.OwnImage);
+	// Admin is then 0: no echo admin port to turn it unready through.
+	Image string `json:"image,omitempty"`
 }
 
 // StandIn is the built stand-in of one (Service, workload) pair.
@@ -116,8 +129,9 @@ type StandIn struct {
 	// Name and Namespace of the stand-in's workload and Service.
 	Name, ServiceName, Namespace string
 	Replicas                     int32
-	// Port is the Service port the load is sent to and Path the path (one
-	// no probe uses, so every answer is an attributed echo).
+	// Port is the Service port the load is sent to and Path the path (for
+	// the echo server one no probe uses, so every answer is an attributed
+	// echo; for the user's own image Options.Path).
 	Port int32
 	Path string
 	// Serving is the container the Service's port reaches.
@@ -127,15 +141,20 @@ type StandIn struct {
 	ServiceObj  *corev1.Service
 	WorkloadObj runtime.Object
 	PDBs        []*policyv1.PodDisruptionBudget
+	// Own: the user's images run as written (Options.OwnImage); Images are
+	// they, and Referenced what their Pods name, copied from the input.
+	Own        bool
+	Images     []string
+	Referenced []runtime.Object
 
 	Changes []Change
 	Knobs   []KnobState
 }
 
-// Objects are what `kubectl apply` of the stand-in would create, workload
-// first.
+// Objects are what `kubectl apply` of the stand-in would create: what the
+// Pods name, then the workload.
 func (s *StandIn) Objects() []runtime.Object {
-	out := []runtime.Object{s.WorkloadObj, s.ServiceObj}
+	out := append(append([]runtime.Object{}, s.Referenced...), s.WorkloadObj, s.ServiceObj)
 	for _, p := range s.PDBs {
 		out = append(out, p)
 	}
@@ -179,6 +198,7 @@ func FromManifests(m *doctor.Manifests, opts Options) ([]*StandIn, error) {
 	var out []*StandIn
 	for i, sub := range subs {
 		o := opts
+		o.referenced = m.Referenced
 		if len(subs) > 1 {
 			// Several Services: each stand-in in a namespace of its own.
 			o.Namespace = fmt.Sprintf("%s-%d", opts.Namespace, i+1)
@@ -206,7 +226,7 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	if opts.Namespace == "" {
 		return nil, errors.New("standin: Options.Namespace is empty")
 	}
-	if opts.Image == "" {
+	if opts.Image == "" && !opts.OwnImage {
 		opts.Image, opts.PullPolicy = fixtures.DefaultImage, corev1.PullNever
 	}
 	switch len(sub.Backends) {
@@ -274,7 +294,20 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	s.Replicas = replicas
 	out.replicas, out.minReady, out.strategy = &replicas, in.minReady, in.strategy
 
-	tpl, containers, path, err := podTemplate(in.tpl, svcIn, opts, wref, change)
+	var tpl *corev1.PodTemplateSpec
+	var containers []Container
+	var path string
+	var err error
+	if opts.OwnImage {
+		srcNS := wo.Namespace
+		if srcNS == "" {
+			srcNS = "default"
+		}
+		tpl, containers, s.Referenced, s.Images, err = ownTemplate(in.tpl, srcNS, opts, wref, change)
+		s.Own, path = true, cmp.Or(opts.Path, "/")
+	} else {
+		tpl, containers, path, err = podTemplate(in.tpl, svcIn, opts, wref, change)
+	}
 	if err != nil {
 		return nil, wfail("%v", err)
 	}
@@ -504,6 +537,14 @@ func (s *StandIn) In(ns string) *StandIn {
 	cp.Changes = append([]Change(nil), s.Changes...)
 	cp.Knobs = append([]KnobState(nil), s.Knobs...)
 	cp.Containers = append([]Container(nil), s.Containers...)
+	cp.Referenced = nil
+	for _, o := range s.Referenced {
+		o = o.DeepCopyObject()
+		if m, ok := o.(metav1.Object); ok {
+			m.SetNamespace(ns)
+		}
+		cp.Referenced = append(cp.Referenced, o)
+	}
 	return &cp
 }
 

@@ -2,6 +2,7 @@ package standin
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -456,5 +457,143 @@ func TestHooksAndPathsAsTheKubeletReadsThem(t *testing.T) {
 	env := envOf(c)
 	if env["ECHO_READY_PATH"] != readyPath || env["ECHO_LIVE_PATH"] != readyPath+",/started" {
 		t.Errorf("ready %q live %q: one exec handler behind both probes must stay one path; the startup path is the kubelet's", env["ECHO_READY_PATH"], env["ECHO_LIVE_PATH"])
+	}
+}
+
+// own is a workload that names a ConfigMap, a Secret (twice: volume and
+// env), an optional ConfigMap the input lacks, a pull secret the input
+// lacks and a ServiceAccount.
+const own = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: prod}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      serviceAccountName: api
+      imagePullSecrets: [{name: regcred}]
+      priorityClassName: critical
+      volumes:
+      - {name: conf, configMap: {name: api-conf}}
+      - {name: extra, configMap: {name: api-extra, optional: true}}
+      - {name: tls, secret: {secretName: api-tls}}
+      containers:
+      - name: api
+        image: registry.example/api:2.0
+        imagePullPolicy: Always
+        command: [/api, --port=8080]
+        env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: api-tls, key: token}}}]
+        ports: [{containerPort: 8080}, {containerPort: 9000, protocol: UDP}]
+        resources: {requests: {cpu: "4"}}
+        readinessProbe: {exec: {command: [/api, health]}, periodSeconds: 2}
+        lifecycle: {preStop: {exec: {command: [/api, drain]}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: prod}
+spec: {type: LoadBalancer, selector: {app: api}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: api-conf, namespace: prod}
+data: {mode: strict}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: api-tls, namespace: prod}
+stringData: {token: t0k}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: api, namespace: prod}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: api-conf, namespace: staging}
+data: {mode: lax}
+`
+
+// With OwnImage the containers run as written: image, command, probes and
+// hooks untouched (the doctor models nothing), what the Pod names comes
+// along into the test namespace, and what the test cluster cannot honour
+// is a change with its reason.
+func TestOwnImageRunsAsWritten(t *testing.T) {
+	s := build(t, own, Options{OwnImage: true, PullPolicy: corev1.PullNever, Path: "/v1/ping"})
+	in := mustDeployment(t, own)
+	d := s.WorkloadObj.(*appsv1.Deployment)
+	c, ic := d.Spec.Template.Spec.Containers[0], in.Spec.Template.Spec.Containers[0]
+	if c.Image != ic.Image || strings.Join(c.Command, " ") != "/api --port=8080" || c.ReadinessProbe.Exec == nil || c.Lifecycle.PreStop.Exec == nil {
+		t.Errorf("container changed: image %s command %v probe %+v hook %+v", c.Image, c.Command, c.ReadinessProbe, c.Lifecycle)
+	}
+	if c.ImagePullPolicy != corev1.PullNever || len(c.Resources.Requests) != 0 {
+		t.Errorf("pull %s resources %v: want Never (loaded) and none (small nodes)", c.ImagePullPolicy, c.Resources)
+	}
+	if !s.Own || s.Path != "/v1/ping" || s.Serving.Admin != 0 || s.Serving.Image != ic.Image || len(s.Serving.Listen) != 1 || s.Serving.Listen[0] != 8080 {
+		t.Errorf("own %v path %s serving %+v", s.Own, s.Path, s.Serving)
+	}
+	if len(s.Images) != 1 || s.Images[0] != ic.Image {
+		t.Errorf("images %v", s.Images)
+	}
+	spec := d.Spec.Template.Spec
+	if spec.ServiceAccountName != "api" || len(spec.Volumes) != 3 || spec.PriorityClassName != "" || spec.ImagePullSecrets != nil {
+		t.Errorf("pod spec: sa %q volumes %d priority %q pull secrets %v", spec.ServiceAccountName, len(spec.Volumes), spec.PriorityClassName, spec.ImagePullSecrets)
+	}
+	var got []string
+	for _, o := range s.Referenced {
+		m := o.(interface {
+			GetNamespace() string
+			GetName() string
+		})
+		got = append(got, fmt.Sprintf("%T %s/%s", o, m.GetNamespace(), m.GetName()))
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Data["mode"] != "strict" {
+			t.Errorf("the ConfigMap of another namespace was taken: %v", cm.Data)
+		}
+	}
+	want := "*v1.ConfigMap zd-test/api-conf,*v1.Secret zd-test/api-tls,*v1.ServiceAccount zd-test/api"
+	if strings.Join(got, ",") != want {
+		t.Errorf("referenced %v, want %s", got, want)
+	}
+	if objs := s.Objects(); len(objs) != 5 {
+		t.Errorf("%d objects, want 3 referenced + workload + service", len(objs))
+	}
+	var changes []string
+	for _, ch := range s.Changes {
+		changes = append(changes, ch.Field)
+	}
+	for _, f := range []string{"imagePullPolicy", "resources", "priorityClassName", "imagePullSecrets", "serviceAccountName"} {
+		if !strings.Contains(strings.Join(changes, " "), f) {
+			t.Errorf("no change recorded for %s: %v", f, changes)
+		}
+	}
+	for _, k := range s.Knobs {
+		if !k.Kept {
+			t.Errorf("knob %s changed: was %s, now %s", k.Name, k.Was, k.Now)
+		}
+	}
+	moved := s.In("zd-other")
+	for _, o := range moved.Objects() {
+		if ns := o.(interface{ GetNamespace() string }).GetNamespace(); ns != "zd-other" {
+			t.Errorf("In: %T in %q", o, ns)
+		}
+	}
+	if s.Referenced[0].(*corev1.ConfigMap).Namespace != "zd-test" {
+		t.Error("In changed the original's referenced objects")
+	}
+}
+
+// A name the Pod needs and the input lacks is refused before anything is
+// deployed: the Pod would never start.
+func TestOwnImageMissingReference(t *testing.T) {
+	in := strings.Replace(own, "kind: Secret\nmetadata: {name: api-tls", "kind: Secret\nmetadata: {name: other", 1)
+	_, err := fromYAML(in, Options{OwnImage: true})
+	var se *Error
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "secret/prod/api-tls") || strings.Contains(err.Error(), "api-extra") {
+		t.Fatalf("err = %v, want a stand-in error naming secret/prod/api-tls and not the optional ConfigMap", err)
+	}
+	// Without --image=own the echo server names nothing.
+	if _, err := fromYAML(in, Options{}); err != nil {
+		t.Errorf("echo stand-in: %v", err)
 	}
 }
