@@ -40,6 +40,8 @@ func TestDoctorCommand(t *testing.T) {
 	dir := t.TempDir()
 	naive := writeFixture(t, dir, "naive.yaml", fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking))
 	hardened := writeFixture(t, dir, "hardened.yaml", fixtures.WithProfile(fixtures.Hardened))
+	// The keepalive-unready incident's fix: keep-alive off.
+	hardenedNoKA := writeFixture(t, dir, "hardened-no-keepalive.yaml", fixtures.WithProfile(fixtures.Hardened), fixtures.WithKeepAlive(false))
 	naiveCluster := writeFixture(t, dir, "naive-cluster.yaml", fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy("Cluster"), fixtures.WithName("other"))
 	naiveBytes, err := os.ReadFile(naive)
 	if err != nil {
@@ -63,7 +65,9 @@ func TestDoctorCommand(t *testing.T) {
 		{name: "kubernetes version", args: []string{"--kubernetes-version", "v1.25.16", "--lb-profile", "generic", hardened}, code: 1,
 			stdout: []string{"ERROR   ZD002", "on Kubernetes 1.25 kube-proxy sends no new connection to a terminating endpoint", "Kubernetes 1.25"}},
 		{name: "bad kubernetes version", args: []string{"--kubernetes-version", "2.1", hardened}, code: 2, stderr: []string{"--kubernetes-version", "want 1.MINOR"}},
-		{name: "hardened passes on the LB it was built for", args: []string{"--lb-profile", "generic", hardened}, code: 0, stdout: []string{"no findings", "summary: 0 error(s), 0 warning(s)"}},
+		{name: "hardened passes on the LB it was built for", args: []string{"--lb-profile", "generic", hardened}, code: 0,
+			stdout: []string{"INFO    ZD041 keepalive-reaches-unready", "summary: 0 error(s), 0 warning(s), 1 info"}},
+		{name: "hardened without keep-alive has nothing to say", args: []string{"--lb-profile", "generic", hardenedNoKA}, code: 0, stdout: []string{"no findings", "summary: 0 error(s), 0 warning(s), 0 info"}},
 		// Built for generic's 30 s, it is not safe behind an LB that takes 60 s
 		// (the AWS Classic ELB), which a Service that names no LB may get.
 		{name: "hardened without a named LB", args: []string{hardened}, code: 1,

@@ -126,7 +126,7 @@ func TestOwnProveFixDryRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		`ZD002 deployment/shop/web: container web: lifecycle.preStop.exec sleeps 29 s ("/bin/sh -c sleep 29"); terminationGracePeriodSeconds: 44`,
-		"Doctor's prediction with the fixes:\n  disruption           gke-l4    gcp-nlb\n  rolling-update       no drops  no drops",
+		"Doctor's prediction with the fixes:\n  disruption           gke-l4        gcp-nlb\n  rolling-update       no drops      no drops\n  unready-keepalive    risk (ZD041)  risk (ZD041)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -34,6 +34,7 @@
 //	ZD032 rollout-allows-zero-ready      error*  rolling-update-local                     Recreate, or maxUnavailable reaching all replicas
 //	ZD033 local-without-min-ready        warning rolling-update-local                     Local with minReadySeconds 0
 //	ZD040 keepalive-behind-l7            warning keepalive-unready                        L7 LB + keep-alive + readiness that can flip
+//	ZD041 keepalive-reaches-unready      info    keepalive-unready                        L4 LB + keep-alive + readiness that can flip
 //	ZD090 service-selects-nothing        info                                             the Service selects no workload in the input
 //	ZD092 container-injected             info                                             image: auto with Istio injection: container rules skipped
 //	ZD091 lb-annotation-invalid          warning                                          unknown lb profile or non-numeric health-check annotation

@@ -33,7 +33,7 @@ func TestWriteText(t *testing.T) {
 		"[incident rolling-update-local, source-ip-dilemma]",
 		"fix: ",
 		"poddisruptionbudget/shop/web: PodDisruptionBudget web has maxUnavailable 0",
-		"summary: 2 error(s), 1 warning(s), 0 info over 1 Service(s)",
+		"summary: 2 error(s), 1 warning(s), 1 info over 1 Service(s)",
 		"Kubernetes not given: rules of the supported releases (1.28 and later)",
 	} {
 		if !strings.Contains(out, want) {

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"zerodrop/harness/incident"
@@ -51,5 +52,18 @@ func TestPredict(t *testing.T) {
 		if got.Outcome != tc.want || !slices.Equal(got.Rules, tc.rules) {
 			t.Errorf("Predict(%v) = %+v, want %s %v", tc.triggers, got, tc.want, tc.rules)
 		}
+	}
+}
+
+// An undecided rule's info is a risk for the disruptions it names and
+// nothing for the others: whether clients reuse connections is not in the
+// manifests.
+func TestPredictUndecidedInfo(t *testing.T) {
+	r := &Report{Findings: []Finding{{RuleID: "ZD041", Severity: Info, Service: "service/a/web"}, {RuleID: "ZD023", Severity: Info, Service: "service/a/web"}}}
+	if p := r.Predict("service/a/web", []incident.Trigger{incident.ReadinessFlip}); p.Outcome != PredictRisk || strings.Join(p.Rules, ",") != "ZD041" {
+		t.Errorf("readiness flip: %+v, want risk [ZD041]", p)
+	}
+	if p := r.Predict("service/a/web", []incident.Trigger{incident.Eviction, incident.PodTermination}); p.Outcome != PredictClean {
+		t.Errorf("eviction: %+v, want no drops (ZD023's info predicts nothing)", p)
 	}
 }

@@ -26,10 +26,14 @@ type Rule struct {
 	Seeds    []string `json:"seeds"`
 	// Triggers are what a disruption must do for the risk to drop
 	// requests (empty: the rule predicts no drops, it informs).
-	Triggers    []incident.Trigger `json:"triggers,omitempty"`
-	Summary     string             `json:"summary"`
-	Description string             `json:"description"`
-	Fix         string             `json:"fix"`
+	Triggers []incident.Trigger `json:"triggers,omitempty"`
+	// Undecided: whether its hazard happens turns on what manifests do
+	// not show (the app, its clients), so Report.Predict reads its finding
+	// as a risk whatever its severity.
+	Undecided   bool   `json:"undecided,omitempty"`
+	Summary     string `json:"summary"`
+	Description string `json:"description"`
+	Fix         string `json:"fix"`
 
 	check func(t *target) []result
 	// container: the rule judges the serving container's own fields
@@ -313,6 +317,23 @@ var catalogue = []Rule{
 			"app close keep-alive connections (Connection: close) once it is unready or draining, or drop the " +
 			"keep-alive header (the keepalive-unready incident's workaround; ECHO_KEEPALIVE=false for the echo server).",
 		check:     checkKeepAlive,
+		container: true,
+	},
+	{
+		ID: "ZD041", Name: "keepalive-reaches-unready", Severity: Info, Seeds: []string{incident.KeepaliveUnready},
+		Triggers: []incident.Trigger{incident.ReadinessFlip}, Undecided: true,
+		Summary: "a Pod that turns unready keeps answering the keep-alive connections clients already opened",
+		Description: "Behind an L4 load balancer the client's own TCP connection reaches the node, and kube-proxy's NAT " +
+			"picks the Pod when the connection starts: removing an unready Pod's endpoint changes where new connections " +
+			"go, not the open ones (kube-proxy clears conntrack entries of UDP Services only: kubernetes " +
+			"pkg/proxy/conntrack/cleanup.go, CleanStaleEntries). A client that reuses a keep-alive connection goes on " +
+			"reaching the unready Pod until the app or the client closes it; whether that hurts depends on why the Pod " +
+			"is unready, which the manifests do not say. Measured by zerodrop test on Kubernetes 1.37: an unready Pod " +
+			"answered 2,401 to 2,661 requests after its endpoint went, behind the gcp-nlb and gke-l4 profiles.",
+		Fix: "Have the app close keep-alive connections once it is unready (answer with Connection: close, or close idle " +
+			"connections), or have clients bound a connection's life; the echo server's ECHO_KEEPALIVE=false turns " +
+			"keep-alive off.",
+		check:     checkKeepAliveL4,
 		container: true,
 	},
 	{
@@ -786,18 +807,39 @@ func checkMinReady(t *target) []result {
 		msg: "minReadySeconds is 0 with externalTrafficPolicy Local: a rollout continues before the LB takes traffic to the new Pod's node" + hint}}
 }
 
-func checkKeepAlive(t *target) []result {
-	if t.l7Via == "" {
-		return nil
-	}
+// keepAliveCanReachUnready: the serving container's readiness can flip on
+// its own (a readiness probe unlike its liveness probe) and nothing turns
+// keep-alive off. Both keep-alive rules start here.
+func keepAliveCanReachUnready(t *target) bool {
 	r, l := t.c.ReadinessProbe, t.c.LivenessProbe
 	if r == nil || (l != nil && sameHandler(t.c, r, l)) {
-		return nil // readiness cannot flip on its own
+		return false // readiness cannot flip on its own
 	}
 	for _, e := range t.c.Env {
 		if e.Name == "ECHO_KEEPALIVE" && strings.EqualFold(strings.TrimSpace(e.Value), "false") {
-			return nil
+			return false
 		}
+	}
+	return true
+}
+
+// checkKeepAliveL4 is ZD041: the clients' own connections, where no L7
+// front end stands between (that is ZD040).
+func checkKeepAliveL4(t *target) []result {
+	if t.l7Via != "" || !keepAliveCanReachUnready(t) {
+		return nil
+	}
+	// Info, not a warning: the fix is in the app or its clients, which the
+	// manifests do not show, so a warning would sit on every workload
+	// whose readiness can flip, the carefully probed ones first.
+	return []result{{sev: Info, line: t.line(t.cpath("readinessProbe"), t.cpath()),
+		msg: "a client's keep-alive connection stays NATed to the Pod it reached first: once this Pod turns unready, " +
+			"its endpoint goes but the open connections keep being answered by it (incident keepalive-unready)"}}
+}
+
+func checkKeepAlive(t *target) []result {
+	if t.l7Via == "" || !keepAliveCanReachUnready(t) {
+		return nil
 	}
 	return []result{{sev: Warning, line: t.line(t.cpath("readinessProbe"), t.cpath()),
 		msg: fmt.Sprintf("behind an L7 load balancer (%s) that reuses keep-alive connections, a Pod that turns unready can keep "+

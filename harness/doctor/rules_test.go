@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -175,6 +176,9 @@ func TestBaseManifestIsClean(t *testing.T) {
 				x.Replicas = "3"
 			}
 			r := checkYAML(t, x.yaml(t))
+			// ZD041 (info) is on every Pod whose readiness can flip while
+			// keep-alive is on: the base has a readiness probe of its own.
+			r.Findings = slices.DeleteFunc(r.Findings, func(f Finding) bool { return f.RuleID == "ZD041" })
 			if len(r.Findings) != 0 {
 				t.Fatalf("base %s manifest has findings: %+v\n%s", kind, r.Findings, x.yaml(t))
 			}
@@ -470,6 +474,14 @@ func TestRules(t *testing.T) {
 		{name: "ZD040 quiet with the gclb-neg profile", in: m{Extra: ingress, SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet with keep-alive off", in: m{Extra: ingress, Env: "env:\n- name: ECHO_KEEPALIVE\n  value: \"false\""}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet without L7", in: m{}, quiet: []string{"ZD040"}},
+
+		// ZD041: the clients' own keep-alive behind an L4 LB.
+		{name: "ZD041 fires (info) behind an L4 LB", in: m{}, fire: map[string]Severity{"ZD041": Info}, lineHas: "readinessProbe"},
+		{name: "ZD041 fires (info) with Cluster too", in: m{Policy: "Cluster"}, fire: map[string]Severity{"ZD041": Info}},
+		{name: "ZD041 quiet behind L7 (ZD040 says it)", in: m{Extra: ingress}, quiet: []string{"ZD041"}},
+		{name: "ZD041 quiet with keep-alive off", in: m{Env: "env:\n- name: ECHO_KEEPALIVE\n  value: \"false\""}, quiet: []string{"ZD041"}},
+		{name: "ZD041 quiet without a readiness probe", in: m{Readiness: "-"}, quiet: []string{"ZD041"}},
+		{name: "ZD041 quiet when readiness cannot flip on its own", in: m{Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: http"}, quiet: []string{"ZD041"}},
 		{name: "ZD040 quiet when readiness cannot flip on its own", in: m{Extra: ingress, Liveness: "livenessProbe:\n  httpGet:\n    path: /readyz\n    port: http"}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet for an Ingress to another Service", in: m{Extra: strings.Replace(ingress, "name: web\n            port", "name: api\n            port", 1)}, quiet: []string{"ZD040"}},
 
