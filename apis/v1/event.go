@@ -61,6 +61,14 @@ const (
 	// time, RFC 3339 with nanoseconds), requests, reason. The instrument
 	// was blind for that span, so the verdict cannot pass it.
 	EventUnsent = "unsent"
+	// EventInstrumentPause (source "load") records a span in which the
+	// process running the load generator did not run on time, and what the
+	// process itself measured about it: fields from, to (RFC 3339 with
+	// nanoseconds), late_ms, gc_cycles, gc_stw_ms (Go's stop-the-world
+	// pauses), run_delay_ms (time its threads waited for a CPU, from the
+	// kernel's schedstat), cause (cpu, gc or unexplained). The verdict names
+	// it next to the stalls it explains.
+	EventInstrumentPause = "instrument-pause"
 	// EventCriteria (source "harness") records criteria a scenario could only
 	// settle after the header was written: the client address the load
 	// balancer shows, the pods that exist, the pod it turned unready. Field

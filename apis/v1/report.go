@@ -499,6 +499,45 @@ type Stall struct {
 	// Reason is what the load generator said about its unsent requests
 	// ("in-flight cap 2048 reached", "312 ms behind schedule").
 	Reason string `json:"reason,omitempty"`
+	// Pause is the longest instrument-pause event near the stall: what the
+	// load generator's own process measured about not running on time.
+	Pause *ProcessPause `json:"pause,omitempty"`
+}
+
+// ProcessPause is an instrument-pause event as the report shows it.
+type ProcessPause struct {
+	Start  time.Time `json:"start"`
+	LateMs float64   `json:"lateMs"`
+	// Cause is "cpu" (its threads waited for a CPU at least half the
+	// time), "gc" (Go stopped the world), or "unexplained".
+	Cause string `json:"cause"`
+	// RunDelayMs is the time its threads waited for a CPU (nil: the
+	// kernel did not say); GCSTWMs the longest stop-the-world pause.
+	RunDelayMs *float64 `json:"runDelayMs,omitempty"`
+	GCSTWMs    float64  `json:"gcStwMs"`
+	GCCycles   int64    `json:"gcCycles"`
+}
+
+// String is the pause in a sentence.
+func (p ProcessPause) String() string {
+	s := fmt.Sprintf("the test process ran %.0f ms late", p.LateMs)
+	switch p.Cause {
+	case "cpu":
+		if p.RunDelayMs != nil {
+			s += fmt.Sprintf(": its threads waited %.0f ms for a CPU (the machine was saturated)", *p.RunDelayMs)
+		} else {
+			s += ": its threads waited for a CPU (the machine was saturated)"
+		}
+	case "gc":
+		s += fmt.Sprintf(": Go's garbage collector stopped it for up to %.0f ms", p.GCSTWMs)
+	default:
+		s += ": neither waiting for a CPU"
+		if p.RunDelayMs != nil {
+			s += fmt.Sprintf(" (%.0f ms)", *p.RunDelayMs)
+		}
+		s += fmt.Sprintf(" nor stopped by Go's garbage collector (%.0f ms, %d cycles): a kernel or I/O stall", p.GCSTWMs, p.GCCycles)
+	}
+	return s
 }
 
 // OK reports whether the load was delivered as scheduled.

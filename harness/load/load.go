@@ -313,6 +313,8 @@ type Running struct {
 	tr     *http.Transport
 	rt     *roundTripper
 	events runfile.EventSink
+	// pause records when this process itself did not run on time.
+	pause *pauseWatch
 
 	// reqCtx is the parent of every request; Abort cancels it.
 	reqCtx   context.Context
@@ -377,6 +379,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	}
 	r.event(zdv1.Event{Time: r.sum.Started, Source: zdv1.SourceLoad, Type: zdv1.EventLoadStart,
 		Message: "load started", Fields: l.fields()})
+	r.pause = startPauseWatch(r.event)
 
 	go func() {
 		select {
@@ -658,6 +661,7 @@ func (r *Running) consume(sink ResultSink) {
 			r.stop(nil)
 		}
 	}
+	r.pause.Stop()
 	r.mu.Lock()
 	r.sum.Ended = time.Now()
 	sum := r.sum

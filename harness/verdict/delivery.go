@@ -28,7 +28,13 @@ type delivery struct {
 	maxLag     time.Duration
 	unsent     int64
 	stallSlots map[int64]*stallSlot
+	// pauses are the instrument-pause events (at most maxPauses kept).
+	pauses []zdv1.ProcessPause
 }
+
+// maxPauses bounds the instrument-pause events kept for joining with
+// stalls; a run with more has bigger problems than their detail.
+const maxPauses = 1000
 
 type stallSlot struct {
 	start, end time.Time
@@ -78,6 +84,10 @@ func (d *delivery) addEvent(e zdv1.Event) {
 	case zdv1.EventLoadStop:
 		if t, err := time.Parse(time.RFC3339Nano, e.Fields["last_due"]); err == nil {
 			d.widen(t)
+		}
+	case zdv1.EventInstrumentPause:
+		if len(d.pauses) < maxPauses {
+			d.pauses = append(d.pauses, parsePause(e))
 		}
 	case zdv1.EventUnsent:
 		from, err1 := time.Parse(time.RFC3339Nano, e.Fields["from"])
@@ -175,23 +185,67 @@ func (d *delivery) report() *zdv1.Delivery {
 			continue
 		}
 		if cur != nil {
-			out.Stalls = appendStall(out.Stalls, *cur)
+			out.Stalls = d.appendStall(out.Stalls, *cur)
 		}
 		cur = &zdv1.Stall{Start: s.start.UTC(), End: s.end.UTC(), Unsent: s.unsent, Late: s.late,
 			MaxLagMs: ms(s.maxLag.Nanoseconds()), Reason: s.reason}
 	}
 	if cur != nil {
-		out.Stalls = appendStall(out.Stalls, *cur)
+		out.Stalls = d.appendStall(out.Stalls, *cur)
 	}
 	return out
 }
 
-func appendStall(ss []zdv1.Stall, s zdv1.Stall) []zdv1.Stall {
+func (d *delivery) appendStall(ss []zdv1.Stall, s zdv1.Stall) []zdv1.Stall {
 	if len(ss) >= maxListed {
 		return ss
 	}
 	s.DurationMs = ms(s.End.Sub(s.Start).Nanoseconds())
+	s.Pause = d.pauseNear(s)
 	return append(ss, s)
+}
+
+// pauseNear is the longest process pause that can explain the stall: it
+// ended no earlier than the stall's first late request was due and began
+// no later than one lag bound after its last (stall times are scheduled
+// times; a request is late when the process resumes after it was due).
+func (d *delivery) pauseNear(s zdv1.Stall) *zdv1.ProcessPause {
+	var best *zdv1.ProcessPause
+	for i := range d.pauses {
+		p := &d.pauses[i]
+		end := p.Start.Add(time.Duration(p.LateMs*float64(time.Millisecond)) + d.bound)
+		if end.Before(s.Start) || p.Start.After(s.End.Add(d.bound)) {
+			continue
+		}
+		if best == nil || p.LateMs > best.LateMs {
+			best = p
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	cp := *best
+	return &cp
+}
+
+// parsePause reads an instrument-pause event; fields it cannot read are
+// zero (a pause it cannot explain is still a pause).
+func parsePause(e zdv1.Event) zdv1.ProcessPause {
+	f := func(k string) float64 {
+		v, _ := strconv.ParseFloat(e.Fields[k], 64)
+		return v
+	}
+	p := zdv1.ProcessPause{Start: e.Time.UTC(), LateMs: f("late_ms"), Cause: e.Fields["cause"], GCSTWMs: f("gc_stw_ms"), GCCycles: int64(f("gc_cycles"))}
+	if p.Cause != "cpu" && p.Cause != "gc" {
+		p.Cause = "unexplained"
+	}
+	if t, err := time.Parse(time.RFC3339Nano, e.Fields["from"]); err == nil {
+		p.Start = t.UTC()
+	}
+	if v, err := strconv.ParseFloat(e.Fields["run_delay_ms"], 64); err == nil {
+		p.RunDelayMs = &v
+	}
+	return p
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -237,6 +291,9 @@ func deliveryReason(d *zdv1.Delivery) zdv1.Reason {
 		t := fmt.Sprintf("stalled %s-%s (%.0f ms", clock(s.Start), clock(s.End), s.DurationMs)
 		if s.Reason != "" {
 			t += ": " + s.Reason
+		}
+		if s.Pause != nil {
+			t += "; " + s.Pause.String()
 		}
 		parts = append(parts, t+")")
 	}

@@ -75,6 +75,26 @@ func TestDeliveryCheck(t *testing.T) {
 			want: []string{"25 sent more than 50 ms late (max 300 ms)", "stalled 12:00:02.010-12:00:02.250"},
 		},
 		{
+			// The same late sends, with what the process measured about its
+			// own pause: the stall says why (a saturated machine), and a
+			// pause far from any stall says nothing.
+			name: "late sends explained by the process's own pause",
+			results: steadyRun(func(ms int, r *zdv1.Result) *zdv1.Result {
+				if ms > 2000 && ms <= 2300 {
+					r.Time = at(2310)
+					r.Lag = r.Time.Sub(at(ms))
+				}
+				return r
+			}),
+			events: loadEvents(
+				zdv1.Event{Time: at(2000), Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause, Fields: map[string]string{
+					"from": at(2000).Format(time.RFC3339Nano), "late_ms": "305.0", "gc_cycles": "0", "gc_stw_ms": "0.0", "run_delay_ms": "290.5", "cause": "cpu"}},
+				zdv1.Event{Time: at(500), Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause, Fields: map[string]string{
+					"from": at(500).Format(time.RFC3339Nano), "late_ms": "400.0", "cause": "gc", "gc_stw_ms": "380"}}),
+			status: zdv1.Error, late: 25,
+			want: []string{"stalled 12:00:02.010-12:00:02.250 (240 ms; the test process ran 305 ms late: its threads waited 290 ms for a CPU (the machine was saturated))"},
+		},
+		{
 			// Requests missing with no word from the generator (its events
 			// lost, or a bug): the sends per second still show it.
 			name: "missing without a word",

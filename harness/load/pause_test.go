@@ -1,0 +1,96 @@
+package load
+
+import (
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	zdv1 "zerodrop/apis/v1"
+)
+
+func TestPauseCause(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		late, stw, delay time.Duration
+		want             string
+	}{
+		{80 * ms, 0, 70 * ms, "cpu"},
+		{80 * ms, 60 * ms, 5 * ms, "gc"},
+		{80 * ms, 60 * ms, 50 * ms, "cpu"}, // both: the CPU wait is the machine's, name it first
+		{80 * ms, 10 * ms, 10 * ms, "unexplained"},
+		{80 * ms, 0, -1, "unexplained"}, // the kernel did not say
+	} {
+		if got := pauseCause(tc.late, tc.stw, tc.delay); got != tc.want {
+			t.Errorf("pauseCause(%v, %v, %v) = %s, want %s", tc.late, tc.stw, tc.delay, got, tc.want)
+		}
+	}
+}
+
+func TestSTWBetween(t *testing.T) {
+	h := func(counts ...uint64) *metrics.Float64Histogram {
+		return &metrics.Float64Histogram{Counts: counts, Buckets: []float64{0, 0.001, 0.01, 0.1, inf()}}
+	}
+	if got := stwBetween(h(1, 0, 0, 0), h(1, 2, 0, 0)); got != 10*time.Millisecond {
+		t.Errorf("longest new pause %v, want the 10 ms bucket's upper edge", got)
+	}
+	if got := stwBetween(h(0, 0, 0, 0), h(0, 0, 0, 1)); got != 100*time.Millisecond {
+		t.Errorf("open-ended bucket %v, want its lower edge, 100 ms", got)
+	}
+	if got := stwBetween(nil, h(1, 0, 0, 0)); got != 0 {
+		t.Errorf("no first reading: %v", got)
+	}
+}
+
+func inf() float64 { var z float64; return 1 / z }
+
+// A tick that comes late is recorded with what the samples around it say;
+// ticks on time are not.
+func TestPauseWatchRecordsALateTick(t *testing.T) {
+	var mu sync.Mutex
+	var got []zdv1.Event
+	n := 0
+	w := &pauseWatch{stop: make(chan struct{}), done: make(chan struct{}),
+		emit: func(e zdv1.Event) { mu.Lock(); got = append(got, e); mu.Unlock() },
+		read: func() pauseSample {
+			n++
+			if n == 3 {
+				// The process stops for 120 ms, all of it waiting for a
+				// CPU, as the next sample says.
+				time.Sleep(120 * time.Millisecond)
+				return pauseSample{}
+			}
+			if n > 3 {
+				return pauseSample{runDelay: 120 * time.Millisecond}
+			}
+			return pauseSample{}
+		}}
+	go w.run()
+	time.Sleep(300 * time.Millisecond)
+	w.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("%d pause events, want 1: %+v", len(got), got)
+	}
+	e := got[0]
+	if e.Type != zdv1.EventInstrumentPause || e.Source != zdv1.SourceLoad || e.Fields["cause"] != "cpu" || e.Fields["run_delay_ms"] != "120.0" {
+		t.Errorf("event %+v", e)
+	}
+	if !strings.Contains(e.Message, "ms late (cpu)") {
+		t.Errorf("message %q", e.Message)
+	}
+}
+
+// The kernel's figures are read where it gives them (Linux with
+// schedstats): a sum over the threads, never negative.
+func TestReadPauseSample(t *testing.T) {
+	s := readPauseSample()
+	if s.gcSTW == nil {
+		t.Error("no stop-the-world histogram from runtime/metrics")
+	}
+	if s.runDelay < -1 {
+		t.Errorf("run delay %v", s.runDelay)
+	}
+}
