@@ -3,6 +3,9 @@ package load_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +78,9 @@ func TestFixedDurationAttributes(t *testing.T) {
 				t.Fatal(err)
 			}
 			results, events := sink.snapshot()
+			// A pause of this process (a busy machine) is recorded too,
+			// and is not what this test is about.
+			events = slices.DeleteFunc(events, func(e zdv1.Event) bool { return e.Type == zdv1.EventInstrumentPause })
 			if n := len(results); n < 95 || n > 102 || int64(n) != sum.Results {
 				t.Fatalf("got %d results (summary %d), want about 100", n, sum.Results)
 			}
@@ -236,5 +242,37 @@ func TestStartsOnce(t *testing.T) {
 	}
 	if _, err := l.Run(context.Background(), sink); err == nil || !strings.Contains(err.Error(), "runs once") {
 		t.Fatalf("second start of one Load: err = %v, want a refusal (request ids and the schedule belong to one run)", err)
+	}
+}
+
+// An answer that is not a success says who gave it: the echo server's pod
+// header when it has one, and the body's first line (which told a 404
+// from something other than the workload apart).
+func TestNonSuccessSaysWhoAnswered(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pod" {
+			w.Header().Set("X-Echo-Pod", "echo-b")
+		}
+		http.Error(w, "404 page not found\nmore", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	for path, pod := range map[string]string{"/pod": "echo-b", "/": ""} {
+		sink := &memSink{}
+		l, err := load.New(load.WithTargets(srv.URL+path), load.WithRate(50), load.WithDuration(200*time.Millisecond), load.WithTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Run(context.Background(), sink); err != nil {
+			t.Fatal(err)
+		}
+		results, _ := sink.snapshot()
+		if len(results) == 0 {
+			t.Fatal("no results")
+		}
+		for _, r := range results {
+			if r.Status != 404 || r.Pod != pod || r.Error != "answered: 404 page not found" || r.FailureKind() != "http-404" {
+				t.Fatalf("%s: result %+v, want 404 from pod %q with the body's first line", path, r, pod)
+			}
+		}
 	}
 }

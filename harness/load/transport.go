@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,7 +187,27 @@ func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) zdv1.R
 			res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
 		}
 	}
+	if res.Status < 200 || res.Status > 299 {
+		// An answer that is not a success says who gave it as far as it
+		// can: the echo server's pod header, and the body's first line
+		// (a 404 from something that is not the workload at all).
+		if res.Pod == "" {
+			res.Pod = resp.Header.Get("X-Echo-Pod")
+		}
+		res.Error = "answered: " + firstLine(body, 120)
+	}
 	return res
+}
+
+// firstLine is b's first line, at most n bytes, as text.
+func firstLine(b []byte, n int) string {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > n {
+		b = b[:n]
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "?")
 }
 
 func (rt *roundTripper) buffer() *[]byte {
