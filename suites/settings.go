@@ -74,11 +74,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		ReadyTimeout: 4 * time.Minute,
 	}
 	var problems []string
-	for _, p := range strings.Split(getenv("LB_PROFILE"), ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			s.LBProfiles = append(s.LBProfiles, p)
-		}
-	}
+	s.LBProfiles = ModelList(getenv("LB_PROFILE"))
 	if s.LB == contract.LBMetalLB && len(s.LBProfiles) > 0 {
 		problems = append(problems, fmt.Sprintf("LB_PROFILE=%q names cloud LB profiles but LB=metallb runs none: use LB=all or LB=cloud", getenv("LB_PROFILE")))
 	}
@@ -197,4 +193,16 @@ func contains(l []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// ModelList reads a comma-separated list of LB models (LB_PROFILE,
+// `zerodrop test --lb-profile`): names trimmed, empty ones dropped.
+func ModelList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -93,3 +93,11 @@ func TestShardsAreDisjointAndWhole(t *testing.T) {
 		t.Error("the zero shard must run everything")
 	}
 }
+
+func TestModelList(t *testing.T) {
+	for in, want := range map[string]string{"": "", " , ": "", "gcp-nlb": "gcp-nlb", " metallb ,gke-l4,, aws-nlb ": "metallb|gke-l4|aws-nlb"} {
+		if got := strings.Join(ModelList(in), "|"); got != want {
+			t.Errorf("ModelList(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -447,7 +447,7 @@ func pickScenarios(only string) ([]suites.Scenario, error) {
 // environment's, with the flags on top and the columns chosen.
 func ownSettings(getenv func(string) string, provider, clusterName, kubeconfig, outDir, lbs string, ms *doctor.Manifests, own *standin.StandIn) (suites.Settings, error) {
 	env := map[string]string{"PROVIDER": provider, "CLUSTER_NAME": clusterName, "ZERODROP_KUBECONFIG": kubeconfig, "ZERODROP_OUT": outDir}
-	names := splitList(lbs)
+	names := suites.ModelList(lbs)
 	if len(names) == 0 {
 		names = impliedLB(ms, own)
 	}
@@ -496,16 +496,6 @@ func impliedLB(ms *doctor.Manifests, own *standin.StandIn) []string {
 		}
 	}
 	return nil
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // prediction is the doctor's answer for one cell.
