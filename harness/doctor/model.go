@@ -381,9 +381,12 @@ func knownApp(c *corev1.Container) (appShutdown, bool) {
 	if !found {
 		return appShutdown{}, false
 	}
-	app.what = "the zerodrop echo server"
+	app.what = AppEchoServer
 	return app, true
 }
+
+// AppEchoServer is Shutdown.App for the zerodrop echo server.
+const AppEchoServer = "the zerodrop echo server"
 
 // shutdownTimeline is when, counted from the moment a Pod starts
 // terminating, its serving container stops accepting new connections and

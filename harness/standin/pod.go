@@ -176,8 +176,9 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 			{Name: "ECHO_KEEPALIVE", Value: strconv.FormatBool(b.KeepAlive)},
 			// The echo server's own drain lets keep-alive clients close
 			// before it stops accepting (a zerodrop nicety); the user's
-			// server stops accepting when the doctor says it does.
-			{Name: "ECHO_CLOSE_GRACE", Value: "0s"},
+			// server stops accepting when the doctor says it does, unless
+			// it is the echo server, which keeps its own setting.
+			{Name: "ECHO_CLOSE_GRACE", Value: closeGrace(&orig, sd)},
 		}
 		c.Image, c.ImagePullPolicy = opts.Image, opts.PullPolicy
 		c.Command, c.Args, c.WorkingDir = nil, nil, ""
@@ -382,6 +383,21 @@ func behaviour(orig *corev1.Container, sd doctor.Shutdown, opts Options) (Behavi
 		return *opts.App, "the --app flags"
 	}
 	return Behaviour{KeepAlive: true}, "the doctor's assumption for a server it does not know (most servers without a SIGTERM handler stop at once)"
+}
+
+// closeGrace is the stand-in's ECHO_CLOSE_GRACE: 0 for a server that is
+// not the echo server, the user's own value (or the echo server's default,
+// auto) for one that is.
+func closeGrace(orig *corev1.Container, sd doctor.Shutdown) string {
+	if sd.App != doctor.AppEchoServer {
+		return "0s"
+	}
+	for _, e := range orig.Env {
+		if e.Name == "ECHO_CLOSE_GRACE" && e.Value != "" {
+			return e.Value
+		}
+	}
+	return "auto"
 }
 
 func names(cs []corev1.Container) string {
