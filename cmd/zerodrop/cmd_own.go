@@ -297,6 +297,10 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 			_ = sess.Close(context.WithoutCancel(ctx), progress)
 			return badInput(c, "test", "no node of the test cluster takes the stand-in's Pods (%s): the placement is kept as written; label a pool's nodes to match (kubectl label nodes -l %s=pool-a KEY=VALUE) or test a copy without it",
 				why, contract.PoolLabel)
+		} else if own.OnePerNode() && len(fit) < int(own.Replicas) {
+			_ = sess.Close(context.WithoutCancel(ctx), progress)
+			return badInput(c, "test", "the Pods' required anti-affinity puts one per node: %d replicas need %d nodes, and %d of the test cluster's take them (%s); test a copy with fewer replicas or a preferred anti-affinity",
+				own.Replicas, own.Replicas, len(fit), strings.Join(fit, ", "))
 		} else if len(fit) < 2 {
 			progress(fmt.Sprintf("only %s takes the stand-in's Pods: disruptions of other nodes will not meet them", strings.Join(fit, ", ")))
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -64,4 +66,27 @@ func missingLabels(sel map[string]string, n *corev1.Node) string {
 		return "its labels do not satisfy the required node affinity"
 	}
 	return "lacks " + strings.Join(miss, ", ")
+}
+
+// OnePerNode reports whether the Pods' required anti-affinity keeps two of
+// them off one node (topologyKey kubernetes.io/hostname, a selector that
+// matches the Pods' own labels, in their own namespace): then N replicas
+// need N nodes that fit, and a rollout that must surge before it removes
+// (maxUnavailable 0) needs one more.
+func (s *StandIn) OnePerNode() bool {
+	tpl, _, _ := s.Spec()
+	aff := tpl.Spec.Affinity
+	if aff == nil || aff.PodAntiAffinity == nil {
+		return false
+	}
+	for _, term := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if term.TopologyKey != corev1.LabelHostname || term.LabelSelector == nil || len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(tpl.Labels)) {
+			return true
+		}
+	}
+	return false
 }

@@ -614,3 +614,26 @@ func TestCloseGrace(t *testing.T) {
 		}
 	}
 }
+
+func TestOnePerNode(t *testing.T) {
+	anti := func(key, app string) string {
+		return strings.Replace(every, "        podAntiAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 50\n            podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: shop}}}",
+			"        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n          - {topologyKey: "+key+", labelSelector: {matchLabels: {app: "+app+"}}}", 1)
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		want       bool
+	}{
+		{"preferred only", every, false},
+		{"required on hostname, own Pods", anti("kubernetes.io/hostname", "shop"), true},
+		{"required on zone", anti("topology.kubernetes.io/zone", "shop"), false},
+		{"required against other Pods", anti("kubernetes.io/hostname", "db"), false},
+	} {
+		if tc.name != "preferred only" && tc.yaml == every {
+			t.Fatalf("%s: the replacement did not apply", tc.name)
+		}
+		if got := build(t, tc.yaml, Options{}).OnePerNode(); got != tc.want {
+			t.Errorf("%s: OnePerNode %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
