@@ -119,6 +119,9 @@ type Scenario struct {
 	// through Run.Target only and its extra fixtures options are not needed
 	// for the disruption to meet the workload.
 	Own bool
+	// OwnTriggers are what the disruption does to a user's workload when
+	// that differs from Triggers (nil: the same); see OwnTriggerSet.
+	OwnTriggers []incident.Trigger
 	// NeedsNodepools marks scenarios that add or remove nodepools (the
 	// existing provider cannot).
 	NeedsNodepools bool
@@ -192,13 +195,22 @@ func (sc Scenario) OwnCells(models []Model, profile fixtures.Profile, own *stand
 	// sent to a node with no endpoint for 8 s). So the load opens a
 	// connection per request, except where reuse is the hazard (a readiness
 	// flip).
-	keepAlive := slices.Contains(sc.Triggers, incident.ReadinessFlip)
+	keepAlive := slices.Contains(sc.OwnTriggerSet(), incident.ReadinessFlip)
 	var out []Cell
 	for _, m := range models {
 		out = append(out, Cell{Case: Case{Policy: policy, Profile: profile, KeepAlive: keepAlive, Role: zdv1.RoleDocumentation, StandIn: own},
 			Model: m, Expected: expect(m)})
 	}
 	return out
+}
+
+// OwnTriggerSet is what the disruption does to a user's workload: what
+// the doctor's prediction for it is read by.
+func (sc Scenario) OwnTriggerSet() []incident.Trigger {
+	if sc.OwnTriggers != nil {
+		return sc.OwnTriggers
+	}
+	return sc.Triggers
 }
 
 // ownOnly reports whether every cell is a user's workload.

@@ -54,6 +54,46 @@ func drainTarget(covers map[string]int, served map[string]int64) string {
 	return busiest(nodes, served)
 }
 
+// endpointNodes is, for every live witness, the places (where(node): the
+// node itself, or its pool) holding one of its endpoints, and the answers
+// each place served so far over all witnesses. A witness whose endpoints
+// cannot be read fails.
+func endpointNodes(ctx context.Context, ws *scenario.Witnesses, where func(node string) string) (holds map[int]map[string]bool, served map[string]int64) {
+	holds, served = map[int]map[string]bool{}, map[string]int64{}
+	for _, i := range ws.Live() {
+		r, _ := ws.Run(i)
+		eps, err := r.Kube.Endpoints(ctx, r.Target.Namespace, r.Target.Service)
+		if err != nil {
+			ws.Fail(i, err)
+			continue
+		}
+		snap := r.Snapshot().ByNode
+		holds[i] = map[string]bool{}
+		seen := map[string]bool{}
+		for _, ep := range eps {
+			if ep.Node == "" || seen[ep.Node] {
+				continue // a node's answers count once per witness
+			}
+			seen[ep.Node] = true
+			at := where(ep.Node)
+			served[at] += snap[ep.Node]
+			holds[i][at] = true
+		}
+	}
+	return holds, served
+}
+
+// coverage counts, per place, the witnesses holding an endpoint there.
+func coverage(holds map[int]map[string]bool) map[string]int {
+	covers := map[string]int{}
+	for _, h := range holds {
+		for at := range h {
+			covers[at]++
+		}
+	}
+	return covers
+}
+
 func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec { return s.spec(sc, c, fixtures.WithReplicas(3)) })
 	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
@@ -65,29 +105,8 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	// (MetalLB L2) a node with an idle endpoint would prove nothing; and a
 	// witness with no Pod on the drained node (a user's single replica
 	// elsewhere) is not met by the drain at all.
-	served := map[string]int64{}
-	holds := map[int]map[string]bool{}
-	covers := map[string]int{}
-	for _, i := range ws.Live() {
-		r, _ := ws.Run(i)
-		eps, err := r.Kube.Endpoints(ctx, r.Target.Namespace, r.Target.Service)
-		if err != nil {
-			ws.Fail(i, err)
-			continue
-		}
-		snap := r.Snapshot().ByNode
-		holds[i] = map[string]bool{}
-		for _, ep := range eps {
-			if ep.Node != "" {
-				served[ep.Node] += snap[ep.Node]
-				if !holds[i][ep.Node] {
-					holds[i][ep.Node] = true
-					covers[ep.Node]++
-				}
-			}
-		}
-	}
-	node := drainTarget(covers, served)
+	holds, served := endpointNodes(ctx, ws, func(node string) string { return node })
+	node := drainTarget(coverage(holds), served)
 	for i, h := range holds {
 		if node != "" && !h[node] {
 			ws.Fail(i, fmt.Errorf("drain-node: the drain of %s does not meet this witness: none of its endpoints runs there (nodes %v); nothing was measured", node, slices.Sorted(maps.Keys(h))))

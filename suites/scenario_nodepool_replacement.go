@@ -3,6 +3,10 @@ package suites
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -26,10 +30,14 @@ const metallbNewAnnouncer = "MetalLB L2 with externalTrafficPolicy Local announc
 // one, under load (the drain-local-pdb and nodepool-backend incidents).
 func nodepoolReplacement() Scenario {
 	return Scenario{
-		Name:           "nodepool-replacement",
-		Description:    "Add pool-c, move the workload there by node affinity, remove the old pool, all under load.",
-		Seeds:          []string{incident.DrainLocalPDB, incident.NodepoolBackend},
-		Triggers:       []incident.Trigger{incident.Rollout, incident.PodTermination, incident.Placement},
+		Name:        "nodepool-replacement",
+		Description: "Add pool-c, move the workload there by node affinity, remove the old pool, all under load.",
+		Seeds:       []string{incident.DrainLocalPDB, incident.NodepoolBackend},
+		Triggers:    []incident.Trigger{incident.Rollout, incident.PodTermination, incident.Placement},
+		Own:         true,
+		// A user's workload is not moved by the scenario: its Pods are
+		// evicted from the old pool and end with it.
+		OwnTriggers:    []incident.Trigger{incident.PodTermination, incident.Eviction, incident.Placement},
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them while the workload moves; " +
@@ -40,6 +48,9 @@ func nodepoolReplacement() Scenario {
 }
 
 func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
+	if ownOnly(cells) {
+		return runOwnPoolReplacement(ctx, s, sc, cells)
+	}
 	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
 		return failEvery(cells, err)
 	}
@@ -72,5 +83,75 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 	if err := s.Provider.RemoveNodePool(ctx, "pool-b"); err != nil {
 		return s.abandon(ctx, ws, fmt.Errorf("nodepool-replacement: remove pool-b: %w", err))
 	}
+	return ws.Finish(ctx, s.settleEach(cells))
+}
+
+// runOwnPoolReplacement replaces the pool a user's workload runs on, as a
+// node pool upgrade or migration does: a pool of the same size joins, the
+// old pool's nodes are cordoned and drained (the user's PDB sets the pace
+// and may hold Pods there), and the old pool is deleted, Pods it still
+// holds with it. Where the Pods go is the user's own placement: the
+// bundled workload's move by affinity is not theirs to make.
+func runOwnPoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
+	if err := s.AddPoolLater(ctx, "pool-c"); err != nil {
+		return failEvery(cells, err)
+	}
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec { return s.spec(sc, c) })
+	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
+		return s.abandon(ctx, ws, err)
+	}
+	nodes, err := s.Provider.Nodes(ctx)
+	if err != nil {
+		return s.abandon(ctx, ws, err)
+	}
+	poolOf := map[string]string{}
+	for _, n := range nodes {
+		poolOf[n.Name] = n.Pool
+	}
+	// The pool holding endpoints of the most witnesses (then the busiest);
+	// a node outside every pool (the control plane) is never replaced.
+	holds, served := endpointNodes(ctx, ws, func(node string) string { return poolOf[node] })
+	covers := coverage(holds)
+	delete(covers, "")
+	old := drainTarget(covers, served)
+	if old == "" {
+		return s.abandon(ctx, ws, fmt.Errorf("nodepool-replacement: no witness has an endpoint on a node of a pool"))
+	}
+	for i, h := range holds {
+		if !h[old] {
+			ws.Fail(i, fmt.Errorf("nodepool-replacement: replacing %s does not meet this witness: none of its endpoints runs there (pools %v); nothing was measured",
+				old, slices.Sorted(maps.Keys(h))))
+		}
+	}
+	var oldNodes []string
+	for _, n := range nodes {
+		if n.Pool == old {
+			oldNodes = append(oldNodes, n.Name)
+		}
+	}
+	k := ws.Kube()
+	k.Note("pool/"+old, fmt.Sprintf("chosen for replacement: endpoints of %d witnesses run there; answers so far per pool: %v", covers[old], served))
+	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, old, len(oldNodes)) })
+	if err := s.AddPool(ctx, ws, "pool-c", len(oldNodes)); err != nil {
+		return s.abandon(ctx, ws, err)
+	}
+	for _, n := range oldNodes {
+		if err := k.Cordon(ctx, n); err != nil {
+			return s.abandon(ctx, ws, err)
+		}
+	}
+	for _, r := range k.DrainAll(ctx, oldNodes, s.drainTimeout(ws, s.Timing.PoolDrain)) {
+		if !r.Completed {
+			k.Note("node/"+r.Node, fmt.Sprintf("drain gave up after %s; pods left on the cordoned node, deleted with the pool: %s",
+				r.Took.Round(time.Second), strings.Join(r.Remaining, ", ")))
+		}
+	}
+	if err := s.Provider.RemoveNodePool(ctx, old); err != nil {
+		return s.abandon(ctx, ws, fmt.Errorf("nodepool-replacement: remove %s: %w", old, err))
+	}
+	k.Action("pool/"+old, "nodepool "+old+" deleted")
+	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+		return r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
+	})
 	return ws.Finish(ctx, s.settleEach(cells))
 }

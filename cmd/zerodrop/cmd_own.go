@@ -204,7 +204,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if noFlip != "" {
 		var keep []suites.Scenario
 		for _, sc := range scs {
-			if slices.Contains(sc.Triggers, incident.ReadinessFlip) {
+			if slices.Contains(sc.OwnTriggerSet(), incident.ReadinessFlip) {
 				fmt.Fprintf(c.stdout, "%s: left out: %s.\n", sc.Name, noFlip)
 				continue
 			}
@@ -558,7 +558,7 @@ func predict(objs []runtime.Object, service string, models []suites.Model, scs [
 		}
 		rep := doctor.Check(ms, doctor.WithKubernetesMinor(kubeMinor))
 		for _, sc := range scs {
-			p := prediction{Prediction: rep.Predict(service, sc.Triggers)}
+			p := prediction{Prediction: rep.Predict(service, sc.OwnTriggerSet())}
 			var why []string
 			for _, f := range rep.Findings {
 				for _, id := range p.Rules {
