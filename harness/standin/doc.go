@@ -37,4 +37,13 @@
 // at the signal unless Options.App gives a drain budget. A disagreement
 // between the doctor's prediction and a measured stand-in is then about
 // Kubernetes and the LB, never about two readings of one manifest.
+//
+// # The user's own image
+//
+// With Options.OwnImage the containers are kept as written instead, images,
+// commands, probes and hooks included: what the app does on SIGTERM is
+// measured rather than modelled. The ConfigMaps, Secrets and ServiceAccount
+// the Pod template names are copied from the input (StandIn.Referenced; a
+// name the input lacks is an *Error), and StandIn.Images lists what the
+// cluster must hold. The load can then tell answers apart by status only.
 package standin
