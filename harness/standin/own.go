@@ -30,16 +30,7 @@ func ownTemplate(in *corev1.PodTemplateSpec, srcNS string, opts Options, wref st
 			change(wref, tplField+field, was, "", why)
 		}
 	}
-	drop("priorityClassName", spec.PriorityClassName != "", spec.PriorityClassName, "the class is the user's cluster's")
-	drop("schedulerName", spec.SchedulerName != "" && spec.SchedulerName != corev1.DefaultSchedulerName, spec.SchedulerName, "the test cluster runs the default scheduler")
-	drop("runtimeClassName", spec.RuntimeClassName != nil, "set", "the runtime class is the user's cluster's")
-	drop("nodeName", spec.NodeName != "", spec.NodeName, "a node of the user's cluster")
-	drop("readinessGates", len(spec.ReadinessGates) > 0, gates(spec.ReadinessGates),
-		"set by a controller the test cluster does not run (such as an LB controller's target health): the stand-in's Pods are ready without them, so what the gate protects is not measured")
-	spec.PriorityClassName, spec.Priority, spec.RuntimeClassName, spec.NodeName, spec.ReadinessGates = "", nil, nil, "", nil
-	if spec.SchedulerName != corev1.DefaultSchedulerName {
-		spec.SchedulerName = ""
-	}
+	dropClusterOwned(spec, drop)
 
 	refs, err := copyReferenced(spec, srcNS, opts, wref, change)
 	if err != nil {

@@ -47,18 +47,9 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 	drop("serviceAccountName", spec.ServiceAccountName != "", spec.ServiceAccountName, "the echo server calls no API")
 	drop("imagePullSecrets", len(spec.ImagePullSecrets) > 0, "set", "the echo image is loaded, not pulled")
 	drop("securityContext", spec.SecurityContext != nil, "set", "the echo server binds the app's ports, some below 1024")
-	drop("priorityClassName", spec.PriorityClassName != "", spec.PriorityClassName, "the class is the user's cluster's")
-	drop("schedulerName", spec.SchedulerName != "" && spec.SchedulerName != corev1.DefaultSchedulerName, spec.SchedulerName, "the test cluster runs the default scheduler")
-	drop("runtimeClassName", spec.RuntimeClassName != nil, "set", "the runtime class is the user's cluster's")
-	drop("nodeName", spec.NodeName != "", spec.NodeName, "a node of the user's cluster")
-	drop("readinessGates", len(spec.ReadinessGates) > 0, gates(spec.ReadinessGates),
-		"set by a controller the test cluster does not run (such as an LB controller's target health): the stand-in's Pods are ready without them, so what the gate protects is not measured")
+	dropClusterOwned(spec, drop)
 	spec.Volumes, spec.InitContainers, spec.ServiceAccountName, spec.DeprecatedServiceAccount = nil, nil, "", ""
-	spec.ImagePullSecrets, spec.SecurityContext, spec.PriorityClassName, spec.Priority = nil, nil, "", nil
-	spec.RuntimeClassName, spec.NodeName, spec.ReadinessGates, spec.EphemeralContainers = nil, "", nil, nil
-	if spec.SchedulerName != corev1.DefaultSchedulerName {
-		spec.SchedulerName = ""
-	}
+	spec.ImagePullSecrets, spec.SecurityContext = nil, nil
 	spec.AutomountServiceAccountToken = nil
 
 	// The load's path must reach the echo handler, not a probe's.
@@ -198,6 +189,23 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 		}
 	}
 	return tpl, out, path, nil
+}
+
+// dropClusterOwned clears what belongs to the user's cluster rather than
+// to the workload (a priority class, a scheduler, a runtime class, a node,
+// readiness gates its controllers set), each a change with its reason.
+func dropClusterOwned(spec *corev1.PodSpec, drop func(field string, set bool, was, why string)) {
+	drop("priorityClassName", spec.PriorityClassName != "", spec.PriorityClassName, "the class is the user's cluster's")
+	drop("schedulerName", spec.SchedulerName != "" && spec.SchedulerName != corev1.DefaultSchedulerName, spec.SchedulerName, "the test cluster runs the default scheduler")
+	drop("runtimeClassName", spec.RuntimeClassName != nil, "set", "the runtime class is the user's cluster's")
+	drop("nodeName", spec.NodeName != "", spec.NodeName, "a node of the user's cluster")
+	drop("readinessGates", len(spec.ReadinessGates) > 0, gates(spec.ReadinessGates),
+		"set by a controller the test cluster does not run (such as an LB controller's target health): the stand-in's Pods are ready without them, so what the gate protects is not measured")
+	spec.PriorityClassName, spec.Priority, spec.RuntimeClassName, spec.NodeName = "", nil, nil, ""
+	spec.ReadinessGates, spec.EphemeralContainers = nil, nil
+	if spec.SchedulerName != corev1.DefaultSchedulerName {
+		spec.SchedulerName = ""
+	}
 }
 
 // grace is the Pod's terminationGracePeriodSeconds with the API default.
