@@ -242,3 +242,24 @@ func TestDrainEmptyNodeCompletes(t *testing.T) {
 		t.Errorf("events %s", ts)
 	}
 }
+
+func TestLastWarning(t *testing.T) {
+	ev := func(name, pod, typ, reason, msg string, at time.Time, count int32) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod},
+			Type: typ, Reason: reason, Message: msg, LastTimestamp: metav1.NewTime(at), Count: count}
+	}
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	c := New(fake.NewClientset(
+		ev("e1", "web-a", corev1.EventTypeWarning, "Failed", "old", t0, 1),
+		ev("e2", "web-a", corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 412", t0.Add(time.Minute), 37),
+		ev("e3", "web-a", corev1.EventTypeNormal, "Started", "newer but normal", t0.Add(2*time.Minute), 1),
+		ev("e4", "web-b", corev1.EventTypeWarning, "BackOff", "another pod", t0.Add(3*time.Minute), 1),
+	))
+	got, err := c.LastWarning(context.Background(), "ns", "web-a")
+	if err != nil || got != "Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 412 (37 times)" {
+		t.Errorf("LastWarning = %q, %v", got, err)
+	}
+	if got, err := c.LastWarning(context.Background(), "ns", "web-c"); err != nil || got != "" {
+		t.Errorf("no events: %q, %v", got, err)
+	}
+}

@@ -179,3 +179,43 @@ func (c *Client) Pods(ctx context.Context, namespace, selector string) ([]corev1
 	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
 	return l.Items, nil
 }
+
+// LastWarning is the newest Warning event the cluster recorded for a Pod
+// ("Unhealthy: Readiness probe failed: HTTP probe failed with statuscode:
+// 412 (37 times)"), "" when there is none: what a Pod that never turns
+// ready says about why.
+func (c *Client) LastWarning(ctx context.Context, namespace, pod string) (string, error) {
+	l, err := c.cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod + ",type=" + corev1.EventTypeWarning})
+	if err != nil {
+		return "", fmt.Errorf("list events of pod %s/%s: %w", namespace, pod, err)
+	}
+	var last *corev1.Event
+	for i := range l.Items {
+		e := &l.Items[i]
+		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Name != pod {
+			continue // a client that ignores the field selector (the fake)
+		}
+		if last == nil || eventTime(e).After(eventTime(last)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return "", nil
+	}
+	s := last.Reason + ": " + strings.TrimSpace(last.Message)
+	if last.Count > 1 {
+		s += fmt.Sprintf(" (%d times)", last.Count)
+	}
+	return s, nil
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}

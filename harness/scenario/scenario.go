@@ -392,9 +392,18 @@ func (r *Run) podsState(ctx context.Context) string {
 				s += fmt.Sprintf(" waiting=%s(%s)", cs.State.Waiting.Reason, cs.State.Waiting.Message)
 			}
 		}
+		ready := false
 		for _, c := range p.Status.Conditions {
 			if c.Status != corev1.ConditionTrue && c.Message != "" {
 				s += fmt.Sprintf(" %s=%s(%s)", c.Type, c.Status, c.Message)
+			}
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready {
+			// Why a Pod is not ready is in the kubelet's events: a probe
+			// that fails, an image it cannot pull.
+			if w, err := r.Kube.LastWarning(ctx, r.Target.Namespace, p.Name); err == nil && w != "" {
+				s += " last warning: " + w
 			}
 		}
 	}
