@@ -65,9 +65,9 @@ const (
 	// process running the load generator did not run on time, and what the
 	// process itself measured about it: fields from, to (RFC 3339 with
 	// nanoseconds), late_ms, gc_cycles, gc_stw_ms (Go's stop-the-world
-	// pauses), run_delay_ms (time its threads waited for a CPU, from the
-	// kernel's schedstat), cause (cpu, gc or unexplained). The verdict names
-	// it next to the stalls it explains.
+	// pauses), run_delay_ms and exec_ms (time its threads waited for a CPU
+	// and ran, from the kernel's schedstat), cause (gc, cpu, busy or
+	// unexplained). The verdict names it next to the stalls it explains.
 	EventInstrumentPause = "instrument-pause"
 	// EventCriteria (source "harness") records criteria a scenario could only
 	// settle after the header was written: the client address the load

@@ -508,12 +508,15 @@ type Stall struct {
 type ProcessPause struct {
 	Start  time.Time `json:"start"`
 	LateMs float64   `json:"lateMs"`
-	// Cause is "cpu" (its threads waited for a CPU at least half the
-	// time), "gc" (Go stopped the world), or "unexplained".
+	// Cause is "gc" (Go stopped the world), "cpu" (its threads waited for
+	// a CPU others held), "busy" (they waited while running as long: the
+	// process itself wanted more CPU than it got), or "unexplained".
 	Cause string `json:"cause"`
-	// RunDelayMs is the time its threads waited for a CPU (nil: the
-	// kernel did not say); GCSTWMs the longest stop-the-world pause.
+	// RunDelayMs is the time its threads waited for a CPU and ExecMs the
+	// time they ran (nil: the kernel did not say); GCSTWMs the longest
+	// stop-the-world pause.
 	RunDelayMs *float64 `json:"runDelayMs,omitempty"`
+	ExecMs     *float64 `json:"execMs,omitempty"`
 	GCSTWMs    float64  `json:"gcStwMs"`
 	GCCycles   int64    `json:"gcCycles"`
 }
@@ -524,9 +527,15 @@ func (p ProcessPause) String() string {
 	switch p.Cause {
 	case "cpu":
 		if p.RunDelayMs != nil {
-			s += fmt.Sprintf(": its threads waited %.0f ms for a CPU (the machine was saturated)", *p.RunDelayMs)
+			s += fmt.Sprintf(": its threads waited %.0f ms for a CPU that other processes held", *p.RunDelayMs)
 		} else {
-			s += ": its threads waited for a CPU (the machine was saturated)"
+			s += ": its threads waited for a CPU that other processes held"
+		}
+	case "busy":
+		if p.RunDelayMs != nil && p.ExecMs != nil {
+			s += fmt.Sprintf(": its threads ran %.0f ms and waited %.0f ms for a CPU (the test process itself wanted more CPU than it got)", *p.ExecMs, *p.RunDelayMs)
+		} else {
+			s += ": its threads ran and waited for a CPU (the test process itself wanted more CPU than it got)"
 		}
 	case "gc":
 		s += fmt.Sprintf(": Go's garbage collector stopped it for up to %.0f ms", p.GCSTWMs)

@@ -173,3 +173,21 @@ func TestOutcomeTextSaysWhatHappened(t *testing.T) {
 		}
 	}
 }
+
+func TestProcessPauseString(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		p    ProcessPause
+		want string
+	}{
+		{ProcessPause{LateMs: 72, Cause: "cpu", RunDelayMs: f(94), ExecMs: f(3)}, "ran 72 ms late: its threads waited 94 ms for a CPU that other processes held"},
+		{ProcessPause{LateMs: 72, Cause: "cpu"}, "waited for a CPU that other processes held"},
+		{ProcessPause{LateMs: 72, Cause: "busy", RunDelayMs: f(80), ExecMs: f(120)}, "its threads ran 120 ms and waited 80 ms"},
+		{ProcessPause{LateMs: 72, Cause: "gc", GCSTWMs: 65}, "garbage collector stopped it for up to 65 ms"},
+		{ProcessPause{LateMs: 72, Cause: "unexplained", RunDelayMs: f(4), GCCycles: 1}, "neither waiting for a CPU (4 ms) nor stopped by Go's garbage collector (0 ms, 1 cycles)"},
+	} {
+		if got := tc.p.String(); !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: %q lacks %q", tc.p, got, tc.want)
+		}
+	}
+}

@@ -31,7 +31,9 @@ const (
 type pauseSample struct {
 	gcCycles uint64
 	gcSTW    *metrics.Float64Histogram
-	runDelay time.Duration // summed over the process's threads; -1 unknown
+	// runDelay (waiting for a CPU) and exec (running) are summed over the
+	// process's threads; -1 unknown.
+	runDelay, exec time.Duration
 }
 
 type pauseWatch struct {
@@ -84,25 +86,30 @@ func pauseEvent(from, to time.Time, late time.Duration, a, b pauseSample) zdv1.E
 		"gc_cycles": strconv.FormatUint(cycles, 10),
 		"gc_stw_ms": msText(stw),
 	}
-	delay := time.Duration(-1)
+	delay, exec := time.Duration(-1), time.Duration(-1)
 	if a.runDelay >= 0 && b.runDelay >= 0 {
 		// A thread that ended takes its count with it: never below zero.
-		delay = max(0, b.runDelay-a.runDelay)
-		f["run_delay_ms"] = msText(delay)
+		delay, exec = max(0, b.runDelay-a.runDelay), max(0, b.exec-a.exec)
+		f["run_delay_ms"], f["exec_ms"] = msText(delay), msText(exec)
 	}
-	f["cause"] = pauseCause(late, stw, delay)
+	f["cause"] = pauseCause(late, stw, delay, exec)
 	return zdv1.Event{Time: from, Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause,
 		Message: "the load generator's process ran " + msText(late) + " ms late (" + f["cause"] + ")", Fields: f}
 }
 
-// pauseCause names what accounts for at least half the lateness: waiting
-// for a CPU, or a stop-the-world collection; else it is unexplained.
-func pauseCause(late, stw, runDelay time.Duration) string {
+// pauseCause names what accounts for at least half the lateness: a
+// stop-the-world collection ("gc"); the process's threads waiting for a
+// CPU while they hardly ran, so others held the CPUs ("cpu"); waiting
+// while they also ran that long, so the process itself wanted more CPU
+// than it got ("busy"); else it is unexplained.
+func pauseCause(late, stw, runDelay, exec time.Duration) string {
 	switch {
-	case runDelay >= late/2:
-		return "cpu"
 	case stw >= late/2:
 		return "gc"
+	case runDelay >= late/2 && exec >= late/2:
+		return "busy"
+	case runDelay >= late/2:
+		return "cpu"
 	}
 	return "unexplained"
 }
@@ -128,7 +135,8 @@ func stwBetween(a, b *metrics.Float64Histogram) time.Duration {
 func readPauseSample() pauseSample {
 	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}}
 	metrics.Read(s)
-	out := pauseSample{runDelay: threadsRunDelay()}
+	out := pauseSample{}
+	out.exec, out.runDelay = threadsSchedstat()
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		out.gcCycles = s[0].Value.Uint64()
 	}
@@ -138,15 +146,16 @@ func readPauseSample() pauseSample {
 	return out
 }
 
-// threadsRunDelay sums the second field of every thread's
-// /proc/self/task/*/schedstat: nanoseconds spent runnable, waiting for a
-// CPU. -1 where the kernel does not say (not Linux, no schedstats).
-func threadsRunDelay() time.Duration {
+// threadsSchedstat sums the first two fields of every thread's
+// /proc/self/task/*/schedstat: nanoseconds on a CPU, and nanoseconds
+// runnable but waiting for one. -1, -1 where the kernel does not say (not
+// Linux, no schedstats).
+func threadsSchedstat() (exec, delay time.Duration) {
 	paths, err := filepath.Glob("/proc/self/task/*/schedstat")
 	if err != nil || len(paths) == 0 {
-		return -1
+		return -1, -1
 	}
-	var sum int64
+	var ex, wait int64
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -154,15 +163,16 @@ func threadsRunDelay() time.Duration {
 		}
 		f := strings.Fields(string(b))
 		if len(f) < 2 {
-			return -1
+			return -1, -1
 		}
-		n, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			return -1
+		e, err1 := strconv.ParseInt(f[0], 10, 64)
+		w, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return -1, -1
 		}
-		sum += n
+		ex, wait = ex+e, wait+w
 	}
-	return time.Duration(sum)
+	return time.Duration(ex), time.Duration(wait)
 }
 
 func msText(d time.Duration) string {

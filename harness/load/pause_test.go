@@ -13,17 +13,18 @@ import (
 func TestPauseCause(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
-		late, stw, delay time.Duration
-		want             string
+		late, stw, delay, exec time.Duration
+		want                   string
 	}{
-		{80 * ms, 0, 70 * ms, "cpu"},
-		{80 * ms, 60 * ms, 5 * ms, "gc"},
-		{80 * ms, 60 * ms, 50 * ms, "cpu"}, // both: the CPU wait is the machine's, name it first
-		{80 * ms, 10 * ms, 10 * ms, "unexplained"},
-		{80 * ms, 0, -1, "unexplained"}, // the kernel did not say
+		{80 * ms, 0, 70 * ms, 5 * ms, "cpu"},   // waited, hardly ran: others held the CPUs
+		{80 * ms, 0, 70 * ms, 90 * ms, "busy"}, // waited and ran: the process wanted more
+		{80 * ms, 60 * ms, 5 * ms, 0, "gc"},
+		{80 * ms, 60 * ms, 50 * ms, 0, "gc"}, // a collection stops every thread: name it first
+		{80 * ms, 10 * ms, 10 * ms, 0, "unexplained"},
+		{80 * ms, 0, -1, -1, "unexplained"}, // the kernel did not say
 	} {
-		if got := pauseCause(tc.late, tc.stw, tc.delay); got != tc.want {
-			t.Errorf("pauseCause(%v, %v, %v) = %s, want %s", tc.late, tc.stw, tc.delay, got, tc.want)
+		if got := pauseCause(tc.late, tc.stw, tc.delay, tc.exec); got != tc.want {
+			t.Errorf("pauseCause(%v, %v, %v, %v) = %s, want %s", tc.late, tc.stw, tc.delay, tc.exec, got, tc.want)
 		}
 	}
 }
@@ -62,7 +63,7 @@ func TestPauseWatchRecordsALateTick(t *testing.T) {
 				return pauseSample{}
 			}
 			if n > 3 {
-				return pauseSample{runDelay: 120 * time.Millisecond}
+				return pauseSample{runDelay: 120 * time.Millisecond, exec: 3 * time.Millisecond}
 			}
 			return pauseSample{}
 		}}
@@ -90,7 +91,7 @@ func TestReadPauseSample(t *testing.T) {
 	if s.gcSTW == nil {
 		t.Error("no stop-the-world histogram from runtime/metrics")
 	}
-	if s.runDelay < -1 {
-		t.Errorf("run delay %v", s.runDelay)
+	if s.runDelay < -1 || s.exec < -1 || (s.exec < 0) != (s.runDelay < 0) {
+		t.Errorf("run delay %v exec %v", s.runDelay, s.exec)
 	}
 }

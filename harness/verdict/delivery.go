@@ -236,7 +236,7 @@ func parsePause(e zdv1.Event) zdv1.ProcessPause {
 		return v
 	}
 	p := zdv1.ProcessPause{Start: e.Time.UTC(), LateMs: f("late_ms"), Cause: e.Fields["cause"], GCSTWMs: f("gc_stw_ms"), GCCycles: int64(f("gc_cycles"))}
-	if p.Cause != "cpu" && p.Cause != "gc" {
+	if p.Cause != "cpu" && p.Cause != "busy" && p.Cause != "gc" {
 		p.Cause = "unexplained"
 	}
 	if t, err := time.Parse(time.RFC3339Nano, e.Fields["from"]); err == nil {
@@ -244,6 +244,9 @@ func parsePause(e zdv1.Event) zdv1.ProcessPause {
 	}
 	if v, err := strconv.ParseFloat(e.Fields["run_delay_ms"], 64); err == nil {
 		p.RunDelayMs = &v
+	}
+	if v, err := strconv.ParseFloat(e.Fields["exec_ms"], 64); err == nil {
+		p.ExecMs = &v
 	}
 	return p
 }

@@ -88,11 +88,11 @@ func TestDeliveryCheck(t *testing.T) {
 			}),
 			events: loadEvents(
 				zdv1.Event{Time: at(2000), Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause, Fields: map[string]string{
-					"from": at(2000).Format(time.RFC3339Nano), "late_ms": "305.0", "gc_cycles": "0", "gc_stw_ms": "0.0", "run_delay_ms": "290.5", "cause": "cpu"}},
+					"from": at(2000).Format(time.RFC3339Nano), "late_ms": "305.0", "gc_cycles": "0", "gc_stw_ms": "0.0", "run_delay_ms": "290.5", "exec_ms": "4.0", "cause": "cpu"}},
 				zdv1.Event{Time: at(500), Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause, Fields: map[string]string{
 					"from": at(500).Format(time.RFC3339Nano), "late_ms": "400.0", "cause": "gc", "gc_stw_ms": "380"}}),
 			status: zdv1.Error, late: 25,
-			want: []string{"stalled 12:00:02.010-12:00:02.250 (240 ms; the test process ran 305 ms late: its threads waited 290 ms for a CPU (the machine was saturated))"},
+			want: []string{"stalled 12:00:02.010-12:00:02.250 (240 ms; the test process ran 305 ms late: its threads waited 290 ms for a CPU that other processes held)"},
 		},
 		{
 			// Requests missing with no word from the generator (its events
