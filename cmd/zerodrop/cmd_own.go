@@ -124,11 +124,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		return exitBroken
 	}
 	if *namespace != "" {
-		for _, o := range ms.Objects {
-			if o.Namespace == "" {
-				o.Namespace = *namespace
-			}
-		}
+		ms.SetDefaultNamespace(*namespace)
 	}
 	opts := standin.Options{Namespace: "zd-own", UnknownHook: *hook}
 	modelled, appSet := "", false // flags that model the app: meaningless when it runs

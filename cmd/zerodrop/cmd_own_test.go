@@ -192,3 +192,22 @@ func containsSquashed(s, sub string) bool {
 	sq := regexp.MustCompile(` +`)
 	return strings.Contains(sq.ReplaceAllString(s, " "), sq.ReplaceAllString(sub, " "))
 }
+
+// --image=own with what the Pods name: -n puts the Pods and what they name
+// in one namespace, and the doctor's fixed copy keeps them too.
+func TestOwnImageReferencedObjects(t *testing.T) {
+	in := strings.NewReplacer("  namespace: web\n", "",
+		"        readinessProbe:", "        envFrom: [{configMapRef: {name: netexec-conf}}]\n        readinessProbe:").Replace(netexec(t)) +
+		"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: netexec-conf\ndata: {MODE: strict}\n"
+	p := filepath.Join(t.TempDir(), "in.yaml")
+	if err := os.WriteFile(p, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--image=own", "-n", "prod", "--prove-fix", "--fix-out", filepath.Join(t.TempDir(), "f.yaml"), "--lb-profile", "gcp-nlb", p)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, "Stand-in for deployment/prod/netexec") || !strings.Contains(out, "Doctor's prediction with the fixes:") {
+		t.Errorf("output:\n%s", out)
+	}
+}

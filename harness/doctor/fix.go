@@ -117,12 +117,20 @@ func Fix(m *Manifests, opts ...Option) (*Manifests, []Applied) {
 // lines, so findings on the copy point at the user's file.
 func copyManifests(m *Manifests) *Manifests {
 	out := &Manifests{Skipped: slices.Clone(m.Skipped)}
-	for _, o := range m.Objects {
+	clone := func(o *Object) *Object {
 		cp := *o
 		if ro, ok := o.Obj.(runtime.Object); ok {
 			cp.Obj = ro.DeepCopyObject()
 		}
-		out.Objects = append(out.Objects, &cp)
+		return &cp
+	}
+	for _, o := range m.Objects {
+		out.Objects = append(out.Objects, clone(o))
+	}
+	// What the Pods name comes along: a fixed copy run with the user's own
+	// image needs it as much as the original.
+	for _, o := range m.Referenced {
+		out.Referenced = append(out.Referenced, clone(o))
 	}
 	return out
 }

@@ -203,6 +203,19 @@ type Manifests struct {
 	Referenced []*Object
 }
 
+// SetDefaultNamespace puts every object read without a namespace, those
+// the rules read and those a Pod may name alike, in ns (what
+// `kubectl apply -n ns` does).
+func (m *Manifests) SetDefaultNamespace(ns string) {
+	for _, list := range [][]*Object{m.Objects, m.Referenced} {
+		for _, o := range list {
+			if o.Namespace == "" {
+				o.Namespace = ns
+			}
+		}
+	}
+}
+
 func (m *Manifests) add(o *Manifests) {
 	m.Objects = append(m.Objects, o.Objects...)
 	m.Skipped = append(m.Skipped, o.Skipped...)

@@ -135,7 +135,7 @@ func copyReferenced(spec *corev1.PodSpec, srcNS string, opts Options, wref strin
 	if sa == "" {
 		sa = spec.DeprecatedServiceAccount
 	}
-	if sa != "" && sa != "default" {
+	if sa != "" && sa != "default" { // every namespace has its own "default"
 		add("ServiceAccount", sa, nil)
 	}
 
@@ -143,7 +143,7 @@ func copyReferenced(spec *corev1.PodSpec, srcNS string, opts Options, wref strin
 	for _, o := range opts.referenced {
 		ns := o.Namespace
 		if ns == "" {
-			ns = "default"
+			ns = metav1.NamespaceDefault
 		}
 		if ns == srcNS {
 			held[ref{o.Kind, o.Name}] = o

@@ -301,7 +301,7 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	if opts.OwnImage {
 		srcNS := wo.Namespace
 		if srcNS == "" {
-			srcNS = "default"
+			srcNS = metav1.NamespaceDefault
 		}
 		tpl, containers, s.Referenced, s.Images, err = ownTemplate(in.tpl, srcNS, opts, wref, change)
 		s.Own, path = true, cmp.Or(opts.Path, "/")
