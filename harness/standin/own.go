@@ -31,6 +31,14 @@ func ownTemplate(in *corev1.PodTemplateSpec, srcNS string, opts Options, wref st
 		}
 	}
 	dropClusterOwned(spec, drop)
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			change(wref, tplField+"volumes["+v.Name+"]", "a persistent volume claim", "emptyDir",
+				"claims would need a provisioner and volumes the test cluster does not have; the data does not outlive a Pod")
+			v.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+		}
+	}
 
 	refs, err := copyReferenced(spec, srcNS, opts, wref, change)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -345,8 +346,20 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 		st := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta, Spec: *w.Spec.DeepCopy()}
 		st.Spec.Replicas, st.Spec.Template = &replicas, *tpl
 		if len(st.Spec.VolumeClaimTemplates) > 0 {
-			change(wref, "spec.volumeClaimTemplates", fmt.Sprint(len(st.Spec.VolumeClaimTemplates), " claim templates"), "",
-				"the echo server stores nothing; claims would need a provisioner the test cluster may not have")
+			if opts.OwnImage {
+				// The user's containers still mount them: same names,
+				// emptyDir, or the API server refuses every Pod.
+				for _, c := range st.Spec.VolumeClaimTemplates {
+					if !slices.ContainsFunc(st.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == c.Name }) {
+						st.Spec.Template.Spec.Volumes = append(st.Spec.Template.Spec.Volumes, corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+					}
+				}
+				change(wref, "spec.volumeClaimTemplates", fmt.Sprint(len(st.Spec.VolumeClaimTemplates), " claim templates"), "emptyDir volumes of the same names",
+					"claims would need a provisioner the test cluster may not have; the data does not outlive a Pod")
+			} else {
+				change(wref, "spec.volumeClaimTemplates", fmt.Sprint(len(st.Spec.VolumeClaimTemplates), " claim templates"), "",
+					"the echo server stores nothing; claims would need a provisioner the test cluster may not have")
+			}
 			st.Spec.VolumeClaimTemplates = nil
 		}
 		s.WorkloadObj = st

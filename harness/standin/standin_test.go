@@ -637,3 +637,28 @@ func TestOnePerNode(t *testing.T) {
 		}
 	}
 }
+
+// The user's containers still mount their claims: with their own image the
+// claims become emptyDir volumes of the same names, or no Pod is admitted.
+func TestOwnImageClaims(t *testing.T) {
+	y := strings.NewReplacer(
+		"kind: Deployment\nmetadata: {name: api", "kind: StatefulSet\nmetadata: {name: api",
+		"  replicas: 2\n", "  replicas: 2\n  serviceName: api\n  volumeClaimTemplates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]\n",
+		"      - {name: tls, secret: {secretName: api-tls}}", "      - {name: tls, secret: {secretName: api-tls}}\n      - {name: cache, persistentVolumeClaim: {claimName: api-cache}}",
+		"        command: [/api, --port=8080]", "        command: [/api, --port=8080]\n        volumeMounts: [{name: data, mountPath: /data}, {name: cache, mountPath: /cache}]",
+	).Replace(own)
+	s := build(t, y, Options{OwnImage: true})
+	st := s.WorkloadObj.(*appsv1.StatefulSet)
+	if len(st.Spec.VolumeClaimTemplates) != 0 {
+		t.Errorf("claim templates kept: %v", st.Spec.VolumeClaimTemplates)
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range st.Spec.Template.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	for _, name := range []string{"data", "cache"} {
+		if v, ok := vols[name]; !ok || v.EmptyDir == nil {
+			t.Errorf("volume %s: %+v, want an emptyDir for the container's mount", name, v)
+		}
+	}
+}
