@@ -55,7 +55,7 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 		}
 		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-a", "pool-c"), fixtures.WithPDB(pdb))
 	})
-	if err := s.AddPool(ctx, ws, "pool-c", 1); err != nil {
+	if err := s.AddPool(ctx, ws, "pool-c", 1, PoolShape{}); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
 	k := ws.Kube()

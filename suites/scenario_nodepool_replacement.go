@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 
 	"zerodrop/fixtures"
@@ -56,11 +58,11 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 	}
 	// pool-b is replaced: put one back afterwards so later runs find the
 	// default topology.
-	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, "pool-b", 1) })
+	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, "pool-b", 1, PoolShape{}) })
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
 		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
 	})
-	if err := s.AddPool(ctx, ws, "pool-c", 1); err != nil {
+	if err := s.AddPool(ctx, ws, "pool-c", 1, PoolShape{}); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
 	ws.Each(ctx, func(ctx context.Context, i int, r *scenario.Run) error {
@@ -129,10 +131,19 @@ func runOwnPoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []C
 			oldNodes = append(oldNodes, n.Name)
 		}
 	}
+	// The new pool carries the old one's own labels and taints (a user's
+	// nodeSelector or toleration was written for them), as a node pool
+	// upgrade keeps them.
+	first, err := s.Env.Clientset.CoreV1().Nodes().Get(ctx, oldNodes[0], metav1.GetOptions{})
+	if err != nil {
+		return s.abandon(ctx, ws, fmt.Errorf("nodepool-replacement: read node %s: %w", oldNodes[0], err))
+	}
+	like := shapeOf(first)
 	k := ws.Kube()
-	k.Note("pool/"+old, fmt.Sprintf("chosen for replacement: endpoints of %d witnesses run there; answers so far per pool: %v", covers[old], served))
-	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, old, len(oldNodes)) })
-	if err := s.AddPool(ctx, ws, "pool-c", len(oldNodes)); err != nil {
+	k.Note("pool/"+old, fmt.Sprintf("chosen for replacement: endpoints of %d witnesses run there; answers so far per pool: %v; the new pool carries its labels %v and taints %v",
+		covers[old], served, like.Labels, like.Taints))
+	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, old, len(oldNodes), like) })
+	if err := s.AddPool(ctx, ws, "pool-c", len(oldNodes), like); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
 	for _, n := range oldNodes {

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"zerodrop/harness/contract"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestSettingsFromEnv(t *testing.T) {
@@ -99,5 +102,26 @@ func TestModelList(t *testing.T) {
 		if got := strings.Join(ModelList(in), "|"); got != want {
 			t.Errorf("ModelList(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A replacement pool carries what the old pool's nodes carry for their
+// pool, not what Kubernetes or kind sets on every node.
+func TestShapeOf(t *testing.T) {
+	n := &corev1.Node{}
+	n.Labels = map[string]string{
+		"kubernetes.io/hostname": "w1", "node-role.kubernetes.io/worker": "", "topology.kubernetes.io/zone": "a",
+		contract.PoolLabel: "pool-a", "team": "web", "example.com/tier": "edge",
+	}
+	n.Spec.Taints = []corev1.Taint{
+		{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule},
+	}
+	sh := shapeOf(n)
+	if len(sh.Labels) != 2 || sh.Labels["team"] != "web" || sh.Labels["example.com/tier"] != "edge" {
+		t.Errorf("labels %v, want team and example.com/tier only", sh.Labels)
+	}
+	if len(sh.Taints) != 1 || sh.Taints[0].Key != "dedicated" {
+		t.Errorf("taints %v, want dedicated only", sh.Taints)
 	}
 }

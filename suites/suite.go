@@ -3,11 +3,15 @@ package suites
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/cluster"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
 )
@@ -80,13 +84,49 @@ func (s *Suite) AddPoolLater(ctx context.Context, pool string) error {
 	return nil
 }
 
+// PoolShape is what a pool's nodes carry besides its name: the labels
+// and taints a user's placement may need (zero: none).
+type PoolShape struct {
+	Labels map[string]string
+	Taints []corev1.Taint
+}
+
+// shapeOf is the labels and taints of node that belong to its pool, not to
+// Kubernetes or to the node itself: what a replacement pool must carry for
+// Pods placed on the old one to fit it.
+func shapeOf(n *corev1.Node) PoolShape {
+	var sh PoolShape
+	for k, v := range n.Labels {
+		if k == contract.PoolLabel || systemKey(k) {
+			continue
+		}
+		if sh.Labels == nil {
+			sh.Labels = map[string]string{}
+		}
+		sh.Labels[k] = v
+	}
+	for _, t := range n.Spec.Taints {
+		if !systemKey(t.Key) {
+			sh.Taints = append(sh.Taints, t)
+		}
+	}
+	return sh
+}
+
+// systemKey: a label or taint key Kubernetes or kind sets on every node
+// (kubernetes.io/hostname, node.kubernetes.io/unschedulable, ...).
+func systemKey(k string) bool {
+	prefix, _, ok := strings.Cut(k, "/")
+	return ok && (prefix == "kubernetes.io" || strings.HasSuffix(prefix, ".kubernetes.io") || prefix == "k8s.io" || strings.HasSuffix(prefix, ".k8s.io"))
+}
+
 // AddPool adds a nodepool under running witnesses. The provider loads the
 // images the suite side-loaded (the echo server) into the new nodes itself,
 // as a cloud node would pull them.
-func (s *Suite) AddPool(ctx context.Context, ws *scenario.Witnesses, pool string, count int) error {
+func (s *Suite) AddPool(ctx context.Context, ws *scenario.Witnesses, pool string, count int, like PoolShape) error {
 	ws.Kube().Action("pool/"+pool, fmt.Sprintf("add nodepool %s (%d nodes)", pool, count))
 	start := time.Now()
-	if err := s.Provider.AddNodePool(ctx, pool, count, nil, nil); err != nil {
+	if err := s.Provider.AddNodePool(ctx, pool, count, like.Labels, like.Taints); err != nil {
 		return fmt.Errorf("add nodepool %s: %w", pool, err)
 	}
 	ws.Kube().Note("pool/"+pool, fmt.Sprintf("nodepool %s ready in %s", pool, time.Since(start).Round(time.Second)))
@@ -94,7 +134,7 @@ func (s *Suite) AddPool(ctx context.Context, ws *scenario.Witnesses, pool string
 }
 
 // RestorePool adds a pool back when it is missing (after a replacement).
-func (s *Suite) RestorePool(ctx context.Context, pool string, count int) error {
+func (s *Suite) RestorePool(ctx context.Context, pool string, count int, like PoolShape) error {
 	nodes, err := s.Provider.Nodes(ctx)
 	if err != nil {
 		return err
@@ -104,7 +144,7 @@ func (s *Suite) RestorePool(ctx context.Context, pool string, count int) error {
 			return nil
 		}
 	}
-	if err := s.Provider.AddNodePool(ctx, pool, count, nil, nil); err != nil {
+	if err := s.Provider.AddNodePool(ctx, pool, count, like.Labels, like.Taints); err != nil {
 		return fmt.Errorf("restore nodepool %s: %w", pool, err)
 	}
 	return nil
