@@ -118,6 +118,21 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if err != nil {
 		return badInput(c, "test", "--scenario: %v", err)
 	}
+	// The existing provider cannot add or remove a pool.
+	if *provider == "existing" {
+		var keep []suites.Scenario
+		for _, sc := range scs {
+			switch {
+			case !sc.NeedsNodepools:
+				keep = append(keep, sc)
+			case *only != "":
+				return badInput(c, "test", "--scenario %s adds and removes nodepools, which the existing provider cannot do: use --provider kind", sc.Name)
+			default:
+				fmt.Fprintf(c.stdout, "%s: left out: it adds and removes nodepools, which the existing provider cannot do.\n", sc.Name)
+			}
+		}
+		scs = keep
+	}
 	ms, err := doctor.Load(paths, stdin)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)

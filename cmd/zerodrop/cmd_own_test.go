@@ -106,6 +106,7 @@ func TestOwnBadInput(t *testing.T) {
 		{"hook with own image", []string{"--image=own", "--hook", "5s", "testdata/netexec.yaml"}, "--hook models a server"},
 		{"path without own image", []string{"--path", "/healthz", "testdata/netexec.yaml"}, "--path is for --image=own"},
 		{"relative path", []string{"--image=own", "--path", "healthz", "testdata/netexec.yaml"}, `--path "healthz": want an absolute path`},
+		{"pool scenario on an existing cluster", []string{"--provider", "existing", "--scenario", "drain-pool-with-pdb", "testdata/netexec.yaml"}, "adds and removes nodepools"},
 		{"own image missing a Secret", []string{"--image=own", write("secret.yaml", strings.Replace(netexec(t), "readinessProbe:",
 			"env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: api, key: token}}}]\n        readinessProbe:", 1))},
 			"names secret/web/api, which the input does not hold"},
@@ -209,5 +210,22 @@ func TestOwnImageReferencedObjects(t *testing.T) {
 	}
 	if !strings.Contains(out, "Stand-in for deployment/prod/netexec") || !strings.Contains(out, "Doctor's prediction with the fixes:") {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+// On an existing cluster the disruptions that add and remove pools are
+// left out, with the reason.
+func TestOwnExistingLeavesPoolsOut(t *testing.T) {
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--provider", "existing", "--lb-profile", "gcp-nlb", "testdata/netexec.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"drain-pool-with-pdb: left out: it adds and removes nodepools", "nodepool-replacement: left out"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "  drain-node ") {
+		t.Errorf("drain-node missing:\n%s", out)
 	}
 }
