@@ -304,7 +304,8 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	// say which labels or taints are missing before anything is deployed.
 	nodes, err := sess.Suite.Env.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err == nil {
-		if fit, why := own.Placeable(nodes.Items); len(fit) == 0 {
+		fit, why := own.Placeable(nodes.Items)
+		if len(fit) == 0 {
 			_ = sess.Close(context.WithoutCancel(ctx), progress)
 			return badInput(c, "test", "no node of the test cluster takes the stand-in's Pods (%s): the placement is kept as written; label a pool's nodes to match (kubectl label nodes -l %s=pool-a KEY=VALUE) or test a copy without it",
 				why, contract.PoolLabel)
@@ -312,7 +313,20 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 			_ = sess.Close(context.WithoutCancel(ctx), progress)
 			return badInput(c, "test", "the Pods' required anti-affinity puts one per node: %d replicas need %d nodes, and %d of the test cluster's take them (%s); test a copy with fewer replicas or a preferred anti-affinity",
 				own.Replicas, own.Replicas, len(fit), strings.Join(fit, ", "))
-		} else if len(fit) < 2 {
+		} else if own.OnePerNode() && len(fit) < own.RolloutNodes() {
+			// The user's cluster may have the nodes; this one has not.
+			var keep []suites.Scenario
+			for _, sc := range scs {
+				if slices.Contains(sc.OwnTriggerSet(), incident.Rollout) {
+					fmt.Fprintf(c.stdout, "%s: left out: one Pod per node (required anti-affinity) with maxUnavailable 0 must place a surge Pod on a free node first: %d nodes needed, %d of the test cluster's take the Pods (%s); the rollout would wait forever here.\n",
+						sc.Name, own.RolloutNodes(), len(fit), strings.Join(fit, ", "))
+					continue
+				}
+				keep = append(keep, sc)
+			}
+			scs = keep
+		}
+		if len(fit) == 1 {
 			progress(fmt.Sprintf("only %s takes the stand-in's Pods: disruptions of other nodes will not meet them", strings.Join(fit, ", ")))
 		}
 	}

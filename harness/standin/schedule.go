@@ -5,9 +5,11 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -71,8 +73,7 @@ func missingLabels(sel map[string]string, n *corev1.Node) string {
 // OnePerNode reports whether the Pods' required anti-affinity keeps two of
 // them off one node (topologyKey kubernetes.io/hostname, a selector that
 // matches the Pods' own labels, in their own namespace): then N replicas
-// need N nodes that fit, and a rollout that must surge before it removes
-// (maxUnavailable 0) needs one more.
+// need N nodes that fit, and a rollout RolloutNodes.
 func (s *StandIn) OnePerNode() bool {
 	tpl, _, _ := s.Spec()
 	aff := tpl.Spec.Affinity
@@ -89,4 +90,36 @@ func (s *StandIn) OnePerNode() bool {
 		}
 	}
 	return false
+}
+
+// RolloutNodes is how many nodes that take the Pods a rollout needs to
+// progress when OnePerNode holds: a Deployment that may not go below its
+// replicas (maxUnavailable 0 once resolved) must place its surge Pods
+// first, each on a node of its own; otherwise, or for a StatefulSet (which
+// replaces a Pod in place), the replicas' own.
+func (s *StandIn) RolloutNodes() int {
+	d, ok := s.WorkloadObj.(*appsv1.Deployment)
+	n := int(s.Replicas)
+	if !ok || d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return n
+	}
+	// The API server's defaults (25% each) and rounding: surge up,
+	// unavailable down (k8s.io/kubernetes pkg/controller/deployment/util,
+	// ResolveFenceposts).
+	surge, unavailable := intstr.FromString("25%"), intstr.FromString("25%")
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			unavailable = *ru.MaxUnavailable
+		}
+	}
+	sv, err1 := intstr.GetScaledValueFromIntOrPercent(&surge, n, true)
+	uv, err2 := intstr.GetScaledValueFromIntOrPercent(&unavailable, n, false)
+	// Both zero resolve to maxUnavailable 1 (ResolveFenceposts again).
+	if err1 != nil || err2 != nil || uv > 0 || sv == 0 {
+		return n
+	}
+	return n + sv
 }

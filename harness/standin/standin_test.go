@@ -662,3 +662,21 @@ func TestOwnImageClaims(t *testing.T) {
 		}
 	}
 }
+
+func TestRolloutNodes(t *testing.T) {
+	for _, tc := range []struct {
+		strategy string
+		want     int
+	}{
+		{"strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 2, maxUnavailable: 0}}", 7}, // every's 5 replicas + 2 surge first
+		{"strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", 5}, // one may go first
+		{"strategy: {}", 5}, // 25% of 5: surge 2, unavailable 1
+		{"strategy: {type: Recreate}", 5},
+		{"strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 10%}}", 5}, // both resolve to 0: unavailable 1
+	} {
+		y := strings.Replace(every, "strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 2, maxUnavailable: 0}}", tc.strategy, 1)
+		if got := build(t, y, Options{}).RolloutNodes(); got != tc.want {
+			t.Errorf("%s: RolloutNodes %d, want %d", tc.strategy, got, tc.want)
+		}
+	}
+}
