@@ -66,7 +66,8 @@ const (
 	// process itself measured about it: fields from, to (RFC 3339 with
 	// nanoseconds), late_ms, gc_cycles, gc_stw_ms (Go's stop-the-world
 	// pauses), run_delay_ms and exec_ms (time its threads waited for a CPU
-	// and ran, from the kernel's schedstat), cause (gc, cpu, busy or
+	// and ran, from the kernel's schedstat), steal_ms (the machine's steal
+	// time per CPU, /proc/stat), cause (gc, steal, cpu, busy or
 	// unexplained). The verdict names it next to the stalls it explains.
 	EventInstrumentPause = "instrument-pause"
 	// EventCriteria (source "harness") records criteria a scenario could only

@@ -508,15 +508,18 @@ type Stall struct {
 type ProcessPause struct {
 	Start  time.Time `json:"start"`
 	LateMs float64   `json:"lateMs"`
-	// Cause is "gc" (Go stopped the world), "cpu" (its threads waited for
-	// a CPU others held), "busy" (they waited while running as long: the
-	// process itself wanted more CPU than it got), or "unexplained".
+	// Cause is "gc" (Go stopped the world), "steal" (the hypervisor ran
+	// something else on the machine's CPUs), "cpu" (its threads waited for
+	// a CPU others held), "busy" (they ran all along: the process itself
+	// wanted more CPU than it got), or "unexplained" (none of these).
 	Cause string `json:"cause"`
 	// RunDelayMs is the time its threads waited for a CPU and ExecMs the
 	// time they ran (nil: the kernel did not say); GCSTWMs the longest
 	// stop-the-world pause.
 	RunDelayMs *float64 `json:"runDelayMs,omitempty"`
 	ExecMs     *float64 `json:"execMs,omitempty"`
+	// StealMs is the machine's steal time in the span, per CPU.
+	StealMs *float64 `json:"stealMs,omitempty"`
 	GCSTWMs    float64  `json:"gcStwMs"`
 	GCCycles   int64    `json:"gcCycles"`
 }
@@ -533,9 +536,15 @@ func (p ProcessPause) String() string {
 		}
 	case "busy":
 		if p.RunDelayMs != nil && p.ExecMs != nil {
-			s += fmt.Sprintf(": its threads ran %.0f ms and waited %.0f ms for a CPU (the test process itself wanted more CPU than it got)", *p.ExecMs, *p.RunDelayMs)
+			s += fmt.Sprintf(": its threads ran %.0f ms and waited %.0f ms for a CPU (the test process itself was busy)", *p.ExecMs, *p.RunDelayMs)
 		} else {
-			s += ": its threads ran and waited for a CPU (the test process itself wanted more CPU than it got)"
+			s += ": its threads ran all along (the test process itself was busy)"
+		}
+	case "steal":
+		if p.StealMs != nil {
+			s += fmt.Sprintf(": the hypervisor gave %.0f ms of this machine's CPU time to others", *p.StealMs)
+		} else {
+			s += ": the hypervisor gave this machine's CPU time to others"
 		}
 	case "gc":
 		s += fmt.Sprintf(": Go's garbage collector stopped it for up to %.0f ms", p.GCSTWMs)
@@ -544,7 +553,11 @@ func (p ProcessPause) String() string {
 		if p.RunDelayMs != nil {
 			s += fmt.Sprintf(" (%.0f ms)", *p.RunDelayMs)
 		}
-		s += fmt.Sprintf(" nor stopped by Go's garbage collector (%.0f ms, %d cycles): a kernel or I/O stall", p.GCSTWMs, p.GCCycles)
+		s += fmt.Sprintf(" nor stopped by Go's garbage collector (%.0f ms, %d cycles)", p.GCSTWMs, p.GCCycles)
+		if p.StealMs != nil {
+			s += fmt.Sprintf(" nor by steal (%.0f ms)", *p.StealMs)
+		}
+		s += ": not accounted for by what it measures"
 	}
 	return s
 }

@@ -182,9 +182,10 @@ func TestProcessPauseString(t *testing.T) {
 	}{
 		{ProcessPause{LateMs: 72, Cause: "cpu", RunDelayMs: f(94), ExecMs: f(3)}, "ran 72 ms late: its threads waited 94 ms for a CPU that other processes held"},
 		{ProcessPause{LateMs: 72, Cause: "cpu"}, "waited for a CPU that other processes held"},
-		{ProcessPause{LateMs: 72, Cause: "busy", RunDelayMs: f(80), ExecMs: f(120)}, "its threads ran 120 ms and waited 80 ms"},
+		{ProcessPause{LateMs: 72, Cause: "busy", RunDelayMs: f(80), ExecMs: f(120)}, "its threads ran 120 ms and waited 80 ms for a CPU (the test process itself was busy)"},
 		{ProcessPause{LateMs: 72, Cause: "gc", GCSTWMs: 65}, "garbage collector stopped it for up to 65 ms"},
-		{ProcessPause{LateMs: 72, Cause: "unexplained", RunDelayMs: f(4), GCCycles: 1}, "neither waiting for a CPU (4 ms) nor stopped by Go's garbage collector (0 ms, 1 cycles)"},
+		{ProcessPause{LateMs: 72, Cause: "unexplained", RunDelayMs: f(4), GCCycles: 1, StealMs: f(0)}, "neither waiting for a CPU (4 ms) nor stopped by Go's garbage collector (0 ms, 1 cycles) nor by steal (0 ms): not accounted for"},
+		{ProcessPause{LateMs: 72, Cause: "steal", StealMs: f(60)}, "the hypervisor gave 60 ms of this machine's CPU time to others"},
 	} {
 		if got := tc.p.String(); !strings.Contains(got, tc.want) {
 			t.Errorf("%+v: %q lacks %q", tc.p, got, tc.want)

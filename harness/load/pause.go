@@ -3,6 +3,7 @@ package load
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -32,8 +33,9 @@ type pauseSample struct {
 	gcCycles uint64
 	gcSTW    *metrics.Float64Histogram
 	// runDelay (waiting for a CPU) and exec (running) are summed over the
-	// process's threads; -1 unknown.
-	runDelay, exec time.Duration
+	// process's threads; steal is the machine's CPU time the hypervisor
+	// gave to others, per CPU; -1 unknown.
+	runDelay, exec, steal time.Duration
 }
 
 type pauseWatch struct {
@@ -92,21 +94,30 @@ func pauseEvent(from, to time.Time, late time.Duration, a, b pauseSample) zdv1.E
 		delay, exec = max(0, b.runDelay-a.runDelay), max(0, b.exec-a.exec)
 		f["run_delay_ms"], f["exec_ms"] = msText(delay), msText(exec)
 	}
-	f["cause"] = pauseCause(late, stw, delay, exec)
+	steal := time.Duration(-1)
+	if a.steal >= 0 && b.steal >= 0 {
+		steal = max(0, b.steal-a.steal)
+		f["steal_ms"] = msText(steal)
+	}
+	f["cause"] = pauseCause(late, stw, delay, exec, steal)
 	return zdv1.Event{Time: from, Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause,
 		Message: "the load generator's process ran " + msText(late) + " ms late (" + f["cause"] + ")", Fields: f}
 }
 
 // pauseCause names what accounts for at least half the lateness: a
-// stop-the-world collection ("gc"); the process's threads waiting for a
-// CPU while they hardly ran, so others held the CPUs ("cpu"); waiting
-// while they also ran that long, so the process itself wanted more CPU
-// than it got ("busy"); else it is unexplained.
-func pauseCause(late, stw, runDelay, exec time.Duration) string {
+// stop-the-world collection ("gc"); the hypervisor running something else
+// on the machine's CPUs ("steal"); the process's threads waiting for a CPU
+// while they hardly ran, so others held the CPUs ("cpu"); running all the
+// while, waiting or not, so the process itself wanted more CPU than it
+// got or its own goroutines kept the timer's from running ("busy"); else
+// none of these measured it ("unexplained").
+func pauseCause(late, stw, runDelay, exec, steal time.Duration) string {
 	switch {
 	case stw >= late/2:
 		return "gc"
-	case runDelay >= late/2 && exec >= late/2:
+	case steal >= late/2:
+		return "steal"
+	case runDelay >= late/2 && exec >= late/2, exec >= late:
 		return "busy"
 	case runDelay >= late/2:
 		return "cpu"
@@ -135,7 +146,7 @@ func stwBetween(a, b *metrics.Float64Histogram) time.Duration {
 func readPauseSample() pauseSample {
 	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}}
 	metrics.Read(s)
-	out := pauseSample{}
+	out := pauseSample{steal: machineSteal()}
 	out.exec, out.runDelay = threadsSchedstat()
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		out.gcCycles = s[0].Value.Uint64()
@@ -173,6 +184,26 @@ func threadsSchedstat() (exec, delay time.Duration) {
 		ex, wait = ex+e, wait+w
 	}
 	return time.Duration(ex), time.Duration(wait)
+}
+
+// machineSteal is the steal column of /proc/stat's cpu line (proc(5): time
+// the hypervisor spent running other virtual CPUs), in USER_HZ ticks of
+// 10 ms, averaged over the CPUs; -1 where it cannot be read.
+func machineSteal() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return -1
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return -1
+	}
+	ticks, err := strconv.ParseInt(f[8], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond / time.Duration(max(1, runtime.NumCPU()))
 }
 
 func msText(d time.Duration) string {

@@ -465,14 +465,35 @@ func (a *analysis) nearest(w zdv1.FailureWindow) []zdv1.WindowEvent {
 	add := func(e zdv1.Event) {
 		out = append(out, zdv1.WindowEvent{Event: reportEvent(e), OffsetMs: ms(e.Time.Sub(w.Start).Nanoseconds())})
 	}
-	for _, e := range ev[max(0, lo-nearestAround):lo] {
+	// The load generator's own pauses explain stalls (the delivery
+	// check), not failures: they must not crowd out what does.
+	skip := func(e zdv1.Event) bool { return e.Type == zdv1.EventInstrumentPause }
+	var before []zdv1.Event
+	for i := lo - 1; i >= 0 && len(before) < nearestAround; i-- {
+		if !skip(ev[i]) {
+			before = append(before, ev[i])
+		}
+	}
+	slices.Reverse(before)
+	for _, e := range before {
 		add(e)
 	}
-	for _, e := range ev[lo:min(hi, lo+nearestDuring)] {
-		add(e)
+	n := 0
+	for _, e := range ev[lo:hi] {
+		if !skip(e) && n < nearestDuring {
+			add(e)
+			n++
+		}
 	}
-	for _, e := range ev[hi:min(len(ev), hi+nearestAround)] {
-		add(e)
+	n = 0
+	for _, e := range ev[hi:] {
+		if n == nearestAround {
+			break
+		}
+		if !skip(e) {
+			add(e)
+			n++
+		}
 	}
 	return out
 }

@@ -210,9 +210,15 @@ func (d *delivery) appendStall(ss []zdv1.Stall, s zdv1.Stall) []zdv1.Stall {
 // no later than one lag bound after its last (stall times are scheduled
 // times; a request is late when the process resumes after it was due).
 func (d *delivery) pauseNear(s zdv1.Stall) *zdv1.ProcessPause {
+	if strings.Contains(s.Reason, "in-flight cap") {
+		return nil // requests unsent for want of a slot: not a pause
+	}
 	var best *zdv1.ProcessPause
 	for i := range d.pauses {
 		p := &d.pauses[i]
+		if s.MaxLagMs > 0 && p.LateMs < s.MaxLagMs/2 {
+			continue // too short to account for the lag
+		}
 		end := p.Start.Add(time.Duration(p.LateMs*float64(time.Millisecond)) + d.bound)
 		if end.Before(s.Start) || p.Start.After(s.End.Add(d.bound)) {
 			continue
@@ -236,7 +242,9 @@ func parsePause(e zdv1.Event) zdv1.ProcessPause {
 		return v
 	}
 	p := zdv1.ProcessPause{Start: e.Time.UTC(), LateMs: f("late_ms"), Cause: e.Fields["cause"], GCSTWMs: f("gc_stw_ms"), GCCycles: int64(f("gc_cycles"))}
-	if p.Cause != "cpu" && p.Cause != "busy" && p.Cause != "gc" {
+	switch p.Cause {
+	case "cpu", "busy", "gc", "steal":
+	default:
 		p.Cause = "unexplained"
 	}
 	if t, err := time.Parse(time.RFC3339Nano, e.Fields["from"]); err == nil {
@@ -247,6 +255,9 @@ func parsePause(e zdv1.Event) zdv1.ProcessPause {
 	}
 	if v, err := strconv.ParseFloat(e.Fields["exec_ms"], 64); err == nil {
 		p.ExecMs = &v
+	}
+	if v, err := strconv.ParseFloat(e.Fields["steal_ms"], 64); err == nil {
+		p.StealMs = &v
 	}
 	return p
 }

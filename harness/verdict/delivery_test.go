@@ -154,3 +154,52 @@ func TestRetriedCountsAsDropped(t *testing.T) {
 		t.Errorf("windows %+v", sc.FailureWindows)
 	}
 }
+
+// A pause explains a stall only when it is long enough for the lag, and
+// never requests left unsent for want of an in-flight slot; nor do pauses
+// crowd a failure window's nearest events.
+func TestPauseJoinsOnlyWhatItExplains(t *testing.T) {
+	pause := func(atMs int, late string) zdv1.Event {
+		return zdv1.Event{Time: at(atMs), Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause, Fields: map[string]string{
+			"from": at(atMs).Format(time.RFC3339Nano), "late_ms": late, "run_delay_ms": "30", "exec_ms": "1", "cause": "cpu"}}
+	}
+	results := steadyRun(func(ms int, r *zdv1.Result) *zdv1.Result {
+		switch {
+		case ms > 1200 && ms <= 1600:
+			return nil // unsent: the in-flight cap
+		case ms > 2000 && ms <= 2300:
+			r.Time = at(2310)
+			r.Lag = r.Time.Sub(at(ms))
+		case ms == 2500:
+			r.Status, r.Class = 0, zdv1.ClassRefused
+		}
+		return r
+	})
+	var events []zdv1.Event
+	for ms := 2400; ms <= 2600; ms += 10 {
+		events = append(events, pause(ms, "21.0"))
+	}
+	events = append(events, pause(1300, "400.0"), pause(2050, "25.0"),
+		zdv1.Event{Time: at(1210), Source: zdv1.SourceLoad, Type: zdv1.EventUnsent, Fields: map[string]string{
+			"from": at(1210).Format(time.RFC3339Nano), "to": at(1600).Format(time.RFC3339Nano), "requests": "40", "reason": "in-flight cap 2048 reached"}},
+		zdv1.Event{Time: at(2450), Source: zdv1.SourceKubernetes, Type: zdv1.EventEndpointRemoved, Object: "endpoint/x"})
+	sc := analyze(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: results, events: loadEvents(events...)})
+	for _, st := range sc.Results.Delivery.Stalls {
+		if st.Pause != nil {
+			t.Errorf("stall %s-%s (%s, lag %.0f ms) explained by a %.0f ms pause", st.Start, st.End, st.Reason, st.MaxLagMs, st.Pause.LateMs)
+		}
+	}
+	if len(sc.FailureWindows) != 1 {
+		t.Fatalf("windows %+v", sc.FailureWindows)
+	}
+	found := false
+	for _, e := range sc.FailureWindows[0].NearestEvents {
+		if e.Type == zdv1.EventInstrumentPause {
+			t.Errorf("a pause among the window's nearest events: %+v", e)
+		}
+		found = found || e.Type == zdv1.EventEndpointRemoved
+	}
+	if !found {
+		t.Errorf("the endpoint removal is not among the window's nearest events: %+v", sc.FailureWindows[0].NearestEvents)
+	}
+}
