@@ -519,9 +519,9 @@ type ProcessPause struct {
 	RunDelayMs *float64 `json:"runDelayMs,omitempty"`
 	ExecMs     *float64 `json:"execMs,omitempty"`
 	// StealMs is the machine's steal time in the span, per CPU.
-	StealMs *float64 `json:"stealMs,omitempty"`
-	GCSTWMs    float64  `json:"gcStwMs"`
-	GCCycles   int64    `json:"gcCycles"`
+	StealMs  *float64 `json:"stealMs,omitempty"`
+	GCSTWMs  float64  `json:"gcStwMs"`
+	GCCycles int64    `json:"gcCycles"`
 }
 
 // String is the pause in a sentence.
