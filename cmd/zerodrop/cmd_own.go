@@ -274,6 +274,13 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	// Images the kind nodes cannot get are bad input, found before a
 	// cluster is made.
 	if own.Own && settings.Provider == "kind" {
+		for _, img := range own.Images {
+			if strings.Contains(img, "@sha256:") {
+				// An image loaded into a kind node is not found by its digest
+				// (kubernetes-sigs/kind#2394, #4028, open).
+				return badInput(c, "test", "%s: image %s is pinned by digest, which an image loaded into kind's nodes does not resolve: test a copy that names it by tag", own.Workload, img)
+			}
+		}
 		missing, err := cluster.MissingImages(ctx, own.Images...)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop test: --image=own: %v\n", err)

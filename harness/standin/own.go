@@ -135,9 +135,11 @@ func copyReferenced(spec *corev1.PodSpec, srcNS string, opts Options, wref strin
 			}
 		}
 	}
+	loaded := opts.PullPolicy == corev1.PullNever
 	for _, s := range spec.ImagePullSecrets {
-		t := true // a pull secret the input lacks is dropped: the image is loaded
-		add("Secret", s.Name, &t)
+		// A loaded image needs no pull secret; one the cluster pulls does,
+		// and the test namespace has only what the input brings.
+		add("Secret", s.Name, &loaded)
 	}
 	sa := spec.ServiceAccountName
 	if sa == "" {
@@ -192,7 +194,7 @@ func copyReferenced(spec *corev1.PodSpec, srcNS string, opts Options, wref strin
 		if _, ok := held[ref{"Secret", s.Name}]; ok {
 			kept = append(kept, s)
 		} else {
-			change(wref, "spec.template.spec.imagePullSecrets", s.Name, "", "not in the input; the image is loaded, not pulled")
+			change(wref, "spec.template.spec.imagePullSecrets", s.Name, "", "not in the input, and not needed: the image is loaded, not pulled")
 		}
 	}
 	spec.ImagePullSecrets = kept

@@ -647,7 +647,7 @@ func TestOwnImageClaims(t *testing.T) {
 		"      - {name: tls, secret: {secretName: api-tls}}", "      - {name: tls, secret: {secretName: api-tls}}\n      - {name: cache, persistentVolumeClaim: {claimName: api-cache}}",
 		"        command: [/api, --port=8080]", "        command: [/api, --port=8080]\n        volumeMounts: [{name: data, mountPath: /data}, {name: cache, mountPath: /cache}]",
 	).Replace(own)
-	s := build(t, y, Options{OwnImage: true})
+	s := build(t, y, Options{OwnImage: true, PullPolicy: corev1.PullNever})
 	st := s.WorkloadObj.(*appsv1.StatefulSet)
 	if len(st.Spec.VolumeClaimTemplates) != 0 {
 		t.Errorf("claim templates kept: %v", st.Spec.VolumeClaimTemplates)
@@ -678,5 +678,17 @@ func TestRolloutNodes(t *testing.T) {
 		if got := build(t, y, Options{}).RolloutNodes(); got != tc.want {
 			t.Errorf("%s: RolloutNodes %d, want %d", tc.strategy, got, tc.want)
 		}
+	}
+}
+
+// A pull secret the input lacks is dropped when the image is loaded, and
+// refused when the cluster must pull with it.
+func TestOwnImagePullSecret(t *testing.T) {
+	if _, err := fromYAML(own, Options{OwnImage: true, PullPolicy: corev1.PullNever}); err != nil {
+		t.Errorf("loaded image: %v", err)
+	}
+	_, err := fromYAML(own, Options{OwnImage: true})
+	if err == nil || !strings.Contains(err.Error(), "secret/prod/regcred") {
+		t.Errorf("pulled image: err %v, want the missing pull secret named", err)
 	}
 }
