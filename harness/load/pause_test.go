@@ -1,6 +1,8 @@
 package load
 
 import (
+	"os"
+	"path/filepath"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -96,11 +98,58 @@ func TestPauseWatchRecordsALateTick(t *testing.T) {
 // The kernel's figures are read where it gives them (Linux with
 // schedstats): a sum over the threads, never negative.
 func TestReadPauseSample(t *testing.T) {
-	s := readPauseSample()
+	sm := &sampler{}
+	defer sm.close()
+	_ = sm.read()
+	s := sm.read()
 	if s.gcSTW == nil {
 		t.Error("no stop-the-world histogram from runtime/metrics")
 	}
 	if s.runDelay < -1 || s.exec < -1 || (s.exec < 0) != (s.runDelay < 0) {
 		t.Errorf("run delay %v exec %v", s.runDelay, s.exec)
+	}
+}
+
+// BenchmarkReadPauseSample is the watch's cost per tick (50 ticks a
+// second per running load): what the instrument spends watching itself,
+// the sampler beside the plain reads it replaced (every thread's schedstat
+// and /proc/stat opened and read on every tick).
+func BenchmarkReadPauseSample(b *testing.B) {
+	b.Run("sampler", func(b *testing.B) {
+		sm := &sampler{}
+		defer sm.close()
+		for range b.N {
+			_ = sm.read()
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		for range b.N {
+			paths, _ := filepath.Glob("/proc/self/task/*/schedstat")
+			for _, p := range paths {
+				if c, err := os.ReadFile(p); err == nil {
+					_, _, _ = parseSchedstat(c)
+				}
+			}
+			_ = machineSteal()
+			s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}}
+			metrics.Read(s)
+		}
+	})
+}
+
+// The sampler re-reads open files: what it reads must move as the
+// process runs, or every pause would look unexplained.
+func TestSamplerSeesTheProcessRun(t *testing.T) {
+	sm := &sampler{}
+	defer sm.close()
+	a := sm.read()
+	if a.exec < 0 {
+		t.Skip("the kernel gives no schedstat here")
+	}
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+	}
+	b := sm.read()
+	if d := b.exec - a.exec; d < 20*time.Millisecond {
+		t.Errorf("200 ms of spinning read as %v of CPU time", d)
 	}
 }
