@@ -86,7 +86,7 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 
 	// Read everything before writing anything, so bad input leaves nothing
 	// behind.
-	runs, err := render.Load(ctx, dirs, render.WithTimelineOptions(render.WithMaxBuckets(*maxBuckets)))
+	runs, err := render.Load(ctx, dirs, render.WithTimelineOptions(render.WithMaxBuckets(*maxBuckets)), render.WithToolVersion(c.version))
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(c.stderr, "zerodrop report: interrupted: %v\n", err)
@@ -151,8 +151,12 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "wrote %s\n", path)
 	}
 	t := render.Total(runs)
-	fmt.Fprintf(c.stdout, "%s: %d run(s), %d scenario(s): %d passed, %d failed, %d errored, %d documentation; %d verified against their run files, %d unverified\n",
+	fmt.Fprintf(c.stdout, "%s: %d run(s), %d scenario(s): %d passed, %d failed, %d errored, %d documentation; %d verified against their run files, %d unverified",
 		t.Status, t.Runs, t.Scenarios, t.Passed, t.Failed, t.Errored, t.Documentation, t.Verified, t.Unverified)
+	if t.OtherVersion > 0 {
+		fmt.Fprintf(c.stdout, ", %d written by another zerodrop version (same verdict and counts; re-derive with it to compare exactly)", t.OtherVersion)
+	}
+	fmt.Fprintln(c.stdout)
 	for _, run := range runs {
 		for _, sc := range run.Scenarios {
 			if sc.Timeline == nil {

@@ -69,6 +69,12 @@ const (
 	// EvidenceMismatch: the run file says something else than report.json
 	// (an edited report, a replaced run file, another analysis).
 	EvidenceMismatch Evidence = "mismatch"
+	// EvidenceOtherVersion: report.json was written by another zerodrop
+	// than the one reading it, the run file is the one it names, and the
+	// verdict's status and counts agree; other figures or wording differ,
+	// as the analysis changed between the two versions. Re-deriving with
+	// the writing version compares exactly.
+	EvidenceOtherVersion Evidence = "other-version"
 )
 
 // Key identifies the environment of a run: a readiness-matrix column.
@@ -117,7 +123,14 @@ type LoadOption func(*loadConfig)
 type loadConfig struct {
 	timeline []TimelineOption
 	noPlots  bool
+	// version is the reading tool's; "" never tells versions apart.
+	version string
 }
+
+// WithToolVersion names the zerodrop doing the reading, so a report
+// written by another version whose analysis changed is told apart from a
+// report that disagrees with its run file (EvidenceOtherVersion).
+func WithToolVersion(v string) LoadOption { return func(c *loadConfig) { c.version = v } }
 
 // WithTimelineOptions passes options to BuildTimeline.
 func WithTimelineOptions(opts ...TimelineOption) LoadOption {
@@ -177,7 +190,7 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 			run.Scenarios = append(run.Scenarios, sc)
 		}
 		for _, sc := range run.Scenarios {
-			if err := sc.verify(ctx); err != nil {
+			if err := sc.verify(ctx, cfg.version); err != nil {
 				return nil, fmt.Errorf("render %s: %w", dir, err)
 			}
 		}
@@ -196,7 +209,7 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 
 // verify re-derives the scenario from its run file and compares. Only a
 // cancelled context is an error; everything else is recorded on sc.
-func (sc *Scenario) verify(ctx context.Context) error {
+func (sc *Scenario) verify(ctx context.Context, version string) error {
 	if !sc.RunFileExists {
 		sc.Evidence = EvidenceUnverified
 		sc.EvidenceNote = "no run file to check report.json against: its numbers are unverified"
@@ -235,7 +248,15 @@ func (sc *Scenario) verify(ctx context.Context) error {
 		diffs = append(diffs, fmt.Sprintf("report.json counts %d requests, %d ok, %d dropped; the run file %d, %d, %d",
 			r.Total, r.OK, r.Dropped, g.Total, g.OK, g.Dropped))
 	}
-	if !sameJSON(sc.Results, got.Results) || !sameJSON(sc.Verdict, got.Verdict) || len(sc.FailureWindows) != len(got.FailureWindows) {
+	detail := !sameJSON(sc.Results, got.Results) || !sameJSON(sc.Verdict, got.Verdict) || len(sc.FailureWindows) != len(got.FailureWindows)
+	if written := sc.Run.Report.Run.ToolVersion; detail && len(diffs) == 0 && sc.RunFileSHA256 != "" && version != "" && written != "" && written != version {
+		sc.Evidence = EvidenceOtherVersion
+		sc.EvidenceNote = fmt.Sprintf("re-derived from %s (SHA-256 %.12s…): same verdict and counts; other figures or wording differ, "+
+			"because report.json was written by zerodrop %s and this is %s (re-derive with that version to compare exactly)",
+			sc.RunFile, got.RunFileSHA256, written, version)
+		return nil
+	}
+	if detail {
 		diffs = append(diffs, "report.json's figures or reasons differ from the run file's")
 	}
 	if len(diffs) > 0 {

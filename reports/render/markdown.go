@@ -59,6 +59,9 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 	if t.Unverified > 0 {
 		fmt.Fprintf(&b, ", **%d unverified** (no run file to check)", t.Unverified)
 	}
+	if t.OtherVersion > 0 {
+		fmt.Fprintf(&b, ", %d written by another zerodrop version (same verdict and counts, details differ)", t.OtherVersion)
+	}
 	b.WriteString(".\n\n")
 
 	m := BuildMatrix(runs)

@@ -43,8 +43,9 @@ type Totals struct {
 	Status                                                  zdv1.Status
 	Runs, Scenarios, Passed, Failed, Errored, Documentation int
 	// Verified scenarios were re-derived from their run files; Unverified
-	// ones have none to check against (see Evidence).
-	Verified, Unverified int
+	// ones have none to check against; OtherVersion ones were written by
+	// another zerodrop whose analysis differs in detail (see Evidence).
+	Verified, Unverified, OtherVersion int
 }
 
 // Total adds up the runs: Status is the worst over assertion scenarios (ERROR
@@ -59,6 +60,8 @@ func Total(runs []*Run) Totals {
 				t.Verified++
 			case EvidenceUnverified:
 				t.Unverified++
+			case EvidenceOtherVersion:
+				t.OtherVersion++
 			}
 			if sc.Role == zdv1.RoleDocumentation {
 				t.Documentation++

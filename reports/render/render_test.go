@@ -687,3 +687,46 @@ func TestHeadlineNamesAPlatformLimit(t *testing.T) {
 		}
 	}
 }
+
+// A report written by another zerodrop whose analysis words a reason
+// differently is told apart from a tampered one: same run file, same
+// verdict and counts; a changed verdict stays a mismatch whatever the
+// versions.
+func TestOtherVersionIsNotAMismatch(t *testing.T) {
+	dir := t.TempDir()
+	rep := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, rendertest.Standard())
+	rep.Run.ToolVersion = "v0.9.0"
+	i := -1
+	for j, sc := range rep.Scenarios {
+		if sc.RunFile != "" && sc.RunFileSHA256 != "" && len(sc.Verdict.Reasons) > 0 {
+			i = j
+		}
+	}
+	if i < 0 {
+		t.Fatal("no scenario with a run file and reasons")
+	}
+	rep.Scenarios[i].Verdict.Reasons[0].Message += " (worded by v0.9.0)"
+	if err := rep.WriteFile(filepath.Join(dir, ReportFileName)); err != nil {
+		t.Fatal(err)
+	}
+	load := func(version string) *Scenario {
+		runs, err := Load(context.Background(), []string{dir}, WithoutTimelines(), WithToolVersion(version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs[0].Scenarios[i]
+	}
+	if sc := load("v1.0.0"); sc.Evidence != EvidenceOtherVersion || !strings.Contains(sc.EvidenceNote, "written by zerodrop v0.9.0 and this is v1.0.0") {
+		t.Errorf("other version: %s (%s)", sc.Evidence, sc.EvidenceNote)
+	}
+	if sc := load("v0.9.0"); sc.Evidence != EvidenceMismatch {
+		t.Errorf("same version: %s (%s), want a mismatch", sc.Evidence, sc.EvidenceNote)
+	}
+	rep.Scenarios[i].Results.Dropped++
+	if err := rep.WriteFile(filepath.Join(dir, ReportFileName)); err != nil {
+		t.Fatal(err)
+	}
+	if sc := load("v1.0.0"); sc.Evidence != EvidenceMismatch {
+		t.Errorf("changed counts under another version: %s (%s), want a mismatch", sc.Evidence, sc.EvidenceNote)
+	}
+}
