@@ -28,12 +28,12 @@ type delivery struct {
 	maxLag     time.Duration
 	unsent     int64
 	stallSlots map[int64]*stallSlot
-	// pauses are the instrument-pause events (at most maxPauses kept).
+	// pauses are the instrument-pause events (the maxPauses longest).
 	pauses []zdv1.ProcessPause
 }
 
 // maxPauses bounds the instrument-pause events kept for joining with
-// stalls; a run with more has bigger problems than their detail.
+// stalls; a run with more keeps its longest.
 const maxPauses = 1000
 
 type stallSlot struct {
@@ -86,8 +86,21 @@ func (d *delivery) addEvent(e zdv1.Event) {
 			d.widen(t)
 		}
 	case zdv1.EventInstrumentPause:
+		p := parsePause(e)
 		if len(d.pauses) < maxPauses {
-			d.pauses = append(d.pauses, parsePause(e))
+			d.pauses = append(d.pauses, p)
+			break
+		}
+		// Full: keep the longest, which are the ones that explain stalls,
+		// wherever in the run they fall.
+		shortest := 0
+		for i := range d.pauses {
+			if d.pauses[i].LateMs < d.pauses[shortest].LateMs {
+				shortest = i
+			}
+		}
+		if p.LateMs > d.pauses[shortest].LateMs {
+			d.pauses[shortest] = p
 		}
 	case zdv1.EventUnsent:
 		from, err1 := time.Parse(time.RFC3339Nano, e.Fields["from"])

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +202,24 @@ func TestPauseJoinsOnlyWhatItExplains(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the endpoint removal is not among the window's nearest events: %+v", sc.FailureWindows[0].NearestEvents)
+	}
+}
+
+// A run with more pauses than are kept keeps the longest: a long one
+// late in the run still explains its stall.
+func TestManyPausesKeepTheLongest(t *testing.T) {
+	d := newDelivery(&zdv1.LoadSettings{Rate: 100})
+	for i := range maxPauses + 50 {
+		late := "21.0"
+		if i == maxPauses+40 {
+			late = "300.0"
+		}
+		d.addEvent(zdv1.Event{Time: at(i), Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause, Fields: map[string]string{"late_ms": late, "cause": "cpu"}})
+	}
+	if len(d.pauses) != maxPauses {
+		t.Fatalf("%d pauses kept, want %d", len(d.pauses), maxPauses)
+	}
+	if !slices.ContainsFunc(d.pauses, func(p zdv1.ProcessPause) bool { return p.LateMs == 300 }) {
+		t.Error("the 300 ms pause after the first thousand was not kept")
 	}
 }
