@@ -21,7 +21,7 @@ func drainPoolWithPDB() Scenario {
 		Description: "A new pool is added, then the old pool is cordoned and drained at once. Naive: a PDB that blocks " +
 			"every eviction keeps the pods on the cordoned nodes. Hardened: a PDB that lets the drain progress.",
 		Seeds:          []string{incident.DrainLocalPDB},
-		Triggers:       []incident.Trigger{incident.PodTermination, incident.Eviction},
+		Triggers:       []incident.Trigger{incident.PodTermination, incident.Eviction, incident.PoolDrain},
 		Own:            true,
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),

@@ -39,7 +39,7 @@ func nodepoolReplacement() Scenario {
 		Own:         true,
 		// A user's workload is not moved by the scenario: its Pods are
 		// evicted from the old pool and end with it.
-		OwnTriggers:    []incident.Trigger{incident.PodTermination, incident.Eviction, incident.Placement},
+		OwnTriggers:    []incident.Trigger{incident.PodTermination, incident.Eviction, incident.PoolDrain, incident.Placement},
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them while the workload moves; " +

@@ -29,6 +29,7 @@
 //	ZD021 pdb-overlap                    error   drain-local-pdb                          more than one PDB selects the Pods
 //	ZD022 pdb-blocks-unhealthy-eviction  warning drain-local-pdb                          no unhealthyPodEvictionPolicy AlwaysAllow
 //	ZD023 no-pdb                         info    drain-local-pdb                          no PDB covers >= 2 replicas
+//	ZD024 pool-drain-outpaces-lb         error*  drain-local-pdb                          Local, no PDB limit: new Pods ready + addition lag > removal lag
 //	ZD030 no-readiness-probe             error   rolling-update-local,keepalive-unready   serving container without readiness probe
 //	ZD031 readiness-equals-liveness      warning rolling-update-local,keepalive-unready   both probes hit the same handler
 //	ZD032 rollout-allows-zero-ready      error*  rolling-update-local                     Recreate, or maxUnavailable reaching all replicas
@@ -41,7 +42,8 @@
 //
 // (* lower severity in some cases: ZD011 a
 // warning or info when only the Pods are pinned, ZD032 a warning for a
-// DaemonSet without surge.)
+// DaemonSet without surge, ZD024 a warning when only a slow readiness probe
+// would open the gap.)
 //
 // # Kubernetes versions
 //

@@ -262,6 +262,23 @@ var catalogue = []Rule{
 		check: checkNoPDB,
 	},
 	{
+		ID: "ZD024", Name: "pool-drain-outpaces-lb", Severity: Error, Seeds: []string{incident.DrainLocalPDB},
+		Triggers: []incident.Trigger{incident.PoolDrain},
+		Summary:  "with Local and nothing limiting evictions, a pool drain leaves the LB no healthy node for a while",
+		Description: "A pool drain (a node pool upgrade or replacement) evicts every replica there at once when no " +
+			"PodDisruptionBudget limits it. Their nodes leave the LB once their endpoints are only terminating " +
+			"(interval x unhealthyThreshold after the eviction: kube-proxy's health check counts ready endpoints, " +
+			"KEP-1669), while the nodes the new Pods start on join only once the Pods are ready and the LB has " +
+			"checked them healthy (interval x healthyThreshold). When the second outlasts the first, no node the LB " +
+			"sends to has a ready endpoint. Measured: ingress-nginx's AWS manifest with the doctor's other fixes, " +
+			"pool replacement behind aws-nlb, 358 timeouts in 10 s with no healthy backend.",
+		Fix: "Add a PodDisruptionBudget with maxUnavailable: 1 and unhealthyPodEvictionPolicy: AlwaysAllow, so the " +
+			"drain evicts one Pod at a time and the cordoned nodes of the others stay healthy backends; where the " +
+			"LB offers it, a readiness gate on the LB's own target health (the AWS Load Balancer Controller's pod " +
+			"readiness gate, GKE's NEG readiness gate) so a new Pod counts as ready only once the LB sends to it.",
+		check: checkPoolDrain,
+	},
+	{
 		ID: "ZD030", Name: "no-readiness-probe", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
 		Triggers: []incident.Trigger{incident.Rollout, incident.Eviction},
 		Summary:  "the serving container has no readiness probe",
@@ -692,6 +709,62 @@ func checkNoPDB(t *target) []result {
 	}
 	return []result{{sev: Info, line: t.line([]any{"spec", "replicas"}, []any{"spec"}),
 		msg: fmt.Sprintf("no PodDisruptionBudget covers these %d replicas: draining several nodes at once can evict all of them", *t.wl.replicas)}}
+}
+
+// checkPoolDrain is ZD024: the new Pods' nodes joining the LB (their
+// readiness, then the addition lag) against the old nodes leaving it (the
+// removal lag), when no budget keeps some old Pods serving.
+func checkPoolDrain(t *target) []result {
+	remove, add := t.profile.RemovalLag(), t.profile.AdditionLag()
+	if !t.local || remove <= 0 || add <= 0 || !evictsAll(t) {
+		return nil
+	}
+	// The earliest a new Pod can be ready (the first probe's delay and
+	// the successes it then needs) and the latest it should be (one more
+	// period); the app's own start comes on top of both.
+	var early, late time.Duration
+	if p := t.c.ReadinessProbe; p != nil {
+		period := time.Duration(max(p.PeriodSeconds, 1)) * time.Second
+		early = time.Duration(p.InitialDelaySeconds)*time.Second + period*time.Duration(max(p.SuccessThreshold, 1)-1)
+		late = early + period
+	}
+	sev := SeverityNone
+	switch {
+	case early+add > remove:
+		sev = Error
+	case late+add > remove:
+		sev = Warning
+	default:
+		return nil
+	}
+	return []result{{sev: sev, line: t.line([]any{"spec", "replicas"}, []any{"spec"}),
+		msg: fmt.Sprintf("no PodDisruptionBudget limits evictions: a pool drain evicts every replica there at once; their nodes leave %s %s after, "+
+			"and a new Pod's node joins only once it is ready (%s-%s after its start, by its readiness probe) and checked healthy (%s more): "+
+			"no healthy node for up to %s", t.profile.Name, seconds(remove), seconds(early), seconds(late), seconds(add), seconds(late+add-remove))}}
+}
+
+// evictsAll: no PodDisruptionBudget keeps any of the Pods from being
+// evicted together (none, or one that allows every replica out).
+func evictsAll(t *target) bool {
+	replicas := int32(1)
+	if t.wl.replicas != nil {
+		replicas = *t.wl.replicas
+	}
+	for _, o := range t.pdbs {
+		pdb := pdbOf(o)
+		if mu := pdb.Spec.MaxUnavailable; mu != nil {
+			if n, err := intstr.GetScaledValueFromIntOrPercent(mu, int(replicas), true); err == nil && n < int(replicas) {
+				return false
+			}
+			continue
+		}
+		if ma := pdb.Spec.MinAvailable; ma != nil {
+			if n, err := intstr.GetScaledValueFromIntOrPercent(ma, int(replicas), true); err == nil && n > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func checkNoReadiness(t *target) []result {

@@ -460,6 +460,17 @@ func TestRules(t *testing.T) {
 		{name: "ZD033 quiet with Cluster", in: m{Policy: "Cluster", MinReady: "-"}, quiet: []string{"ZD033"}},
 		{name: "ZD033 quiet", in: m{}, quiet: []string{"ZD033"}},
 
+		// ZD024: a pool drain against the LB's lags.
+		{name: "ZD024 fires: no PDB, a readiness probe that starts late", in: m{PDB: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http\n  initialDelaySeconds: 30\n  periodSeconds: 10"},
+			fire: map[string]Severity{"ZD024": Error}, lineHas: "replicas"},
+		{name: "ZD024 fires (warning): no PDB, aws-nlb adds as slowly as it removes", in: m{PDB: "-", SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb"},
+			fire: map[string]Severity{"ZD024": Warning}},
+		{name: "ZD024 fires: a PDB that lets every replica go", in: m{PDB: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  maxUnavailable: 100%\n  selector:\n    matchLabels:\n      app: web",
+			Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http\n  initialDelaySeconds: 30"}, fire: map[string]Severity{"ZD024": Error}},
+		{name: "ZD024 quiet with a PDB that keeps Pods", in: m{Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http\n  initialDelaySeconds: 30"}, quiet: []string{"ZD024"}},
+		{name: "ZD024 quiet with Cluster", in: m{Policy: "Cluster", PDB: "-", Readiness: "readinessProbe:\n  httpGet:\n    path: /readyz\n    port: http\n  initialDelaySeconds: 30"}, quiet: []string{"ZD024"}},
+		{name: "ZD024 quiet when the new nodes join before the old leave", in: m{PDB: "-"}, quiet: []string{"ZD024"}},
+
 		// ZD006: grace 0 (Emissary's manifest ships it).
 		{name: "ZD006 fires on grace 0", in: m{Grace: "0", Lifecycle: "-"}, fire: map[string]Severity{"ZD006": Error}, lineHas: "terminationGracePeriodSeconds"},
 		{name: "ZD006 quiet by default", in: m{Grace: "-"}, quiet: []string{"ZD006"}},

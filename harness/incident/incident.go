@@ -60,9 +60,13 @@ const (
 	// Placement: where the Pods run against where the LB sends, steady
 	// state or after nodes change.
 	Placement Trigger = "placement"
+	// PoolDrain: every node of a pool is cordoned and drained together, so
+	// the Pods there are evicted at once, bounded only by their
+	// PodDisruptionBudgets (a node pool upgrade or replacement).
+	PoolDrain Trigger = "pool-drain"
 )
 
 // Triggers lists every trigger.
 func Triggers() []Trigger {
-	return []Trigger{PodTermination, Eviction, Rollout, ReadinessFlip, Placement}
+	return []Trigger{PodTermination, Eviction, Rollout, ReadinessFlip, Placement, PoolDrain}
 }
