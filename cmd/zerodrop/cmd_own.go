@@ -405,7 +405,8 @@ func writeFixed(path string, fixed, orig *doctor.Manifests, applied []doctor.App
 	var objs []runtime.Object
 	for i, o := range fixed.Objects {
 		ro, ok := o.Obj.(runtime.Object)
-		if !ok || equality.Semantic.DeepEqual(o.Obj, orig.Objects[i].Obj) {
+		// Objects past the original's are new (a budget the fix adds).
+		if !ok || (i < len(orig.Objects) && equality.Semantic.DeepEqual(o.Obj, orig.Objects[i].Obj)) {
 			continue
 		}
 		objs = append(objs, ro)
@@ -415,7 +416,7 @@ func writeFixed(path string, fixed, orig *doctor.Manifests, applied []doctor.App
 		return err
 	}
 	var head strings.Builder
-	head.WriteString("# zerodrop test --prove-fix: the objects the doctor changed, whole.\n")
+	head.WriteString("# zerodrop test --prove-fix: the objects the doctor changed or added, whole.\n")
 	for _, a := range applied {
 		head.WriteString("# - " + a.String() + "\n")
 	}

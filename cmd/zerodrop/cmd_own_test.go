@@ -229,3 +229,23 @@ func TestOwnExistingLeavesPoolsOut(t *testing.T) {
 		t.Errorf("drain-node missing:\n%s", out)
 	}
 }
+
+// A fix that adds an object (ZD024's budget) is written with the changed
+// ones.
+func TestOwnProveFixWritesAnAddedBudget(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fixed.yaml")
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--prove-fix", "--fix-out", p, "--lb-profile", "aws-nlb", "testdata/netexec.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "ZD024 deployment/web/netexec: new PodDisruptionBudget netexec") {
+		t.Errorf("output:\n%s", out)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "kind: PodDisruptionBudget") || !strings.Contains(string(b), "maxUnavailable: 1") {
+		t.Errorf("fixed file lacks the budget:\n%s", b)
+	}
+}

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ var fixers = map[string]func(t *target) string{
 			p.Spec.UnhealthyPodEvictionPolicy = &a
 		})
 	},
+	"ZD024": fixBudgetAllowsAll,
 	"ZD032": fixRollout,
 	"ZD033": func(t *target) string {
 		secs := int32(max(5, ceilSeconds(t.profile.AdditionLag())))
@@ -64,8 +66,60 @@ var fixers = map[string]func(t *target) string{
 	},
 }
 
+// adders are the fixes that add an object rather than change one: the
+// object and what it is. A budget the Pods already have is changed
+// instead (fixPDBs), so no two budgets select them (ZD021).
+var adders = map[string]func(t *target) (*Object, string){
+	"ZD024": func(t *target) (*Object, string) {
+		if len(t.pdbs) > 0 {
+			return nil, ""
+		}
+		return addPDB(t)
+	},
+}
+
+// fixBudgetAllowsAll changes a budget that lets every replica go (ZD024);
+// with none, adders makes one.
+func fixBudgetAllowsAll(t *target) string {
+	if len(t.pdbs) == 0 || !severalReplicas(t) {
+		return ""
+	}
+	return fixPDBs(t, "maxUnavailable: 1, unhealthyPodEvictionPolicy: AlwaysAllow", func(p *policyv1.PodDisruptionBudget) {
+		one, a := intstr.FromInt32(1), policyv1.AlwaysAllow
+		p.Spec.MinAvailable, p.Spec.MaxUnavailable, p.Spec.UnhealthyPodEvictionPolicy = nil, &one, &a
+	})
+}
+
+// severalReplicas: a budget of one eviction at a time keeps a Pod serving
+// only with a second one (one replica is ZD012's to fix).
+func severalReplicas(t *target) bool { return t.wl.replicas != nil && *t.wl.replicas >= 2 }
+
+// addPDB is a PodDisruptionBudget for the workload's Pods: one eviction at
+// a time, and a Pod that is not ready may always go (ZD022).
+func addPDB(t *target) (*Object, string) {
+	sel := t.wl.selector
+	if sel == nil || len(sel.MatchLabels) == 0 || !severalReplicas(t) {
+		return nil, "" // a budget needs the workload's own selector, and a second Pod to keep
+	}
+	one, always := intstr.FromInt32(1), policyv1.AlwaysAllow
+	name := t.wl.obj.Name
+	pdb := &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.wl.obj.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, UnhealthyPodEvictionPolicy: &always,
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(sel.MatchLabels)}},
+	}
+	o := &Object{APIVersion: "policy/v1", Kind: "PodDisruptionBudget", Namespace: t.wl.obj.Namespace, Name: name, Obj: pdb,
+		Source: Source{File: t.wl.obj.Source.File}}
+	return o, fmt.Sprintf("new PodDisruptionBudget %s: maxUnavailable 1, unhealthyPodEvictionPolicy AlwaysAllow, selector %s", name, SelectorString(sel.MatchLabels))
+}
+
 // Fixable reports whether Fix can make rule id's fix itself.
-func Fixable(id string) bool { _, ok := fixers[id]; return ok }
+func Fixable(id string) bool {
+	_, fix := fixers[id]
+	_, add := adders[id]
+	return fix || add
+}
 
 // Fix returns a copy of m with the doctor's fix made for every finding it
 // can fix itself, judged with opts as Check would, and what it changed.
@@ -91,8 +145,8 @@ func Fix(m *Manifests, opts ...Option) (*Manifests, []Applied) {
 					continue
 				}
 				for _, rule := range catalogue {
-					fix := fixers[rule.ID]
-					if fix == nil || rule.check == nil {
+					fix, add := fixers[rule.ID], adders[rule.ID]
+					if (fix == nil && add == nil) || rule.check == nil {
 						continue
 					}
 					// The worst lag of the plausible LBs: a fix that holds
@@ -100,8 +154,17 @@ func Fix(m *Manifests, opts ...Option) (*Manifests, []Applied) {
 					if len(rule.check(t)) == 0 {
 						continue
 					}
-					if what := fix(t); what != "" {
-						applied = append(applied, Applied{RuleID: rule.ID, Object: wo.Ref(), Change: what})
+					if fix != nil {
+						if what := fix(t); what != "" {
+							applied = append(applied, Applied{RuleID: rule.ID, Object: wo.Ref(), Change: what})
+						}
+					}
+					if add != nil {
+						if o, what := add(t); o != nil {
+							cp.Objects = append(cp.Objects, o)
+							applied = append(applied, Applied{RuleID: rule.ID, Object: wo.Ref(), Change: what})
+							break // the next round judges with the new object
+						}
 					}
 				}
 			}

@@ -162,3 +162,70 @@ func show(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Without a budget, a pool drain that outpaces the LB (ZD024) is fixed by
+// adding one: one eviction at a time; the new object is in the fixed
+// manifests, the input is untouched, and ZD024 is gone.
+func TestFixAddsABudget(t *testing.T) {
+	const in = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: x
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /ready, port: http}, initialDelaySeconds: 10, periodSeconds: 10}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+`
+	m, err := Read("in.yaml", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, _ := LookupProfile("aws-nlb")
+	has := func(r *Report, id string) bool {
+		return slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.RuleID == id })
+	}
+	if !has(Check(m, WithLBProfile(prof)), "ZD024") {
+		t.Fatal("the input should show ZD024")
+	}
+	fixed, applied := Fix(m, WithLBProfile(prof))
+	if has(Check(fixed, WithLBProfile(prof)), "ZD024") {
+		t.Errorf("ZD024 left after Fix (applied %v)", applied)
+	}
+	var pdb *policyv1.PodDisruptionBudget
+	for _, o := range fixed.Objects {
+		if p, ok := o.Obj.(*policyv1.PodDisruptionBudget); ok {
+			pdb = p
+		}
+	}
+	if pdb == nil || pdb.Namespace != "shop" || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntVal != 1 ||
+		pdb.Spec.UnhealthyPodEvictionPolicy == nil || pdb.Spec.Selector.MatchLabels["app"] != "web" {
+		t.Fatalf("added budget %+v", pdb)
+	}
+	if len(m.Objects) != 2 {
+		t.Errorf("Fix added to its input: %d objects", len(m.Objects))
+	}
+	n := 0
+	for _, a := range applied {
+		if a.RuleID == "ZD024" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("ZD024 applied %d times: %v", n, applied)
+	}
+}
