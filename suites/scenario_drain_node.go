@@ -54,6 +54,14 @@ func drainTarget(covers map[string]int, served map[string]int64) string {
 	return busiest(nodes, served)
 }
 
+// NotMetError is a witness a shared disruption did not meet: its Pods run
+// where the disruption was not (a user's single replica on another node or
+// pool). Nothing was measured; run on its own, the disruption goes where
+// its Pods are.
+type NotMetError struct{ msg string }
+
+func (e *NotMetError) Error() string { return e.msg }
+
 // endpointNodes is, for every live witness, the places (where(node): the
 // node itself, or its pool) holding one of its endpoints, and the answers
 // each place served so far over all witnesses. A witness whose endpoints
@@ -109,7 +117,7 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	node := drainTarget(coverage(holds), served)
 	for i, h := range holds {
 		if node != "" && !h[node] {
-			ws.Fail(i, fmt.Errorf("drain-node: the drain of %s does not meet this witness: none of its endpoints runs there (nodes %v); nothing was measured", node, slices.Sorted(maps.Keys(h))))
+			ws.Fail(i, &NotMetError{fmt.Sprintf("drain-node: the drain of %s does not meet this witness: none of its endpoints runs there (nodes %v); nothing was measured", node, slices.Sorted(maps.Keys(h)))})
 		}
 	}
 	if node == "" {

@@ -121,8 +121,8 @@ func runOwnPoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []C
 	}
 	for i, h := range holds {
 		if !h[old] {
-			ws.Fail(i, fmt.Errorf("nodepool-replacement: replacing %s does not meet this witness: none of its endpoints runs there (pools %v); nothing was measured",
-				old, slices.Sorted(maps.Keys(h))))
+			ws.Fail(i, &NotMetError{fmt.Sprintf("nodepool-replacement: replacing %s does not meet this witness: none of its endpoints runs there (pools %v); nothing was measured",
+				old, slices.Sorted(maps.Keys(h)))})
 		}
 	}
 	var oldNodes []string
