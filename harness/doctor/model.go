@@ -608,6 +608,31 @@ func dedupe(in []string) []string {
 	return out
 }
 
+// RolloutFenceposts resolves a Deployment's rolling update against its
+// replicas as the deployment controller does (k8s.io/kubernetes
+// pkg/controller/deployment/util, ResolveFenceposts): maxSurge and
+// maxUnavailable default to 25%, surge rounds up, unavailable down, and
+// when both come to 0 unavailable is 1. For Recreate both are 0.
+func RolloutFenceposts(s appsv1.DeploymentStrategy, replicas int32) (surge, unavailable int32, err error) {
+	if s.Type == appsv1.RecreateDeploymentStrategyType {
+		return 0, 0, nil
+	}
+	var mu, ms *intstr.IntOrString
+	if s.RollingUpdate != nil {
+		mu, ms = s.RollingUpdate.MaxUnavailable, s.RollingUpdate.MaxSurge
+	}
+	if unavailable, err = scaledValue(mu, replicas, false, "25%"); err != nil {
+		return 0, 0, fmt.Errorf("maxUnavailable: %w", err)
+	}
+	if surge, err = scaledValue(ms, replicas, true, "25%"); err != nil {
+		return 0, 0, fmt.Errorf("maxSurge: %w", err)
+	}
+	if unavailable == 0 && surge == 0 {
+		unavailable = 1 // the controller's own fallback when both are 0
+	}
+	return surge, unavailable, nil
+}
+
 // scaledValue resolves an int-or-percent against total, rounding up for
 // surge and down for unavailable, as the Deployment controller does.
 func scaledValue(v *intstr.IntOrString, total int32, roundUp bool, def string) (int32, error) {

@@ -806,19 +806,11 @@ func checkRollout(t *target) []result {
 			return []result{{sev: Error, line: t.line([]any{"spec", "strategy", "type"}),
 				msg: "strategy Recreate stops every Pod before the new ones start: the Service has no endpoints during each rollout"}}
 		}
-		var mu, ms *intstr.IntOrString
-		if s.RollingUpdate != nil {
-			mu, ms = s.RollingUpdate.MaxUnavailable, s.RollingUpdate.MaxSurge
-		}
 		replicas := *t.wl.replicas
-		unavail, err1 := scaledValue(mu, replicas, false, "25%")
-		surge, err2 := scaledValue(ms, replicas, true, "25%")
-		if err1 != nil || err2 != nil {
+		_, unavail, err := RolloutFenceposts(s, replicas)
+		if err != nil {
 			return []result{{sev: Error, line: t.line([]any{"spec", "strategy"}),
-				msg: fmt.Sprintf("rolling update maxUnavailable/maxSurge cannot be read: %v %v", err1, err2)}}
-		}
-		if unavail == 0 && surge == 0 {
-			unavail = 1 // the controller's own fallback when both are 0
+				msg: fmt.Sprintf("rolling update maxUnavailable/maxSurge cannot be read: %v", err)}}
 		}
 		if replicas > 0 && unavail >= replicas {
 			return []result{{sev: Error, line: t.line([]any{"spec", "strategy", "rollingUpdate", "maxUnavailable"}, []any{"spec", "strategy"}, []any{"spec", "replicas"}),

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"zerodrop/harness/doctor"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -99,27 +99,12 @@ func (s *StandIn) OnePerNode() bool {
 // replaces a Pod in place), the replicas' own.
 func (s *StandIn) RolloutNodes() int {
 	d, ok := s.WorkloadObj.(*appsv1.Deployment)
-	n := int(s.Replicas)
-	if !ok || d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		return n
+	if !ok {
+		return int(s.Replicas)
 	}
-	// The API server's defaults (25% each) and rounding: surge up,
-	// unavailable down (k8s.io/kubernetes pkg/controller/deployment/util,
-	// ResolveFenceposts).
-	surge, unavailable := intstr.FromString("25%"), intstr.FromString("25%")
-	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
-		if ru.MaxSurge != nil {
-			surge = *ru.MaxSurge
-		}
-		if ru.MaxUnavailable != nil {
-			unavailable = *ru.MaxUnavailable
-		}
+	surge, unavailable, err := doctor.RolloutFenceposts(d.Spec.Strategy, s.Replicas)
+	if err != nil || unavailable > 0 {
+		return int(s.Replicas)
 	}
-	sv, err1 := intstr.GetScaledValueFromIntOrPercent(&surge, n, true)
-	uv, err2 := intstr.GetScaledValueFromIntOrPercent(&unavailable, n, false)
-	// Both zero resolve to maxUnavailable 1 (ResolveFenceposts again).
-	if err1 != nil || err2 != nil || uv > 0 || sv == 0 {
-		return n
-	}
-	return n + sv
+	return int(s.Replicas + surge)
 }
