@@ -91,15 +91,34 @@ func endpointNodes(ctx context.Context, ws *scenario.Witnesses, where func(node 
 	return holds, served
 }
 
-// coverage counts, per place, the witnesses holding an endpoint there.
-func coverage(holds map[int]map[string]bool) map[string]int {
-	covers := map[string]int{}
+// sharedTarget is where one disruption for every witness goes: among the
+// places (where(node): a node, or its pool) holding endpoints of the most
+// witnesses, the one that served the most answers; "" when none ("" is no
+// place: a node outside every pool is never a pool's). A witness with no
+// endpoint there is set aside with a NotMetError saying that missed(target)
+// (the drain of a node, replacing a pool) does not meet it. covers counts
+// the witnesses per place, served their answers so far.
+func sharedTarget(ctx context.Context, ws *scenario.Witnesses, where func(node string) string, kind string, missed func(target string) string) (target string, covers map[string]int, served map[string]int64) {
+	holds, served := endpointNodes(ctx, ws, where)
+	covers = map[string]int{}
 	for _, h := range holds {
 		for at := range h {
-			covers[at]++
+			if at != "" {
+				covers[at]++
+			}
 		}
 	}
-	return covers
+	target = drainTarget(covers, served)
+	if target == "" {
+		return "", covers, served
+	}
+	for i, h := range holds {
+		if !h[target] {
+			ws.Fail(i, &NotMetError{fmt.Sprintf("%s does not meet this witness: none of its endpoints runs there (%s %v); nothing was measured",
+				missed(target), kind, slices.Sorted(maps.Keys(h)))})
+		}
+	}
+	return target, covers, served
 }
 
 func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
@@ -113,13 +132,8 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	// (MetalLB L2) a node with an idle endpoint would prove nothing; and a
 	// witness with no Pod on the drained node (a user's single replica
 	// elsewhere) is not met by the drain at all.
-	holds, served := endpointNodes(ctx, ws, func(node string) string { return node })
-	node := drainTarget(coverage(holds), served)
-	for i, h := range holds {
-		if node != "" && !h[node] {
-			ws.Fail(i, &NotMetError{fmt.Sprintf("drain-node: the drain of %s does not meet this witness: none of its endpoints runs there (nodes %v); nothing was measured", node, slices.Sorted(maps.Keys(h)))})
-		}
-	}
+	node, _, served := sharedTarget(ctx, ws, func(node string) string { return node }, "nodes",
+		func(node string) string { return "drain-node: the drain of " + node })
 	if node == "" {
 		return s.abandon(ctx, ws, fmt.Errorf("drain-node: no witness has an endpoint with a node name"))
 	}

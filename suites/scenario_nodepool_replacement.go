@@ -3,8 +3,6 @@ package suites
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -112,18 +110,10 @@ func runOwnPoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []C
 	}
 	// The pool holding endpoints of the most witnesses (then the busiest);
 	// a node outside every pool (the control plane) is never replaced.
-	holds, served := endpointNodes(ctx, ws, func(node string) string { return poolOf[node] })
-	covers := coverage(holds)
-	delete(covers, "")
-	old := drainTarget(covers, served)
+	old, covers, served := sharedTarget(ctx, ws, func(node string) string { return poolOf[node] }, "pools",
+		func(pool string) string { return "nodepool-replacement: replacing " + pool })
 	if old == "" {
 		return s.abandon(ctx, ws, fmt.Errorf("nodepool-replacement: no witness has an endpoint on a node of a pool"))
-	}
-	for i, h := range holds {
-		if !h[old] {
-			ws.Fail(i, &NotMetError{fmt.Sprintf("nodepool-replacement: replacing %s does not meet this witness: none of its endpoints runs there (pools %v); nothing was measured",
-				old, slices.Sorted(maps.Keys(h)))})
-		}
 	}
 	var oldNodes []string
 	for _, n := range nodes {
