@@ -122,18 +122,11 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	}
 	// The existing provider cannot add or remove a pool.
 	if *provider == "existing" {
-		var keep []suites.Scenario
-		for _, sc := range scs {
-			switch {
-			case !sc.NeedsNodepools:
-				keep = append(keep, sc)
-			case *only != "":
-				return badInput(c, "test", "--scenario %s adds and removes nodepools, which the existing provider cannot do: use --provider kind", sc.Name)
-			default:
-				fmt.Fprintf(c.stdout, "%s: left out: it adds and removes nodepools, which the existing provider cannot do.\n", sc.Name)
-			}
+		needsPools := func(sc suites.Scenario) bool { return sc.NeedsNodepools }
+		if i := slices.IndexFunc(scs, needsPools); i >= 0 && *only != "" {
+			return badInput(c, "test", "--scenario %s adds and removes nodepools, which the existing provider cannot do: use --provider kind", scs[i].Name)
 		}
-		scs = keep
+		scs = leaveOut(c.stdout, scs, needsPools, "it adds and removes nodepools, which the existing provider cannot do")
 	}
 	ms, err := doctor.Load(paths, stdin)
 	if err != nil {
@@ -215,15 +208,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		noFlip = "the serving container has no HTTP readiness probe, so no Pod of it can be turned unready while it runs"
 	}
 	if noFlip != "" {
-		var keep []suites.Scenario
-		for _, sc := range scs {
-			if slices.Contains(sc.OwnTriggerSet(), incident.ReadinessFlip) {
-				fmt.Fprintf(c.stdout, "%s: left out: %s.\n", sc.Name, noFlip)
-				continue
-			}
-			keep = append(keep, sc)
-		}
-		scs = keep
+		scs = leaveOut(c.stdout, scs, triggers(incident.ReadinessFlip), noFlip)
 	}
 	preds, expect, err := predictions(ms, own, models, scs, kubeMinor)
 	if err != nil {
@@ -324,16 +309,9 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 				own.Replicas, own.Replicas, len(fit), strings.Join(fit, ", "))
 		} else if own.OnePerNode() && len(fit) < own.RolloutNodes() {
 			// The user's cluster may have the nodes; this one has not.
-			var keep []suites.Scenario
-			for _, sc := range scs {
-				if slices.Contains(sc.OwnTriggerSet(), incident.Rollout) {
-					fmt.Fprintf(c.stdout, "%s: left out: one Pod per node (required anti-affinity) with maxUnavailable 0 must place a surge Pod on a free node first: %d nodes needed, %d of the test cluster's take the Pods (%s); the rollout would wait forever here.\n",
-						sc.Name, own.RolloutNodes(), len(fit), strings.Join(fit, ", "))
-					continue
-				}
-				keep = append(keep, sc)
-			}
-			scs = keep
+			scs = leaveOut(c.stdout, scs, triggers(incident.Rollout), fmt.Sprintf(
+				"one Pod per node (required anti-affinity) with maxUnavailable 0 must place a surge Pod on a free node first: %d nodes needed, %d of the test cluster's take the Pods (%s); the rollout would wait forever here",
+				own.RolloutNodes(), len(fit), strings.Join(fit, ", ")))
 		}
 		if len(fit) == 1 {
 			progress(fmt.Sprintf("only %s takes the stand-in's Pods: disruptions of other nodes will not meet them", strings.Join(fit, ", ")))
@@ -483,6 +461,25 @@ func printBeforeAfter(w io.Writer, before, after map[string]zdv1.Scenario, scs [
 		fmt.Fprintln(w, "  none dropped: nothing to re-run")
 	}
 	return code
+}
+
+// leaveOut drops the scenarios out says, each with a line saying why.
+func leaveOut(w io.Writer, scs []suites.Scenario, out func(suites.Scenario) bool, why string) []suites.Scenario {
+	var keep []suites.Scenario
+	for _, sc := range scs {
+		if out(sc) {
+			fmt.Fprintf(w, "%s: left out: %s.\n", sc.Name, why)
+			continue
+		}
+		keep = append(keep, sc)
+	}
+	return keep
+}
+
+// triggers selects the scenarios whose disruption does t to a user's
+// workload.
+func triggers(t incident.Trigger) func(suites.Scenario) bool {
+	return func(sc suites.Scenario) bool { return slices.Contains(sc.OwnTriggerSet(), t) }
 }
 
 func pickScenarios(only string) ([]suites.Scenario, error) {
