@@ -90,6 +90,27 @@ const (
 	NoHealthyDrop     NoHealthy = "drop"
 )
 
+// SessionAffinity says what the LB makes of a Service's
+// spec.sessionAffinity: ClientIP.
+type SessionAffinity string
+
+const (
+	// AffinityClientIP: the LB keeps a client address on one node (GCP
+	// target pools and backend services CLIENT_IP, Azure load distribution
+	// SourceIP), by hashing the client address alone instead of the
+	// connection's 4-tuple. kube-proxy on that node then keeps the client on
+	// one Pod, as the Service asks.
+	AffinityClientIP SessionAffinity = "clientIP"
+	// AffinityIgnored: the LB spreads a client's connections over nodes
+	// whatever the Service says (a node's kube-proxy keeps its own affinity,
+	// so a client may reach one Pod per node).
+	AffinityIgnored SessionAffinity = "ignored"
+	// AffinityRefused: the provider will not build an LB for a Service that
+	// asks for ClientIP affinity (the AWS provider fails EnsureLoadBalancer);
+	// an LB that exists stays as it was.
+	AffinityRefused SessionAffinity = "refused"
+)
+
 // Duration is a time.Duration written as a Go duration string ("8s") in profile files.
 type Duration time.Duration
 
@@ -187,12 +208,15 @@ type Profile struct {
 	// ClusterHealthCheck is the check of a Service with
 	// externalTrafficPolicy Cluster when it differs (AWS and Azure probe the
 	// traffic port with other timing); nil means HealthCheck.
-	ClusterHealthCheck *HealthCheck      `json:"clusterHealthCheck,omitempty"`
-	Eligibility        Eligibility       `json:"eligibility"`
-	Flows              Flows             `json:"flows"`
-	NoHealthyBackends  NoHealthy         `json:"noHealthyBackends"`
-	L7                 *L7               `json:"l7,omitempty"`
-	Sources            map[string]string `json:"sources,omitempty"`
+	ClusterHealthCheck *HealthCheck `json:"clusterHealthCheck,omitempty"`
+	Eligibility        Eligibility  `json:"eligibility"`
+	Flows              Flows        `json:"flows"`
+	NoHealthyBackends  NoHealthy    `json:"noHealthyBackends"`
+	// SessionAffinity is what a Service's ClientIP affinity becomes at the
+	// LB; empty is AffinityIgnored.
+	SessionAffinity SessionAffinity   `json:"sessionAffinity,omitempty"`
+	L7              *L7               `json:"l7,omitempty"`
+	Sources         map[string]string `json:"sources,omitempty"`
 }
 
 // HealthCheckFor returns the check the LB runs for a Service with the given
@@ -372,6 +396,25 @@ func (p Profile) validateFlows(bad func(string, ...any)) {
 	default:
 		bad("noHealthyBackends %q: want failOpen or drop", p.NoHealthyBackends)
 	}
+	switch p.SessionAffinity {
+	case AffinityClientIP, AffinityIgnored, AffinityRefused, "":
+	default:
+		bad("sessionAffinity %q: want %s, %s or %s", p.SessionAffinity, AffinityClientIP, AffinityIgnored, AffinityRefused)
+	}
+}
+
+// Refuses returns why the vendor's provider builds no LB for svc, or nil.
+func (p Profile) Refuses(svc *corev1.Service) error {
+	if p.SessionAffinity == AffinityRefused && svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		return fmt.Errorf("profile %s: unsupported load balancer affinity %s (the provider refuses the Service: %s)", p.Name, svc.Spec.SessionAffinity, p.Sources["sessionAffinity"])
+	}
+	return nil
+}
+
+// KeepsClientOnNode reports whether the LB keeps every connection of one
+// client address on one node for svc.
+func (p Profile) KeepsClientOnNode(svc *corev1.Service) bool {
+	return p.SessionAffinity == AffinityClientIP && svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP
 }
 
 // Set is a set of profiles by name.

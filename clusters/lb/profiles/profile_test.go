@@ -118,6 +118,12 @@ func TestVendorNumbers(t *testing.T) {
 	if p := ps["gke-l4"]; p.RemovalLag() != 6*time.Second || p.LongestRemovalLag() != 24*time.Second {
 		t.Errorf("gke-l4 removal lag %v (Local), %v (longest); want 6s and 24s", p.RemovalLag(), p.LongestRemovalLag())
 	}
+	for name, want := range map[string]SessionAffinity{"gcp-nlb": AffinityClientIP, "gke-legacy": AffinityClientIP, "gke-l4": AffinityClientIP,
+		"azure-lb": AffinityClientIP, "azure-basic": AffinityClientIP, "aws-nlb": AffinityRefused, "generic": AffinityClientIP} {
+		if got := ps[name].SessionAffinity; got != want {
+			t.Errorf("%s sessionAffinity %q, want %q", name, got, want)
+		}
+	}
 	if f := ps["aws-nlb"].Flows; f.OnRemoved != FlowDrain || f.DrainTimeout.D() != 300*time.Second || f.AfterDrain != FlowKeep {
 		t.Errorf("aws-nlb removal: %+v; want a 300s drain after which connections stay", f)
 	}
