@@ -2,6 +2,7 @@ package cloudlb
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,11 +19,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/utils/clock"
 
 	zdv1 "zerodrop/apis/v1"
@@ -394,7 +397,7 @@ func probeURL(p profiles.Profile, svc *corev1.Service, ip netip.Addr) (string, e
 				return fmt.Sprintf("http://%s%s", ap, hc.Path), nil
 			}
 		}
-		return "", fmt.Errorf("profile %s checks the Service's NodePort (%s) but the Service has no TCP NodePort (allocateLoadBalancerNodePorts: false?)", p.Name, hc.Target)
+		return "", fmt.Errorf("profile %s checks the Service's NodePort (%s) but the Service has no TCP NodePort (allocateLoadBalancerNodePorts: false, or UDP ports only, whose checks this LB does not model)", p.Name, hc.Target)
 	default:
 		if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 			if svc.Spec.HealthCheckNodePort == 0 {
@@ -434,14 +437,21 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	var l7 []L7Service
 	var next time.Time
 	seen := map[string]bool{}
-	var statusUpdates []*corev1.Service
+	var statusUpdates, finalize, cleanups []*corev1.Service
 	for _, svc := range svcList {
-		if !c.owns(svc) {
+		if c.needsCleanup(svc) {
+			cleanups = append(cleanups, svc) // not seen: its LB is released below
+			continue
+		}
+		if !c.owns(svc) || svc.DeletionTimestamp != nil {
 			continue
 		}
 		key := svcKey(svc)
 		seen[key] = true
 		prof, perr := c.profiles.Lookup(svc.Annotations, c.defaultProfile)
+		if perr == nil {
+			perr = prof.Refuses(svc)
+		}
 		st := c.svcs[key]
 		if st == nil {
 			if perr != nil {
@@ -454,7 +464,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		}
 		if perr != nil {
 			if st.err != perr.Error() {
-				c.emit(zdv1.EventNote, "service/"+key, "LB keeps the previous profile: "+perr.Error(), map[string]string{"service": key})
+				c.emit(zdv1.EventNote, "service/"+key, "LB keeps the service's previous profile and settings: "+perr.Error(), map[string]string{"service": key})
 			}
 			st.err = perr.Error()
 			if st.backends == nil {
@@ -494,6 +504,9 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			st.vip = vip
 			c.emit(zdv1.EventNote, "service/"+key, fmt.Sprintf("LB assigned %s to service %s (profile %s)", vip, key, prof.Name),
 				map[string]string{"service": key, "vip": vip.String(), "profile": prof.Name})
+		}
+		if !servicehelper.HasLBFinalizer(svc) {
+			finalize = append(finalize, svc)
 		}
 		if !hasIngress(svc, st.vip) {
 			statusUpdates = append(statusUpdates, svc)
@@ -592,15 +605,12 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		switch prof.Mode {
 		case profiles.ModeL4:
 			ds := DPService{Key: key, VIP: st.vip, Active: activeNodes, Draining: st.backends.Nodes(lb.Draining),
+				ClientIP:    prof.KeepsClientOnNode(svc),
 				CloseAction: prof.Flows.CloseAction, NoBackends: prof.Flows.CloseAction, IdleTimeout: prof.Flows.IdleTimeout.D()}
 			if prof.NoHealthyBackends == profiles.NoHealthyDrop {
 				ds.NoBackends = profiles.CloseDrop
 			}
-			for _, p := range svc.Spec.Ports {
-				if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
-					ds.Ports = append(ds.Ports, uint16(p.Port))
-				}
-			}
+			ds.Ports = l4Ports(svc)
 			dp.Services = append(dp.Services, ds)
 		case profiles.ModeL7:
 			var ips []netip.Addr
@@ -633,9 +643,30 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	if err := c.l7.Apply(ctx, l7); err != nil {
 		errs = append(errs, err)
 	}
+	forwarding := len(errs) == 0 // as computed: released addresses are gone
+	// The finalizer before the status, as the service controller orders it:
+	// a Service that shows an address can no longer vanish under its LB.
+	unfinalized := map[string]bool{}
+	for _, svc := range finalize {
+		if err := c.patchFinalizer(ctx, svc, true); err != nil {
+			unfinalized[svcKey(svc)] = true
+			errs = append(errs, err)
+		}
+	}
 	for _, svc := range statusUpdates {
+		if unfinalized[svcKey(svc)] {
+			continue
+		}
 		if err := c.writeStatus(ctx, svc, c.svcs[svcKey(svc)].vip); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	// Cleanups after the data plane stopped forwarding their addresses.
+	if forwarding {
+		for _, svc := range cleanups {
+			if err := c.cleanUp(ctx, svc); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return next, errors.Join(errs...)
@@ -716,6 +747,21 @@ func (c *Controller) syncNodes(key string, st *svcState, prof profiles.Profile, 
 	}
 }
 
+// l4Ports are the ports of svc the L4 data plane forwards: TCP and UDP
+// (SCTP is not forwarded; see the package doc).
+func l4Ports(svc *corev1.Service) []DPPort {
+	var out []DPPort
+	for _, p := range svc.Spec.Ports {
+		switch p.Protocol {
+		case corev1.ProtocolTCP, "":
+			out = append(out, DPPort{Proto: ProtoTCP, Port: uint16(p.Port)})
+		case corev1.ProtocolUDP:
+			out = append(out, DPPort{Proto: ProtoUDP, Port: uint16(p.Port)})
+		}
+	}
+	return out
+}
+
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k, v := range m {
@@ -733,10 +779,19 @@ func hasIngress(svc *corev1.Service, vip netip.Addr) bool {
 }
 
 func (c *Controller) writeStatus(ctx context.Context, svc *corev1.Service, vip netip.Addr) error {
-	cp := svc.DeepCopy()
 	mode := corev1.LoadBalancerIPModeVIP
-	cp.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: vip.String(), IPMode: &mode}}
-	if _, err := c.cs.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	return c.patchLBStatus(ctx, svc, []corev1.LoadBalancerIngress{{IP: vip.String(), IPMode: &mode}})
+}
+
+// patchLBStatus sets status.loadBalancer.ingress with a merge patch on the
+// status subresource: unlike an update of the informer's copy it cannot
+// conflict with (or undo) the finalizer patch just before it.
+func (c *Controller) patchLBStatus(ctx context.Context, svc *corev1.Service, ingress []corev1.LoadBalancerIngress) error {
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": ingress}}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.cs.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("write status.loadBalancer of service %s: %w", svcKey(svc), err)
 	}
 	return nil

@@ -150,7 +150,7 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 	})
 	waitFor(t, "a active, b not", func() bool {
 		s, ok := l4.service("default/web")
-		return ok && fmt.Sprint(s.Active) == "[a]" && fmt.Sprint(s.Ports) == "[80]"
+		return ok && fmt.Sprint(s.Active) == "[a]" && fmt.Sprint(s.Ports) == "[80/tcp]"
 	})
 	if s, _ := cs.CoreV1().Services("default").Get(ctx, "mine", metav1.GetOptions{}); len(s.Status.LoadBalancer.Ingress) != 0 {
 		t.Fatal("the controller took a Service of another loadBalancerClass")

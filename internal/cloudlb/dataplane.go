@@ -40,12 +40,33 @@ func ExecRunner(netns string) Runner {
 	}
 }
 
+// Proto is a transport protocol the L4 data plane forwards, as nftables
+// names it.
+type Proto string
+
+const (
+	ProtoTCP Proto = "tcp"
+	ProtoUDP Proto = "udp"
+)
+
+// DPPort is one port of a Service on its VIP.
+type DPPort struct {
+	Proto Proto
+	Port  uint16
+}
+
+func (p DPPort) String() string { return fmt.Sprintf("%d/%s", p.Port, p.Proto) }
+
 // DPService is one L4 Service as the data plane sees it.
 type DPService struct {
-	Key         string               // namespace/name, for comments and IDs
-	VIP         netip.Addr           // the LoadBalancer address
-	Ports       []uint16             // TCP ports on the VIP
-	Active      []string             // nodes that take new flows
+	Key    string     // namespace/name, for comments and IDs
+	VIP    netip.Addr // the LoadBalancer address
+	Ports  []DPPort   // ports on the VIP
+	Active []string   // nodes that take new flows
+	// ClientIP picks a new flow's node from the client address alone, so
+	// every flow of one client lands on one node while the active set
+	// stands (session affinity ClientIP at the LB).
+	ClientIP    bool
 	Draining    []string             // nodes that keep their flows but take no new ones
 	CloseAction profiles.CloseAction // what packets of closed or unknown flows meet
 	NoBackends  profiles.CloseAction // what new connections meet when Active is empty
@@ -348,9 +369,17 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 	sort.Slice(cfg.VIPs, func(i, j int) bool { return cfg.VIPs[i].Less(cfg.VIPs[j]) })
 	var b strings.Builder
 	t := "ip " + d.table
-	key := "ip saddr . tcp sport . ip daddr . tcp dport"
+	// A flow is the 4-tuple in the map of its protocol (flows for TCP,
+	// uflows for UDP); th (the transport header) reads the ports of both.
+	// One map keyed by the 5-tuple would do, but nft 1.0.6 (Debian 12, the
+	// LB image's base) aborts on a dynamic-set update with a five-part key
+	// and a data value (netlink_gen_expr: "dreg < ctx->reg_low").
+	key := "ip saddr . th sport . ip daddr . th dport"
+	flowMaps := []struct{ proto, name string }{{"tcp", "flows"}, {"udp", "uflows"}}
 	fmt.Fprintf(&b, "add table %s\n", t)
-	fmt.Fprintf(&b, "add map %s flows { type ipv4_addr . inet_service . ipv4_addr . inet_service : mark; flags dynamic,timeout; timeout 10m; size %d; }\n", t, flowTableSize)
+	for _, m := range flowMaps {
+		fmt.Fprintf(&b, "add map %s %s { type ipv4_addr . inet_service . ipv4_addr . inet_service : mark; flags dynamic,timeout; timeout 10m; size %d; }\n", t, m.name, flowTableSize)
+	}
 	fmt.Fprintf(&b, "add map %s vips { type ipv4_addr . inet_proto . inet_service : verdict; }\n", t)
 	fmt.Fprintf(&b, "add map %s live { type mark : verdict; }\n", t)
 	fmt.Fprintf(&b, "add set %s vipaddrs { type ipv4_addr; }\n", t)
@@ -408,15 +437,26 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 		for _, suffix := range []string{"", "_new", "_keep"} {
 			fmt.Fprintf(&b, "add chain %s %s%s\nflush chain %s %s%s\n", t, c, suffix, t, c, suffix)
 		}
-		fmt.Fprintf(&b, "# %s %s ports %v active %v draining %v\n", s.Key, s.VIP, s.Ports, s.Active, s.Draining)
-		// New connection (SYN without ACK): forget any old flow on the same
-		// 4-tuple, pick an active node by hash, remember it.
+		fmt.Fprintf(&b, "# %s %s ports %v active %v draining %v client-ip %t\n", s.Key, s.VIP, s.Ports, s.Active, s.Draining, s.ClientIP)
+		// New TCP connection (SYN without ACK): forget any old flow on the
+		// same 5-tuple, pick an active node by hash, remember it.
 		fmt.Fprintf(&b, "add rule %s %s tcp flags & (fin | syn | rst | ack) == syn jump %s_new\n", t, c, c)
-		fmt.Fprintf(&b, "add rule %s %s meta mark set %s map @flows\n", t, c, key)
+		// A known flow carries its node's mark (a failed lookup leaves the
+		// packet's mark 0, which no node has); a live node keeps it.
+		for _, m := range flowMaps {
+			fmt.Fprintf(&b, "add rule %s %s meta l4proto %s meta mark set %s map @%s\n", t, c, m.proto, key, m.name)
+		}
 		fmt.Fprintf(&b, "add rule %s %s meta mark vmap @live\n", t, c)
+		// UDP has no handshake and nothing to reset: a datagram of no known
+		// flow, or of a flow whose node stopped taking it, starts a new flow
+		// on an active node (a drained node keeps its flows until the drain
+		// ends, through @live above).
+		fmt.Fprintf(&b, "add rule %s %s meta l4proto udp jump %s_new\n", t, c, c)
 		fmt.Fprintf(&b, "add rule %s %s %s\n", t, c, closed)
 
-		fmt.Fprintf(&b, "add rule %s %s_new delete @flows { %s : meta mark }\n", t, c, key)
+		for _, m := range flowMaps {
+			fmt.Fprintf(&b, "add rule %s %s_new meta l4proto %s delete @%s { %s : meta mark }\n", t, c, m.proto, m.name, key)
+		}
 		if len(s.Active) == 0 {
 			fmt.Fprintf(&b, "add rule %s %s_new %s\n", t, c, noBackends)
 		} else {
@@ -424,15 +464,23 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 			for i, n := range s.Active {
 				elems = append(elems, fmt.Sprintf("%d : %#08x", i, Mark(id, d.nodeIDs[n])))
 			}
-			fmt.Fprintf(&b, "add rule %s %s_new meta mark set jhash %s mod %d seed %#x map { %s }\n", t, c, key, len(s.Active), d.seed, strings.Join(elems, ", "))
-			fmt.Fprintf(&b, "add rule %s %s_new add @flows { %s timeout %ds : meta mark }\n", t, c, key, timeout)
+			hash := key
+			if s.ClientIP {
+				hash = "ip saddr"
+			}
+			fmt.Fprintf(&b, "add rule %s %s_new meta mark set jhash %s mod %d seed %#x map { %s }\n", t, c, hash, len(s.Active), d.seed, strings.Join(elems, ", "))
+			for _, m := range flowMaps {
+				fmt.Fprintf(&b, "add rule %s %s_new meta l4proto %s add @%s { %s timeout %ds : meta mark }\n", t, c, m.proto, m.name, key, timeout)
+			}
 			fmt.Fprintf(&b, "add rule %s %s_new accept\n", t, c)
 		}
-		fmt.Fprintf(&b, "add rule %s %s_keep update @flows { %s timeout %ds : meta mark }\n", t, c, key, timeout)
+		for _, m := range flowMaps {
+			fmt.Fprintf(&b, "add rule %s %s_keep meta l4proto %s update @%s { %s timeout %ds : meta mark }\n", t, c, m.proto, m.name, key, timeout)
+		}
 		fmt.Fprintf(&b, "add rule %s %s_keep accept\n", t, c)
 
 		for _, p := range s.Ports {
-			fmt.Fprintf(&b, "add element %s vips { %s . tcp . %d : jump %s }\n", t, s.VIP, p, c)
+			fmt.Fprintf(&b, "add element %s vips { %s . %s . %d : jump %s }\n", t, s.VIP, p.Proto, p.Port, c)
 		}
 		for _, n := range append(append([]string(nil), s.Active...), s.Draining...) {
 			fmt.Fprintf(&b, "add element %s live { %#08x : jump %s_keep }\n", t, Mark(id, d.nodeIDs[n]), c)

@@ -95,7 +95,7 @@ func TestDataplaneDockerBridgeE2E(t *testing.T) {
 			ns[n] = netip.MustParseAddr(ip)
 		}
 		return DPConfig{Nodes: ns, VIPs: []netip.Addr{netip.MustParseAddr(vip)},
-			Services: []DPService{{Key: "e2e/web", VIP: netip.MustParseAddr(vip), Ports: []uint16{80}, Active: active, Draining: draining,
+			Services: []DPService{{Key: "e2e/web", VIP: netip.MustParseAddr(vip), Ports: []DPPort{{ProtoTCP, 80}}, Active: active, Draining: draining,
 				CloseAction: profiles.CloseReset, NoBackends: profiles.CloseReset, IdleTimeout: time.Minute}}}
 	}
 	if err := dp.Apply(ctx, cfg([]string{"n1", "n2"}, nil)); err != nil {

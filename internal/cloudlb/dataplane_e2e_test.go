@@ -88,6 +88,8 @@ func newTopo(t *testing.T) *topo {
 		// kube-proxy's rule for a LoadBalancer ingress IP with a local endpoint.
 		sh(t, "ip", "netns", "exec", tp.ns(n), "iptables", "-t", "nat", "-A", "PREROUTING", "-d", e2eVIP, "-p", "tcp", "--dport", "80",
 			"-j", "DNAT", "--to-destination", a+":8080")
+		sh(t, "ip", "netns", "exec", tp.ns(n), "iptables", "-t", "nat", "-A", "PREROUTING", "-d", e2eVIP, "-p", "udp", "--dport", "53",
+			"-j", "DNAT", "--to-destination", a+":8053")
 		tp.healthy[n] = &atomic.Bool{}
 		tp.healthy[n].Store(true)
 		tp.serve(t, n)
@@ -127,6 +129,25 @@ func (tp *topo) serve(t *testing.T, node string) {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})}
+	var udp net.PacketConn
+	if err := InNetns(tp.ns(node), func() error {
+		var err error
+		udp, err = net.ListenPacket("udp4", ":8053")
+		return err
+	}); err != nil {
+		t.Fatalf("listen udp in %s: %v", node, err)
+	}
+	go func() { // answers each datagram with the node's name
+		buf := make([]byte, 1500)
+		for {
+			_, from, err := udp.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = udp.WriteTo([]byte(node), from)
+		}
+	}()
+	t.Cleanup(func() { _ = udp.Close() })
 	go func() { _ = appSrv.Serve(app) }()
 	go func() { _ = hzSrv.Serve(hz) }()
 	t.Cleanup(func() { _ = appSrv.Close(); _ = hzSrv.Close() })
@@ -202,6 +223,28 @@ func (tp *topo) spread(t *testing.T, n int) map[string]int {
 	return got
 }
 
+// udpAsk sends one datagram to VIP:53 from the client's port (0: any) and
+// returns the answering node.
+func (tp *topo) udpAsk(t *testing.T, localPort int) (string, error) {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(e2eClient), Port: localPort}}
+	c, err := NetnsDialer(tp.ns("cl"), d)(context.Background(), "udp4", e2eVIP+":53")
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("who")); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
 func svcConfig(active, draining []string, closeAction profiles.CloseAction) DPConfig {
 	nodes := map[string]netip.Addr{}
 	for n, a := range e2eNodes {
@@ -209,7 +252,7 @@ func svcConfig(active, draining []string, closeAction profiles.CloseAction) DPCo
 	}
 	return DPConfig{
 		Nodes: nodes,
-		Services: []DPService{{Key: "e2e/web", VIP: netip.MustParseAddr(e2eVIP), Ports: []uint16{80},
+		Services: []DPService{{Key: "e2e/web", VIP: netip.MustParseAddr(e2eVIP), Ports: []DPPort{{ProtoTCP, 80}, {ProtoUDP, 53}},
 			Active: active, Draining: draining, CloseAction: closeAction, NoBackends: profiles.CloseReset, IdleTimeout: time.Minute}},
 		VIPs: []netip.Addr{netip.MustParseAddr(e2eVIP)},
 	}
@@ -336,6 +379,54 @@ func TestDataplaneE2E(t *testing.T) {
 			t.Fatalf("new connection from the same port went to removed node %s", x)
 		}
 		t.Logf("port %d: first on %s, after %s left on %s", port, x, x, r2.Node)
+	})
+
+	t.Run("UDP: one source port stays on its node; when the node leaves, its flow moves", func(t *testing.T) {
+		if err := dp.Apply(ctx, svcConfig([]string{"n1", "n2"}, nil, profiles.CloseReset)); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for i := 0; i < 20; i++ {
+			n, err := tp.udpAsk(t, 0)
+			if err != nil {
+				t.Fatalf("datagram %d: %v", i+1, err)
+			}
+			seen[n]++
+		}
+		if seen["n1"] == 0 || seen["n2"] == 0 {
+			t.Fatalf("20 UDP flows from new ports all on one node: %v", seen)
+		}
+		port := 30000 + os.Getpid()%10000
+		x, err := tp.udpAsk(t, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5; i++ {
+			if n, err := tp.udpAsk(t, port); err != nil || n != x {
+				t.Fatalf("datagram %d of the flow from port %d: node %q, err %v; want %s", i+2, port, n, err, x)
+			}
+		}
+		if err := dp.Apply(ctx, svcConfig([]string{other(x)}, nil, profiles.CloseReset)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := tp.udpAsk(t, port)
+		if err != nil || n != other(x) {
+			t.Fatalf("after %s left, the flow from port %d reached %q (err %v); want %s", x, port, n, err, other(x))
+		}
+		t.Logf("20 UDP flows: %v; port %d stayed on %s for 6 datagrams, then moved to %s when it left", seen, port, x, n)
+	})
+
+	t.Run("ClientIP affinity: every new connection of a client on one node", func(t *testing.T) {
+		cfg := svcConfig([]string{"n1", "n2"}, nil, profiles.CloseReset)
+		cfg.Services[0].ClientIP = true
+		if err := dp.Apply(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		got := tp.spread(t, 20)
+		if len(got) != 1 {
+			t.Fatalf("20 connections of one client over several nodes: %v", got)
+		}
+		t.Logf("20 connections of %s with ClientIP affinity: %v", e2eClient, got)
 	})
 
 	t.Run("health checks remove a node after interval x unhealthyThreshold", func(t *testing.T) {

@@ -39,7 +39,7 @@ func testConfig(active, draining []string, closeAction profiles.CloseAction) DPC
 			"n2": netip.MustParseAddr("10.0.0.12"),
 		},
 		Services: []DPService{{
-			Key: "default/web", VIP: netip.MustParseAddr("10.0.0.200"), Ports: []uint16{80},
+			Key: "default/web", VIP: netip.MustParseAddr("10.0.0.200"), Ports: []DPPort{{ProtoTCP, 80}},
 			Active: active, Draining: draining, CloseAction: closeAction, NoBackends: closeAction,
 			IdleTimeout: 10 * time.Minute,
 		}},
@@ -96,8 +96,36 @@ func TestDataplaneRender(t *testing.T) {
 			t.Errorf("script lacks %q:\n%s", want, script)
 		}
 	}
-	if strings.Contains(script, "flush map ip zerodrop_lb flows") {
+	if strings.Contains(script, "jhash ip saddr mod") || strings.Contains(script, ". udp .") {
+		t.Errorf("a TCP service without ClientIP affinity hashes the 5-tuple and has no UDP rule:\n%s", script)
+	}
+	if strings.Contains(script, "flush map ip zerodrop_lb flows") || strings.Contains(script, "flush map ip zerodrop_lb uflows") {
 		t.Error("the flows map must never be flushed: established flows would move")
+	}
+
+	// UDP next to TCP, and ClientIP affinity: one hash of the client address.
+	rec.cmds, rec.stdin = nil, nil
+	cfg := testConfig([]string{"n1", "n2"}, nil, profiles.CloseReset)
+	cfg.Services[0].Ports = append(cfg.Services[0].Ports, DPPort{ProtoUDP, 53})
+	cfg.Services[0].ClientIP = true
+	if err := d.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	script = rec.stdin[0]
+	for _, want := range []string{
+		"add element ip zerodrop_lb vips { 10.0.0.200 . tcp . 80 : jump svc_1 }",
+		"add element ip zerodrop_lb vips { 10.0.0.200 . udp . 53 : jump svc_1 }",
+		"add rule ip zerodrop_lb svc_1 meta l4proto udp jump svc_1_new",
+		"meta mark set jhash ip saddr mod 2 seed 0x5a17d20b map",
+		"add rule ip zerodrop_lb svc_1_new meta l4proto udp add @uflows { ip saddr . th sport . ip daddr . th dport timeout 600s : meta mark }",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	// A UDP datagram of no live flow starts one; only then do TCP's leftovers meet the close action.
+	if i, j := strings.Index(script, "svc_1 meta l4proto udp jump"), strings.Index(script, "svc_1 meta mark set 0x0 accept"); i < 0 || j < i {
+		t.Errorf("the UDP new-flow rule must come before the close action:\n%s", script)
 	}
 
 	// n2 drains, closed flows are dropped: n2 is live but not chosen.
@@ -171,7 +199,7 @@ func TestDataplaneSkipsUnchangedRuleset(t *testing.T) {
 	}
 	// The same state with services listed in another order is the same state.
 	other := two
-	other.Services = append([]DPService{{Key: "a/first", VIP: netip.MustParseAddr("10.0.0.201"), Ports: []uint16{80}, Active: []string{"n1"}}}, two.Services...)
+	other.Services = append([]DPService{{Key: "a/first", VIP: netip.MustParseAddr("10.0.0.201"), Ports: []DPPort{{ProtoTCP, 80}}, Active: []string{"n1"}}}, two.Services...)
 	other.VIPs = []netip.Addr{netip.MustParseAddr("10.0.0.201"), netip.MustParseAddr("10.0.0.200")}
 	swapped := other
 	swapped.Services = []DPService{other.Services[1], other.Services[0]}

@@ -54,14 +54,26 @@
 //     (priority 100), so a marked packet to a local VIP is forwarded instead
 //     of delivered.
 //   - nftables (one table, rewritten atomically by `nft -f` on every change)
-//     decides per packet. A SYN picks an active node with jhash over the
-//     4-tuple and records the flow in a dynamic map (4-tuple -> mark,
-//     per-service idle timeout). Every later packet looks its mark up in that
-//     map; a "live" map says whether the (service, node) pair still takes
-//     established flows (active or draining). Anything else meets the
+//     decides per packet, for TCP and UDP ports. A SYN picks an active node
+//     with jhash over the 4-tuple and records the flow in a dynamic map
+//     (4-tuple -> mark, per-service idle timeout; one map per protocol).
+//     Every later packet looks its mark up in that map; a "live" map says
+//     whether the (service, node) pair still takes established flows
+//     (active or draining). A TCP packet of anything else meets the
 //     profile's closeAction: drop, or "reset" (the mark is cleared and the
-//     LB's own stack, which has no socket on VIP:port, answers with a RST from
-//     the VIP).
+//     LB's own stack, which has no socket on VIP:port, answers with a RST
+//     from the VIP). UDP has no handshake to wait for and nothing to reset:
+//     a datagram of no known flow, or of a flow whose node no longer takes
+//     it, starts a new flow on an active node, so a UDP client that keeps its
+//     port follows the backends (what the upstream "preserve UDP traffic"
+//     specs ask of an LB).
+//   - Session affinity: for a Service with sessionAffinity ClientIP on a
+//     profile whose vendor maps it (sessionAffinity clientIP: GCP CLIENT_IP,
+//     Azure SourceIP), the hash that picks a new flow's node is over the
+//     client address alone, so a client stays on one node while the active
+//     set stands, and kube-proxy's own affinity on that node keeps it on one
+//     Pod. A profile that refuses it (aws-nlb: the AWS provider fails
+//     EnsureLoadBalancer) builds no LB for such a Service and says why.
 //   - Mark = service id << 16 | node id. `ip rule fwmark <node>/0xffff lookup
 //     1000+<node>`, and that table holds `default via <nodeIP> onlink`: the
 //     packet goes out unchanged to the node's MAC.
@@ -120,6 +132,16 @@
 // event (lb-node-healthy / lb-node-unhealthy) with the checks that caused it,
 // recorded before the data plane acts on it.
 //
+// Cleanup finalizer (finalizer.go): as the service controller does
+// (k8s.io/cloud-provider controllers/service/controller.go,
+// syncLoadBalancerIfNeeded), service.kubernetes.io/load-balancer-cleanup goes
+// on a Service before its address is written and comes off once the data
+// plane has stopped forwarding for it: when it is deleted, or its type
+// changes away from LoadBalancer (the address is cleared then too). So a
+// Service deleted while no LB runs (`zerodrop lb stop` with the cluster up)
+// waits for the LB, as it would for a cloud's controller; removing the
+// finalizer by hand releases it.
+//
 // # L7 (gclb)
 //
 // An HTTP reverse proxy on VIP:port (the VIP is local, so its packets reach the
@@ -141,13 +163,15 @@
 // # What it does not model
 //
 // A report column stands for the profile's timing, eligibility and flow rules
-// above, on one LB instance. Not modelled: UDP and SCTP ports (not forwarded),
-// IPv6, proxy protocol, per-zone backends, cross-zone balancing and zonal
-// failover, the LB's own failover or provisioning time, session affinity
-// (ClientIP), Pod (NEG) backends, GKE subsetting's 25-node limit, the AWS CLB
-// TCP proxy, and the cleanup finalizer the service controller puts on
-// Services. Health checks come from one LB address, not from a vendor's
-// prober ranges.
+// above, on one LB instance. Not modelled: SCTP ports (not forwarded), IPv6,
+// proxy protocol, per-zone backends, cross-zone balancing and zonal
+// failover, the LB's own failover or provisioning time, the affinity
+// timeout (sessionAffinityConfig; the LB keeps a client on its node while
+// the active set stands), Pod (NEG) backends, GKE subsetting's 25-node
+// limit, the AWS CLB TCP proxy, and the health checks of UDP-only Services
+// on profiles that probe the traffic port (AWS probes it over TCP, Azure
+// adds no probe for UDP ports): the LB says it cannot check such a Service.
+// Health checks come from one LB address, not from a vendor's prober ranges.
 //
-// Limits: IPv4 and TCP only; one LB instance per cluster (no LB failover).
+// Limits: IPv4, TCP and UDP; one LB instance per cluster (no LB failover).
 package cloudlb

@@ -1,0 +1,70 @@
+package cloudlb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+
+	zdv1 "zerodrop/apis/v1"
+)
+
+// The cleanup finalizer, as the Kubernetes service controller manages it
+// (k8s.io/cloud-provider controllers/service/controller.go,
+// syncLoadBalancerIfNeeded): it is put on a Service before its LB is built,
+// so the Service cannot disappear while the LB still forwards its address,
+// and taken off once the LB is gone — when the Service is being deleted or
+// no longer wants this LB (needsCleanup: type changed away from
+// LoadBalancer). Here "no longer wants" also covers a Service the LB stopped
+// owning, which with an immutable loadBalancerClass only a type change does.
+
+// needsCleanup reports whether svc carries the finalizer but should have no
+// LB of ours any more.
+func (c *Controller) needsCleanup(svc *corev1.Service) bool {
+	return servicehelper.HasLBFinalizer(svc) && (svc.DeletionTimestamp != nil || !c.owns(svc))
+}
+
+// patchFinalizer adds (add=true) or removes the cleanup finalizer with a
+// strategic merge patch: finalizers merge as a set, so neither way can drop
+// another controller's finalizer written meanwhile, and repeating it (the
+// informer's copy may lag behind the patch) changes nothing.
+func (c *Controller) patchFinalizer(ctx context.Context, svc *corev1.Service, add bool) error {
+	var patch map[string]any
+	if add {
+		patch = map[string]any{"metadata": map[string]any{"finalizers": []string{servicehelper.LoadBalancerCleanupFinalizer}}}
+	} else {
+		patch = map[string]any{"metadata": map[string]any{"$deleteFromPrimitiveList/finalizers": []string{servicehelper.LoadBalancerCleanupFinalizer}}}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = c.cs.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+	if err != nil && !(apierrors.IsNotFound(err) && !add) {
+		what := map[bool]string{true: "add", false: "remove"}[add]
+		return fmt.Errorf("%s finalizer %s on service %s: %w", what, servicehelper.LoadBalancerCleanupFinalizer, svcKey(svc), err)
+	}
+	return nil
+}
+
+// cleanUp ends the LB's part in svc once the data plane no longer forwards
+// its address: the ingress status goes (unless the Service is being deleted
+// anyway), then the finalizer, as the service controller does.
+func (c *Controller) cleanUp(ctx context.Context, svc *corev1.Service) error {
+	if svc.DeletionTimestamp == nil && len(svc.Status.LoadBalancer.Ingress) > 0 {
+		if err := c.patchLBStatus(ctx, svc, nil); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if err := c.patchFinalizer(ctx, svc, false); err != nil {
+		return err
+	}
+	c.emit(zdv1.EventNote, "service/"+svcKey(svc), fmt.Sprintf("LB removed finalizer %s from service %s: its LB is gone", servicehelper.LoadBalancerCleanupFinalizer, svcKey(svc)),
+		map[string]string{"service": svcKey(svc)})
+	return nil
+}
