@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,7 +63,7 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 			return exitBroken
 		}
 		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tMODE\tCHECK (LOCAL)\tREMOVAL LAG\tCHECK (CLUSTER)\tCORDONED\tPOOL\tUNHEALTHY FLOWS\tREMOVED FLOWS")
+		fmt.Fprintln(tw, "NAME\tMODE\tCHECK (LOCAL)\tREMOVAL LAG\tCHECK (CLUSTER)\tCORDONED\tPOOL\tUNHEALTHY FLOWS\tREMOVED FLOWS\tCLIENTIP AFFINITY")
 		for _, n := range ps.Names() {
 			p := ps[n]
 			h := p.HealthCheck
@@ -84,7 +85,7 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 			}
 			if !p.Emulated() {
 				// Timing only (the doctor, the fixtures); `lb start` refuses it.
-				fmt.Fprintf(tw, "%s\t%s (not emulated)\t%s %v/%v %d↑ %d↓\t%v\t%s\t-\t-\t-\t-\n", n, mode, h.Target, h.Interval.D(), h.Timeout.D(),
+				fmt.Fprintf(tw, "%s\t%s (not emulated)\t%s %v/%v %d↑ %d↓\t%v\t%s\t-\t-\t-\t-\t-\n", n, mode, h.Target, h.Interval.D(), h.Timeout.D(),
 					h.HealthyThreshold, h.UnhealthyThreshold, h.DetectionTime(), ch)
 				continue
 			}
@@ -95,8 +96,12 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 					removed += ", then kept"
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s %v/%v %d↑ %d↓\t%v\t%s\t%s\t%s\t%s\t%s\n", n, p.Mode, h.Target, h.Interval.D(), h.Timeout.D(), h.HealthyThreshold,
-				h.UnhealthyThreshold, h.DetectionTime(), ch, cordon, pool, p.Flows.OnUnhealthy, removed)
+			affinity := cmp.Or(p.SessionAffinity, profiles.AffinityIgnored)
+			if p.Mode == profiles.ModeL7 {
+				affinity = "-" // the proxy spreads requests; an L7 LB's affinity is not the Service's
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %v/%v %d↑ %d↓\t%v\t%s\t%s\t%s\t%s\t%s\t%s\n", n, p.Mode, h.Target, h.Interval.D(), h.Timeout.D(), h.HealthyThreshold,
+				h.UnhealthyThreshold, h.DetectionTime(), ch, cordon, pool, p.Flows.OnUnhealthy, removed, affinity)
 		}
 		_ = tw.Flush()
 		return exitOK

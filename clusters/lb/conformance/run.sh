@@ -13,6 +13,8 @@
 #   PROVIDER     default local (the LB specs have no provider skip in 1.34;
 #                cloud-provider-kind's CI used --provider=aws only because
 #                older releases skipped them unless the provider was a cloud)
+#   CLIENT_SOURCE  the address the test process reaches LB addresses from,
+#                default 198.51.100.1; "none" keeps the host's own. See below.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -57,6 +59,33 @@ if [ "$(docker inspect -f '{{.State.Running}}' "$CLUSTER-cloud-lb" 2>/dev/null)"
 else
   log "LB under test: not zerodrop's cloud LB (no running $CLUSTER-cloud-lb container; MetalLB with make cluster LB=metallb)"
 fi
+# The test process is the LB's client, and "ETP Local: should work for
+# type=LoadBalancer" fails any client address inside the nodes' /16
+# (test/e2e/network/loadbalancer.go, getSubnetPrefix), which on kind the
+# host's own 172.18.0.1 is. A cloud LB's clients are outside the node
+# subnet, so the host reaches LB addresses from CLIENT_SOURCE: an address of
+# TEST-NET-2 (RFC 5737, never routed anywhere) put on the kind bridge, with
+# a route for the top /21 of the kind subnet (where harness/cluster and the
+# cloud LB take their addresses, harness/lb KindVIPRange) that picks it as
+# source. Replies come back through the nodes' default route, the bridge.
+# Traffic still goes only to this machine's kind containers. Undone at exit.
+CLIENT_SOURCE="${CLIENT_SOURCE:-198.51.100.1}"
+if [ "$CLIENT_SOURCE" != none ]; then
+  net_id="$(docker network inspect kind -f '{{.Id}}' 2>/dev/null)" || die "no docker network kind"
+  bridge="br-${net_id:0:12}"
+  subnet="$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' | tr ' ' '\n' | grep -m1 '\.')"
+  [ -n "$subnet" ] || die "kind network has no IPv4 subnet"
+  IFS=./ read -r a b c d bits <<<"$subnet"
+  (( bits <= 21 )) || die "kind subnet $subnet is smaller than the /21 the LB addresses are taken from"
+  base=$(( (a<<24 | b<<16 | c<<8 | d) & ~((1<<(32-bits))-1) & 0xffffffff ))
+  top=$(( base + (1<<(32-bits)) - 2048 ))
+  vips="$(( top>>24 & 255 )).$(( top>>16 & 255 )).$(( top>>8 & 255 )).$(( top & 255 ))/21"
+  ip addr replace "$CLIENT_SOURCE/32" dev "$bridge"
+  ip route replace "$vips" dev "$bridge" src "$CLIENT_SOURCE"
+  trap 'ip route del "$vips" dev "$bridge" 2>/dev/null; ip addr del "$CLIENT_SOURCE/32" dev "$bridge" 2>/dev/null' EXIT
+  log "test process reaches LB addresses ($vips) from $CLIENT_SOURCE, outside the node subnet $subnet"
+fi
+
 log "loading $AGN_IMAGE into kind cluster $CLUSTER"
 "$KIND" load docker-image --name "$CLUSTER" "$AGN_IMAGE" 2>&1 | tee "$OUT/kind-load.log"
 
