@@ -53,10 +53,10 @@ func (c *Controller) patchFinalizer(ctx context.Context, svc *corev1.Service, ad
 }
 
 // cleanUp ends the LB's part in svc once the data plane no longer forwards
-// its address: the ingress status goes (unless the Service is being deleted
-// anyway), then the finalizer, as the service controller does.
+// its address: the ingress status and the finalizer go, as the service
+// controller does (it clears the status of a Service being deleted too).
 func (c *Controller) cleanUp(ctx context.Context, svc *corev1.Service) error {
-	if svc.DeletionTimestamp == nil && len(svc.Status.LoadBalancer.Ingress) > 0 {
+	if len(svc.Status.LoadBalancer.Ingress) > 0 {
 		if err := c.patchLBStatus(ctx, svc, nil); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"sort"
 	"sync"
 	"testing"
@@ -140,5 +141,76 @@ func TestRulesMatchUpstreamServiceController(t *testing.T) {
 			}
 		}
 		t.Logf("%s: upstream and cloud LB agree on %s", s.what, s.want)
+	}
+}
+
+// TestFinalizerMatchesUpstreamServiceController walks one Service through
+// the life the upstream "cleanup finalizer" e2e spec gives it, once under
+// k8s.io/cloud-provider's service controller (with its fake cloud) and once
+// under the cloud LB, each on its own fake cluster: after every step both
+// must leave the same finalizer and address on the Service.
+func TestFinalizerMatchesUpstreamServiceController(t *testing.T) {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	defer klog.LogToStderr(true)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}}}
+	upCS := fake.NewSimpleClientset(svc.DeepCopy(), kNode("a", "10.0.0.1"))
+	ourCS := fake.NewSimpleClientset(svc.DeepCopy(), kNode("a", "10.0.0.1"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cloud := &fakecloud.Cloud{ExternalIP: net.ParseIP("10.0.0.200"), Exists: true}
+	f := informers.NewSharedInformerFactory(upCS, 0)
+	sc, err := servicecontroller.New(cloud, upCS, f.Core().V1().Services(), f.Core().V1().Nodes(), "zerodrop", featuregate.NewFeatureGate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	go sc.Run(ctx, 1, controllersmetrics.NewControllerManagerMetrics("zerodrop-test-finalizer"))
+	startController(t, ourCS, WithProfiles(profiles.Set{"generic": fastProfile("generic", false)}))
+
+	view := func(cs *fake.Clientset) string {
+		s, err := cs.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("finalizers %v, ingress %d", s.Finalizers, len(s.Status.LoadBalancer.Ingress))
+	}
+	edit := func(cs *fake.Clientset, change func(*corev1.Service)) {
+		s, err := cs.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(s)
+		if _, err := cs.CoreV1().Services("default").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		what   string
+		change func(*corev1.Service)
+		want   string
+	}{
+		{"created", nil, "finalizers [service.kubernetes.io/load-balancer-cleanup], ingress 1"},
+		{"type ClusterIP", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }, "finalizers [], ingress 0"},
+		{"type LoadBalancer again", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer },
+			"finalizers [service.kubernetes.io/load-balancer-cleanup], ingress 1"},
+		// The fake clientset deletes at once whatever the finalizers; the API
+		// server sets deletionTimestamp and waits for them, as here.
+		{"deleted", func(s *corev1.Service) { now := metav1.Now(); s.DeletionTimestamp = &now }, "finalizers [], ingress 0"},
+	}
+	for _, st := range steps {
+		if st.change != nil {
+			edit(upCS, st.change)
+			edit(ourCS, st.change)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for (view(upCS) != st.want || view(ourCS) != st.want) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if up, ours := view(upCS), view(ourCS); up != st.want || ours != st.want {
+			t.Fatalf("%s: upstream service controller v0.34 leaves %q, the cloud LB %q; want %q", st.what, up, ours, st.want)
+		}
+		t.Logf("%s: upstream and cloud LB agree: %s", st.what, st.want)
 	}
 }
