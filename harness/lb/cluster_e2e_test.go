@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -810,6 +811,60 @@ func TestCluster(t *testing.T) {
 	// (kube-proxy CategorizeEndpoints); a longer grace period changes
 	// nothing. Each case runs the doctor on the very manifests it deploys
 	// and compares its prediction with the drops measured on gke-l4 (6 s).
+	// The service controller parses the exclusion label's value from 1.34
+	// (k8s.io/cloud-provider v0.34 nodeIncludedPredicate, strconv.ParseBool):
+	// "false" keeps a node there and excluded it before, where the key alone
+	// counted. The LB follows the cluster's version, so the same label gives
+	// a different backend set on either side of 1.34.
+	t.Run("exclusion-label-follows-version", func(t *testing.T) {
+		v, err := e.cs.Discovery().ServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		minor, err := strconv.Atoi(strings.TrimRight(v.Minor, "+"))
+		if err != nil {
+			t.Fatalf("server minor %q: %v", v.Minor, err)
+		}
+		ns := e.namespace(t, "zdlb-exclude")
+		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1), fixtures.WithLBProfile("gke-l4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.deploy(t, w)
+		key := ns + "/" + w.Config.Name
+		var node string
+		waitT(t, time.Minute, "eligible nodes", func() bool {
+			if el := e.state(t, key).Eligible; len(el) > 0 {
+				node = el[0]
+				return true
+			}
+			return false
+		})
+		label := func(value string) {
+			t.Helper()
+			patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, corev1.LabelNodeExcludeBalancers, value)
+			if _, err := e.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { label("null") })
+		excluded := func() (string, bool) { why, ok := e.state(t, key).Excluded[node]; return why, ok }
+		label(`"false"`)
+		if minor >= 34 {
+			time.Sleep(5 * time.Second) // the label flip re-syncs at once; give a wrong removal time to show
+			if why, ok := excluded(); ok {
+				t.Fatalf("Kubernetes %s: %s=false must keep %s, the LB excluded it: %s", v.GitVersion, corev1.LabelNodeExcludeBalancers, node, why)
+			}
+			t.Logf("Kubernetes %s: %s labelled %s=false stays a backend (value parsed from 1.34)", v.GitVersion, node, corev1.LabelNodeExcludeBalancers)
+		} else {
+			waitT(t, 30*time.Second, node+" excluded by the label's key", func() bool { _, ok := excluded(); return ok })
+			why, _ := excluded()
+			t.Logf("Kubernetes %s: %s labelled %s=false leaves the LB (before 1.34 the key alone excludes): %s", v.GitVersion, node, corev1.LabelNodeExcludeBalancers, why)
+		}
+		label(`"true"`)
+		waitT(t, 30*time.Second, node+" excluded by =true", func() bool { _, ok := excluded(); return ok })
+	})
+
 	t.Run("zd001-serving-window", func(t *testing.T) {
 		gke := profiles.MustStock("gke-l4")
 		fast := &fixtures.Probe{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 3}
