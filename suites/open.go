@@ -11,6 +11,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/cluster"
+	"zerodrop/harness/load"
 	"zerodrop/harness/scenario"
 )
 
@@ -88,7 +89,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		Settings: settings, Provider: provider, Models: models, Timing: DefaultTiming(), Events: events,
 		Env: &scenario.Env{
 			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
-			Logger: logger, ToolVersion: toolVersion(),
+			Logger: logger, ToolVersion: toolVersion(), Pauses: load.NewPauseWatch(),
 		},
 	}
 	if err := configureCloudLB(ctx, s, progress); err != nil {

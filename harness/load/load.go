@@ -113,6 +113,7 @@ type config struct {
 	maxLag         time.Duration
 	runID          string
 	events         runfile.EventSink
+	pauses         *PauseWatch
 }
 
 // Option configures a Load.
@@ -168,6 +169,11 @@ func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
 // Without it, a result sink that is also an EventSink (a *runfile.Writer)
 // gets them.
 func WithEvents(sink runfile.EventSink) Option { return func(c *config) { c.events = sink } }
+
+// WithPauseWatch has the load record the process's pauses from w, which
+// other loads of the process may share (one sampling for all); without it
+// the load watches on its own.
+func WithPauseWatch(w *PauseWatch) Option { return func(c *config) { c.pauses = w } }
 
 // Load is a validated load configuration. Start (or Run) it once.
 type Load struct {
@@ -313,8 +319,9 @@ type Running struct {
 	tr     *http.Transport
 	rt     *roundTripper
 	events runfile.EventSink
-	// pause records when this process itself did not run on time.
-	pause *pauseWatch
+	// unwatch ends this load's share of the pause watch, which records
+	// when this process itself did not run on time.
+	unwatch func()
 
 	// reqCtx is the parent of every request; Abort cancels it.
 	reqCtx   context.Context
@@ -379,7 +386,11 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	}
 	r.event(zdv1.Event{Time: r.sum.Started, Source: zdv1.SourceLoad, Type: zdv1.EventLoadStart,
 		Message: "load started", Fields: l.fields()})
-	r.pause = startPauseWatch(r.event)
+	pauses := c.pauses
+	if pauses == nil {
+		pauses = NewPauseWatch()
+	}
+	r.unwatch = pauses.subscribe(r.event)
 
 	go func() {
 		select {
@@ -661,7 +672,7 @@ func (r *Running) consume(sink ResultSink) {
 			r.stop(nil)
 		}
 	}
-	r.pause.Stop()
+	r.unwatch()
 	r.mu.Lock()
 	r.sum.Ended = time.Now()
 	sum := r.sum

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
@@ -39,43 +40,91 @@ type pauseSample struct {
 	runDelay, exec, steal time.Duration
 }
 
-type pauseWatch struct {
-	emit      func(zdv1.Event)
-	stop      chan struct{}
-	done      chan struct{}
-	read      func() pauseSample
-	closeRead func()
+// PauseWatch samples the process once per tick for every load that uses
+// it: the figures it reads (the Go runtime's, each thread's schedstat, the
+// machine's steal) belong to the process, not to one load, so N loads of one
+// process need one watch, not N. It runs while at least one load uses it
+// and every pause goes to each of them. The zero value is not usable; a
+// load without one (WithPauseWatch) watches on its own.
+type PauseWatch struct {
+	mu   sync.Mutex
+	subs map[int]func(zdv1.Event)
+	next int
+	stop chan struct{}
+	done chan struct{}
+	// newReader opens what a running watch samples (tests replace it).
+	newReader func() (read func() pauseSample, closeRead func())
 }
 
-func startPauseWatch(emit func(zdv1.Event)) *pauseWatch {
-	sm := &sampler{}
-	w := &pauseWatch{emit: emit, stop: make(chan struct{}), done: make(chan struct{}), read: sm.read, closeRead: sm.close}
-	go w.run()
-	return w
+// NewPauseWatch returns a pause watch for loads to share.
+func NewPauseWatch() *PauseWatch {
+	return &PauseWatch{subs: map[int]func(zdv1.Event){}, newReader: func() (func() pauseSample, func()) {
+		sm := &sampler{}
+		return sm.read, sm.close
+	}}
 }
 
-// Stop ends the watch and waits for it.
-func (w *pauseWatch) Stop() {
-	close(w.stop)
-	<-w.done
+// subscribe sends every pause to emit from now on, starting the watch if
+// it was idle; the returned function stops that (and the watch, with its
+// last user) and waits for it.
+func (w *PauseWatch) subscribe(emit func(zdv1.Event)) (unsubscribe func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	id := w.next
+	w.next++
+	w.subs[id] = emit
+	if w.stop == nil {
+		w.stop, w.done = make(chan struct{}), make(chan struct{})
+		read, closeRead := w.newReader()
+		go w.run(w.stop, w.done, read, closeRead)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			delete(w.subs, id)
+			var done chan struct{}
+			if len(w.subs) == 0 && w.stop != nil {
+				close(w.stop)
+				done = w.done
+				w.stop, w.done = nil, nil
+			}
+			w.mu.Unlock()
+			if done != nil {
+				<-done
+			}
+		})
+	}
 }
 
-func (w *pauseWatch) run() {
-	defer close(w.done)
-	if w.closeRead != nil {
-		defer w.closeRead()
+func (w *PauseWatch) emit(e zdv1.Event) {
+	w.mu.Lock()
+	subs := make([]func(zdv1.Event), 0, len(w.subs))
+	for _, f := range w.subs {
+		subs = append(subs, f)
+	}
+	w.mu.Unlock()
+	for _, f := range subs {
+		f(e)
+	}
+}
+
+func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, closeRead func()) {
+	defer close(done)
+	if closeRead != nil {
+		defer closeRead()
 	}
 	t := time.NewTicker(pauseTick)
 	defer t.Stop()
-	prev, last := w.read(), time.Now()
+	prev, last := read(), time.Now()
 	for {
 		select {
-		case <-w.stop:
+		case <-stop:
 			return
 		case <-t.C:
 		}
 		now := time.Now()
-		cur := w.read()
+		cur := read()
 		if late := now.Sub(last) - pauseTick; late >= pauseMin {
 			w.emit(pauseEvent(last.Add(pauseTick), now, late, prev, cur))
 		}

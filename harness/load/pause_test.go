@@ -56,9 +56,9 @@ func TestPauseWatchRecordsALateTick(t *testing.T) {
 	var mu sync.Mutex
 	var got []zdv1.Event
 	n := 0
-	w := &pauseWatch{stop: make(chan struct{}), done: make(chan struct{}),
-		emit: func(e zdv1.Event) { mu.Lock(); got = append(got, e); mu.Unlock() },
-		read: func() pauseSample {
+	w := NewPauseWatch()
+	w.newReader = func() (func() pauseSample, func()) {
+		return func() pauseSample {
 			n++
 			if n == 3 {
 				// The process stops for 120 ms, all of it waiting for a
@@ -70,10 +70,11 @@ func TestPauseWatchRecordsALateTick(t *testing.T) {
 				return pauseSample{runDelay: 120 * time.Millisecond, exec: 3 * time.Millisecond}
 			}
 			return pauseSample{steal: -1}
-		}}
-	go w.run()
+		}, nil
+	}
+	unsubscribe := w.subscribe(func(e zdv1.Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
 	time.Sleep(300 * time.Millisecond)
-	w.Stop()
+	unsubscribe()
 	mu.Lock()
 	defer mu.Unlock()
 	// A loaded machine may add real late ticks: the one the fake made is
@@ -151,5 +152,57 @@ func TestSamplerSeesTheProcessRun(t *testing.T) {
 	b := sm.read()
 	if d := b.exec - a.exec; d < 20*time.Millisecond {
 		t.Errorf("200 ms of spinning read as %v of CPU time", d)
+	}
+}
+
+// Loads of one process share one watch: one reader while any of them runs,
+// every pause to each, stopped with the last and started again with the next.
+func TestPauseWatchShared(t *testing.T) {
+	var mu sync.Mutex
+	opened, closed := 0, 0
+	w := NewPauseWatch()
+	w.newReader = func() (func() pauseSample, func()) {
+		mu.Lock()
+		opened++
+		mu.Unlock()
+		n := 0
+		return func() pauseSample {
+				n++
+				if n == 2 {
+					time.Sleep(80 * time.Millisecond) // one late tick
+				}
+				return pauseSample{steal: -1}
+			}, func() {
+				mu.Lock()
+				closed++
+				mu.Unlock()
+			}
+	}
+	var a, b []zdv1.Event
+	stopA := w.subscribe(func(e zdv1.Event) { mu.Lock(); a = append(a, e); mu.Unlock() })
+	stopB := w.subscribe(func(e zdv1.Event) { mu.Lock(); b = append(b, e); mu.Unlock() })
+	time.Sleep(250 * time.Millisecond)
+	stopA()
+	mu.Lock()
+	if opened != 1 || closed != 0 {
+		t.Errorf("two loads: reader opened %d and closed %d times, want one open reader", opened, closed)
+	}
+	if len(a) == 0 || len(b) == 0 {
+		t.Errorf("the late tick reached %d and %d subscribers' events, want both", len(a), len(b))
+	}
+	mu.Unlock()
+	stopB()
+	stopB() // twice is harmless
+	mu.Lock()
+	if closed != 1 {
+		t.Errorf("after the last load left: reader closed %d times, want 1", closed)
+	}
+	mu.Unlock()
+	stopC := w.subscribe(func(zdv1.Event) {})
+	stopC()
+	mu.Lock()
+	defer mu.Unlock()
+	if opened != 2 || closed != 2 {
+		t.Errorf("a later load: reader opened %d, closed %d; want the watch started again (2, 2)", opened, closed)
 	}
 }

@@ -62,6 +62,10 @@ type Env struct {
 	ToolVersion string
 	// Logger gets one line per step; default discards.
 	Logger *slog.Logger
+	// Pauses is the process's pause watch, shared by every witness's load
+	// (harness/load PauseWatch: one sampling of the process for all of
+	// them); nil: each load watches on its own.
+	Pauses *load.PauseWatch
 }
 
 func (e *Env) defaults() {
@@ -240,6 +244,9 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	// The load is built before anything is deployed so that a bad setting
 	// fails without touching the cluster; the target is filled in below.
 	opts := []load.Option{load.WithRate(env.Rate), load.WithTimeout(env.RequestTimeout), load.WithKeepAlive(keepAlive)}
+	if env.Pauses != nil {
+		opts = append(opts, load.WithPauseWatch(env.Pauses))
+	}
 	if spec.Connections > 0 {
 		opts = append(opts, load.WithMaxConnections(spec.Connections))
 	}
