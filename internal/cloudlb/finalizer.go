@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,7 +57,7 @@ func (c *Controller) patchFinalizer(ctx context.Context, svc *corev1.Service, ad
 // its address: the ingress status and the finalizer go, as the service
 // controller does (it clears the status of a Service being deleted too).
 func (c *Controller) cleanUp(ctx context.Context, svc *corev1.Service) error {
-	if len(svc.Status.LoadBalancer.Ingress) > 0 {
+	if c.wroteIngress(svc) {
 		if err := c.patchLBStatus(ctx, svc, nil); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
@@ -67,4 +68,16 @@ func (c *Controller) cleanUp(ctx context.Context, svc *corev1.Service) error {
 	c.emit(zdv1.EventNote, "service/"+svcKey(svc), fmt.Sprintf("LB removed finalizer %s from service %s: its LB is gone", servicehelper.LoadBalancerCleanupFinalizer, svcKey(svc)),
 		map[string]string{"service": svcKey(svc)})
 	return nil
+}
+
+// wroteIngress reports whether svc shows an address of this LB's range: an
+// address another LB wrote (MetalLB took the Service over) is not ours to
+// clear.
+func (c *Controller) wroteIngress(svc *corev1.Service) bool {
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(ing.IP); err == nil && c.pool.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

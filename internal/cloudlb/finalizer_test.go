@@ -123,3 +123,24 @@ func TestControllerPortsAndAffinity(t *testing.T) {
 		return e != nil && strings.Contains(e.Message, "unsupported load balancer affinity ClientIP")
 	})
 }
+
+// A Service that carries the finalizer but is no longer this LB's (the LB
+// now leaves unclassed Services to MetalLB) loses the finalizer, not the
+// address another LB wrote.
+func TestCleanupKeepsAnotherLBsAddress(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Finalizers: []string{servicehelper.LoadBalancerCleanupFinalizer}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000}}},
+		Status:     corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.250"}}}},
+	}
+	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"))
+	tc := startController(t, cs, WithProfiles(profiles.Set{"generic": fastProfile("generic", false)}), WithClass(contract.CloudLBClass, false))
+	waitFor(t, "finalizer removed", func() bool {
+		s, err := cs.CoreV1().Services("default").Get(tc.ctx, "web", metav1.GetOptions{})
+		return err == nil && len(s.Finalizers) == 0
+	})
+	s, _ := cs.CoreV1().Services("default").Get(tc.ctx, "web", metav1.GetOptions{})
+	if len(s.Status.LoadBalancer.Ingress) != 1 || s.Status.LoadBalancer.Ingress[0].IP != "10.0.0.250" {
+		t.Fatalf("the LB cleared another LB's address: %+v", s.Status.LoadBalancer)
+	}
+}

@@ -155,7 +155,10 @@ func TestFinalizerMatchesUpstreamServiceController(t *testing.T) {
 	defer klog.LogToStderr(true)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}}}
-	upCS := fake.NewSimpleClientset(svc.DeepCopy(), kNode("a", "10.0.0.1"))
+	// No node for upstream: its node worker's first sync would race its
+	// service worker (see TestRulesMatchUpstreamServiceController), and its
+	// fake cloud builds an LB without nodes.
+	upCS := fake.NewSimpleClientset(svc.DeepCopy())
 	ourCS := fake.NewSimpleClientset(svc.DeepCopy(), kNode("a", "10.0.0.1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
