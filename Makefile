@@ -122,11 +122,12 @@ e2e-smoke: ## the smoke subset (rolling-update hardened, source-ip), as `make te
 test-workload: ## your own workload: FILES="manifests" [ARGS="--lb-profile gke-l4 --scenario drain-node"]: the doctor predicts, a stand-in measures; evidence in out/e2e
 	PROVIDER=$(PROVIDER) LB=$(LB) GO=$(GO) FILES="$(FILES)" ARGS="$(ARGS)" ./suites/run-e2e.sh workload
 
-LB_CONFORMANCE_VERSION ?= v1.34.2
+# empty: the cluster's version (KUBERNETES_VERSION, default in clusters/images/versions.sh)
+LB_CONFORMANCE_VERSION ?=
 
 lb-conformance: ## Kubernetes' own [Feature:LoadBalancer] e2e specs (built offline) against the cluster's LB: make cluster LB=cloud first; ~30 min, results in out/lb-conformance
-	ZERODROP_UPSTREAM_CACHE=$(ZERODROP_CACHE)/upstream-e2e ./clusters/lb/conformance/build.sh $(LB_CONFORMANCE_VERSION)
-	ZERODROP_UPSTREAM_CACHE=$(ZERODROP_CACHE)/upstream-e2e K8S_VERSION=$(LB_CONFORMANCE_VERSION) ./clusters/lb/conformance/run.sh
+	ZERODROP_UPSTREAM_CACHE=$(ZERODROP_CACHE)/upstream-e2e LB_CONFORMANCE_VERSION=$(LB_CONFORMANCE_VERSION) ./clusters/lb/conformance/build.sh
+	ZERODROP_UPSTREAM_CACHE=$(ZERODROP_CACHE)/upstream-e2e LB_CONFORMANCE_VERSION=$(LB_CONFORMANCE_VERSION) ./clusters/lb/conformance/run.sh
 
 host-setup: ## make Docker usable here: install docker.io etc., start dockerd, fix --privileged caps
 	ZERODROP_CACHE=$(ZERODROP_CACHE) GO=$(GO) ./clusters/host-setup.sh

@@ -4,7 +4,7 @@
 # replace directives that do not apply to a dependent module, so every module
 # in that replace block is replaced here by its published v0.X.Y twin.
 set -euo pipefail
-ver="${1:-v1.34.2}"
+ver="${1:?usage: gen-gomod.sh vX.Y.Z}"
 stag="v0.${ver#v1.}"
 dir="$(go mod download -json "k8s.io/kubernetes@$ver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
 [ -f "$dir/go.mod" ] || { echo "no go.mod for k8s.io/kubernetes@$ver" >&2; exit 1; }

@@ -5,7 +5,9 @@
 # Env:
 #   KUBECONFIG   default <repo>/out/kubeconfig (what make cluster writes)
 #   CLUSTER      kind cluster name, default zerodrop
-#   K8S_VERSION  default v1.34.2 (selects the build.sh cache)
+#   LB_CONFORMANCE_VERSION  the specs' Kubernetes version (selects the
+#                build.sh cache); default the cluster's, KUBERNETES_VERSION or
+#                the default in clusters/images/versions.sh
 #   PROCS        parallel ginkgo processes, default 4 (1 = plain test binary)
 #   TIMEOUT      whole-suite timeout, default 40m
 #   LABELS       ginkgo label filter, default Feature:LoadBalancer
@@ -18,7 +20,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-VERSION="${K8S_VERSION:-v1.34.2}"
+. "$root/clusters/images/versions.sh"
+VERSION="${LB_CONFORMANCE_VERSION:-$KUBERNETES_VERSION}"
 CACHE="${ZERODROP_UPSTREAM_CACHE:-/var/cache/zerodrop/upstream-e2e}/$VERSION"
 export KUBECONFIG="${KUBECONFIG:-$root/out/kubeconfig}"
 CLUSTER="${CLUSTER:-zerodrop}"
