@@ -47,11 +47,15 @@ type pauseSample struct {
 // and every pause goes to each of them. The zero value is not usable; a
 // load without one (WithPauseWatch) watches on its own.
 type PauseWatch struct {
-	mu   sync.Mutex
-	subs map[int]func(zdv1.Event)
-	next int
-	stop chan struct{}
-	done chan struct{}
+	// emitting is held while pauses are handed to subscribers, so that a
+	// load that unsubscribed gets none afterwards (its run file may be
+	// closed by then).
+	emitting sync.Mutex
+	mu       sync.Mutex
+	subs     map[int]func(zdv1.Event)
+	next     int
+	stop     chan struct{}
+	done     chan struct{}
 	// newReader opens what a running watch samples (tests replace it).
 	newReader func() (read func() pauseSample, closeRead func())
 }
@@ -90,6 +94,10 @@ func (w *PauseWatch) subscribe(emit func(zdv1.Event)) (unsubscribe func()) {
 				w.stop, w.done = nil, nil
 			}
 			w.mu.Unlock()
+			// A pause being handed out may still hold emit's copy of the
+			// subscribers: wait for it before the load moves on.
+			w.emitting.Lock()
+			w.emitting.Unlock() //nolint:staticcheck // a barrier, not a critical section
 			if done != nil {
 				<-done
 			}
@@ -98,6 +106,8 @@ func (w *PauseWatch) subscribe(emit func(zdv1.Event)) (unsubscribe func()) {
 }
 
 func (w *PauseWatch) emit(e zdv1.Event) {
+	w.emitting.Lock()
+	defer w.emitting.Unlock()
 	w.mu.Lock()
 	subs := make([]func(zdv1.Event), 0, len(w.subs))
 	for _, f := range w.subs {

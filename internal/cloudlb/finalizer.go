@@ -25,9 +25,19 @@ import (
 // owning, which with an immutable loadBalancerClass only a type change does.
 
 // needsCleanup reports whether svc carries the finalizer but should have no
-// LB of ours any more.
+// LB of ours any more. The finalizer is the service controller's standard
+// one, so on a Service that is not ours it is ours to remove only when this
+// LB served it (it holds state for it, or the Service shows an address of
+// this LB's range): another controller's finalizer is left alone.
 func (c *Controller) needsCleanup(svc *corev1.Service) bool {
-	return servicehelper.HasLBFinalizer(svc) && (svc.DeletionTimestamp != nil || !c.owns(svc))
+	if !servicehelper.HasLBFinalizer(svc) {
+		return false
+	}
+	if c.owns(svc) {
+		return svc.DeletionTimestamp != nil
+	}
+	_, served := c.svcs[svcKey(svc)]
+	return served || c.wroteIngress(svc)
 }
 
 // patchFinalizer adds (add=true) or removes the cleanup finalizer with a

@@ -76,7 +76,7 @@ CLIENT_SOURCE="${CLIENT_SOURCE:-198.51.100.1}"
 if [ "$CLIENT_SOURCE" != none ]; then
   net_id="$(docker network inspect kind -f '{{.Id}}' 2>/dev/null)" || die "no docker network kind"
   bridge="br-${net_id:0:12}"
-  subnet="$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' | tr ' ' '\n' | grep -m1 '\.')"
+  subnet="$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' | tr ' ' '\n' | grep -m1 '\.' || true)"
   [ -n "$subnet" ] || die "kind network has no IPv4 subnet"
   IFS=./ read -r a b c d bits <<<"$subnet"
   (( bits <= 21 )) || die "kind subnet $subnet is smaller than the /21 the LB addresses are taken from"
