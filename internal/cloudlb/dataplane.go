@@ -375,7 +375,10 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 	// LB image's base) aborts on a dynamic-set update with a five-part key
 	// and a data value (netlink_gen_expr: "dreg < ctx->reg_low").
 	key := "ip saddr . th sport . ip daddr . th dport"
-	flowMaps := []struct{ proto, name string }{{"tcp", "flows"}, {"udp", "uflows"}}
+	flowMaps := []struct {
+		proto Proto
+		name  string
+	}{{ProtoTCP, "flows"}, {ProtoUDP, "uflows"}}
 	fmt.Fprintf(&b, "add table %s\n", t)
 	for _, m := range flowMaps {
 		fmt.Fprintf(&b, "add map %s %s { type ipv4_addr . inet_service . ipv4_addr . inet_service : mark; flags dynamic,timeout; timeout 10m; size %d; }\n", t, m.name, flowTableSize)
@@ -439,7 +442,7 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 		}
 		fmt.Fprintf(&b, "# %s %s ports %v active %v draining %v client-ip %t\n", s.Key, s.VIP, s.Ports, s.Active, s.Draining, s.ClientIP)
 		// New TCP connection (SYN without ACK): forget any old flow on the
-		// same 5-tuple, pick an active node by hash, remember it.
+		// same 4-tuple, pick an active node by hash, remember it.
 		fmt.Fprintf(&b, "add rule %s %s tcp flags & (fin | syn | rst | ack) == syn jump %s_new\n", t, c, c)
 		// A known flow carries its node's mark (a failed lookup leaves the
 		// packet's mark 0, which no node has); a live node keeps it.
@@ -451,7 +454,7 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 		// flow, or of a flow whose node stopped taking it, starts a new flow
 		// on an active node (a drained node keeps its flows until the drain
 		// ends, through @live above).
-		fmt.Fprintf(&b, "add rule %s %s meta l4proto udp jump %s_new\n", t, c, c)
+		fmt.Fprintf(&b, "add rule %s %s meta l4proto %s jump %s_new\n", t, c, ProtoUDP, c)
 		fmt.Fprintf(&b, "add rule %s %s %s\n", t, c, closed)
 
 		for _, m := range flowMaps {
