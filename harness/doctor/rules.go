@@ -704,7 +704,7 @@ func checkPDBUnhealthy(t *target) []result {
 }
 
 func checkNoPDB(t *target) []result {
-	if len(t.pdbs) > 0 || t.wl.replicas == nil || *t.wl.replicas < 2 {
+	if len(t.pdbs) > 0 || !severalReplicas(t) {
 		return nil
 	}
 	return []result{{sev: Info, line: t.line([]any{"spec", "replicas"}, []any{"spec"}),
