@@ -96,9 +96,21 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		return nil, err
 	}
 	sess.Suite, sess.Kubernetes = s, version
+	// A release measured with a kube-proxy gate changed is another column
+	// of the matrix than the release as shipped: the report says which.
+	gates, known, err := cluster.KubeProxyFeatureGates(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	if !known {
+		progress("kube-proxy's feature gates are unknown (no kube-system/kube-proxy ConfigMap with config.conf)")
+	} else if len(gates) > 0 {
+		progress("kube-proxy feature gates: " + gates.String())
+	}
 	sess.Collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
-		LBImplementation: modelNames(models), Start: time.Now(),
+		KubeProxyFeatureGates: gates.String(),
+		LBImplementation:      modelNames(models), Start: time.Now(),
 		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate),
 	})
 	return sess, nil

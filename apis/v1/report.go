@@ -196,12 +196,17 @@ type Report struct {
 
 // RunMeta describes the environment of the whole run.
 type RunMeta struct {
-	ToolVersion       string    `json:"toolVersion"`
-	Provider          string    `json:"provider"`                    // "kind", "existing", "none" (plain URL load)
-	KubernetesVersion string    `json:"kubernetesVersion,omitempty"` // server version, e.g. "v1.34.0"
-	LBImplementation  string    `json:"lbImplementation,omitempty"`  // "metallb", "zerodrop-cloudlb", ...
-	Start             time.Time `json:"start"`
-	End               time.Time `json:"end"`
+	ToolVersion       string `json:"toolVersion"`
+	Provider          string `json:"provider"`                    // "kind", "existing", "none" (plain URL load)
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"` // server version, e.g. "v1.34.0"
+	// KubeProxyFeatureGates are the feature gates kube-proxy's configuration
+	// sets, as read from the cluster ("ProxyTerminatingEndpoints=false"),
+	// empty when it sets none: a release measured with a gate changed is
+	// another environment than the release as shipped.
+	KubeProxyFeatureGates string    `json:"kubeProxyFeatureGates,omitempty"`
+	LBImplementation      string    `json:"lbImplementation,omitempty"` // "metallb", "zerodrop-cloudlb", ...
+	Start                 time.Time `json:"start"`
+	End                   time.Time `json:"end"`
 	// Host describes the machine that generated load, free-form
 	// ("2 cores, load average 1.2"), because timing figures depend on it.
 	Host string `json:"host,omitempty"`

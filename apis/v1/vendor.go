@@ -137,6 +137,9 @@ func (r *Report) SubmissionSummary() string {
 	platform := join(" ", or(impl.Platform, r.Run.Provider), impl.PlatformVersion)
 	if r.Run.KubernetesVersion != "" {
 		platform = join(", ", platform, "Kubernetes "+r.Run.KubernetesVersion)
+		if g := r.Run.KubeProxyFeatureGates; g != "" {
+			platform += " (kube-proxy feature gates " + g + ")"
+		}
 	}
 	if platform != "" {
 		b.WriteString(", on " + platform)

@@ -48,6 +48,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	retain := fs.Bool("retain", os.Getenv("ZERODROP_RETAIN") != "", "up: keep a cluster whose creation failed, for debugging (default: $ZERODROP_RETAIN set)")
 	lbKind := fs.String("lb", envOr("LB", contract.LBMetalLB), "up: what implements LoadBalancer Services: "+strings.Join(contract.LoadBalancers(), ", ")+" (both side by side) (default $LB, else metallb)")
 	lbProfile := fs.String("lb-profile", os.Getenv("LB_PROFILE"), "up: default profile of the cloud LB (default $LB_PROFILE, else generic)")
+	proxyGates := fs.String("kube-proxy-feature-gates", os.Getenv("KUBE_PROXY_FEATURE_GATES"), "up: kube-proxy's feature `gates`, Name=false,Other=true, e.g. ProxyTerminatingEndpoints=false on v1.27 to measure without KEP-1669 (default $KUBE_PROXY_FEATURE_GATES)")
 	verbose := fs.Bool("v", false, "log details (kind's own messages, events)")
 	// Subcommand first, flags anywhere after it.
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -92,6 +93,13 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 			return badInput(c, "cluster", "--metallb-manifest: %v", err)
 		}
 		opts = append(opts, cluster.WithMetalLBManifest(*metallbManifest))
+	}
+	gates, err := cluster.ParseFeatureGates(*proxyGates)
+	if err != nil {
+		return badInput(c, "cluster", "--kube-proxy-feature-gates: %v", err)
+	}
+	if len(gates) > 0 {
+		opts = append(opts, cluster.WithKubeProxyFeatureGates(gates))
 	}
 	switch *lbKind {
 	case contract.LBMetalLB, contract.LBCloud, contract.LBAll:

@@ -98,6 +98,9 @@ func (k *Kind) Create(ctx context.Context) (err error) {
 	}
 	o.kubeVersion = v
 	o.progress(fmt.Sprintf("node image %s: Kubernetes %s", o.nodeImage, vs))
+	if len(o.kubeProxyGates) > 0 {
+		o.progress("kube-proxy feature gates: " + o.kubeProxyGates.String())
+	}
 	exists, err := k.exists()
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func kindConfig(o options) (*v1alpha4.Cluster, error) {
 			KubeProxyMode:     v1alpha4.IPTablesProxyMode,
 			IPFamily:          v1alpha4.IPv4Family,
 		},
-		KubeadmConfigPatches: kubeadmPatches(o.kubeVersion),
+		KubeadmConfigPatches: kubeadmPatches(o.kubeVersion, o.kubeProxyGates),
 	}
 	cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.ControlPlaneRole, Image: o.nodeImage})
 	seen := map[string]bool{}

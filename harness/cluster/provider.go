@@ -115,6 +115,7 @@ type options struct {
 	retain          bool
 	lb              string // "metallb" or "cloud" (harness/lb); see WithLoadBalancer
 	lbProfile       string
+	kubeProxyGates  FeatureGates
 }
 
 // Option configures a provider.
@@ -168,6 +169,16 @@ func WithLoadBalancer(kind, profile string) Option {
 // takes Services without a class too (only when MetalLB is absent).
 func (o *options) cloudLB() (runs, claimAll bool) {
 	return o.lb == contract.LBCloud || o.lb == contract.LBAll, o.lb == contract.LBCloud
+}
+
+// WithKubeProxyFeatureGates sets kube-proxy's feature gates on a kind
+// cluster it creates (KubeProxyConfiguration featureGates). They are how one
+// release can be measured with a behaviour and without it, e.g.
+// ProxyTerminatingEndpoints=false on v1.27 (beta and on by default there;
+// k8s.io/kubernetes v1.27.4 pkg/features/kube_features.go). kube-proxy
+// refuses gates its release does not know, and locked GA gates.
+func WithKubeProxyFeatureGates(g FeatureGates) Option {
+	return func(o *options) { o.kubeProxyGates = g }
 }
 
 // WithDrainTimeout bounds the drain of one node.

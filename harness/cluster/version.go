@@ -40,13 +40,21 @@ func nodeImageVersion(ctx context.Context, image string) (kubeVersion, string, e
 //     cgroup v1 hierarchy (this project's CI machines) need it off; on a
 //     cgroup v2 host the setting changes nothing. Older kubelets do not know
 //     the field, so it is only written where the default is true.
-func kubeadmPatches(v kubeVersion) []string {
-	p := []string{`kind: KubeProxyConfiguration
+//   - gates are kube-proxy feature gates the caller chose (WithKubeProxyFeatureGates).
+func kubeadmPatches(v kubeVersion, gates FeatureGates) []string {
+	proxy := `kind: KubeProxyConfiguration
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 mode: iptables
 conntrack:
   maxPerCore: 0
-`}
+`
+	if len(gates) > 0 {
+		proxy += "featureGates:\n"
+		for _, name := range gates.names() {
+			proxy += fmt.Sprintf("  %s: %t\n", name, gates[name])
+		}
+	}
+	p := []string{proxy}
 	if v.AtLeast(1, 35) {
 		p = append(p, `kind: KubeletConfiguration
 apiVersion: kubelet.config.k8s.io/v1beta1

@@ -26,7 +26,7 @@ func TestParseKubeVersion(t *testing.T) {
 
 func TestKubeadmPatchesPerVersion(t *testing.T) {
 	has := func(v kubeVersion) bool {
-		return strings.Contains(strings.Join(kubeadmPatches(v), "---"), "failCgroupV1: false")
+		return strings.Contains(strings.Join(kubeadmPatches(v, nil), "---"), "failCgroupV1: false")
 	}
 	if has(kubeVersion{Major: 1, Minor: 34}) || has(kubeVersion{Major: 1, Minor: 27}) || has(kubeVersion{}) {
 		t.Error("failCgroupV1 written for a kubelet older than 1.35")
@@ -34,7 +34,7 @@ func TestKubeadmPatchesPerVersion(t *testing.T) {
 	if !has(kubeVersion{Major: 1, Minor: 35}) || !has(kubeVersion{Major: 1, Minor: 37}) {
 		t.Error("failCgroupV1: false missing for 1.35+ (their kubelet refuses cgroup v1 hosts by default)")
 	}
-	for _, p := range kubeadmPatches(kubeVersion{Major: 1, Minor: 37}) {
+	for _, p := range kubeadmPatches(kubeVersion{Major: 1, Minor: 37}, FeatureGates{"ProxyTerminatingEndpoints": false}) {
 		var m map[string]any
 		if err := yaml.Unmarshal([]byte(p), &m); err != nil {
 			t.Errorf("patch is not YAML: %v\n%s", err, p)

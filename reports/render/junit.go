@@ -70,7 +70,7 @@ func JUnit(w io.Writer, runs []*Run) error {
 			Name: "zerodrop " + run.Key().String(),
 			Properties: []junitProperty{
 				{"provider", rm.Provider}, {"kubernetesVersion", rm.KubernetesVersion},
-				{"lbImplementation", rm.LBImplementation}, {"toolVersion", rm.ToolVersion}, {"dir", run.Dir},
+				{"kubeProxyFeatureGates", rm.KubeProxyFeatureGates}, {"lbImplementation", rm.LBImplementation}, {"toolVersion", rm.ToolVersion}, {"dir", run.Dir},
 			},
 		}
 		if !rm.Start.IsZero() {

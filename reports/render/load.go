@@ -79,7 +79,8 @@ const (
 
 // Key identifies the environment of a run: a readiness-matrix column.
 func (r *Run) Key() Column {
-	c := Column{Provider: r.Report.Run.Provider, Kubernetes: r.Report.Run.KubernetesVersion, LB: r.Report.Run.LBImplementation}
+	c := Column{Provider: r.Report.Run.Provider, Kubernetes: r.Report.Run.KubernetesVersion, LB: r.Report.Run.LBImplementation,
+		Gates: r.Report.Run.KubeProxyFeatureGates}
 	// Suites label every scenario with provider and lb; use them when the
 	// run metadata lacks them.
 	for _, sc := range r.Scenarios {

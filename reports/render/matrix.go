@@ -9,6 +9,9 @@ import (
 // Column is an environment of the readiness matrix.
 type Column struct {
 	Provider, Kubernetes, LB string
+	// Gates are kube-proxy's feature gates where the run changed any
+	// (RunMeta.KubeProxyFeatureGates).
+	Gates string
 }
 
 // String is "kind · v1.34.2 · metallb", leaving out what is unknown; the
@@ -19,7 +22,11 @@ func (c Column) String() string {
 	if provider == "none" {
 		provider = "no cluster"
 	}
-	for _, p := range []string{provider, c.Kubernetes, c.LB} {
+	gates := ""
+	if c.Gates != "" {
+		gates = "kube-proxy " + c.Gates
+	}
+	for _, p := range []string{provider, c.Kubernetes, gates, c.LB} {
 		if p != "" {
 			parts = append(parts, p)
 		}

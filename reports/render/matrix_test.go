@@ -17,12 +17,18 @@ func TestBuildMatrixOneColumnPerLBModel(t *testing.T) {
 	run := func(k8s string, scs ...*Scenario) *Run {
 		return &Run{Report: &zdv1.Report{Run: zdv1.RunMeta{Provider: "kind", KubernetesVersion: k8s, LBImplementation: "metallb,gke-legacy"}}, Scenarios: scs}
 	}
+	// The same release with a kube-proxy gate changed is a column of its own.
+	gateOff := run("v1.27.4", sc("drain-node/metallb/local/hardened", "metallb", zdv1.RoleDocumentation))
+	gateOff.Report.Run.KubeProxyFeatureGates = "ProxyTerminatingEndpoints=false"
 	m := BuildMatrix([]*Run{
 		run("v1.37.2", sc("drain-node/metallb/local/hardened", "metallb", zdv1.RoleDocumentation),
 			sc("drain-node/gke-legacy/local/hardened", "gke-legacy", zdv1.RoleAssertion)),
 		run("v1.35.8", sc("drain-node/metallb/local/hardened", "metallb", zdv1.RoleDocumentation)),
+		run("v1.27.4", sc("drain-node/metallb/local/hardened", "metallb", zdv1.RoleDocumentation)),
+		gateOff,
 	})
-	want := []string{"kind · v1.37.2 · metallb", "kind · v1.37.2 · gke-legacy", "kind · v1.35.8 · metallb"}
+	want := []string{"kind · v1.37.2 · metallb", "kind · v1.37.2 · gke-legacy", "kind · v1.35.8 · metallb",
+		"kind · v1.27.4 · metallb", "kind · v1.27.4 · kube-proxy ProxyTerminatingEndpoints=false · metallb"}
 	if len(m.Columns) != len(want) {
 		t.Fatalf("columns %v, want %q", m.Columns, want)
 	}

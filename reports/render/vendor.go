@@ -39,6 +39,9 @@ func vendorOf(r *Run) vendorView {
 	v.Platform = strings.TrimSpace(or(v.Impl.Platform, rep.Run.Provider) + " " + v.Impl.PlatformVersion)
 	if k := rep.Run.KubernetesVersion; k != "" {
 		v.Platform += ", Kubernetes " + k
+		if g := rep.Run.KubeProxyFeatureGates; g != "" {
+			v.Platform += " (kube-proxy feature gates " + g + ")"
+		}
 	}
 	if stored != "" && stored != v.Submission {
 		v.Note = "report.json's own submission text differs from what its scenarios give; shown is the latter"
