@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"time"
 
 	"zerodrop/echo-server/echo"
 )
@@ -22,6 +24,9 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == "sleep" {
+		return sleep(os.Args[2:])
+	}
 	cfg, err := echo.ParseConfig(os.Args[1:], echo.OSEnv, os.Hostname, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -42,5 +47,24 @@ func run() int {
 		log.Error("echo-server exiting with an error", "err", err.Error())
 		return 1
 	}
+	return 0
+}
+
+// sleep is `echo-server sleep SECONDS`: a preStop exec hook for Kubernetes
+// releases without the kubelet's own sleep action (PodLifecycleSleepAction,
+// on by default from 1.30: k8s.io/kubernetes pkg/features/kube_features.go).
+// The image is the binary alone (no shell, no sleep(1)), so the hook runs
+// the binary itself.
+func sleep(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "echo-server sleep: want one argument, whole seconds (e.g. echo-server sleep 25)")
+		return 2
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 0 {
+		fmt.Fprintf(os.Stderr, "echo-server sleep %q: want whole non-negative seconds\n", args[0])
+		return 2
+	}
+	time.Sleep(time.Duration(n) * time.Second)
 	return 0
 }

@@ -276,6 +276,9 @@ func TestBinaryUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, nil, 2, "bogus"},
 		{"bad env", nil, []string{"ECHO_READY=maybe"}, 2, "ECHO_READY"},
 		{"port in use", []string{"--listen", taken.Addr().String()}, nil, 1, "--listen"},
+		{"sleep without seconds", []string{"sleep"}, nil, 2, "whole seconds"},
+		{"sleep in minutes", []string{"sleep", "1m"}, nil, 2, "whole non-negative seconds"},
+		{"sleep", []string{"sleep", "0"}, nil, 0, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -294,5 +297,18 @@ func TestBinaryUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, output %q; want exit %d mentioning %q", code, out, tt.wantCode, tt.wantOut)
 			}
 		})
+	}
+}
+
+// TestBinarySleep: the preStop hook of releases before the kubelet's sleep
+// action takes as long as it says.
+func TestBinarySleep(t *testing.T) {
+	start := time.Now()
+	out, err := exec.Command(binPath, "sleep", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("echo-server sleep 1: %v\n%s", err, out)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("echo-server sleep 1 returned after %v", d)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/load"
 	"zerodrop/harness/scenario"
+	"zerodrop/internal/kubeversion"
 )
 
 // Session is a suite ready to run scenarios on its cluster, with the
@@ -96,6 +97,11 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		return nil, err
 	}
 	sess.Suite, sess.Kubernetes = s, version
+	if v, perr := kubeversion.Parse(version); perr == nil {
+		s.Kubernetes = v
+	} else {
+		progress(fmt.Sprintf("the API server's version %q is not one zerodrop reads (%v): the workload is written for a current release", version, perr))
+	}
 	// A release measured with a kube-proxy gate changed is another column
 	// of the matrix than the release as shipped: the report says which.
 	gates, known, err := cluster.KubeProxyFeatureGates(ctx, cs)

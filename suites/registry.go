@@ -363,6 +363,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		fixtures.WithPolicy(c.Policy),
 		fixtures.WithLB(c.Model.Profile),
 		fixtures.WithKeepAlive(c.KeepAlive),
+		fixtures.WithKubernetes(s.Kubernetes),
 	}
 	var hooks scenario.LBHooks
 	if c.Model.Cloud {

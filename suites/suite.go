@@ -14,6 +14,7 @@ import (
 	"zerodrop/harness/contract"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
+	"zerodrop/internal/kubeversion"
 )
 
 // Suite is what scenario bodies share: the cluster, the scenario
@@ -29,6 +30,9 @@ type Suite struct {
 	CloudLB scenario.LBHooks
 	// Timing is every wait and settle time of the bodies (DefaultTiming).
 	Timing Timing
+	// Kubernetes is the API server's release (zero when unparsable): the
+	// bundled workload is written in the form that release takes.
+	Kubernetes kubeversion.Version
 	// Events forwards the provider's events to the current run's file.
 	Events *SwitchSink
 	// DeferCleanup registers clean-up (ginkgo.DeferCleanup in the driver;
