@@ -86,11 +86,18 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if err != nil {
 		return nil, err
 	}
+	pauses := load.NewPauseWatch()
+	if settings.PauseTraces > 0 {
+		bound := zdv1.LoadSettings{Rate: settings.Rate}.SendLagBound()
+		pauses.WithTrace(load.PauseTrace{Dir: filepath.Join(settings.OutDir, "pause-traces"), Min: bound, Max: settings.PauseTraces})
+		progress(fmt.Sprintf("keeping a flight recorder: up to %d execution traces of pauses of %v or more, in %s",
+			settings.PauseTraces, bound, filepath.Join(settings.OutDir, "pause-traces")))
+	}
 	s := &Suite{
 		Settings: settings, Provider: provider, Models: models, Timing: DefaultTiming(), Events: events,
 		Env: &scenario.Env{
 			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
-			Logger: logger, ToolVersion: toolVersion(), Pauses: load.NewPauseWatch(),
+			Logger: logger, ToolVersion: toolVersion(), Pauses: pauses,
 		},
 	}
 	if err := configureCloudLB(ctx, s, progress); err != nil {

@@ -53,6 +53,11 @@ type Settings struct {
 	EchoImage string
 	// ReadyTimeout bounds every wait for workloads (ZERODROP_READY_TIMEOUT).
 	ReadyTimeout time.Duration
+	// PauseTraces is how many execution traces of the test process's own
+	// pauses to keep (ZERODROP_PAUSE_TRACE; 0, the default, keeps no
+	// flight recorder): each pause as long as the send-lag bound writes the
+	// last seconds of trace under OutDir/pause-traces (load.PauseTrace).
+	PauseTraces int
 }
 
 // Known values.
@@ -108,6 +113,9 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	}
 	s.Witnesses = witnessesPerCPU * runtime.NumCPU()
 	if p := intSetting(getenv, "ZERODROP_WITNESSES", "how many witnesses may watch one disruption,", 1, 500, &s.Witnesses); p != "" {
+		problems = append(problems, p)
+	}
+	if p := intSetting(getenv, "ZERODROP_PAUSE_TRACE", "how many execution traces of pauses to keep,", 0, 100, &s.PauseTraces); p != "" {
 		problems = append(problems, p)
 	}
 	if v := getenv("ZERODROP_READY_TIMEOUT"); v != "" {

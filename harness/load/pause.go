@@ -1,10 +1,12 @@
 package load
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +60,26 @@ type PauseWatch struct {
 	done     chan struct{}
 	// newReader opens what a running watch samples (tests replace it).
 	newReader func() (read func() pauseSample, closeRead func())
+	// trace, when set, keeps a flight recorder while the watch runs.
+	trace *PauseTrace
+}
+
+// PauseTrace keeps the process's execution trace of the last seconds in a
+// flight recorder (runtime/trace, Go 1.25) while a watch runs, and writes
+// it to Dir on each pause of at least Min, at most Max times: what every
+// goroutine did, and which one held the CPUs, is then in the file the pause
+// event names (`go tool trace FILE`). Tracing costs the process some CPU,
+// so it is for finding a stall's cause, not for every run.
+type PauseTrace struct {
+	Dir string
+	Min time.Duration
+	Max int
+}
+
+// WithTrace makes the watch keep a flight recorder (see PauseTrace).
+func (w *PauseWatch) WithTrace(t PauseTrace) *PauseWatch {
+	w.trace = &t
+	return w
 }
 
 // NewPauseWatch returns a pause watch for loads to share.
@@ -80,7 +102,7 @@ func (w *PauseWatch) subscribe(emit func(zdv1.Event)) (unsubscribe func()) {
 	if w.stop == nil {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
 		read, closeRead := w.newReader()
-		go w.run(w.stop, w.done, read, closeRead)
+		go w.run(w.stop, w.done, read, closeRead, w.startRecorder())
 	}
 	var once sync.Once
 	return func() {
@@ -119,11 +141,12 @@ func (w *PauseWatch) emit(e zdv1.Event) {
 	}
 }
 
-func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, closeRead func()) {
+func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, closeRead func(), rec *recorder) {
 	defer close(done)
 	if closeRead != nil {
 		defer closeRead()
 	}
+	defer rec.stop()
 	t := time.NewTicker(pauseTick)
 	defer t.Stop()
 	prev, last := read(), time.Now()
@@ -136,9 +159,77 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 		now := time.Now()
 		cur := read()
 		if late := now.Sub(last) - pauseTick; late >= pauseMin {
-			w.emit(pauseEvent(last.Add(pauseTick), now, late, prev, cur))
+			e := pauseEvent(last.Add(pauseTick), now, late, prev, cur)
+			if rec.wants(late) {
+				// The snapshot's own writing is not a pause of the load:
+				// the next tick is measured from after it.
+				rec.write(e)
+				cur, now = read(), time.Now()
+			}
+			w.emit(e)
 		}
 		prev, last = cur, now
+	}
+}
+
+// recorder is a running watch's flight recorder; nil when it keeps none.
+type recorder struct {
+	cfg     PauseTrace
+	fr      *trace.FlightRecorder
+	err     error // starting it failed: said in the first pause it would have written
+	written int
+}
+
+func (w *PauseWatch) startRecorder() *recorder {
+	if w.trace == nil {
+		return nil
+	}
+	r := &recorder{cfg: *w.trace}
+	if r.cfg.Max <= 0 {
+		r.cfg.Max = 10
+	}
+	r.fr = trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 5 * time.Second})
+	if err := r.fr.Start(); err != nil {
+		r.err, r.fr = fmt.Errorf("flight recorder: %w", err), nil
+	}
+	return r
+}
+
+func (r *recorder) wants(late time.Duration) bool {
+	return r != nil && late >= r.cfg.Min && r.written < r.cfg.Max
+}
+
+// write saves the last seconds of execution trace and names the file in
+// the pause event e (or why there is none).
+func (r *recorder) write(e zdv1.Event) {
+	r.written++
+	if r.err != nil {
+		e.Fields["trace_error"] = r.err.Error()
+		r.cfg.Max = 0
+		return
+	}
+	name := filepath.Join(r.cfg.Dir, "pause-"+e.Time.UTC().Format("20060102T150405.000")+".trace")
+	err := os.MkdirAll(r.cfg.Dir, 0o755)
+	var f *os.File
+	if err == nil {
+		f, err = os.Create(name)
+	}
+	if err == nil {
+		_, err = r.fr.WriteTo(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		e.Fields["trace_error"] = err.Error()
+		return
+	}
+	e.Fields["trace"] = name
+}
+
+func (r *recorder) stop() {
+	if r != nil && r.fr != nil {
+		r.fr.Stop()
 	}
 }
 

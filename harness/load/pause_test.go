@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"testing"
@@ -204,5 +205,80 @@ func TestPauseWatchShared(t *testing.T) {
 	defer mu.Unlock()
 	if opened != 2 || closed != 2 {
 		t.Errorf("a later load: reader opened %d, closed %d; want the watch started again (2, 2)", opened, closed)
+	}
+}
+
+// With a flight recorder, a pause long enough writes the last seconds of
+// execution trace and names the file in its event; a second watch of the
+// same process cannot record at once (Go allows one) and says so instead.
+func TestPauseWatchWritesTrace(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var got []zdv1.Event
+	n := 0
+	w := NewPauseWatch().WithTrace(PauseTrace{Dir: dir, Min: 100 * time.Millisecond, Max: 1})
+	w.newReader = func() (func() pauseSample, func()) {
+		return func() pauseSample {
+			n++
+			if n == 3 || n == 8 {
+				time.Sleep(150 * time.Millisecond) // two late ticks; Max keeps one file
+			}
+			return pauseSample{steal: -1, runDelay: -1}
+		}, nil
+	}
+	unsubscribe := w.subscribe(func(e zdv1.Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
+	time.Sleep(500 * time.Millisecond)
+	unsubscribe()
+	mu.Lock()
+	defer mu.Unlock()
+	var traced []string
+	for _, e := range got {
+		if e.Fields["trace_error"] != "" {
+			t.Errorf("trace error: %s", e.Fields["trace_error"])
+		}
+		if f := e.Fields["trace"]; f != "" {
+			traced = append(traced, f)
+		}
+	}
+	if len(traced) != 1 {
+		t.Fatalf("%d pauses named a trace, want 1 (Max): %+v", len(traced), got)
+	}
+	st, err := os.Stat(traced[0])
+	if err != nil || st.Size() == 0 || filepath.Dir(traced[0]) != dir {
+		t.Fatalf("trace file %s: %v (size %v)", traced[0], err, st)
+	}
+
+	// Go allows one flight recorder per process.
+	other := trace.NewFlightRecorder(trace.FlightRecorderConfig{})
+	if err := other.Start(); err != nil {
+		t.Fatalf("start a recorder: %v", err)
+	}
+	defer other.Stop()
+	w2 := NewPauseWatch().WithTrace(PauseTrace{Dir: dir, Min: 100 * time.Millisecond})
+	m := 0
+	w2.newReader = func() (func() pauseSample, func()) {
+		return func() pauseSample {
+			m++
+			if m == 3 {
+				time.Sleep(150 * time.Millisecond)
+			}
+			return pauseSample{steal: -1, runDelay: -1}
+		}, nil
+	}
+	var errMu sync.Mutex
+	var errs []string
+	unsubscribe = w2.subscribe(func(e zdv1.Event) {
+		errMu.Lock()
+		if s := e.Fields["trace_error"]; s != "" {
+			errs = append(errs, s)
+		}
+		errMu.Unlock()
+	})
+	time.Sleep(300 * time.Millisecond)
+	unsubscribe()
+	errMu.Lock()
+	defer errMu.Unlock()
+	if len(errs) != 1 || !strings.Contains(errs[0], "flight recorder") {
+		t.Errorf("trace errors %q, want one saying the flight recorder could not start", errs)
 	}
 }
