@@ -60,8 +60,9 @@ type PauseWatch struct {
 	done     chan struct{}
 	// newReader opens what a running watch samples (tests replace it).
 	newReader func() (read func() pauseSample, closeRead func())
-	// trace, when set, keeps a flight recorder while the watch runs.
-	trace *PauseTrace
+	// rec, when set, is the flight recorder (WithTrace): one per watch for
+	// the watch's whole life, so Max counts over every load that uses it.
+	rec *recorder
 }
 
 // PauseTrace keeps the process's execution trace of the last seconds in a
@@ -76,10 +77,19 @@ type PauseTrace struct {
 	Max int
 }
 
-// WithTrace makes the watch keep a flight recorder (see PauseTrace).
-func (w *PauseWatch) WithTrace(t PauseTrace) *PauseWatch {
-	w.trace = &t
-	return w
+// WithTrace starts the flight recorder (see PauseTrace); it records until
+// the process ends. Go allows one flight recorder per process: a second
+// one fails here.
+func (w *PauseWatch) WithTrace(t PauseTrace) error {
+	if t.Max <= 0 {
+		t.Max = 10
+	}
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 5 * time.Second})
+	if err := fr.Start(); err != nil {
+		return fmt.Errorf("start Go's flight recorder for the pause traces: %w", err)
+	}
+	w.rec = &recorder{cfg: t, fr: fr}
+	return nil
 }
 
 // NewPauseWatch returns a pause watch for loads to share.
@@ -102,7 +112,7 @@ func (w *PauseWatch) subscribe(emit func(zdv1.Event)) (unsubscribe func()) {
 	if w.stop == nil {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
 		read, closeRead := w.newReader()
-		go w.run(w.stop, w.done, read, closeRead, w.startRecorder())
+		go w.run(w.stop, w.done, read, closeRead, w.rec)
 	}
 	var once sync.Once
 	return func() {
@@ -146,7 +156,6 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 	if closeRead != nil {
 		defer closeRead()
 	}
-	defer rec.stop()
 	t := time.NewTicker(pauseTick)
 	defer t.Stop()
 	prev, last := read(), time.Now()
@@ -160,10 +169,9 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 		cur := read()
 		if late := now.Sub(last) - pauseTick; late >= pauseMin {
 			e := pauseEvent(last.Add(pauseTick), now, late, prev, cur)
-			if rec.wants(late) {
+			if rec.record(late, e) {
 				// The snapshot's own writing is not a pause of the load:
 				// the next tick is measured from after it.
-				rec.write(e)
 				cur, now = read(), time.Now()
 			}
 			w.emit(e)
@@ -172,65 +180,57 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 	}
 }
 
-// recorder is a running watch's flight recorder; nil when it keeps none.
+// recorder is a watch's flight recorder; nil when it keeps none. A watch
+// that stops and starts again may briefly run two goroutines (the old one
+// ending), so the count and the writing are under one lock.
 type recorder struct {
 	cfg     PauseTrace
 	fr      *trace.FlightRecorder
-	err     error // starting it failed: said in the first pause it would have written
+	mu      sync.Mutex
 	written int
 }
 
-func (w *PauseWatch) startRecorder() *recorder {
-	if w.trace == nil {
-		return nil
+// record saves the last seconds of execution trace for a pause late
+// enough, while fewer than Max were saved, and names the file in the pause
+// event e (or why there is none); it reports whether it tried.
+func (r *recorder) record(late time.Duration, e zdv1.Event) bool {
+	if r == nil || late < r.cfg.Min {
+		return false
 	}
-	r := &recorder{cfg: *w.trace}
-	if r.cfg.Max <= 0 {
-		r.cfg.Max = 10
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written >= r.cfg.Max {
+		return false
 	}
-	r.fr = trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 5 * time.Second})
-	if err := r.fr.Start(); err != nil {
-		r.err, r.fr = fmt.Errorf("flight recorder: %w", err), nil
-	}
-	return r
-}
-
-func (r *recorder) wants(late time.Duration) bool {
-	return r != nil && late >= r.cfg.Min && r.written < r.cfg.Max
-}
-
-// write saves the last seconds of execution trace and names the file in
-// the pause event e (or why there is none).
-func (r *recorder) write(e zdv1.Event) {
 	r.written++
-	if r.err != nil {
-		e.Fields["trace_error"] = r.err.Error()
-		r.cfg.Max = 0
-		return
-	}
 	name := filepath.Join(r.cfg.Dir, "pause-"+e.Time.UTC().Format("20060102T150405.000")+".trace")
-	err := os.MkdirAll(r.cfg.Dir, 0o755)
-	var f *os.File
-	if err == nil {
-		f, err = os.Create(name)
-	}
-	if err == nil {
-		_, err = r.fr.WriteTo(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	if err := writeTrace(r.fr, r.cfg.Dir, name); err != nil {
 		e.Fields["trace_error"] = err.Error()
-		return
+		return true
 	}
 	e.Fields["trace"] = name
+	return true
 }
 
-func (r *recorder) stop() {
-	if r != nil && r.fr != nil {
-		r.fr.Stop()
+// writeTrace writes the recorder's window to name, leaving no partial file
+// behind when it fails.
+func writeTrace(fr *trace.FlightRecorder, dir, name string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = fr.WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
 }
 
 // pauseEvent says what the runtime and the kernel saw between two samples.

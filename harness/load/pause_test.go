@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
-	"runtime/trace"
 	"strings"
 	"sync"
 	"testing"
@@ -209,26 +208,36 @@ func TestPauseWatchShared(t *testing.T) {
 }
 
 // With a flight recorder, a pause long enough writes the last seconds of
-// execution trace and names the file in its event; a second watch of the
-// same process cannot record at once (Go allows one) and says so instead.
+// execution trace and names the file in its event, at most Max over the
+// watch's life (it stops and starts again between loads); a second recorder
+// in the same process cannot start (Go allows one).
 func TestPauseWatchWritesTrace(t *testing.T) {
 	dir := t.TempDir()
-	var mu sync.Mutex
-	var got []zdv1.Event
+	w := NewPauseWatch()
+	if err := w.WithTrace(PauseTrace{Dir: dir, Min: 100 * time.Millisecond, Max: 2}); err != nil {
+		t.Fatal(err)
+	}
+	defer w.rec.fr.Stop()
+	if err := NewPauseWatch().WithTrace(PauseTrace{Dir: dir}); err == nil || !strings.Contains(err.Error(), "flight recorder") {
+		t.Errorf("second recorder: %v, want an error naming the flight recorder", err)
+	}
 	n := 0
-	w := NewPauseWatch().WithTrace(PauseTrace{Dir: dir, Min: 100 * time.Millisecond, Max: 1})
 	w.newReader = func() (func() pauseSample, func()) {
 		return func() pauseSample {
 			n++
-			if n == 3 || n == 8 {
-				time.Sleep(150 * time.Millisecond) // two late ticks; Max keeps one file
+			if n%5 == 3 {
+				time.Sleep(150 * time.Millisecond) // a late tick in each use of the watch
 			}
 			return pauseSample{steal: -1, runDelay: -1}
 		}, nil
 	}
-	unsubscribe := w.subscribe(func(e zdv1.Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
-	time.Sleep(500 * time.Millisecond)
-	unsubscribe()
+	var mu sync.Mutex
+	var got []zdv1.Event
+	for range 3 { // three loads one after the other: the watch stops and starts
+		unsubscribe := w.subscribe(func(e zdv1.Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
+		time.Sleep(300 * time.Millisecond)
+		unsubscribe()
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	var traced []string
@@ -240,45 +249,17 @@ func TestPauseWatchWritesTrace(t *testing.T) {
 			traced = append(traced, f)
 		}
 	}
-	if len(traced) != 1 {
-		t.Fatalf("%d pauses named a trace, want 1 (Max): %+v", len(traced), got)
+	if len(traced) != 2 {
+		t.Fatalf("%d pauses named a trace, want 2 (Max, over three loads): %+v", len(traced), got)
 	}
-	st, err := os.Stat(traced[0])
-	if err != nil || st.Size() == 0 || filepath.Dir(traced[0]) != dir {
-		t.Fatalf("trace file %s: %v (size %v)", traced[0], err, st)
-	}
-
-	// Go allows one flight recorder per process.
-	other := trace.NewFlightRecorder(trace.FlightRecorderConfig{})
-	if err := other.Start(); err != nil {
-		t.Fatalf("start a recorder: %v", err)
-	}
-	defer other.Stop()
-	w2 := NewPauseWatch().WithTrace(PauseTrace{Dir: dir, Min: 100 * time.Millisecond})
-	m := 0
-	w2.newReader = func() (func() pauseSample, func()) {
-		return func() pauseSample {
-			m++
-			if m == 3 {
-				time.Sleep(150 * time.Millisecond)
-			}
-			return pauseSample{steal: -1, runDelay: -1}
-		}, nil
-	}
-	var errMu sync.Mutex
-	var errs []string
-	unsubscribe = w2.subscribe(func(e zdv1.Event) {
-		errMu.Lock()
-		if s := e.Fields["trace_error"]; s != "" {
-			errs = append(errs, s)
+	for _, f := range traced {
+		st, err := os.Stat(f)
+		if err != nil || st.Size() == 0 || filepath.Dir(f) != dir {
+			t.Errorf("trace file %s: %v (%v)", f, err, st)
 		}
-		errMu.Unlock()
-	})
-	time.Sleep(300 * time.Millisecond)
-	unsubscribe()
-	errMu.Lock()
-	defer errMu.Unlock()
-	if len(errs) != 1 || !strings.Contains(errs[0], "flight recorder") {
-		t.Errorf("trace errors %q, want one saying the flight recorder could not start", errs)
+	}
+	files, _ := os.ReadDir(dir)
+	if len(files) != 2 {
+		t.Errorf("%d files in the trace directory, want 2", len(files))
 	}
 }
