@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/load"
@@ -45,6 +47,9 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	}
 	if settings.NodeImage != "" {
 		opts = append(opts, cluster.WithNodeImage(settings.NodeImage))
+	}
+	if len(settings.KubeProxyGates) > 0 {
+		opts = append(opts, cluster.WithKubeProxyFeatureGates(settings.KubeProxyGates))
 	}
 	provider, err := cluster.New(settings.Provider, opts...)
 	if err != nil {
@@ -89,7 +94,9 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	pauses := load.NewPauseWatch()
 	if settings.PauseTraces > 0 {
 		bound := zdv1.LoadSettings{Rate: settings.Rate}.SendLagBound()
-		pauses.WithTrace(load.PauseTrace{Dir: filepath.Join(settings.OutDir, "pause-traces"), Min: bound, Max: settings.PauseTraces})
+		if err := pauses.WithTrace(load.PauseTrace{Dir: filepath.Join(settings.OutDir, "pause-traces"), Min: bound, Max: settings.PauseTraces}); err != nil {
+			return nil, fmt.Errorf("ZERODROP_PAUSE_TRACE: %w", err)
+		}
 		progress(fmt.Sprintf("keeping a flight recorder: up to %d execution traces of pauses of %v or more, in %s",
 			settings.PauseTraces, bound, filepath.Join(settings.OutDir, "pause-traces")))
 	}
@@ -112,13 +119,24 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	// A release measured with a kube-proxy gate changed is another column
 	// of the matrix than the release as shipped: the report says which.
 	gates, known, err := cluster.KubeProxyFeatureGates(ctx, cs)
-	if err != nil {
+	switch {
+	case err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)):
+		// Only the report's column needs them: a run on a cluster where
+		// this user may not read kube-system goes on without.
+		progress(fmt.Sprintf("kube-proxy's feature gates are unknown (%v): the report's column cannot name them; "+
+			"`get configmaps` in kube-system would let it", err))
+	case err != nil:
 		return nil, err
-	}
-	if !known {
+	case !known:
 		progress("kube-proxy's feature gates are unknown (no kube-system/kube-proxy ConfigMap with config.conf)")
-	} else if len(gates) > 0 {
+	case len(gates) > 0:
 		progress("kube-proxy feature gates: " + gates.String())
+	}
+	if want := settings.KubeProxyGates; len(want) > 0 && (!known || gates.String() != want.String()) {
+		// A cluster reused from an earlier run keeps the gates it was made
+		// with; measuring it under the asked ones' name would be wrong.
+		return nil, fmt.Errorf("KUBE_PROXY_FEATURE_GATES=%s, but the cluster's kube-proxy runs with %q (known: %t): "+
+			"it was made with other gates; remove it (make cluster-down) so the run makes one with these", want, gates.String(), known)
 	}
 	sess.Collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
 )
 
@@ -53,6 +54,10 @@ type Settings struct {
 	EchoImage string
 	// ReadyTimeout bounds every wait for workloads (ZERODROP_READY_TIMEOUT).
 	ReadyTimeout time.Duration
+	// KubeProxyGates are kube-proxy's feature gates for a kind cluster the
+	// suite creates, and what it checks a cluster it reuses has
+	// (KUBE_PROXY_FEATURE_GATES, "Name=false,Other=true").
+	KubeProxyGates cluster.FeatureGates
 	// PauseTraces is how many execution traces of the test process's own
 	// pauses to keep (ZERODROP_PAUSE_TRACE; 0, the default, keeps no
 	// flight recorder): each pause as long as the send-lag bound writes the
@@ -114,6 +119,11 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	s.Witnesses = witnessesPerCPU * runtime.NumCPU()
 	if p := intSetting(getenv, "ZERODROP_WITNESSES", "how many witnesses may watch one disruption,", 1, 500, &s.Witnesses); p != "" {
 		problems = append(problems, p)
+	}
+	if g, err := cluster.ParseFeatureGates(getenv("KUBE_PROXY_FEATURE_GATES")); err != nil {
+		problems = append(problems, "KUBE_PROXY_FEATURE_GATES: "+err.Error())
+	} else {
+		s.KubeProxyGates = g
 	}
 	if p := intSetting(getenv, "ZERODROP_PAUSE_TRACE", "how many execution traces of pauses to keep,", 0, 100, &s.PauseTraces); p != "" {
 		problems = append(problems, p)

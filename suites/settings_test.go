@@ -38,6 +38,13 @@ func TestSettingsFromEnv(t *testing.T) {
 				t.Errorf("witnesses %d, want 12", s.Witnesses)
 			}
 		}},
+		{name: "kube-proxy gates and pause traces", env: map[string]string{"KUBE_PROXY_FEATURE_GATES": "ProxyTerminatingEndpoints=false", "ZERODROP_PAUSE_TRACE": "3"}, check: func(t *testing.T, s Settings) {
+			if s.KubeProxyGates.String() != "ProxyTerminatingEndpoints=false" || s.PauseTraces != 3 {
+				t.Errorf("gates %q, pause traces %d", s.KubeProxyGates, s.PauseTraces)
+			}
+		}},
+		{name: "bad kube-proxy gates", env: map[string]string{"KUBE_PROXY_FEATURE_GATES": "ProxyTerminatingEndpoints"}, wantErr: "KUBE_PROXY_FEATURE_GATES"},
+		{name: "bad pause traces", env: map[string]string{"ZERODROP_PAUSE_TRACE": "-1"}, wantErr: "ZERODROP_PAUSE_TRACE"},
 		{name: "bad witness budget", env: map[string]string{"ZERODROP_WITNESSES": "0"}, wantErr: "ZERODROP_WITNESSES"},
 		{name: "one LB model alone gets the full rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {
 			if s.Rate != 200 {

@@ -201,8 +201,8 @@ type RunMeta struct {
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"` // server version, e.g. "v1.34.0"
 	// KubeProxyFeatureGates are the feature gates kube-proxy's configuration
 	// sets, as read from the cluster ("ProxyTerminatingEndpoints=false"),
-	// empty when it sets none: a release measured with a gate changed is
-	// another environment than the release as shipped.
+	// empty when it sets none or they could not be read: a release measured
+	// with a gate changed is another environment than the release as shipped.
 	KubeProxyFeatureGates string    `json:"kubeProxyFeatureGates,omitempty"`
 	LBImplementation      string    `json:"lbImplementation,omitempty"` // "metallb", "zerodrop-cloudlb", ...
 	Start                 time.Time `json:"start"`

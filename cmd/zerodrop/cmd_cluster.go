@@ -96,7 +96,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	}
 	gates, err := cluster.ParseFeatureGates(*proxyGates)
 	if err != nil {
-		return badInput(c, "cluster", "--kube-proxy-feature-gates: %v", err)
+		return badInput(c, "cluster", "--kube-proxy-feature-gates (default $KUBE_PROXY_FEATURE_GATES): %v", err)
 	}
 	if len(gates) > 0 {
 		opts = append(opts, cluster.WithKubeProxyFeatureGates(gates))

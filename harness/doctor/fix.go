@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"zerodrop/internal/kubeversion"
 )
 
 // Applied is one change Fix made.
@@ -226,8 +228,8 @@ func setPreStop(t *target, d time.Duration) string {
 	var what string
 	switch {
 	case ps.kind == "none" || ps.kind == "sleep" || ps.signalsApp:
-		if t.kubeMinor > 0 && t.kubeMinor < 30 {
-			return "" // no sleep action by default before 1.30
+		if t.kubeMinor > 0 && !(kubeversion.Version{Major: 1, Minor: t.kubeMinor}).HasSleepAction() {
+			return "" // the release has no sleep action to write
 		}
 		if t.c.Lifecycle == nil {
 			t.c.Lifecycle = &corev1.Lifecycle{}

@@ -34,3 +34,10 @@ func Parse(s string) (Version, error) {
 func (v Version) AtLeast(major, minor int) bool {
 	return v.Major > major || (v.Major == major && v.Minor >= minor)
 }
+
+// HasSleepAction reports whether release v has the kubelet's own preStop
+// sleep (lifecycle sleep action) on by default: PodLifecycleSleepAction is
+// alpha in 1.29 and beta, on by default, from 1.30 (k8s.io/kubernetes
+// pkg/features/kube_features.go); the field is absent from older APIs. The
+// zero Version (release unknown) counts as current.
+func (v Version) HasSleepAction() bool { return v == (Version{}) || v.AtLeast(1, 30) }

@@ -24,3 +24,11 @@ func TestAtLeast(t *testing.T) {
 		t.Errorf("AtLeast wrong for %v", v)
 	}
 }
+
+func TestHasSleepAction(t *testing.T) {
+	for v, want := range map[Version]bool{{}: true, {1, 37}: true, {1, 30}: true, {1, 29}: false, {1, 27}: false} {
+		if got := v.HasSleepAction(); got != want {
+			t.Errorf("%v.HasSleepAction() = %v, want %v", v, got, want)
+		}
+	}
+}

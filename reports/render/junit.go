@@ -167,7 +167,7 @@ func caseOutput(sc *Scenario) string {
 // junitEnv is the run's environment as one classname segment
 // ("kind_v1_34_2_metallb"): dots would read as package separators.
 func junitEnv(c Column) string {
-	s := strings.NewReplacer(" · ", "_", ".", "_", " ", "_").Replace(c.String())
+	s := strings.NewReplacer(" · ", "_", ".", "_", " ", "_", "=", "_", ",", "_").Replace(c.String())
 	if c == (Column{}) {
 		s = "unknown"
 	}
