@@ -130,18 +130,10 @@ func (r *Report) SubmissionSummary() string {
 		subject += " (" + impl.Organization + ")"
 	}
 	b.WriteString(subject)
-	lb := join(" ", or(impl.LoadBalancer, r.Run.LBImplementation), impl.LoadBalancerVersion)
-	if lb != "" {
+	if lb := r.LoadBalancerText(); lb != "" {
 		b.WriteString(", load balancer " + lb)
 	}
-	platform := join(" ", or(impl.Platform, r.Run.Provider), impl.PlatformVersion)
-	if r.Run.KubernetesVersion != "" {
-		platform = join(", ", platform, "Kubernetes "+r.Run.KubernetesVersion)
-		if g := r.Run.KubeProxyFeatureGates; g != "" {
-			platform += " (kube-proxy feature gates " + g + ")"
-		}
-	}
-	if platform != "" {
+	if platform := r.PlatformText(); platform != "" {
 		b.WriteString(", on " + platform)
 	}
 	b.WriteString(". ")
@@ -164,6 +156,34 @@ func (r *Report) SubmissionSummary() string {
 		b.WriteString(" Contact: " + strings.Join(impl.Contact, ", ") + ".")
 	}
 	return b.String()
+}
+
+// LoadBalancerText names the load balancer under test: the submitter's
+// name and version for it, else the run's LB implementation.
+func (r *Report) LoadBalancerText() string {
+	var impl Implementation
+	if r.Implementation != nil {
+		impl = *r.Implementation
+	}
+	return join(" ", or(impl.LoadBalancer, r.Run.LBImplementation), impl.LoadBalancerVersion)
+}
+
+// PlatformText names the platform the run measured: the submitter's
+// platform (else the provider), the Kubernetes version, and kube-proxy's
+// feature gates where the run changed any.
+func (r *Report) PlatformText() string {
+	var impl Implementation
+	if r.Implementation != nil {
+		impl = *r.Implementation
+	}
+	platform := join(" ", or(impl.Platform, r.Run.Provider), impl.PlatformVersion)
+	if r.Run.KubernetesVersion != "" {
+		platform = join(", ", platform, "Kubernetes "+r.Run.KubernetesVersion)
+		if g := r.Run.KubeProxyFeatureGates; g != "" {
+			platform += " (kube-proxy feature gates " + g + ")"
+		}
+	}
+	return platform
 }
 
 func or(a, b string) string {

@@ -35,14 +35,7 @@ func vendorOf(r *Run) vendorView {
 	if rep.Implementation != nil {
 		v.Impl = *rep.Implementation
 	}
-	v.LB = strings.TrimSpace(or(v.Impl.LoadBalancer, rep.Run.LBImplementation) + " " + v.Impl.LoadBalancerVersion)
-	v.Platform = strings.TrimSpace(or(v.Impl.Platform, rep.Run.Provider) + " " + v.Impl.PlatformVersion)
-	if k := rep.Run.KubernetesVersion; k != "" {
-		v.Platform += ", Kubernetes " + k
-		if g := rep.Run.KubeProxyFeatureGates; g != "" {
-			v.Platform += " (kube-proxy feature gates " + g + ")"
-		}
-	}
+	v.LB, v.Platform = rep.LoadBalancerText(), rep.PlatformText()
 	if stored != "" && stored != v.Submission {
 		v.Note = "report.json's own submission text differs from what its scenarios give; shown is the latter"
 	}
