@@ -3,8 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,9 +40,10 @@ func ParseFeatureGates(s string) (FeatureGates, error) {
 		if !gateName.MatchString(name) {
 			return nil, fmt.Errorf("feature gate %q: a gate's name is a Go identifier starting upper case, like ProxyTerminatingEndpoints", name)
 		}
-		on, err := strconv.ParseBool(strings.TrimSpace(val))
+		val = strings.TrimSpace(val)
+		on, err := strconv.ParseBool(val)
 		if err != nil {
-			return nil, fmt.Errorf("feature gate %s=%s: want true or false", name, strings.TrimSpace(val))
+			return nil, fmt.Errorf("feature gate %s=%s: want true or false", name, val)
 		}
 		if prev, dup := g[name]; dup && prev != on {
 			return nil, fmt.Errorf("feature gate %s is set both true and false", name)
@@ -54,19 +56,10 @@ func ParseFeatureGates(s string) (FeatureGates, error) {
 // String is the --feature-gates form, sorted: "A=false,B=true".
 func (g FeatureGates) String() string {
 	parts := make([]string, 0, len(g))
-	for _, n := range g.names() {
+	for _, n := range slices.Sorted(maps.Keys(g)) {
 		parts = append(parts, fmt.Sprintf("%s=%t", n, g[n]))
 	}
 	return strings.Join(parts, ",")
-}
-
-func (g FeatureGates) names() []string {
-	names := make([]string, 0, len(g))
-	for n := range g {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // KubeProxyFeatureGates reads the feature gates kube-proxy's configuration

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"zerodrop/internal/kubeversion"
 )
@@ -50,7 +52,7 @@ conntrack:
 `
 	if len(gates) > 0 {
 		proxy += "featureGates:\n"
-		for _, name := range gates.names() {
+		for _, name := range slices.Sorted(maps.Keys(gates)) {
 			proxy += fmt.Sprintf("  %s: %t\n", name, gates[name])
 		}
 	}
