@@ -137,7 +137,10 @@ func (w *PauseWatch) subscribe(emit func(zdv1.Event)) (unsubscribe func()) {
 	}
 }
 
-func (w *PauseWatch) emit(e zdv1.Event) {
+// emit hands e to every subscriber. before, when set, runs first, and only
+// when someone will get e (a watch that is stopping may still see a late
+// tick no load receives); emit reports what before returned.
+func (w *PauseWatch) emit(e zdv1.Event, before func() bool) bool {
 	w.emitting.Lock()
 	defer w.emitting.Unlock()
 	w.mu.Lock()
@@ -146,9 +149,14 @@ func (w *PauseWatch) emit(e zdv1.Event) {
 		subs = append(subs, f)
 	}
 	w.mu.Unlock()
+	if len(subs) == 0 {
+		return false
+	}
+	did := before != nil && before()
 	for _, f := range subs {
 		f(e)
 	}
+	return did
 }
 
 func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, closeRead func(), rec *recorder) {
@@ -169,12 +177,13 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 		cur := read()
 		if late := now.Sub(last) - pauseTick; late >= pauseMin {
 			e := pauseEvent(last.Add(pauseTick), now, late, prev, cur)
-			if rec.record(late, e) {
+			// A trace is saved only for a pause some load records, so
+			// each file is named by a run file.
+			if w.emit(e, func() bool { return rec.record(late, e) }) {
 				// The snapshot's own writing is not a pause of the load:
 				// the next tick is measured from after it.
 				cur, now = read(), time.Now()
 			}
-			w.emit(e)
 		}
 		prev, last = cur, now
 	}
