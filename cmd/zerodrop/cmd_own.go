@@ -22,6 +22,7 @@ import (
 	"zerodrop/harness/incident"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/standin"
+	"zerodrop/internal/kubeversion"
 	"zerodrop/suites"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,13 +110,14 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if len(paths) == 0 {
 		return badInput(c, "test", "give the manifests: FILE, DIR or - for stdin")
 	}
-	kubeMinor := 0
+	var kv kubeversion.Version
 	if *kubeVersion != "" {
 		var err error
-		if kubeMinor, err = doctor.ParseKubernetesVersion(*kubeVersion); err != nil {
+		if kv, err = kubeversion.Parse(*kubeVersion); err != nil {
 			return badInput(c, "test", "--kubernetes-version: %v", err)
 		}
 	}
+	kubeMinor := kv.Minor
 	scs, err := pickScenarios(*only)
 	if err != nil {
 		return badInput(c, "test", "--scenario: %v", err)
@@ -136,7 +138,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if *namespace != "" {
 		ms.SetDefaultNamespace(*namespace)
 	}
-	opts := standin.Options{Namespace: "zd-own", UnknownHook: *hook}
+	opts := standin.Options{Namespace: "zd-own", UnknownHook: *hook, Kubernetes: kv}
 	modelled, appSet := "", false // flags that model the app: meaningless when it runs
 	fs.Visit(func(f *flag.Flag) {
 		if strings.HasPrefix(f.Name, "app-") || f.Name == "hook" {
@@ -285,6 +287,18 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return exitBroken
+	}
+	// The hooks' form follows the release the cluster runs, known only now.
+	if v := sess.Suite.Kubernetes; v != (kubeversion.Version{}) && v.HasSleepAction() != opts.Kubernetes.HasSleepAction() {
+		opts.Kubernetes = v
+		if own, fixed, err = rebuildStandIns(ms, fixedMs, opts); err != nil {
+			_ = sess.Close(context.WithoutCancel(ctx), progress)
+			fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+			return exitBroken
+		}
+		if !v.HasSleepAction() {
+			progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d, which has no kubelet sleep action (1.30 and later): the stand-in's preStop sleeps run the echo server's sleep command instead", v.Minor))
+		}
 	}
 	if own.Own && settings.Provider == "kind" {
 		progress("loading your images into the nodes: " + strings.Join(own.Images, ", "))
@@ -836,4 +850,21 @@ func firstSet(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// rebuildStandIns builds the stand-in of ms, and of the doctor's fixed
+// copy when there is one, again with opts (the cluster's release).
+func rebuildStandIns(ms, fixedMs *doctor.Manifests, opts standin.Options) (own, fixed *standin.StandIn, err error) {
+	owns, err := standin.FromManifests(ms, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fixedMs != nil {
+		fixedOwns, err := standin.FromManifests(fixedMs, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the fixed manifests: %w", err)
+		}
+		fixed = fixedOwns[0]
+	}
+	return owns[0], fixed, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/doctor"
+	"zerodrop/internal/kubeversion"
 )
 
 // Paths the stand-in answers for probes whose handler it cannot run (exec,
@@ -298,12 +299,20 @@ func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, grace time.Dur
 		if d <= 0 {
 			return nil
 		}
-		return sleepFor(d)
+		return sleepFor(opts.Kubernetes, d)
 	}
 	if ps := c.Lifecycle.PreStop; ps != nil {
 		field := cref + ".lifecycle.preStop"
 		switch {
 		case ps.Sleep != nil:
+			if !opts.OwnImage && !opts.Kubernetes.HasSleepAction() {
+				// The user's sleep action, on a release that has none:
+				// the echo server sleeps instead, as long.
+				d := time.Duration(ps.Sleep.Seconds) * time.Second
+				c.Lifecycle.PreStop = sleepFor(opts.Kubernetes, d)
+				change(wref, field, fmt.Sprintf("sleep %s", d), fmt.Sprintf("exec %s sleep %d", fixtures.EchoBinary, ps.Sleep.Seconds),
+					fmt.Sprintf("Kubernetes 1.%d has no kubelet sleep action (1.30 and later); the echo server's sleep command holds SIGTERM back as long", opts.Kubernetes.Minor))
+			}
 		case ps.HTTPGet != nil:
 			port, err := resolve(c, ps.HTTPGet.Port, field)
 			if err != nil {
@@ -337,7 +346,7 @@ func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, grace time.Dur
 			case sd.HookKnown:
 				c.Lifecycle.PreStop = sleepHook(sd.HookDuration)
 				change(wref, field, cmd, fmt.Sprintf("sleep %s", sd.HookDuration),
-					"the echo image has no shell; the kubelet's sleep action holds SIGTERM back as long as the doctor reads the command to")
+					"the echo image has no shell; a sleep hook holds SIGTERM back as long as the doctor reads the command to")
 			case opts.UnknownHook > 0:
 				c.Lifecycle.PreStop = sleepHook(opts.UnknownHook)
 				change(wref, field, cmd, fmt.Sprintf("sleep %s", opts.UnknownHook), "its duration cannot be read; the stand-in sleeps as long as asked (--hook)")
@@ -362,9 +371,10 @@ func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, grace time.Dur
 	return nil
 }
 
-func sleepFor(d time.Duration) *corev1.LifecycleHandler {
-	secs := int64((d + time.Second - 1) / time.Second)
-	return &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
+// sleepFor is a preStop hook of d, whole seconds rounded up, in the form
+// release v runs (fixtures.PreStopSleep).
+func sleepFor(v kubeversion.Version, d time.Duration) *corev1.LifecycleHandler {
+	return fixtures.PreStopSleep(v, int64((d+time.Second-1)/time.Second))
 }
 
 // behaviour is how the stand-in of container orig ends: the doctor's

@@ -21,6 +21,7 @@ import (
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/doctor"
+	"zerodrop/internal/kubeversion"
 )
 
 // Behaviour is what the stand-in's server does on its termination signal
@@ -71,6 +72,11 @@ type Options struct {
 	// cannot read (a script, an HTTP call): the stand-in sleeps this long;
 	// 0 leaves the stand-in without a hook.
 	UnknownHook time.Duration
+	// Kubernetes is the release the stand-in runs on: where it has no
+	// kubelet sleep action (before 1.30, kubeversion.Version.HasSleepAction)
+	// the stand-in's preStop sleeps are the echo server's own sleep
+	// command instead. Zero: a release that has it.
+	Kubernetes kubeversion.Version
 	// OwnImage keeps the user's containers as written (their images,
 	// commands, hooks and probes) instead of the echo server; PullPolicy
 	// then applies to their images ("" keeps the user's), and Path is where

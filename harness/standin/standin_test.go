@@ -10,8 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
+	"zerodrop/fixtures"
 	"zerodrop/harness/doctor"
+	"zerodrop/internal/kubeversion"
 )
 
 // every is a workload with every knob the stand-in keeps set to a value
@@ -690,5 +693,44 @@ func TestOwnImagePullSecret(t *testing.T) {
 	_, err := fromYAML(own, Options{OwnImage: true})
 	if err == nil || !strings.Contains(err.Error(), "secret/prod/regcred") {
 		t.Errorf("pulled image: err %v, want the missing pull secret named", err)
+	}
+}
+
+// A release without the kubelet's sleep action (before 1.30) rejects a Pod
+// that has one: there every preStop sleep of the stand-in, the user's own
+// and those it makes of hooks it reads, is the echo server's sleep command.
+func TestPreStopSleepPerRelease(t *testing.T) {
+	exec := func(secs string) *corev1.LifecycleHandler {
+		return &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{fixtures.EchoBinary, "sleep", secs}}}
+	}
+	sleep := func(secs int64) *corev1.LifecycleHandler {
+		return &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
+	}
+	readHook := `lifecycle: {preStop: {exec: {command: [sleep, "20"]}}}`
+	for _, tc := range []struct {
+		name    string
+		hook    string // replaces the input's 13 s sleep action ("" keeps it)
+		release kubeversion.Version
+		own     bool
+		want    *corev1.LifecycleHandler
+	}{
+		{name: "sleep action, release unknown", want: sleep(13)},
+		{name: "sleep action, 1.30", release: kubeversion.Version{Major: 1, Minor: 30}, want: sleep(13)},
+		{name: "sleep action, 1.27", release: kubeversion.Version{Major: 1, Minor: 27}, want: exec("13")},
+		{name: "read hook, 1.37", hook: readHook, release: kubeversion.Version{Major: 1, Minor: 37}, want: sleep(20)},
+		{name: "read hook, 1.29", hook: readHook, release: kubeversion.Version{Major: 1, Minor: 29}, want: exec("20")},
+		{name: "own image keeps the user's hook, 1.27", release: kubeversion.Version{Major: 1, Minor: 27}, own: true, want: sleep(13)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := every
+			if tc.hook != "" {
+				y = strings.Replace(y, "lifecycle: {preStop: {sleep: {seconds: 13}}}", tc.hook, 1)
+			}
+			s := build(t, y, Options{Kubernetes: tc.release, OwnImage: tc.own})
+			c := s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+			if c.Lifecycle == nil || !equality.Semantic.DeepEqual(c.Lifecycle.PreStop, tc.want) {
+				t.Errorf("preStop %+v, want %+v", c.Lifecycle, tc.want)
+			}
+		})
 	}
 }
