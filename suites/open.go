@@ -93,7 +93,9 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	}
 	pauses := load.NewPauseWatch()
 	if settings.PauseTraces > 0 {
-		bound := zdv1.LoadSettings{Rate: settings.Rate}.SendLagBound()
+		// Half the send-lag bound: a pause that long is the same stall as
+		// one that breaks the bound, caught far more often.
+		bound := zdv1.LoadSettings{Rate: settings.Rate}.SendLagBound() / 2
 		if err := pauses.WithTrace(load.PauseTrace{Dir: filepath.Join(settings.OutDir, "pause-traces"), Min: bound, Max: settings.PauseTraces}); err != nil {
 			return nil, fmt.Errorf("ZERODROP_PAUSE_TRACE: %w", err)
 		}

@@ -515,8 +515,10 @@ type ProcessPause struct {
 	LateMs float64   `json:"lateMs"`
 	// Cause is "gc" (Go stopped the world), "steal" (the hypervisor ran
 	// something else on the machine's CPUs), "cpu" (its threads waited for
-	// a CPU others held), "busy" (they ran all along: the process itself
-	// wanted more CPU than it got), or "unexplained" (none of these).
+	// a CPU other tasks held), "irq" (they waited while the CPUs served
+	// interrupts more than they ran other tasks), "busy" (they ran all
+	// along: the process itself wanted more CPU than it got), or
+	// "unexplained" (none of these).
 	Cause string `json:"cause"`
 	// RunDelayMs is the time its threads waited for a CPU and ExecMs the
 	// time they ran (nil: the kernel did not say); GCSTWMs the longest
@@ -527,6 +529,19 @@ type ProcessPause struct {
 	StealMs  *float64 `json:"stealMs,omitempty"`
 	GCSTWMs  float64  `json:"gcStwMs"`
 	GCCycles int64    `json:"gcCycles"`
+	// Machine is what the machine's CPUs did in the span (nil: unknown).
+	Machine *MachineCPU `json:"machine,omitempty"`
+}
+
+// MachineCPU is the machine's CPU time in a span, summed over its CPUs
+// (/proc/stat, counted to about 10 ms): running tasks (user, nice,
+// system; the test process's own included), serving interrupts (irq and
+// softirq), idle (idle and iowait), and stolen by the hypervisor.
+type MachineCPU struct {
+	TasksMs float64 `json:"tasksMs"`
+	IRQMs   float64 `json:"irqMs"`
+	IdleMs  float64 `json:"idleMs"`
+	StealMs float64 `json:"stealMs"`
 }
 
 // String is the pause in a sentence.
@@ -538,6 +553,12 @@ func (p ProcessPause) String() string {
 			s += fmt.Sprintf(": its threads waited %.0f ms for a CPU that other processes held", *p.RunDelayMs)
 		} else {
 			s += ": its threads waited for a CPU that other processes held"
+		}
+	case "irq":
+		if p.RunDelayMs != nil {
+			s += fmt.Sprintf(": its threads waited %.0f ms for a CPU while the kernel served interrupts (network processing among them)", *p.RunDelayMs)
+		} else {
+			s += ": its threads waited for a CPU while the kernel served interrupts (network processing among them)"
 		}
 	case "busy":
 		if p.RunDelayMs != nil && p.ExecMs != nil {
@@ -563,6 +584,9 @@ func (p ProcessPause) String() string {
 			s += fmt.Sprintf(" nor by steal (%.0f ms)", *p.StealMs)
 		}
 		s += ": not accounted for by what it measures"
+	}
+	if m := p.Machine; m != nil {
+		s += fmt.Sprintf(" (the machine's CPUs meanwhile: tasks %.0f ms, interrupts %.0f ms, idle %.0f ms, stolen %.0f ms)", m.TasksMs, m.IRQMs, m.IdleMs, m.StealMs)
 	}
 	return s
 }

@@ -31,6 +31,9 @@ const (
 	// pauseMin is the lateness worth recording: well under the default
 	// send-lag bound (50 ms), well over timer jitter.
 	pauseMin = 20 * time.Millisecond
+	// pauseSettle is how long after a late tick its figures are read:
+	// a few of the kernel's timer ticks (CONFIG_HZ 100 to 1000).
+	pauseSettle = 25 * time.Millisecond
 )
 
 type pauseSample struct {
@@ -40,6 +43,40 @@ type pauseSample struct {
 	// process's threads; steal is the machine's CPU time the hypervisor
 	// gave to others, per CPU; -1 unknown.
 	runDelay, exec, steal time.Duration
+	// machine is what every CPU of the machine did (its /proc/stat).
+	machine machineTimes
+}
+
+// machineTimes is what the machine's CPUs spent their time on, summed over
+// them, from the "cpu" line of /proc/stat (proc(5); counted in the
+// kernel's ticks, so to about 10 ms): running tasks (user, nice, system),
+// serving interrupts (irq, softirq: the kernel's own network processing
+// among them), idle (idle, iowait), and stolen by the hypervisor. When the
+// process's threads waited for a CPU, this says who had them.
+type machineTimes struct {
+	ok                      bool
+	tasks, irq, idle, steal time.Duration
+}
+
+// parseCPULine reads the "cpu" line at the start of /proc/stat.
+func parseCPULine(b []byte) machineTimes {
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineTimes{}
+	}
+	var t [8]time.Duration
+	for i := range t {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return machineTimes{}
+		}
+		// USER_HZ is 100 on every Linux architecture that Go runs on
+		// (proc(5): sysconf(_SC_CLK_TCK)).
+		t[i] = time.Duration(n) * 10 * time.Millisecond
+	}
+	// user nice system idle iowait irq softirq steal
+	return machineTimes{ok: true, tasks: t[0] + t[1] + t[2], idle: t[3] + t[4], irq: t[5] + t[6], steal: t[7]}
 }
 
 // PauseWatch samples the process once per tick for every load that uses
@@ -176,14 +213,22 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 		now := time.Now()
 		cur := read()
 		if late := now.Sub(last) - pauseTick; late >= pauseMin {
+			// The kernel counts steal and interrupt time at its next
+			// timer tick: read the figures again once it has come, so a
+			// vCPU the hypervisor held shows as steal, not as a wait.
+			select {
+			case <-stop:
+				return
+			case <-time.After(pauseSettle):
+			}
+			cur = read()
 			e := pauseEvent(last.Add(pauseTick), now, late, prev, cur)
 			// A trace is saved only for a pause some load records, so
 			// each file is named by a run file.
-			if w.emit(e, func() bool { return rec.record(late, e) }) {
-				// The snapshot's own writing is not a pause of the load:
-				// the next tick is measured from after it.
-				cur, now = read(), time.Now()
-			}
+			w.emit(e, func() bool { return rec.record(late, e) })
+			// Neither the wait nor a snapshot's writing is a pause of the
+			// load: the next tick is measured from after them.
+			cur, now = read(), time.Now()
 		}
 		prev, last = cur, now
 	}
@@ -264,7 +309,22 @@ func pauseEvent(from, to time.Time, late time.Duration, a, b pauseSample) zdv1.E
 		steal = max(0, b.steal-a.steal)
 		f["steal_ms"] = msText(steal)
 	}
+	var others, irq time.Duration
+	if a.machine.ok && b.machine.ok {
+		// Summed over the machine's CPUs; the process's own exec is
+		// part of tasks.
+		irq = max(0, b.machine.irq-a.machine.irq)
+		others = max(0, b.machine.tasks-a.machine.tasks-max(0, exec))
+		f["machine_tasks_ms"] = msText(max(0, b.machine.tasks-a.machine.tasks))
+		f["machine_irq_ms"] = msText(irq)
+		f["machine_idle_ms"] = msText(max(0, b.machine.idle-a.machine.idle))
+		f["machine_steal_ms"] = msText(max(0, b.machine.steal-a.machine.steal))
+	}
 	f["cause"] = pauseCause(late, stw, delay, exec, steal)
+	if f["cause"] == "cpu" && a.machine.ok && b.machine.ok && irq > others {
+		// The CPUs served interrupts more than they ran other tasks.
+		f["cause"] = "irq"
+	}
 	return zdv1.Event{Time: from, Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause,
 		Message: "the load generator's process ran " + msText(late) + " ms late (" + f["cause"] + ")", Fields: f}
 }
@@ -311,27 +371,24 @@ func stwBetween(a, b *metrics.Float64Histogram) time.Duration {
 // sampler reads what a pause is judged by cheaply enough for 50 reads a
 // second beside a load (BenchmarkReadPauseSample: the plain reads cost
 // about 0.3 ms on a busy 2-core machine, 1.6% of a CPU per load): the
-// thread list is refreshed once a second and each thread's schedstat is
-// re-read through its open file; the machine's steal time, counted in
-// 10 ms ticks anyway, every 100 ms and on every late tick. Owned by one
-// goroutine.
+// thread list is refreshed once a second and each thread's schedstat, and
+// the machine's /proc/stat, are re-read through their open files. Owned by
+// one goroutine.
 type sampler struct {
-	threads  map[string]*os.File
-	listed   time.Time
-	lastRead time.Time
-	stealAt  time.Time
-	steal    time.Duration
-	buf      [256]byte
-	metrics  [2]metrics.Sample
+	threads map[string]*os.File
+	listed  time.Time
+	stat    *os.File
+	statErr bool
+	buf     [256]byte
+	metrics [2]metrics.Sample
 }
 
 func (s *sampler) read() pauseSample {
 	now := time.Now()
-	if s.stealAt.IsZero() || now.Sub(s.stealAt) >= 100*time.Millisecond || now.Sub(s.lastRead) >= pauseTick+pauseMin {
-		s.steal, s.stealAt = machineSteal(), now
+	out := pauseSample{steal: -1, machine: s.machine()}
+	if out.machine.ok {
+		out.steal = out.machine.steal / time.Duration(max(1, runtime.NumCPU()))
 	}
-	s.lastRead = now
-	out := pauseSample{steal: s.steal}
 	out.exec, out.runDelay = s.schedstat(now)
 	s.metrics[0].Name, s.metrics[1].Name = "/gc/cycles/total:gc-cycles", "/sched/pauses/total/gc:seconds"
 	metrics.Read(s.metrics[:])
@@ -344,6 +401,24 @@ func (s *sampler) read() pauseSample {
 		out.gcSTW = &metrics.Float64Histogram{Counts: slices.Clone(h.Counts), Buckets: h.Buckets}
 	}
 	return out
+}
+
+// machine reads the "cpu" line of /proc/stat (about 10 us: the kernel
+// writes the whole file for each read, 1.2 kB on 2 CPUs).
+func (s *sampler) machine() machineTimes {
+	if s.stat == nil && !s.statErr {
+		f, err := os.Open("/proc/stat")
+		if err != nil {
+			s.statErr = true // not Linux: machine figures stay unknown
+			return machineTimes{}
+		}
+		s.stat = f
+	}
+	if s.stat == nil {
+		return machineTimes{}
+	}
+	n, _ := s.stat.ReadAt(s.buf[:], 0)
+	return parseCPULine(s.buf[:n])
 }
 
 // schedstat sums the first two fields of every thread's
@@ -407,6 +482,10 @@ func (s *sampler) close() {
 		f.Close()
 	}
 	s.threads = nil
+	if s.stat != nil {
+		s.stat.Close()
+		s.stat = nil
+	}
 }
 
 // parseSchedstat reads "exec_ns wait_ns timeslices".
@@ -418,26 +497,6 @@ func parseSchedstat(b []byte) (exec, wait int64, ok bool) {
 	e, err1 := strconv.ParseInt(f[0], 10, 64)
 	w, err2 := strconv.ParseInt(f[1], 10, 64)
 	return e, w, err1 == nil && err2 == nil
-}
-
-// machineSteal is the steal column of /proc/stat's cpu line (proc(5): time
-// the hypervisor spent running other virtual CPUs), in USER_HZ ticks of
-// 10 ms, averaged over the CPUs; -1 where it cannot be read.
-func machineSteal() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return -1
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return -1
-	}
-	ticks, err := strconv.ParseInt(f[8], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond / time.Duration(max(1, runtime.NumCPU()))
 }
 
 func msText(d time.Duration) string {

@@ -131,7 +131,9 @@ func BenchmarkReadPauseSample(b *testing.B) {
 					_, _, _ = parseSchedstat(c)
 				}
 			}
-			_ = machineSteal()
+			if b, err := os.ReadFile("/proc/stat"); err == nil {
+				_ = parseCPULine(b)
+			}
 			s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}}
 			metrics.Read(s)
 		}
@@ -261,5 +263,60 @@ func TestPauseWatchWritesTrace(t *testing.T) {
 	files, _ := os.ReadDir(dir)
 	if len(files) != 2 {
 		t.Errorf("%d files in the trace directory, want 2", len(files))
+	}
+}
+
+func TestParseCPULine(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		in   string
+		want machineTimes
+	}{
+		{"cpu  100 2 50 900 10 3 7 4 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n",
+			machineTimes{ok: true, tasks: 1520 * ms, idle: 9100 * ms, irq: 100 * ms, steal: 40 * ms}},
+		{"cpu0 1 2 3 4 5 6 7 8\n", machineTimes{}}, // not the machine's line
+		{"cpu  1 2 3\n", machineTimes{}},           // too short
+		{"cpu  1 2 x 4 5 6 7 8\n", machineTimes{}}, // not a number
+		{"", machineTimes{}},
+	} {
+		if got := parseCPULine([]byte(tc.in)); got != tc.want {
+			t.Errorf("parseCPULine(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// A pause the process waited through while the machine's CPUs served
+// interrupts more than they ran other tasks is "irq"; while they ran
+// other tasks, "cpu"; the machine's figures are in the event either way.
+func TestPauseEventMachine(t *testing.T) {
+	ms := time.Millisecond
+	base := pauseSample{runDelay: 0, exec: 0, steal: 0, machine: machineTimes{ok: true}}
+	at := func(delay, exec, tasks, irq, idle time.Duration) pauseSample {
+		return pauseSample{runDelay: delay, exec: exec, steal: 0, machine: machineTimes{ok: true, tasks: tasks, irq: irq, idle: idle}}
+	}
+	from := time.Date(2026, 11, 24, 6, 2, 27, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		b    pauseSample
+		want string
+	}{
+		{"others ran", at(170*ms, 5*ms, 150*ms, 20*ms, 0), "cpu"},
+		{"interrupts", at(170*ms, 5*ms, 40*ms, 120*ms, 0), "irq"},
+		{"own work", at(10*ms, 90*ms, 100*ms, 0, 60*ms), "busy"},
+	} {
+		e := pauseEvent(from, from.Add(80*ms), 80*ms, base, tc.b)
+		if e.Fields["cause"] != tc.want {
+			t.Errorf("%s: cause %q, want %q (%v)", tc.name, e.Fields["cause"], tc.want, e.Fields)
+		}
+		for _, k := range []string{"machine_tasks_ms", "machine_irq_ms", "machine_idle_ms", "machine_steal_ms"} {
+			if _, ok := e.Fields[k]; !ok {
+				t.Errorf("%s: no %s in %v", tc.name, k, e.Fields)
+			}
+		}
+	}
+	// Unreadable machine figures leave them out.
+	e := pauseEvent(from, from.Add(80*ms), 80*ms, pauseSample{steal: -1}, pauseSample{steal: -1, runDelay: 170 * ms})
+	if _, ok := e.Fields["machine_tasks_ms"]; ok {
+		t.Errorf("machine figures without a reading: %v", e.Fields)
 	}
 }

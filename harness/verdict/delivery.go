@@ -256,7 +256,7 @@ func parsePause(e zdv1.Event) zdv1.ProcessPause {
 	}
 	p := zdv1.ProcessPause{Start: e.Time.UTC(), LateMs: f("late_ms"), Cause: e.Fields["cause"], GCSTWMs: f("gc_stw_ms"), GCCycles: int64(f("gc_cycles"))}
 	switch p.Cause {
-	case "cpu", "busy", "gc", "steal":
+	case "cpu", "irq", "busy", "gc", "steal":
 	default:
 		p.Cause = "unexplained"
 	}
@@ -271,6 +271,9 @@ func parsePause(e zdv1.Event) zdv1.ProcessPause {
 	}
 	if v, err := strconv.ParseFloat(e.Fields["steal_ms"], 64); err == nil {
 		p.StealMs = &v
+	}
+	if _, ok := e.Fields["machine_tasks_ms"]; ok {
+		p.Machine = &zdv1.MachineCPU{TasksMs: f("machine_tasks_ms"), IRQMs: f("machine_irq_ms"), IdleMs: f("machine_idle_ms"), StealMs: f("machine_steal_ms")}
 	}
 	return p
 }
