@@ -235,6 +235,24 @@ func (sc Scenario) Cells(models []Model) []Cell {
 	return out
 }
 
+// ConnectionPerRequest is cells with the load opening a connection per
+// request where they keep connections alive (ZERODROP_KEEPALIVE=off). A
+// pool of keep-alive connections almost never opens one while a node is
+// leaving, so it cannot see what happens to a new connection then: with
+// externalTrafficPolicy Local that is where kube-proxy's handling of
+// terminating endpoints (KEP-1669) decides. A scenario that varies
+// keep-alive itself keeps its cells: it compares the two.
+func (sc Scenario) ConnectionPerRequest(cells []Cell) []Cell {
+	if slices.ContainsFunc(sc.Cases, func(c Case) bool { return !c.KeepAlive }) {
+		return cells
+	}
+	out := slices.Clone(cells)
+	for i := range out {
+		out[i].KeepAlive = false
+	}
+	return out
+}
+
 func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 	switch {
 	case c.Role != zdv1.RoleDocumentation:

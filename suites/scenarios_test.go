@@ -300,3 +300,31 @@ func TestDrainTarget(t *testing.T) {
 		t.Errorf("no endpoints: %q", got)
 	}
 }
+
+// ZERODROP_KEEPALIVE=off turns every keep-alive cell into a cell of its own
+// (its name and labels say no-keepalive), except in the scenario that
+// compares the two.
+func TestConnectionPerRequest(t *testing.T) {
+	ms := []Model{{Name: "metallb"}}
+	for _, sc := range Scenarios() {
+		before := sc.Cells(ms)
+		after := sc.ConnectionPerRequest(before)
+		varies := slices.ContainsFunc(sc.Cases, func(c Case) bool { return !c.KeepAlive })
+		if len(after) != len(before) {
+			t.Fatalf("%s: %d cells became %d", sc.Name, len(before), len(after))
+		}
+		for i := range after {
+			switch {
+			case varies && after[i].KeepAlive != before[i].KeepAlive:
+				t.Errorf("%s: %s changed, but the scenario compares keep-alive with a connection per request", sc.Name, before[i].Name())
+			case !varies && (after[i].KeepAlive || !strings.HasSuffix(after[i].Name(), "/no-keepalive") || !slices.Contains(after[i].Labels(), "keepalive:off")):
+				t.Errorf("%s: %s is %s with labels %v, want a connection per request", sc.Name, before[i].Name(), after[i].Name(), after[i].Labels())
+			case after[i].Role != before[i].Role || after[i].Expected != before[i].Expected:
+				t.Errorf("%s: %s changed its role or expectation", sc.Name, before[i].Name())
+			}
+		}
+		if !varies && len(before) > 0 && !before[0].KeepAlive {
+			t.Errorf("%s: ConnectionPerRequest changed the cells it was given", sc.Name)
+		}
+	}
+}

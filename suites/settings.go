@@ -46,6 +46,9 @@ type Settings struct {
 	// (ZERODROP_WITNESSES; default witnessesPerCPU per CPU): a scenario with
 	// more cells repeats its disruption for each batch (Batches).
 	Witnesses int
+	// NoKeepAlive runs every keep-alive cell with a connection per request
+	// instead (ZERODROP_KEEPALIVE=off; Scenario.ConnectionPerRequest).
+	NoKeepAlive bool
 	// KeepCluster keeps a cluster the suite created (KEEP_CLUSTER=1).
 	KeepCluster bool
 	// NodeImage is the kind node image (KIND_NODE_IMAGE).
@@ -60,7 +63,7 @@ type Settings struct {
 	KubeProxyGates cluster.FeatureGates
 	// PauseTraces is how many execution traces of the test process's own
 	// pauses to keep (ZERODROP_PAUSE_TRACE; 0, the default, keeps no
-	// flight recorder): each pause as long as the send-lag bound writes the
+	// flight recorder): each pause half the send-lag bound or longer writes the
 	// last seconds of trace under OutDir/pause-traces (load.PauseTrace).
 	PauseTraces int
 }
@@ -135,6 +138,13 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		} else {
 			s.ReadyTimeout = d
 		}
+	}
+	switch v := getenv("ZERODROP_KEEPALIVE"); v {
+	case "", "on":
+	case "off":
+		s.NoKeepAlive = true
+	default:
+		problems = append(problems, fmt.Sprintf("ZERODROP_KEEPALIVE=%q: want on (the default) or off (a connection per request)", v))
 	}
 	switch v := getenv("KEEP_CLUSTER"); v {
 	case "", "0", "false":

@@ -44,6 +44,12 @@ func TestSettingsFromEnv(t *testing.T) {
 			}
 		}},
 		{name: "bad kube-proxy gates", env: map[string]string{"KUBE_PROXY_FEATURE_GATES": "ProxyTerminatingEndpoints"}, wantErr: "KUBE_PROXY_FEATURE_GATES"},
+		{name: "a connection per request", env: map[string]string{"ZERODROP_KEEPALIVE": "off"}, check: func(t *testing.T, s Settings) {
+			if !s.NoKeepAlive {
+				t.Error("ZERODROP_KEEPALIVE=off left keep-alive on")
+			}
+		}},
+		{name: "bad keep-alive", env: map[string]string{"ZERODROP_KEEPALIVE": "no"}, wantErr: "ZERODROP_KEEPALIVE"},
 		{name: "bad pause traces", env: map[string]string{"ZERODROP_PAUSE_TRACE": "-1"}, wantErr: "ZERODROP_PAUSE_TRACE"},
 		{name: "bad witness budget", env: map[string]string{"ZERODROP_WITNESSES": "0"}, wantErr: "ZERODROP_WITNESSES"},
 		{name: "one LB model alone gets the full rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {

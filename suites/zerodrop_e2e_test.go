@@ -70,7 +70,11 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 		// Only the witnesses of cells the label filter selects are begun
 		// (make e2e-smoke: -ginkgo.label-filter=smoke).
 		suiteConfig, _ := GinkgoConfiguration()
-		cells, ferr := selectCells(suiteConfig.LabelFilter, []string{"scenario:" + sc.Name}, sc.Cells(models))
+		all := sc.Cells(models)
+		if settings.NoKeepAlive {
+			all = sc.ConnectionPerRequest(all)
+		}
+		cells, ferr := selectCells(suiteConfig.LabelFilter, []string{"scenario:" + sc.Name}, all)
 		if ferr != nil {
 			panic(ferr)
 		}
