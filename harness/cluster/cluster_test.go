@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
@@ -479,5 +480,59 @@ func TestRememberImages(t *testing.T) {
 	got, err := k.rememberedImages()
 	if err != nil || strings.Join(got, ",") != "a:1,b:2" {
 		t.Fatalf("remembered %v, %v", got, err)
+	}
+}
+
+// kube-proxy that keeps exiting as it starts ends the wait at once,
+// naming the Pod, its log and the hint; one that runs steadily on every
+// node ends it done, even if it failed once before (a Docker restart of a
+// reused cluster); one that just started, or runs on some nodes only, does
+// not yet.
+func TestWaitKubeProxy(t *testing.T) {
+	ctx := context.Background()
+	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	long, recent := metav1.NewTime(time.Now().Add(-time.Minute)), metav1.NewTime(time.Now())
+	proxy := func(name, on string, state corev1.ContainerState, restarts int32, lastExit int32) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"k8s-app": "kube-proxy"}},
+			Spec: corev1.PodSpec{NodeName: on}}
+		cs := corev1.ContainerStatus{Name: "kube-proxy", RestartCount: restarts, State: state}
+		if restarts > 0 {
+			cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: lastExit}
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+		return p
+	}
+	running := func(since metav1.Time) corev1.ContainerState {
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: since}}
+	}
+	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	exited := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	for _, tc := range []struct {
+		name    string
+		objs    []runtime.Object
+		wantErr string // "" done
+	}{
+		{"steady everywhere", []runtime.Object{node("a"), node("b"), proxy("p1", "a", running(long), 0, 0), proxy("p2", "b", running(long), 0, 0)}, ""},
+		{"failed once, runs now", []runtime.Object{node("a"), proxy("p1", "a", running(long), 1, 255)}, ""},
+		{"back-off", []runtime.Object{node("a"), proxy("p1", "a", backOff, 3, 1)}, "kube-proxy p1 on node a keeps exiting as it starts"},
+		{"exited again", []runtime.Object{node("a"), proxy("p1", "a", exited, 1, 1)}, "keeps exiting as it starts"},
+		{"just started", []runtime.Object{node("a"), proxy("p1", "a", running(recent), 0, 0)}, "0 of 1 nodes run kube-proxy (not yet: a)"},
+		{"two on one node, none on the other", []runtime.Object{node("a"), node("b"), proxy("p1", "a", running(long), 0, 0), proxy("p2", "a", running(long), 0, 0)}, "1 of 2 nodes run kube-proxy (not yet: b)"},
+		{"none", []runtime.Object{node("a")}, "0 of 1 nodes run kube-proxy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			err := waitKubeProxy(ctx, fake.NewClientset(tc.objs...), time.Second, "; it was given feature gates Foo=false")
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("want done, got %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("want an error with %q, got %v", tc.wantErr, err)
+			case strings.Contains(tc.wantErr, "exiting") && (!strings.Contains(err.Error(), "Foo=false") || !strings.Contains(err.Error(), "logs --previous p1")):
+				t.Errorf("a crash-looping kube-proxy's error names neither the gates nor where its log is: %v", err)
+			case strings.Contains(tc.wantErr, "exiting") && time.Since(start) > 2*time.Second:
+				t.Errorf("a crash-looping kube-proxy took %s: it should end the wait at once", time.Since(start))
+			}
+		})
 	}
 }

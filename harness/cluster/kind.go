@@ -278,6 +278,14 @@ func (k *Kind) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	hint := ""
+	if len(o.kubeProxyGates) > 0 {
+		hint = fmt.Sprintf("; it was given feature gates %s, and kube-proxy refuses a gate Kubernetes 1.%d does not know or a GA gate set against its locked default: check each against that release's feature gates", o.kubeProxyGates, o.kubeVersion.Minor)
+	}
+	o.progress("waiting for kube-proxy")
+	if err := waitKubeProxy(ctx, cs, o.readyTimeout, hint); err != nil {
+		return err
+	}
 	o.progress("installing flannel (host-gw)")
 	if err := kubectlApply(ctx, cp, fl); err != nil {
 		return fmt.Errorf("install flannel: %w", err)
