@@ -67,7 +67,8 @@ const (
 	// nanoseconds), late_ms, gc_cycles, gc_stw_ms (Go's stop-the-world
 	// pauses), run_delay_ms and exec_ms (time its threads waited for a CPU
 	// and ran, from the kernel's schedstat), steal_ms (the machine's steal
-	// time per CPU, /proc/stat), machine_tasks_ms, machine_irq_ms,
+	// time per CPU, /proc/stat), machine_tasks_ms, machine_system_ms (of
+	// it, the kernel's), machine_irq_ms,
 	// machine_idle_ms and machine_steal_ms (what all the machine's CPUs did
 	// meanwhile, summed over them, /proc/stat; absent where unreadable),
 	// cause (gc, steal, cpu, irq, busy or unexplained). The verdict names it

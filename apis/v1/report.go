@@ -539,9 +539,13 @@ type ProcessPause struct {
 // softirq), idle (idle and iowait), and stolen by the hypervisor.
 type MachineCPU struct {
 	TasksMs float64 `json:"tasksMs"`
-	IRQMs   float64 `json:"irqMs"`
-	IdleMs  float64 `json:"idleMs"`
-	StealMs float64 `json:"stealMs"`
+	// SystemMs is the part of TasksMs the kernel ran for them (a long
+	// stretch of it is not preempted on a kernel without full preemption,
+	// whatever a waiting task's priority).
+	SystemMs float64 `json:"systemMs"`
+	IRQMs    float64 `json:"irqMs"`
+	IdleMs   float64 `json:"idleMs"`
+	StealMs  float64 `json:"stealMs"`
 }
 
 // String is the pause in a sentence.
@@ -586,7 +590,7 @@ func (p ProcessPause) String() string {
 		s += ": not accounted for by what it measures"
 	}
 	if m := p.Machine; m != nil {
-		s += fmt.Sprintf(" (the machine's CPUs meanwhile: tasks %.0f ms, interrupts %.0f ms, idle %.0f ms, stolen %.0f ms)", m.TasksMs, m.IRQMs, m.IdleMs, m.StealMs)
+		s += fmt.Sprintf(" (the machine's CPUs meanwhile, summed over them: tasks %.0f ms of which the kernel %.0f ms, interrupts %.0f ms, idle %.0f ms, stolen %.0f ms)", m.TasksMs, m.SystemMs, m.IRQMs, m.IdleMs, m.StealMs)
 	}
 	return s
 }

@@ -186,6 +186,9 @@ func TestProcessPauseString(t *testing.T) {
 		{ProcessPause{LateMs: 72, Cause: "gc", GCSTWMs: 65}, "garbage collector stopped it for up to 65 ms"},
 		{ProcessPause{LateMs: 72, Cause: "unexplained", RunDelayMs: f(4), GCCycles: 1, StealMs: f(0)}, "neither waiting for a CPU (4 ms) nor stopped by Go's garbage collector (0 ms, 1 cycles) nor by steal (0 ms): not accounted for"},
 		{ProcessPause{LateMs: 72, Cause: "steal", StealMs: f(60)}, "the hypervisor gave 60 ms of this machine's CPU time to others"},
+		{ProcessPause{LateMs: 72, Cause: "irq", RunDelayMs: f(150)}, "its threads waited 150 ms for a CPU while the kernel served interrupts"},
+		{ProcessPause{LateMs: 79, Cause: "cpu", RunDelayMs: f(175), Machine: &MachineCPU{TasksMs: 150, SystemMs: 90, IRQMs: 10, IdleMs: 0, StealMs: 0}},
+			"waited 175 ms for a CPU that other processes held (the machine's CPUs meanwhile, summed over them: tasks 150 ms of which the kernel 90 ms, interrupts 10 ms, idle 0 ms, stolen 0 ms)"},
 	} {
 		if got := tc.p.String(); !strings.Contains(got, tc.want) {
 			t.Errorf("%+v: %q lacks %q", tc.p, got, tc.want)

@@ -31,7 +31,7 @@ const (
 	// pauseMin is the lateness worth recording: well under the default
 	// send-lag bound (50 ms), well over timer jitter.
 	pauseMin = 20 * time.Millisecond
-	// pauseSettle is how long after a late tick its figures are read:
+	// pauseSettle is how long after a late tick the machine's figures are read:
 	// a few of the kernel's timer ticks (CONFIG_HZ 100 to 1000).
 	pauseSettle = 25 * time.Millisecond
 )
@@ -49,13 +49,14 @@ type pauseSample struct {
 
 // machineTimes is what the machine's CPUs spent their time on, summed over
 // them, from the "cpu" line of /proc/stat (proc(5); counted in the
-// kernel's ticks, so to about 10 ms): running tasks (user, nice, system),
+// kernel's ticks, so to about 10 ms): running tasks (user, nice, system;
+// system, the kernel working for them, also on its own),
 // serving interrupts (irq, softirq: the kernel's own network processing
 // among them), idle (idle, iowait), and stolen by the hypervisor. When the
 // process's threads waited for a CPU, this says who had them.
 type machineTimes struct {
-	ok                      bool
-	tasks, irq, idle, steal time.Duration
+	ok                              bool
+	tasks, system, irq, idle, steal time.Duration
 }
 
 // parseCPULine reads the "cpu" line at the start of /proc/stat.
@@ -76,7 +77,7 @@ func parseCPULine(b []byte) machineTimes {
 		t[i] = time.Duration(n) * 10 * time.Millisecond
 	}
 	// user nice system idle iowait irq softirq steal
-	return machineTimes{ok: true, tasks: t[0] + t[1] + t[2], idle: t[3] + t[4], irq: t[5] + t[6], steal: t[7]}
+	return machineTimes{ok: true, tasks: t[0] + t[1] + t[2], system: t[2], idle: t[3] + t[4], irq: t[5] + t[6], steal: t[7]}
 }
 
 // PauseWatch samples the process once per tick for every load that uses
@@ -176,8 +177,8 @@ func (w *PauseWatch) subscribe(emit func(zdv1.Event)) (unsubscribe func()) {
 
 // emit hands e to every subscriber. before, when set, runs first, and only
 // when someone will get e (a watch that is stopping may still see a late
-// tick no load receives); emit reports what before returned.
-func (w *PauseWatch) emit(e zdv1.Event, before func() bool) bool {
+// tick no load receives).
+func (w *PauseWatch) emit(e zdv1.Event, before func()) {
 	w.emitting.Lock()
 	defer w.emitting.Unlock()
 	w.mu.Lock()
@@ -187,13 +188,14 @@ func (w *PauseWatch) emit(e zdv1.Event, before func() bool) bool {
 	}
 	w.mu.Unlock()
 	if len(subs) == 0 {
-		return false
+		return
 	}
-	did := before != nil && before()
+	if before != nil {
+		before()
+	}
 	for _, f := range subs {
 		f(e)
 	}
-	return did
 }
 
 func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, closeRead func(), rec *recorder) {
@@ -214,18 +216,25 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 		cur := read()
 		if late := now.Sub(last) - pauseTick; late >= pauseMin {
 			// The kernel counts steal and interrupt time at its next
-			// timer tick: read the figures again once it has come, so a
-			// vCPU the hypervisor held shows as steal, not as a wait.
+			// timer tick: the machine's figures are read again once it
+			// has come, so a vCPU the hypervisor held shows as steal, not
+			// as a wait. The process's own figures stay those of the pause.
 			select {
 			case <-stop:
 				return
 			case <-time.After(pauseSettle):
 			}
-			cur = read()
+			woke := time.Now()
+			again := read()
+			if extra := woke.Sub(now) - pauseSettle; extra >= pauseMin {
+				// The stall went on through the wait: one pause, to its end.
+				late, now, cur = late+extra, woke.Add(-pauseSettle), again
+			}
+			cur.machine, cur.steal = again.machine, again.steal
 			e := pauseEvent(last.Add(pauseTick), now, late, prev, cur)
 			// A trace is saved only for a pause some load records, so
 			// each file is named by a run file.
-			w.emit(e, func() bool { return rec.record(late, e) })
+			w.emit(e, func() { rec.record(late, e) })
 			// Neither the wait nor a snapshot's writing is a pause of the
 			// load: the next tick is measured from after them.
 			cur, now = read(), time.Now()
@@ -246,24 +255,23 @@ type recorder struct {
 
 // record saves the last seconds of execution trace for a pause late
 // enough, while fewer than Max were saved, and names the file in the pause
-// event e (or why there is none); it reports whether it tried.
-func (r *recorder) record(late time.Duration, e zdv1.Event) bool {
+// event e (or why there is none).
+func (r *recorder) record(late time.Duration, e zdv1.Event) {
 	if r == nil || late < r.cfg.Min {
-		return false
+		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.written >= r.cfg.Max {
-		return false
+		return
 	}
 	r.written++
 	name := filepath.Join(r.cfg.Dir, "pause-"+e.Time.UTC().Format("20060102T150405.000")+".trace")
 	if err := writeTrace(r.fr, r.cfg.Dir, name); err != nil {
 		e.Fields["trace_error"] = err.Error()
-		return true
+		return
 	}
 	e.Fields["trace"] = name
-	return true
 }
 
 // writeTrace writes the recorder's window to name, leaving no partial file
@@ -316,13 +324,17 @@ func pauseEvent(from, to time.Time, late time.Duration, a, b pauseSample) zdv1.E
 		irq = max(0, b.machine.irq-a.machine.irq)
 		others = max(0, b.machine.tasks-a.machine.tasks-max(0, exec))
 		f["machine_tasks_ms"] = msText(max(0, b.machine.tasks-a.machine.tasks))
+		f["machine_system_ms"] = msText(max(0, b.machine.system-a.machine.system))
 		f["machine_irq_ms"] = msText(irq)
 		f["machine_idle_ms"] = msText(max(0, b.machine.idle-a.machine.idle))
 		f["machine_steal_ms"] = msText(max(0, b.machine.steal-a.machine.steal))
 	}
 	f["cause"] = pauseCause(late, stw, delay, exec, steal)
-	if f["cause"] == "cpu" && a.machine.ok && b.machine.ok && irq > others {
-		// The CPUs served interrupts more than they ran other tasks.
+	if c := f["cause"]; (c == "cpu" || c == "unexplained") && a.machine.ok && b.machine.ok && irq >= late/2 && irq > others {
+		// The CPUs served interrupts for at least half the lateness and
+		// more than they ran other tasks. Interrupt time taken from a
+		// running thread counts as neither its wait nor its run, so an
+		// unexplained pause may be this too.
 		f["cause"] = "irq"
 	}
 	return zdv1.Event{Time: from, Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause,

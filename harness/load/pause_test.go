@@ -273,7 +273,7 @@ func TestParseCPULine(t *testing.T) {
 		want machineTimes
 	}{
 		{"cpu  100 2 50 900 10 3 7 4 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n",
-			machineTimes{ok: true, tasks: 1520 * ms, idle: 9100 * ms, irq: 100 * ms, steal: 40 * ms}},
+			machineTimes{ok: true, tasks: 1520 * ms, system: 500 * ms, idle: 9100 * ms, irq: 100 * ms, steal: 40 * ms}},
 		{"cpu0 1 2 3 4 5 6 7 8\n", machineTimes{}}, // not the machine's line
 		{"cpu  1 2 3\n", machineTimes{}},           // too short
 		{"cpu  1 2 x 4 5 6 7 8\n", machineTimes{}}, // not a number
@@ -308,7 +308,7 @@ func TestPauseEventMachine(t *testing.T) {
 		if e.Fields["cause"] != tc.want {
 			t.Errorf("%s: cause %q, want %q (%v)", tc.name, e.Fields["cause"], tc.want, e.Fields)
 		}
-		for _, k := range []string{"machine_tasks_ms", "machine_irq_ms", "machine_idle_ms", "machine_steal_ms"} {
+		for _, k := range []string{"machine_tasks_ms", "machine_system_ms", "machine_irq_ms", "machine_idle_ms", "machine_steal_ms"} {
 			if _, ok := e.Fields[k]; !ok {
 				t.Errorf("%s: no %s in %v", tc.name, k, e.Fields)
 			}

@@ -273,7 +273,7 @@ func parsePause(e zdv1.Event) zdv1.ProcessPause {
 		p.StealMs = &v
 	}
 	if _, ok := e.Fields["machine_tasks_ms"]; ok {
-		p.Machine = &zdv1.MachineCPU{TasksMs: f("machine_tasks_ms"), IRQMs: f("machine_irq_ms"), IdleMs: f("machine_idle_ms"), StealMs: f("machine_steal_ms")}
+		p.Machine = &zdv1.MachineCPU{TasksMs: f("machine_tasks_ms"), SystemMs: f("machine_system_ms"), IRQMs: f("machine_irq_ms"), IdleMs: f("machine_idle_ms"), StealMs: f("machine_steal_ms")}
 	}
 	return p
 }

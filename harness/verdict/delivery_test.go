@@ -223,3 +223,27 @@ func TestManyPausesKeepTheLongest(t *testing.T) {
 		t.Error("the 300 ms pause after the first thousand was not kept")
 	}
 }
+
+// An instrument-pause event reads back as the report's pause: every cause
+// the load generator names, its machine figures where it has them, and
+// "unexplained" for a cause it does not know.
+func TestParsePause(t *testing.T) {
+	ev := func(f map[string]string) zdv1.Event {
+		return zdv1.Event{Time: at(0), Source: zdv1.SourceLoad, Type: zdv1.EventInstrumentPause, Fields: f}
+	}
+	for _, tc := range []struct {
+		fields  map[string]string
+		cause   string
+		machine *zdv1.MachineCPU
+	}{
+		{map[string]string{"cause": "irq", "late_ms": "60", "machine_tasks_ms": "20", "machine_irq_ms": "110", "machine_idle_ms": "0", "machine_steal_ms": "10"},
+			"irq", &zdv1.MachineCPU{TasksMs: 20, IRQMs: 110, StealMs: 10}},
+		{map[string]string{"cause": "cpu", "late_ms": "79"}, "cpu", nil},
+		{map[string]string{"cause": "something new", "late_ms": "30"}, "unexplained", nil},
+	} {
+		p := parsePause(ev(tc.fields))
+		if p.Cause != tc.cause || (p.Machine == nil) != (tc.machine == nil) || (p.Machine != nil && *p.Machine != *tc.machine) {
+			t.Errorf("%v: cause %q machine %+v, want %q %+v", tc.fields, p.Cause, p.Machine, tc.cause, tc.machine)
+		}
+	}
+}
