@@ -235,22 +235,26 @@ func (sc Scenario) Cells(models []Model) []Cell {
 	return out
 }
 
-// ConnectionPerRequest is cells with the load opening a connection per
-// request where they keep connections alive (ZERODROP_KEEPALIVE=off). A
-// pool of keep-alive connections almost never opens one while a node is
-// leaving, so it cannot see what happens to a new connection then: with
-// externalTrafficPolicy Local that is where kube-proxy's handling of
-// terminating endpoints (KEP-1669) decides. A scenario that varies
-// keep-alive itself keeps its cells: it compares the two.
-func (sc Scenario) ConnectionPerRequest(cells []Cell) []Cell {
+// ConnectionPerRequest is sc with the load opening a connection per
+// request in every case that keeps connections alive
+// (ZERODROP_KEEPALIVE=off). A pool of keep-alive connections almost never
+// opens one while a node is leaving, so it cannot see what happens to a new
+// connection then: with externalTrafficPolicy Local that is where
+// kube-proxy's handling of terminating endpoints (KEP-1669) decides. The
+// cases change before anything is derived from them, so roles, limits and
+// expectations are those of the new cases; the limits stay, since their
+// mechanisms act on every flow through the node, a request's own short
+// connection included. A scenario that varies keep-alive itself is
+// returned as it is: it compares the two.
+func (sc Scenario) ConnectionPerRequest() Scenario {
 	if slices.ContainsFunc(sc.Cases, func(c Case) bool { return !c.KeepAlive }) {
-		return cells
+		return sc
 	}
-	out := slices.Clone(cells)
-	for i := range out {
-		out[i].KeepAlive = false
+	sc.Cases = slices.Clone(sc.Cases)
+	for i := range sc.Cases {
+		sc.Cases[i].KeepAlive = false
 	}
-	return out
+	return sc
 }
 
 func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {

@@ -9,8 +9,10 @@
 #                           all for the whole matrix, metallb for the smoke)
 #   LB_PROFILE=gcp-nlb,...  the cloud LB's columns (default: every profile
 #                           it runs); SHARD=2/4 runs the second of 4 parts
-#   ZERODROP_WITNESSES=8    witnesses per disruption (default 4 per CPU); a
+#   ZERODROP_WITNESSES=8    witnesses per disruption (default 2 per CPU); a
 #                           scenario with more cells repeats its disruption
+#   ZERODROP_KEEPALIVE=off  a connection per request in every cell
+#   ZERODROP_PAUSE_TRACE=N  keep execution traces of the test process's pauses
 #   CLUSTER_NAME=zerodrop   ZERODROP_KUBECONFIG=out/kubeconfig
 #   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain).
 #   KUBERNETES_VERSIONS=v1.35.8,v1.36.4,v1.37.2 runs the selection once per

@@ -301,30 +301,39 @@ func TestDrainTarget(t *testing.T) {
 	}
 }
 
-// ZERODROP_KEEPALIVE=off turns every keep-alive cell into a cell of its own
-// (its name and labels say no-keepalive), except in the scenario that
-// compares the two.
+// ZERODROP_KEEPALIVE=off turns every keep-alive case into a cell of its
+// own (its name and labels say no-keepalive) with the role and expectation
+// that case has, leaving the registry's scenario as it was; the scenario
+// that compares keep-alive with a connection per request keeps its pair.
 func TestConnectionPerRequest(t *testing.T) {
-	ms := []Model{{Name: "metallb"}}
+	ms, err := Settings{LB: "all", LBProfiles: []string{"gke-legacy", "gcp-nlb"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, sc := range Scenarios() {
 		before := sc.Cells(ms)
-		after := sc.ConnectionPerRequest(before)
-		varies := slices.ContainsFunc(sc.Cases, func(c Case) bool { return !c.KeepAlive })
+		after := sc.ConnectionPerRequest().Cells(ms)
 		if len(after) != len(before) {
 			t.Fatalf("%s: %d cells became %d", sc.Name, len(before), len(after))
 		}
+		names := map[string]bool{}
 		for i := range after {
+			b, a := before[i], after[i]
+			if names[a.Name()] {
+				t.Errorf("%s: two cells named %s", sc.Name, a.Name())
+			}
+			names[a.Name()] = true
 			switch {
-			case varies && after[i].KeepAlive != before[i].KeepAlive:
-				t.Errorf("%s: %s changed, but the scenario compares keep-alive with a connection per request", sc.Name, before[i].Name())
-			case !varies && (after[i].KeepAlive || !strings.HasSuffix(after[i].Name(), "/no-keepalive") || !slices.Contains(after[i].Labels(), "keepalive:off")):
-				t.Errorf("%s: %s is %s with labels %v, want a connection per request", sc.Name, before[i].Name(), after[i].Name(), after[i].Labels())
-			case after[i].Role != before[i].Role || after[i].Expected != before[i].Expected:
-				t.Errorf("%s: %s changed its role or expectation", sc.Name, before[i].Name())
+			case sc.Name == "unready-keepalive" && a.KeepAlive != b.KeepAlive:
+				t.Errorf("%s: %s changed, but the scenario compares keep-alive with a connection per request", sc.Name, b.Name())
+			case sc.Name != "unready-keepalive" && (a.KeepAlive || !strings.HasSuffix(a.Name(), "/no-keepalive") || !slices.Contains(a.Labels(), "keepalive:off")):
+				t.Errorf("%s: %s is %s with labels %v, want a connection per request", sc.Name, b.Name(), a.Name(), a.Labels())
+			case a.Role != b.Role || a.PlatformLimit != b.PlatformLimit || (a.Expected == nil) != (b.Expected == nil) || (a.Expected != nil && *a.Expected != *b.Expected):
+				t.Errorf("%s: %s changed its role, limit or expectation", sc.Name, b.Name())
 			}
 		}
-		if !varies && len(before) > 0 && !before[0].KeepAlive {
-			t.Errorf("%s: ConnectionPerRequest changed the cells it was given", sc.Name)
+		if again := sc.Cells(ms); len(again) > 0 && again[0].KeepAlive != before[0].KeepAlive {
+			t.Errorf("%s: ConnectionPerRequest changed the registry's scenario", sc.Name)
 		}
 	}
 }

@@ -70,11 +70,10 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 		// Only the witnesses of cells the label filter selects are begun
 		// (make e2e-smoke: -ginkgo.label-filter=smoke).
 		suiteConfig, _ := GinkgoConfiguration()
-		all := sc.Cells(models)
 		if settings.NoKeepAlive {
-			all = sc.ConnectionPerRequest(all)
+			sc = sc.ConnectionPerRequest()
 		}
-		cells, ferr := selectCells(suiteConfig.LabelFilter, []string{"scenario:" + sc.Name}, all)
+		cells, ferr := selectCells(suiteConfig.LabelFilter, []string{"scenario:" + sc.Name}, sc.Cells(models))
 		if ferr != nil {
 			panic(ferr)
 		}
