@@ -24,8 +24,6 @@ import (
 type Session struct {
 	Suite     *Suite
 	Collector *Collector
-	// Kubernetes is the API server's version.
-	Kubernetes string
 	// created: Open made the kind cluster, so Close removes it (unless
 	// Settings.KeepCluster).
 	created bool
@@ -112,7 +110,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if err := configureCloudLB(ctx, s, progress); err != nil {
 		return nil, err
 	}
-	sess.Suite, sess.Kubernetes = s, version
+	sess.Suite = s
 	if v, perr := kubeversion.Parse(version); perr == nil {
 		s.Kubernetes = v
 	} else {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -212,50 +213,75 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if noFlip != "" {
 		scs = leaveOut(c.stdout, scs, triggers(incident.ReadinessFlip), noFlip)
 	}
-	preds, expect, err := predictions(ms, own, models, scs, kubeMinor)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-		return exitBroken
-	}
-	printPredictions(c.stdout, "Doctor's prediction:", preds, expect, scs, models)
-
-	// The fix is judged against the longest lag of the columns: what holds
-	// for it holds for the others.
+	// The doctor judges for a release: the one asked, else (once the
+	// cluster answers) the cluster's. plan predicts and, with --prove-fix,
+	// makes and writes the fixes, for one; an error is already said.
+	var preds, expect, fixedPreds, fixedExpect map[string]map[string]prediction
 	var fixed *standin.StandIn
 	var fixedMs *doctor.Manifests
-	var fixedPreds, fixedExpect map[string]map[string]prediction
-	if *proveFix {
+	proving := *proveFix
+	var lastApplied string
+	// again: print only what differs from the last plan.
+	plan := func(kubeMinor int, again bool) error {
+		p, e, err := predictions(ms, own, models, scs, kubeMinor)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+			return err
+		}
+		if !again || !reflect.DeepEqual(p, preds) || !reflect.DeepEqual(e, expect) {
+			printPredictions(c.stdout, "Doctor's prediction:", p, e, scs, models)
+		}
+		preds, expect = p, e
+		if !proving {
+			return nil
+		}
+		// The fix is judged against the longest lag of the columns: what
+		// holds for it holds for the others.
 		var applied []doctor.Applied
 		fixedMs, applied = doctor.Fix(ms, doctor.WithLBProfile(worstProfile(models)), doctor.WithKubernetesMinor(kubeMinor))
+		same := again && fmt.Sprint(applied) == lastApplied
+		lastApplied = fmt.Sprint(applied)
 		if len(applied) == 0 {
-			fmt.Fprintln(c.stdout, "--prove-fix: the doctor has no fix it can make itself for these manifests.")
-			*proveFix = false
-		} else {
-			fixedOwns, err := standin.FromManifests(fixedMs, opts)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "zerodrop test: the fixed manifests: %v\n", err)
-				return exitBroken
+			if !same {
+				fmt.Fprintln(c.stdout, "--prove-fix: the doctor has no fix it can make itself for these manifests.")
 			}
-			fixed = fixedOwns[0]
-			path := *fixOut
-			if path == "" {
-				path = filepath.Join(settings.OutDir, "fixed.yaml")
-			}
-			if err := writeFixed(path, fixedMs, ms, applied); err != nil {
-				fmt.Fprintf(c.stderr, "zerodrop test: --fix-out: %v\n", err)
-				return exitBroken
-			}
+			fixed, fixedMs = nil, nil
+			return nil
+		}
+		fixedOwns, err := standin.FromManifests(fixedMs, opts)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop test: the fixed manifests: %v\n", err)
+			return err
+		}
+		fixed = fixedOwns[0]
+		path := *fixOut
+		if path == "" {
+			path = filepath.Join(settings.OutDir, "fixed.yaml")
+		}
+		if err := writeFixed(path, fixedMs, ms, applied); err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop test: --fix-out: %v\n", err)
+			return err
+		}
+		if !same {
 			fmt.Fprintf(c.stdout, "The doctor's fixes (written to %s):\n", path)
 			for _, a := range applied {
 				fmt.Fprintf(c.stdout, "  - %s\n", a)
 			}
 			fmt.Fprintln(c.stdout)
-			if fixedPreds, fixedExpect, err = predictions(fixedMs, fixed, models, scs, kubeMinor); err != nil {
-				fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-				return exitBroken
-			}
-			printPredictions(c.stdout, "Doctor's prediction with the fixes:", fixedPreds, fixedExpect, scs, models)
 		}
+		fp, fe, err := predictions(fixedMs, fixed, models, scs, kubeMinor)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+			return err
+		}
+		if !same || !reflect.DeepEqual(fp, fixedPreds) || !reflect.DeepEqual(fe, fixedExpect) {
+			printPredictions(c.stdout, "Doctor's prediction with the fixes:", fp, fe, scs, models)
+		}
+		fixedPreds, fixedExpect = fp, fe
+		return nil
+	}
+	if plan(kubeMinor, false) != nil {
+		return exitBroken
 	}
 	if *dryRun {
 		return exitOK
@@ -288,16 +314,51 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return exitBroken
 	}
-	// The hooks' form follows the release the cluster runs, known only now.
-	if v := sess.Suite.Kubernetes; v != (kubeversion.Version{}) && v.HasSleepAction() != opts.Kubernetes.HasSleepAction() {
+	// The cluster's release, known only now: the stand-ins' hooks take the
+	// form it runs, and without --kubernetes-version the doctor judges and
+	// fixes for it (a fix may write a sleep action a release before 1.30
+	// refuses).
+	if v := sess.Suite.Kubernetes; v != (kubeversion.Version{}) {
+		rebuild := v.HasSleepAction() != opts.Kubernetes.HasSleepAction()
 		opts.Kubernetes = v
-		if own, fixed, err = rebuildStandIns(ms, fixedMs, opts); err != nil {
-			_ = sess.Close(context.WithoutCancel(ctx), progress)
-			fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-			return exitBroken
+		if rebuild {
+			owns, err := standin.FromManifests(ms, opts)
+			if err == nil && fixedMs != nil {
+				var fixedOwns []*standin.StandIn
+				if fixedOwns, err = standin.FromManifests(fixedMs, opts); err == nil {
+					fixed = fixedOwns[0]
+				}
+			}
+			if err != nil {
+				_ = sess.Close(context.WithoutCancel(ctx), progress)
+				fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+				return exitBroken
+			}
+			own = owns[0]
+			if !v.HasSleepAction() && !own.Own {
+				progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d, which has no kubelet sleep action (1.30 and later): the stand-in's preStop sleeps run the echo server's sleep command instead", v.Minor))
+			}
 		}
-		if !v.HasSleepAction() {
-			progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d, which has no kubelet sleep action (1.30 and later): the stand-in's preStop sleeps run the echo server's sleep command instead", v.Minor))
+		if *kubeVersion == "" {
+			progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d: the doctor judges for it (what that changes is printed again)", v.Minor))
+			if plan(v.Minor, true) != nil {
+				_ = sess.Close(context.WithoutCancel(ctx), progress)
+				return exitBroken
+			}
+		}
+	}
+	if v := sess.Suite.Kubernetes; !v.HasSleepAction() && own.Own {
+		which := ""
+		switch {
+		case hasSleepAction(own):
+			which = own.Workload
+		case fixed != nil && hasSleepAction(fixed):
+			which = "the doctor's fix of " + own.Workload + " (made for --kubernetes-version " + *kubeVersion + ")"
+		}
+		if which != "" {
+			_ = sess.Close(context.WithoutCancel(ctx), progress)
+			return badInput(c, "test", "%s has a kubelet sleep action as a hook, which Kubernetes 1.%d does not have (1.30 and later), so the API server would refuse it: test on a newer cluster, with --image=echo, or without --kubernetes-version",
+				which, v.Minor)
 		}
 	}
 	if own.Own && settings.Provider == "kind" {
@@ -852,19 +913,14 @@ func firstSet(v, def string) string {
 	return v
 }
 
-// rebuildStandIns builds the stand-in of ms, and of the doctor's fixed
-// copy when there is one, again with opts (the cluster's release).
-func rebuildStandIns(ms, fixedMs *doctor.Manifests, opts standin.Options) (own, fixed *standin.StandIn, err error) {
-	owns, err := standin.FromManifests(ms, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	if fixedMs != nil {
-		fixedOwns, err := standin.FromManifests(fixedMs, opts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("the fixed manifests: %w", err)
+// hasSleepAction reports whether a container of s's Pods has a kubelet
+// sleep action as a hook.
+func hasSleepAction(s *standin.StandIn) bool {
+	tpl, _, _ := s.Spec()
+	for _, c := range append(slices.Clone(tpl.Spec.InitContainers), tpl.Spec.Containers...) {
+		if l := c.Lifecycle; l != nil && ((l.PreStop != nil && l.PreStop.Sleep != nil) || (l.PostStart != nil && l.PostStart.Sleep != nil)) {
+			return true
 		}
-		fixed = fixedOwns[0]
 	}
-	return owns[0], fixed, nil
+	return false
 }

@@ -293,7 +293,7 @@ func hooks(c *corev1.Container, sd doctor.Shutdown, opts Options, grace time.Dur
 	sleepHook := func(d time.Duration) *corev1.LifecycleHandler {
 		if d > grace {
 			change(wref, cref+".lifecycle.preStop", d.String(), grace.String(),
-				"a sleep action may not outlast terminationGracePeriodSeconds; the kubelet kills the container then anyway")
+				"a preStop sleep may not outlast terminationGracePeriodSeconds (the API server refuses a longer sleep action); the kubelet kills the container then anyway")
 			d = grace
 		}
 		if d <= 0 {
