@@ -63,6 +63,7 @@ const cleanupTimeout = 10 * time.Minute
 // topology; a clean-up that fails leaves the cluster in an unknown state, so
 // the cells not yet run fail with that error instead of measuring it.
 func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
+	cells = sc.OnCluster(cells, s.KubeProxy)
 	out := make([]scenario.Result, len(cells))
 	var broken error
 	for _, batch := range Batches(cells, s.Settings.Witnesses) {

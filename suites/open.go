@@ -138,6 +138,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		return nil, fmt.Errorf("KUBE_PROXY_FEATURE_GATES=%s, but the cluster's kube-proxy runs with %q (known: %t): "+
 			"it was made with other gates; remove it (make cluster-down) so the run makes one with these", want, gates.String(), known)
 	}
+	s.KubeProxy = KubeProxy{Version: s.Kubernetes, Gates: gates}
 	sess.Collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
 		KubeProxyFeatureGates: gates.String(),

@@ -154,15 +154,40 @@ type Prevention struct {
 type Limit struct {
 	// LB names the model the limit holds on; On, when set, picks the models
 	// by what their profile does instead (every LB that behaves so).
-	LB     string
-	On     func(Model) bool
-	Policy corev1.ServiceExternalTrafficPolicy
-	Reason string
+	LB string
+	On func(Model) bool
+	// Proxy, when set, picks clusters by their kube-proxy instead, on every
+	// model; such a limit is applied once the cluster answers
+	// (Suite.RunScenario), since its release is known only then.
+	Proxy func(KubeProxy) bool
+	// NewConnections limits it to the cells whose load opens a connection
+	// per request (ZERODROP_KEEPALIVE=off).
+	NewConnections bool
+	Policy         corev1.ServiceExternalTrafficPolicy
+	Reason         string
 }
 
 // holds reports whether the limit applies on model m.
 func (l Limit) holds(m Model) bool {
 	return (l.LB != "" && l.LB == m.Name) || (l.On != nil && l.On(m))
+}
+
+// OnCluster is cells with the limits that depend on the cluster's
+// kube-proxy applied: an assertion cell such a limit covers documents
+// instead, expecting the hazard for the limit's reason.
+func (sc Scenario) OnCluster(cells []Cell, kp KubeProxy) []Cell {
+	out := slices.Clone(cells)
+	for i, c := range out {
+		for _, l := range sc.Limits {
+			if l.Proxy == nil || !l.Proxy(kp) || l.Policy != c.Policy || c.Role != zdv1.RoleAssertion || (l.NewConnections && c.KeepAlive) {
+				continue
+			}
+			out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
+			out[i].Expected = &zdv1.Expectation{Why: l.Reason}
+			c = out[i]
+		}
+	}
+	return out
 }
 
 // CasesOn is the scenario's cases on one LB model: assertion cases that a
@@ -273,6 +298,23 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 	}
 	return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardReproduced, Why: sc.Hazard}
 }
+
+// noTerminatingEndpoints is why new connections are dropped where a node's
+// endpoints are all terminating, on a kube-proxy without KEP-1669.
+const noTerminatingEndpoints = "kube-proxy here does not send new connections to endpoints that are terminating but " +
+	"still serving (KEP-1669: feature gate ProxyTerminatingEndpoints, on by default from Kubernetes 1.26 and locked " +
+	"on from 1.28; off before 1.26 or where it was turned off). With externalTrafficPolicy Local, a node whose " +
+	"endpoints are all terminating then has none for a new connection (v1.27.4 pkg/proxy/topology.go " +
+	"CategorizeEndpoints falls back to serving terminating endpoints only behind the gate), while the LB still sends " +
+	"it there: a health-checked LB until its check of the node's healthCheckNodePort fails (that port counts ready " +
+	"local endpoints only), MetalLB L2 while the node announces the VIP (it keeps a node whose endpoint is serving, " +
+	"metallb v0.15.2 internal/k8s/epslices.EndpointCanServe). No Deployment setting helps: the preStop keeps the " +
+	"Pod serving, but kube-proxy no longer sends it anything new. Measured on this suite's kind cluster, " +
+	"Kubernetes v1.27.4 with ProxyTerminatingEndpoints=false, a connection per request at 200/s, 2026-11-24: " +
+	"drain-node 1,438 (gcp-nlb) and 1,531 (metallb) timeouts in one window of 21.5 s and 7.7 s, scale-down 2,776 " +
+	"and 1,261, drain-pool-with-pdb 2,826 and 255; with the gate on, 0 in each but drain-pool-with-pdb on metallb " +
+	"(10, its own documented limit of a moving VIP). Kept-alive " +
+	"connections hide it: the same cells with keep-alive dropped nothing on gcp-nlb with the gate off"
 
 // metallbAnnouncerLeaves is why draining the node that announces the VIP
 // cannot be drop-free behind MetalLB L2 with Local, whatever the workload.

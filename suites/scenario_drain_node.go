@@ -29,6 +29,7 @@ func drainNode() Scenario {
 		Hazard: "evicted pods that exit at once refuse what is still sent to them; with Local, the drained node " +
 			"keeps getting the LB's traffic until its health check fails",
 		Limits: []Limit{
+			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 			{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},

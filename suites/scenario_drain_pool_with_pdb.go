@@ -34,6 +34,7 @@ func drainPoolWithPDB() Scenario {
 				"pkg/controller/service, the node predicate; profile field eligibility.excludeUnschedulable)",
 		}},
 		Limits: []Limit{
+			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 		},

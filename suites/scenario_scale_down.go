@@ -27,6 +27,9 @@ func scaleDown() Scenario {
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them; with Local, the nodes left " +
 			"without an endpoint keep getting the LB's traffic until their health check fails (the window between " +
 			"'endpoint removed' and 'LB marked the node unhealthy')",
+		Limits: []Limit{
+			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
+		},
 		Body: runScaleDown,
 	}
 }

@@ -10,9 +10,11 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
+	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"
+	"zerodrop/internal/kubeversion"
 )
 
 func TestRegistryIsWellFormed(t *testing.T) {
@@ -142,8 +144,8 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 	var np Scenario
 	for _, sc := range Scenarios() {
 		for _, l := range sc.Limits {
-			if l.Reason == "" || (l.LB == "" && l.On == nil) {
-				t.Errorf("%s: limit without LB or reason: %+v", sc.Name, l)
+			if l.Reason == "" || (l.LB == "" && l.On == nil && l.Proxy == nil) {
+				t.Errorf("%s: limit without LB, kube-proxy or reason: %+v", sc.Name, l)
 			}
 		}
 		if sc.Name == "nodepool-replacement" {
@@ -335,5 +337,61 @@ func TestConnectionPerRequest(t *testing.T) {
 		if again := sc.Cells(ms); len(again) > 0 && again[0].KeepAlive != before[0].KeepAlive {
 			t.Errorf("%s: ConnectionPerRequest changed the registry's scenario", sc.Name)
 		}
+	}
+}
+
+// A kube-proxy without KEP-1669 turns the hardened Local assertions with a
+// connection per request of the scenarios that showed it into documentation
+// expecting the hazard; with it (or kept-alive connections, or Cluster) they
+// still assert. The release decides where it locks the behaviour; the gate
+// where it does not.
+func TestOnClusterTerminatingEndpoints(t *testing.T) {
+	ms, err := Settings{LB: "all", LBProfiles: []string{"gcp-nlb"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := cluster.FeatureGates{"ProxyTerminatingEndpoints": false}
+	for _, tc := range []struct {
+		name string
+		kp   KubeProxy
+		want bool // the limit applies
+	}{
+		{"unknown release", KubeProxy{}, false},
+		{"1.37", KubeProxy{Version: kubeversion.Version{Major: 1, Minor: 37}}, false},
+		{"1.27", KubeProxy{Version: kubeversion.Version{Major: 1, Minor: 27}}, false},
+		{"1.27 gate off", KubeProxy{Version: kubeversion.Version{Major: 1, Minor: 27}, Gates: off}, true},
+		{"1.25", KubeProxy{Version: kubeversion.Version{Major: 1, Minor: 25}}, true},
+		{"1.28 gate off (locked on)", KubeProxy{Version: kubeversion.Version{Major: 1, Minor: 28}, Gates: off}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			limited := 0
+			for _, sc := range Scenarios() {
+				for _, keepAlive := range []bool{true, false} {
+					s := sc
+					if !keepAlive {
+						s = sc.ConnectionPerRequest()
+					}
+					cells := s.Cells(ms)
+					for i, c := range s.OnCluster(cells, tc.kp) {
+						was := cells[i]
+						changed := c.Role != was.Role
+						if changed && (c.Role != zdv1.RoleDocumentation || c.PlatformLimit != noTerminatingEndpoints || c.Expected == nil || c.Expected.Why != noTerminatingEndpoints) {
+							t.Errorf("%s %s: role %s limit %q expected %+v", sc.Name, c.Name(), c.Role, c.PlatformLimit, c.Expected)
+						}
+						if changed && (c.KeepAlive || c.Policy != localPolicy || was.Role != zdv1.RoleAssertion) {
+							t.Errorf("%s %s: a limit for new connections with Local changed it", sc.Name, c.Name())
+						}
+						if changed {
+							limited++
+						}
+					}
+				}
+			}
+			// drain-node, scale-down and drain-pool-with-pdb on gcp-nlb
+			// (MetalLB's drain cells already document).
+			if want := map[bool]int{true: 2, false: 0}[tc.want]; (limited > 0) != tc.want || (tc.want && limited < want) {
+				t.Errorf("%d cells limited, want %v", limited, tc.want)
+			}
+		})
 	}
 }

@@ -33,6 +33,9 @@ type Suite struct {
 	// Kubernetes is the API server's release (zero when unparsable): the
 	// bundled workload is written in the form that release takes.
 	Kubernetes kubeversion.Version
+	// KubeProxy is the cluster's kube-proxy as far as it is known; limits
+	// that depend on it apply when a scenario runs (Scenario.OnCluster).
+	KubeProxy KubeProxy
 	// Events forwards the provider's events to the current run's file.
 	Events *SwitchSink
 	// DeferCleanup registers clean-up (ginkgo.DeferCleanup in the driver;

@@ -41,3 +41,16 @@ func (v Version) AtLeast(major, minor int) bool {
 // pkg/features/kube_features.go); the field is absent from older APIs. The
 // zero Version (release unknown) counts as current.
 func (v Version) HasSleepAction() bool { return v == (Version{}) || v.AtLeast(1, 30) }
+
+// ProxiesTerminatingByDefault reports whether release v's kube-proxy sends
+// a new connection to an endpoint that is terminating but still serving
+// when no ready endpoint is where it looks (KEP-1669), unless told not to:
+// feature gate ProxyTerminatingEndpoints, beta and on by default from 1.26
+// (kubernetes/kubernetes PR 113363), GA and locked on in 1.28, later
+// removed (PR 122134; absent from v1.33.4's pkg/features/kube_features.go).
+// The zero Version (release unknown) counts as current.
+func (v Version) ProxiesTerminatingByDefault() bool { return v == (Version{}) || v.AtLeast(1, 26) }
+
+// ProxiesTerminatingLocked reports whether release v's kube-proxy always
+// does so: the gate is GA (locked) or gone from 1.28.
+func (v Version) ProxiesTerminatingLocked() bool { return v == (Version{}) || v.AtLeast(1, 28) }

@@ -32,3 +32,11 @@ func TestHasSleepAction(t *testing.T) {
 		}
 	}
 }
+
+func TestProxiesTerminating(t *testing.T) {
+	for v, want := range map[Version][2]bool{{}: {true, true}, {1, 37}: {true, true}, {1, 28}: {true, true}, {1, 27}: {true, false}, {1, 26}: {true, false}, {1, 25}: {false, false}} {
+		if got := [2]bool{v.ProxiesTerminatingByDefault(), v.ProxiesTerminatingLocked()}; got != want {
+			t.Errorf("%v: by default, locked = %v, want %v", v, got, want)
+		}
+	}
+}
