@@ -40,9 +40,8 @@ type pauseSample struct {
 	gcCycles uint64
 	gcSTW    *metrics.Float64Histogram
 	// runDelay (waiting for a CPU) and exec (running) are summed over the
-	// process's threads; steal is the machine's CPU time the hypervisor
-	// gave to others, per CPU; -1 unknown.
-	runDelay, exec, steal time.Duration
+	// process's threads; -1 unknown.
+	runDelay, exec time.Duration
 	// machine is what every CPU of the machine did (its /proc/stat).
 	machine machineTimes
 }
@@ -230,7 +229,7 @@ func (w *PauseWatch) run(stop, done chan struct{}, read func() pauseSample, clos
 				// The stall went on through the wait: one pause, to its end.
 				late, now, cur = late+extra, woke.Add(-pauseSettle), again
 			}
-			cur.machine, cur.steal = again.machine, again.steal
+			cur.machine = again.machine
 			e := pauseEvent(last.Add(pauseTick), now, late, prev, cur)
 			// A trace is saved only for a pause some load records, so
 			// each file is named by a run file.
@@ -313,21 +312,20 @@ func pauseEvent(from, to time.Time, late time.Duration, a, b pauseSample) zdv1.E
 		f["run_delay_ms"], f["exec_ms"] = msText(delay), msText(exec)
 	}
 	steal := time.Duration(-1)
-	if a.steal >= 0 && b.steal >= 0 {
-		steal = max(0, b.steal-a.steal)
-		f["steal_ms"] = msText(steal)
-	}
 	var others, irq time.Duration
 	if a.machine.ok && b.machine.ok {
 		// Summed over the machine's CPUs; the process's own exec is
-		// part of tasks.
+		// part of tasks. steal_ms is per CPU, what the cause weighs.
+		tasks, stolen := max(0, b.machine.tasks-a.machine.tasks), max(0, b.machine.steal-a.machine.steal)
+		steal = stolen / time.Duration(max(1, runtime.NumCPU()))
 		irq = max(0, b.machine.irq-a.machine.irq)
-		others = max(0, b.machine.tasks-a.machine.tasks-max(0, exec))
-		f["machine_tasks_ms"] = msText(max(0, b.machine.tasks-a.machine.tasks))
+		others = max(0, tasks-max(0, exec))
+		f["steal_ms"] = msText(steal)
+		f["machine_tasks_ms"] = msText(tasks)
 		f["machine_system_ms"] = msText(max(0, b.machine.system-a.machine.system))
 		f["machine_irq_ms"] = msText(irq)
 		f["machine_idle_ms"] = msText(max(0, b.machine.idle-a.machine.idle))
-		f["machine_steal_ms"] = msText(max(0, b.machine.steal-a.machine.steal))
+		f["machine_steal_ms"] = msText(stolen)
 	}
 	f["cause"] = pauseCause(late, stw, delay, exec, steal)
 	if c := f["cause"]; (c == "cpu" || c == "unexplained") && a.machine.ok && b.machine.ok && irq >= late/2 && irq > others {
@@ -397,10 +395,7 @@ type sampler struct {
 
 func (s *sampler) read() pauseSample {
 	now := time.Now()
-	out := pauseSample{steal: -1, machine: s.machine()}
-	if out.machine.ok {
-		out.steal = out.machine.steal / time.Duration(max(1, runtime.NumCPU()))
-	}
+	out := pauseSample{machine: s.machine()}
 	out.exec, out.runDelay = s.schedstat(now)
 	s.metrics[0].Name, s.metrics[1].Name = "/gc/cycles/total:gc-cycles", "/sched/pauses/total/gc:seconds"
 	metrics.Read(s.metrics[:])

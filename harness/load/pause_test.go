@@ -3,6 +3,7 @@ package load
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -69,7 +70,7 @@ func TestPauseWatchRecordsALateTick(t *testing.T) {
 			if n > 3 {
 				return pauseSample{runDelay: 120 * time.Millisecond, exec: 3 * time.Millisecond}
 			}
-			return pauseSample{steal: -1}
+			return pauseSample{}
 		}, nil
 	}
 	unsubscribe := w.subscribe(func(e zdv1.Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
@@ -173,7 +174,7 @@ func TestPauseWatchShared(t *testing.T) {
 				if n == 2 {
 					time.Sleep(80 * time.Millisecond) // one late tick
 				}
-				return pauseSample{steal: -1}
+				return pauseSample{}
 			}, func() {
 				mu.Lock()
 				closed++
@@ -230,7 +231,7 @@ func TestPauseWatchWritesTrace(t *testing.T) {
 			if n%5 == 3 {
 				time.Sleep(150 * time.Millisecond) // a late tick in each use of the watch
 			}
-			return pauseSample{steal: -1, runDelay: -1}
+			return pauseSample{runDelay: -1}
 		}, nil
 	}
 	var mu sync.Mutex
@@ -290,9 +291,9 @@ func TestParseCPULine(t *testing.T) {
 // other tasks, "cpu"; the machine's figures are in the event either way.
 func TestPauseEventMachine(t *testing.T) {
 	ms := time.Millisecond
-	base := pauseSample{runDelay: 0, exec: 0, steal: 0, machine: machineTimes{ok: true}}
+	base := pauseSample{runDelay: 0, exec: 0, machine: machineTimes{ok: true}}
 	at := func(delay, exec, tasks, irq, idle time.Duration) pauseSample {
-		return pauseSample{runDelay: delay, exec: exec, steal: 0, machine: machineTimes{ok: true, tasks: tasks, irq: irq, idle: idle}}
+		return pauseSample{runDelay: delay, exec: exec, machine: machineTimes{ok: true, tasks: tasks, irq: irq, idle: idle}}
 	}
 	from := time.Date(2026, 11, 24, 6, 2, 27, 0, time.UTC)
 	for _, tc := range []struct {
@@ -303,6 +304,8 @@ func TestPauseEventMachine(t *testing.T) {
 		{"others ran", at(170*ms, 5*ms, 150*ms, 20*ms, 0), "cpu"},
 		{"interrupts", at(170*ms, 5*ms, 40*ms, 120*ms, 0), "irq"},
 		{"own work", at(10*ms, 90*ms, 100*ms, 0, 60*ms), "busy"},
+		// Steal is weighed per CPU: every CPU lost the whole lateness.
+		{"hypervisor", pauseSample{runDelay: 170 * ms, exec: 5 * ms, machine: machineTimes{ok: true, steal: time.Duration(runtime.NumCPU()) * 80 * ms}}, "steal"},
 	} {
 		e := pauseEvent(from, from.Add(80*ms), 80*ms, base, tc.b)
 		if e.Fields["cause"] != tc.want {
@@ -315,7 +318,7 @@ func TestPauseEventMachine(t *testing.T) {
 		}
 	}
 	// Unreadable machine figures leave them out.
-	e := pauseEvent(from, from.Add(80*ms), 80*ms, pauseSample{steal: -1}, pauseSample{steal: -1, runDelay: 170 * ms})
+	e := pauseEvent(from, from.Add(80*ms), 80*ms, pauseSample{}, pauseSample{runDelay: 170 * ms})
 	if _, ok := e.Fields["machine_tasks_ms"]; ok {
 		t.Errorf("machine figures without a reading: %v", e.Fields)
 	}
