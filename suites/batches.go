@@ -62,8 +62,10 @@ const cleanupTimeout = 10 * time.Minute
 // before the next batch begins, so every batch starts from the default
 // topology; a clean-up that fails leaves the cluster in an unknown state, so
 // the cells not yet run fail with that error instead of measuring it.
+// It runs the cells as given: limits that depend on the cluster are the
+// caller's to apply first (Scenario.OnCluster), so the cells it reports
+// are the cells that ran.
 func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
-	cells = sc.OnCluster(cells, s.KubeProxy)
 	out := make([]scenario.Result, len(cells))
 	var broken error
 	for _, batch := range Batches(cells, s.Settings.Witnesses) {

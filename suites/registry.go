@@ -158,7 +158,8 @@ type Limit struct {
 	On func(Model) bool
 	// Proxy, when set, picks clusters by their kube-proxy instead, on every
 	// model; such a limit is applied once the cluster answers
-	// (Suite.RunScenario), since its release is known only then.
+	// (Scenario.OnCluster, before the cells run), since its release is
+	// known only then.
 	Proxy func(KubeProxy) bool
 	// NewConnections limits it to the cells whose load opens a connection
 	// per request (ZERODROP_KEEPALIVE=off).
@@ -183,7 +184,7 @@ func (sc Scenario) OnCluster(cells []Cell, kp KubeProxy) []Cell {
 				continue
 			}
 			out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
-			out[i].Expected = &zdv1.Expectation{Why: l.Reason}
+			out[i].Expected = sc.expected(out[i].Case, out[i].Model)
 			c = out[i]
 		}
 	}
