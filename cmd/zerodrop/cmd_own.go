@@ -221,17 +221,25 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	var fixedMs *doctor.Manifests
 	proving := *proveFix
 	var lastApplied string
-	// again: print only what differs from the last plan.
-	plan := func(kubeMinor int, again bool) error {
-		p, e, err := predictions(ms, own, models, scs, kubeMinor)
+	// predict predicts for m and its stand-in s into *p and *e, printing
+	// them under title unless quiet and they are what *p and *e held.
+	predict := func(title string, m *doctor.Manifests, s *standin.StandIn, kubeMinor int, quiet bool, p, e *map[string]map[string]prediction) error {
+		np, ne, err := predictions(m, s, models, scs, kubeMinor)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 			return err
 		}
-		if !again || !reflect.DeepEqual(p, preds) || !reflect.DeepEqual(e, expect) {
-			printPredictions(c.stdout, "Doctor's prediction:", p, e, scs, models)
+		if !quiet || !reflect.DeepEqual(np, *p) || !reflect.DeepEqual(ne, *e) {
+			printPredictions(c.stdout, title, np, ne, scs, models)
 		}
-		preds, expect = p, e
+		*p, *e = np, ne
+		return nil
+	}
+	// again: print only what differs from the last plan.
+	plan := func(kubeMinor int, again bool) error {
+		if err := predict("Doctor's prediction:", ms, own, kubeMinor, again, &preds, &expect); err != nil {
+			return err
+		}
 		if !proving {
 			return nil
 		}
@@ -269,16 +277,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 			}
 			fmt.Fprintln(c.stdout)
 		}
-		fp, fe, err := predictions(fixedMs, fixed, models, scs, kubeMinor)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-			return err
-		}
-		if !same || !reflect.DeepEqual(fp, fixedPreds) || !reflect.DeepEqual(fe, fixedExpect) {
-			printPredictions(c.stdout, "Doctor's prediction with the fixes:", fp, fe, scs, models)
-		}
-		fixedPreds, fixedExpect = fp, fe
-		return nil
+		return predict("Doctor's prediction with the fixes:", fixedMs, fixed, kubeMinor, same, &fixedPreds, &fixedExpect)
 	}
 	if plan(kubeMinor, false) != nil {
 		return exitBroken
@@ -320,10 +319,12 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	// refuses).
 	if v := sess.Suite.Kubernetes; v != (kubeversion.Version{}) {
 		rebuild := v.HasSleepAction() != opts.Kubernetes.HasSleepAction()
+		replan := *kubeVersion == ""
 		opts.Kubernetes = v
 		if rebuild {
 			owns, err := standin.FromManifests(ms, opts)
-			if err == nil && fixedMs != nil {
+			// A plan for the cluster's release rebuilds the fixed one.
+			if err == nil && fixedMs != nil && !replan {
 				var fixedOwns []*standin.StandIn
 				if fixedOwns, err = standin.FromManifests(fixedMs, opts); err == nil {
 					fixed = fixedOwns[0]
@@ -339,7 +340,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 				progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d, which has no kubelet sleep action (1.30 and later): the stand-in's preStop sleeps run the echo server's sleep command instead", v.Minor))
 			}
 		}
-		if *kubeVersion == "" {
+		if replan {
 			progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d: the doctor judges for it (what that changes is printed again)", v.Minor))
 			if plan(v.Minor, true) != nil {
 				_ = sess.Close(context.WithoutCancel(ctx), progress)
