@@ -89,6 +89,15 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if err != nil {
 		return nil, err
 	}
+	if settings.Realtime {
+		// After the cluster and its images: the docker and kind commands
+		// those start would inherit the class.
+		if p, err := load.RaisePriority(); err != nil {
+			progress(fmt.Sprintf("load scheduling stays %s: %v; a busy machine may then stall the load past its send-lag bound (such a span is reported unmeasured, not passed)", p, err))
+		} else {
+			progress("load scheduling: " + p.String() + " (real-time, ahead of the cluster's tasks; ZERODROP_REALTIME=off leaves it)")
+		}
+	}
 	pauses := load.NewPauseWatch()
 	if settings.PauseTraces > 0 {
 		// Half the send-lag bound: a pause that long is the same stall as

@@ -13,6 +13,7 @@
 #                           scenario with more cells repeats its disruption
 #   ZERODROP_KEEPALIVE=off  a connection per request in every cell
 #   ZERODROP_PAUSE_TRACE=N  keep execution traces of the test process's pauses
+#   ZERODROP_REALTIME=off   leave the load in the default scheduler
 #   CLUSTER_NAME=zerodrop   ZERODROP_KUBECONFIG=out/kubeconfig
 #   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain).
 #   KUBERNETES_VERSIONS=v1.35.8,v1.36.4,v1.37.2 runs the selection once per
@@ -119,8 +120,10 @@ mkdir -p "$ZERODROP_OUT"
 # The load generator runs in the test process (or zerodrop test) and shares
 # 2 cores with the kind nodes; a node being added can starve it past its
 # send-lag bound, which makes the run ERROR (not measured) rather than
-# wrong. A higher priority (root only) keeps the instrument ahead of the
-# system it measures.
+# wrong. The process puts itself in a real-time class once the cluster is
+# up (ZERODROP_REALTIME); where the kernel refuses that, a higher nice
+# (root only) is what keeps the instrument ahead of the system it measures,
+# and it also weighs the build of the test binary.
 prio=()
 if nice -n -5 true 2>/dev/null; then prio=(nice -n -5); fi
 # nice alone orders tasks within one session: with autogroup scheduling

@@ -66,6 +66,10 @@ type Settings struct {
 	// flight recorder): each pause half the send-lag bound or longer writes the
 	// last seconds of trace under OutDir/pause-traces (load.PauseTrace).
 	PauseTraces int
+	// Realtime has the test process ask for a real-time scheduling class
+	// for its load (load.RaisePriority; ZERODROP_REALTIME=off keeps the
+	// default scheduler, and a refusal is said and run through).
+	Realtime bool
 }
 
 // Known values.
@@ -145,6 +149,13 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		s.NoKeepAlive = true
 	default:
 		problems = append(problems, fmt.Sprintf("ZERODROP_KEEPALIVE=%q: want on (the default) or off (a connection per request)", v))
+	}
+	switch v := getenv("ZERODROP_REALTIME"); v {
+	case "", "on":
+		s.Realtime = true
+	case "off":
+	default:
+		problems = append(problems, fmt.Sprintf("ZERODROP_REALTIME=%q: want on (the default: the load runs in a real-time class where the kernel allows it) or off", v))
 	}
 	switch v := getenv("KEEP_CLUSTER"); v {
 	case "", "0", "false":

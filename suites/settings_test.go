@@ -18,7 +18,7 @@ func TestSettingsFromEnv(t *testing.T) {
 		check   func(t *testing.T, s Settings)
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
-			if s.Provider != "kind" || s.LB != "all" || s.Rate != 200 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster ||
+			if s.Provider != "kind" || s.LB != "all" || s.Rate != 200 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
 				s.Witnesses != witnessesPerCPU*runtime.NumCPU() {
 				t.Errorf("defaults: %+v", s)
 			}
@@ -50,6 +50,12 @@ func TestSettingsFromEnv(t *testing.T) {
 			}
 		}},
 		{name: "bad keep-alive", env: map[string]string{"ZERODROP_KEEPALIVE": "no"}, wantErr: "ZERODROP_KEEPALIVE"},
+		{name: "the default scheduler", env: map[string]string{"ZERODROP_REALTIME": "off"}, check: func(t *testing.T, s Settings) {
+			if s.Realtime {
+				t.Error("ZERODROP_REALTIME=off left the real-time class on")
+			}
+		}},
+		{name: "bad real-time", env: map[string]string{"ZERODROP_REALTIME": "yes"}, wantErr: "ZERODROP_REALTIME"},
 		{name: "bad pause traces", env: map[string]string{"ZERODROP_PAUSE_TRACE": "-1"}, wantErr: "ZERODROP_PAUSE_TRACE"},
 		{name: "bad witness budget", env: map[string]string{"ZERODROP_WITNESSES": "0"}, wantErr: "ZERODROP_WITNESSES"},
 		{name: "one LB model alone gets the full rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {

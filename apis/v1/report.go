@@ -349,6 +349,11 @@ type LoadSettings struct {
 	// a blind span in which a failure could go unseen, so the verdict does
 	// not pass it. 0 means the default, SendLagBound.
 	MaxSendLagMs float64 `json:"maxSendLagMs,omitempty"`
+	// Scheduling is how the kernel scheduled the load generator's threads
+	// ("SCHED_RR 1", "SCHED_OTHER nice -5"): on a machine it shares with
+	// the cluster it measures, what kept it on time or did not. Context
+	// for a pause, not part of the verdict; "" in run files from before it.
+	Scheduling string `json:"scheduling,omitempty"`
 }
 
 // MinDeliveredRatio is the share of the requested rate the load must

@@ -180,6 +180,9 @@ type Load struct {
 	cfg     config
 	targets []*url.URL
 	started atomic.Bool
+	// scheduling is the process's CPU scheduling when the load was made
+	// (RaisePriority), for the run file.
+	scheduling string
 }
 
 // New validates the options. Nothing is sent until Run or Start.
@@ -244,7 +247,7 @@ func New(opts ...Option) (*Load, error) {
 	if c.runID == "" {
 		c.runID = runfile.NewRunID()
 	}
-	l := &Load{cfg: c, targets: targets}
+	l := &Load{cfg: c, targets: targets, scheduling: CurrentPriority().String()}
 	if c.maxLag == 0 {
 		// One owner for the default: the schema package, which the verdict
 		// reads too.
@@ -266,6 +269,7 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		TimeoutMs:      float64(l.cfg.timeout) / float64(time.Millisecond),
 		MaxInFlight:    l.cfg.maxInFlight,
 		MaxSendLagMs:   float64(l.cfg.maxLag) / float64(time.Millisecond),
+		Scheduling:     l.scheduling,
 	}
 }
 

@@ -290,6 +290,9 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 	if l.Host != "" {
 		v.Load = append(v.Load, kv{"host", l.Host})
 	}
+	if l.Scheduling != "" {
+		v.Load = append(v.Load, kv{"scheduling", l.Scheduling})
+	}
 	return v
 }
 
