@@ -48,7 +48,10 @@ build_etcd() {
 
 # recipe coredns start
 build_coredns() {
-  step "coredns-$2" env CGO_ENABLED=0 GOTOOLCHAIN="$K8S_TOOLCHAIN+auto" GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2"
+  # Outside any module: in the repository, "+auto" would switch up to the
+  # Go zerodrop's own go.mod asks for, not the release's (CoreDNS v1.9.3's
+  # x/net then fails to link on Go 1.23 and later).
+  (cd "$1" && step "coredns-$2" env CGO_ENABLED=0 GOTOOLCHAIN="$K8S_TOOLCHAIN+auto" GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2")
 }
 # recipe coredns end
 

@@ -47,8 +47,10 @@ mod_dir() {
 #   K8S_DIR        the module's directory in the module cache
 #   K8S_GO_LINE    its go.mod `go` line; K8S_GODEBUG its `godebug` directives
 #   K8S_TOOLCHAIN  the Go it is built with: its .go-version (the Go upstream
-#                  releases it with), fetched by `go` from the module proxy as
-#                  GOTOOLCHAIN=goX.Y.Z; KUBERNETES_GO_TOOLCHAIN=local (or
+#                  releases it with; before v1.28 the Go in its kube-cross
+#                  image tag, build/build-image/cross/VERSION), or the newest
+#                  patch of that Go the module proxy serves, fetched by `go`
+#                  as GOTOOLCHAIN=goX.Y.Z; KUBERNETES_GO_TOOLCHAIN=local (or
 #                  goX.Y.Z) overrides it
 #   ETCD_TAG, ETCD_VERSION, COREDNS_VERSION, PAUSE_VERSION: kubeadm's
 #                  defaults for the release (cmd/kubeadm/app/constants/
@@ -73,8 +75,17 @@ k8s_versions() {
   if [ -n "${KUBERNETES_GO_TOOLCHAIN:-}" ]; then
     K8S_TOOLCHAIN="$KUBERNETES_GO_TOOLCHAIN"
   else
+    local cross="$K8S_DIR/build/build-image/cross/VERSION" want=""
     if [ -f "$K8S_DIR/.go-version" ]; then
-      K8S_TOOLCHAIN="go$(tr -d '[:space:]' <"$K8S_DIR/.go-version")"
+      want="go$(tr -d '[:space:]' <"$K8S_DIR/.go-version")"
+    elif [ -f "$cross" ]; then
+      # Before .go-version (v1.28), the release names its Go in the tag of
+      # the kube-cross image it was built in: v1.25.0-go1.19.3-bullseye.0.
+      want="$(sed -n 's/^v[0-9.]*-\(go1\.[0-9][0-9.]*\)-.*/\1/p' "$cross" | head -1)"
+    fi
+    if [ -n "$want" ]; then
+      K8S_TOOLCHAIN="$(served_toolchain "$want")" || die "Go $want, the one $K8S_VERSION was released with, is not on the module proxy, nor a later patch of it; KUBERNETES_GO_TOOLCHAIN=goX.Y.Z (or local) builds with another"
+      [ "$K8S_TOOLCHAIN" = "$want" ] || log "kubernetes $K8S_VERSION: released with $want, which the module proxy does not serve; building with $K8S_TOOLCHAIN, the newest patch of that Go it serves"
     else
       K8S_TOOLCHAIN=local
     fi
@@ -91,7 +102,7 @@ k8s_versions() {
   {
     echo "kubernetes $K8S_VERSION (k8s.io/kubernetes@$K8S_VERSION, $K8S_DIR)"
     echo "go.mod go line: $K8S_GO_LINE; godebug: ${K8S_GODEBUG:-none}"
-    echo "toolchain: $K8S_TOOLCHAIN (from .go-version unless KUBERNETES_GO_TOOLCHAIN was set)"
+    echo "toolchain: $K8S_TOOLCHAIN (from .go-version, or build/build-image/cross/VERSION before it, unless KUBERNETES_GO_TOOLCHAIN was set)"
     echo "from cmd/kubeadm/app/constants/constants.go:"
     echo "  DefaultEtcdVersion=$ETCD_TAG -> go.etcd.io/etcd/server/v3@$ETCD_VERSION"
     echo "  CoreDNSVersion=$COREDNS_VERSION -> github.com/coredns/coredns@$COREDNS_VERSION"
@@ -100,6 +111,27 @@ k8s_versions() {
   K8S_VERSIONS_OF="$K8S_VERSION"
   export K8S_VERSIONS_OF K8S_DIR K8S_GO_LINE K8S_GODEBUG K8S_TOOLCHAIN ETCD_TAG ETCD_VERSION COREDNS_VERSION PAUSE_VERSION
   log "kubernetes $K8S_VERSION: go $K8S_GO_LINE, toolchain $K8S_TOOLCHAIN, etcd $ETCD_TAG, coredns $COREDNS_VERSION, pause $PAUSE_VERSION (from its kubeadm constants; $CACHE/logs/versions-$K8S_VERSION.txt)"
+}
+
+# served_toolchain goX.Y.Z: prints goX.Y.Z when the module proxy (or the
+# module cache) has that Go toolchain, else the newest later patch of the
+# same minor it has (a patch release only fixes; the proxy here may lack
+# some versions); fails when it has none. Asks for the .info only: a
+# toolchain is downloaded once chosen, when first used.
+served_toolchain() {
+  local want="$1" minor patch p best=""
+  has_toolchain() {
+    local m="golang.org/toolchain@v0.0.1-$1.$("$GO" env GOHOSTOS)-$("$GO" env GOHOSTARCH)"
+    [ -f "$("$GO" env GOMODCACHE)/cache/download/golang.org/toolchain/@v/${m#*@}.zip" ] \
+      || GOFLAGS= "$GO" list -m -json "$m" >/dev/null 2>&1
+  }
+  if has_toolchain "$want"; then echo "$want"; return 0; fi
+  minor="${want%.*}"; patch="${want##*.}"
+  case "$patch" in ''|*[!0-9]*) return 1 ;; esac
+  for p in $(seq $((patch + 1)) $((patch + 30))); do
+    if has_toolchain "$minor.$p"; then best="$minor.$p"; fi
+  done
+  [ -n "$best" ] && echo "$best"
 }
 
 # kgo ARGS...: the Go command with the release's toolchain. "+auto" lets a
