@@ -150,6 +150,21 @@ raise_sysctl() {
 raise_sysctl fs.inotify.max_user_instances 512
 raise_sysctl fs.inotify.max_user_watches 524288
 
+# Disk space where Docker keeps its data: a kind node that cannot unpack
+# an image's layer leaves its Pods in CreateContainerError ("no space left
+# on device") and the cluster never comes up. Checked, never cleaned: what
+# to remove is the user's call.
+docker_root="$(docker info -f '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)"
+free_gb="$(df -P -B1G "$docker_root" 2>/dev/null | awk 'NR == 2 {print $4}')"
+if [ -n "$free_gb" ]; then
+  how="free some: docker system df and docker image prune -a (unused images), go clean -cache (Go's build cache; a node image build fills it by about 10 GB per Kubernetes release), old runs under out/"
+  if [ "$free_gb" -lt "${ZERODROP_MIN_FREE_GB:-4}" ]; then
+    die "only ${free_gb} GB free at $docker_root; a kind cluster needs a few GB to unpack its images (ZERODROP_MIN_FREE_GB=${ZERODROP_MIN_FREE_GB:-4}); $how"
+  elif [ "$free_gb" -lt 15 ]; then
+    say "warning: ${free_gb} GB free at $docker_root; building a node image for a new Kubernetes release may run out; $how"
+  fi
+fi
+
 if [ "${#changed[@]}" -eq 0 ]; then
   say "nothing to change"
 else

@@ -507,22 +507,29 @@ func TestWaitKubeProxy(t *testing.T) {
 	}
 	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
 	exited := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	noSpace := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError",
+		Message: "failed to create containerd container: write /x: no space left on device"}}
 	for _, tc := range []struct {
-		name    string
-		objs    []runtime.Object
-		wantErr string // "" done
+		name     string
+		objs     []runtime.Object
+		wantErr  string        // "" done
+		stuckFor time.Duration // 0: at once
 	}{
-		{"steady everywhere", []runtime.Object{node("a"), node("b"), proxy("p1", "a", running(long), 0, 0), proxy("p2", "b", running(long), 0, 0)}, ""},
-		{"failed once, runs now", []runtime.Object{node("a"), proxy("p1", "a", running(long), 1, 255)}, ""},
-		{"back-off", []runtime.Object{node("a"), proxy("p1", "a", backOff, 3, 1)}, "kube-proxy p1 on node a keeps exiting as it starts"},
-		{"exited again", []runtime.Object{node("a"), proxy("p1", "a", exited, 1, 1)}, "keeps exiting as it starts"},
-		{"just started", []runtime.Object{node("a"), proxy("p1", "a", running(recent), 0, 0)}, "0 of 1 nodes run kube-proxy (not yet: a)"},
-		{"two on one node, none on the other", []runtime.Object{node("a"), node("b"), proxy("p1", "a", running(long), 0, 0), proxy("p2", "a", running(long), 0, 0)}, "1 of 2 nodes run kube-proxy (not yet: b)"},
-		{"none", []runtime.Object{node("a")}, "0 of 1 nodes run kube-proxy"},
+		{"steady everywhere", []runtime.Object{node("a"), node("b"), proxy("p1", "a", running(long), 0, 0), proxy("p2", "b", running(long), 0, 0)}, "", 0},
+		{"failed once, runs now", []runtime.Object{node("a"), proxy("p1", "a", running(long), 1, 255)}, "", 0},
+		{"back-off", []runtime.Object{node("a"), proxy("p1", "a", backOff, 3, 1)}, "kube-proxy p1 on node a keeps exiting as it starts", 0},
+		{"exited again", []runtime.Object{node("a"), proxy("p1", "a", exited, 1, 1)}, "keeps exiting as it starts", 0},
+		{"just started", []runtime.Object{node("a"), proxy("p1", "a", running(recent), 0, 0)}, "0 of 1 nodes run kube-proxy (not yet: a)", 0},
+		{"two on one node, none on the other", []runtime.Object{node("a"), node("b"), proxy("p1", "a", running(long), 0, 0), proxy("p2", "a", running(long), 0, 0)}, "1 of 2 nodes run kube-proxy (not yet: b)", 0},
+		{"none", []runtime.Object{node("a")}, "0 of 1 nodes run kube-proxy", 0},
+		{name: "cannot create its container", objs: []runtime.Object{node("a"), proxy("p1", "a", noSpace, 0, 0)}, stuckFor: time.Hour,
+			wantErr: "0 of 1 nodes run kube-proxy (not yet: a); p1 on a: CreateContainerError: failed to create containerd container: write /x: no space left on device"},
+		{name: "cannot create its container for long", objs: []runtime.Object{node("a"), proxy("p1", "a", noSpace, 0, 0)},
+			wantErr: "kube-proxy p1 on node a cannot start its container (for 0s): CreateContainerError: failed to create containerd container: write /x: no space left on device; `kubectl -n kube-system describe pod p1`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			err := waitKubeProxy(ctx, fake.NewClientset(tc.objs...), time.Second, "; it was given feature gates Foo=false")
+			err := waitKubeProxy(ctx, fake.NewClientset(tc.objs...), time.Second, tc.stuckFor, "; it was given feature gates Foo=false")
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("want done, got %v", err)

@@ -283,7 +283,7 @@ func (k *Kind) setUp(ctx context.Context) error {
 		hint = fmt.Sprintf("; it was given feature gates %s, and kube-proxy refuses a gate Kubernetes 1.%d does not know or a GA gate set against its locked default: check each against that release's feature gates", o.kubeProxyGates, o.kubeVersion.Minor)
 	}
 	o.progress("waiting for kube-proxy")
-	if err := waitKubeProxy(ctx, cs, o.readyTimeout, hint); err != nil {
+	if err := waitKubeProxy(ctx, cs, o.readyTimeout, kubeProxyStuck, hint); err != nil {
 		return err
 	}
 	o.progress("installing flannel (host-gw)")

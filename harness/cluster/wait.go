@@ -96,8 +96,13 @@ const kubeProxySteady = 3 * time.Second
 // Service that cannot reach the API server's Service address. kube-proxy
 // runs on nodes that are not Ready yet (host network, tolerates every
 // taint), so this goes before the CNI, which needs its rules. hint is
-// added to that error: what the user set that may be the cause.
-func waitKubeProxy(ctx context.Context, cs kubernetes.Interface, timeout time.Duration, hint string) error {
+// added to that error: what the user set that may be the cause. A
+// container the kubelet cannot create for stuckFor (kubeProxyStuck; a node
+// out of disk space) ends it too, with the kubelet's reason.
+func waitKubeProxy(ctx context.Context, cs kubernetes.Interface, timeout, stuckFor time.Duration, hint string) error {
+	// stuckSince is when each Pod was first seen unable to start its
+	// container (stuck): one that stays so for stuckFor ends the wait.
+	stuckSince := map[string]time.Time{}
 	return waitfor.Until(ctx, "kube-proxy running on every node", timeout, 2*time.Second, func(ctx context.Context) (bool, string, error) {
 		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: kubeProxyLabel})
 		if err != nil {
@@ -108,6 +113,7 @@ func waitKubeProxy(ctx context.Context, cs kubernetes.Interface, timeout time.Du
 			return false, err.Error(), nil
 		}
 		steady := map[string]bool{}
+		var problems []string
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			if c := crashLooping(p); c != "" {
@@ -115,6 +121,18 @@ func waitKubeProxy(ctx context.Context, cs kubernetes.Interface, timeout time.Du
 			}
 			if runningSince(p, time.Now().Add(-kubeProxySteady)) {
 				steady[p.Spec.NodeName] = true
+			}
+			if why := stuck(p); why != "" {
+				problems = append(problems, fmt.Sprintf("%s on %s: %s", p.Name, p.Spec.NodeName, why))
+				if _, ok := stuckSince[p.Name]; !ok {
+					stuckSince[p.Name] = time.Now()
+				}
+				if time.Since(stuckSince[p.Name]) >= stuckFor {
+					return false, "", fmt.Errorf("kube-proxy %s on node %s cannot start its container (for %s): %s; `kubectl -n kube-system describe pod %s` shows the kubelet's events (a node out of disk space: free space where Docker keeps its data, `docker system df`)",
+						p.Name, p.Spec.NodeName, stuckFor, why, p.Name)
+				}
+			} else {
+				delete(stuckSince, p.Name)
 			}
 		}
 		var missing []string
@@ -128,8 +146,38 @@ func waitKubeProxy(ctx context.Context, cs kubernetes.Interface, timeout time.Du
 		if len(missing) > 0 {
 			state += " (not yet: " + strings.Join(missing, ", ") + ")"
 		}
+		if len(problems) > 0 {
+			sort.Strings(problems)
+			state += "; " + strings.Join(problems, "; ")
+		}
 		return len(nodes.Items) > 0 && len(missing) == 0, state, nil
 	})
+}
+
+// kubeProxyStuck is how long a kube-proxy container may fail to be
+// created before the wait ends: the kubelet retries, and a transient
+// failure clears in a retry or two (about 10 s apart).
+const kubeProxyStuck = 30 * time.Second
+
+// stuck says why a container of p cannot start ("CreateContainerError:
+// ... no space left on device"), or "": the kubelet's waiting reasons that
+// do not clear by waiting (its images are preloaded; nothing is pulled).
+func stuck(p *corev1.Pod) string {
+	for _, c := range p.Status.ContainerStatuses {
+		w := c.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "CreateContainerError", "CreateContainerConfigError", "ErrImageNeverPull", "ErrImagePull",
+			"ImagePullBackOff", "InvalidImageName", "ImageInspectError", "RunContainerError":
+			if w.Message == "" {
+				return w.Reason
+			}
+			return w.Reason + ": " + w.Message
+		}
+	}
+	return ""
 }
 
 // crashLooping names a container of p that is not running now because it

@@ -29,7 +29,12 @@ func Until(ctx context.Context, what string, timeout, interval time.Duration, co
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		done, state, err := cond(ctx)
-		last = state
+		// A check the deadline cut short saw nothing of the thing waited
+		// for ("client rate limiter Wait returned an error"): the state
+		// before it is what the timeout reports.
+		if ctx.Err() == nil || last == "" {
+			last = state
+		}
 		return done, err
 	})
 	if err == nil {

@@ -21,6 +21,9 @@ func TestUntil(t *testing.T) {
 		{"never done: timeout names the wait and the last state", ctxBackground,
 			func(context.Context) (bool, string, error) { return false, "2/3 ready", nil },
 			[]string{"waiting for the thing", "after 50ms", "last seen: 2/3 ready"}, ErrTimeout},
+		{"a check cut short by the deadline keeps the state before it", ctxBackground,
+			cutShort(),
+			[]string{"last seen: no space left on device"}, ErrTimeout},
 		{"no state seen", ctxBackground, func(context.Context) (bool, string, error) { return false, "", nil },
 			[]string{"last seen: nothing yet"}, ErrTimeout},
 		{"a fatal error ends the wait", ctxBackground, func(context.Context) (bool, string, error) { return false, "", fatal },
@@ -81,5 +84,19 @@ func TestRetryReportsTheLastError(t *testing.T) {
 		return nil
 	}); err != nil || calls != 3 {
 		t.Errorf("err %v after %d calls, want success on the 3rd", err, calls)
+	}
+}
+
+// cutShort is a check that sees something once, then blocks until the
+// deadline and returns what a client cut short says.
+func cutShort() Cond {
+	calls := 0
+	return func(ctx context.Context) (bool, string, error) {
+		calls++
+		if calls == 1 {
+			return false, "no space left on device", nil
+		}
+		<-ctx.Done()
+		return false, "client rate limiter Wait returned an error", nil
 	}
 }
