@@ -283,20 +283,27 @@ func fixGrace(t *target) string {
 // fixSpread spreads the Pods one per node as the bundled hardened workload
 // does (fixtures: DoNotSchedule, nodeTaintsPolicy Honor so a cordoned node
 // is no domain, matchLabelKeys pod-template-hash so each ReplicaSet spreads
-// on its own during a rollout).
+// on its own during a rollout). On a release whose scheduler ignores
+// nodeTaintsPolicy (before 1.26, kubeversion.Version.SpreadHonorsTaints) a
+// cordoned node would be an empty domain that keeps every rescheduled Pod
+// Pending: there the spread is ScheduleAnyway.
 func fixSpread(t *target) string {
 	honor := corev1.NodeInclusionPolicyHonor
 	sel := t.wl.selector
 	if sel == nil {
 		sel = &metav1.LabelSelector{MatchLabels: t.wl.template.Labels}
 	}
-	tsc := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule,
+	unsatisfiable := corev1.DoNotSchedule
+	if t.kubeMinor > 0 && !(kubeversion.Version{Major: 1, Minor: t.kubeMinor}).SpreadHonorsTaints() {
+		unsatisfiable = corev1.ScheduleAnyway
+	}
+	tsc := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: unsatisfiable,
 		LabelSelector: sel.DeepCopy(), NodeTaintsPolicy: &honor}
 	if t.wl.kind == "Deployment" {
 		tsc.MatchLabelKeys = []string{"pod-template-hash"}
 	}
 	t.wl.template.Spec.TopologySpreadConstraints = append(t.wl.template.Spec.TopologySpreadConstraints, tsc)
-	return "topologySpreadConstraints: one per node (kubernetes.io/hostname, maxSkew 1, DoNotSchedule, nodeTaintsPolicy Honor)"
+	return fmt.Sprintf("topologySpreadConstraints: one per node (kubernetes.io/hostname, maxSkew 1, %s, nodeTaintsPolicy Honor)", unsatisfiable)
 }
 
 func fixPDBs(t *target, what string, f func(*policyv1.PodDisruptionBudget)) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 )
 
@@ -227,5 +228,58 @@ spec:
 	}
 	if n != 1 {
 		t.Errorf("ZD024 applied %d times: %v", n, applied)
+	}
+}
+
+// TestFixSpreadPerRelease: the spread the fix writes refuses to schedule
+// against it only where the scheduler can leave cordoned nodes out of its
+// domains (1.26 on); before, it prefers, or a drain's rescheduled Pod
+// would stay Pending.
+func TestFixSpreadPerRelease(t *testing.T) {
+	const in = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: x
+        ports: [{name: http, containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+`
+	for _, tc := range []struct {
+		minor int // 0: release unknown
+		want  corev1.UnsatisfiableConstraintAction
+	}{{0, corev1.DoNotSchedule}, {37, corev1.DoNotSchedule}, {26, corev1.DoNotSchedule}, {25, corev1.ScheduleAnyway}} {
+		m, err := Read("in.yaml", strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opts []Option
+		if tc.minor > 0 {
+			opts = append(opts, WithKubernetesMinor(tc.minor))
+		}
+		fixed, applied := Fix(m, opts...)
+		var got []corev1.TopologySpreadConstraint
+		for _, o := range fixed.Objects {
+			if d, ok := o.Obj.(*appsv1.Deployment); ok {
+				got = d.Spec.Template.Spec.TopologySpreadConstraints
+			}
+		}
+		if len(got) != 1 || got[0].WhenUnsatisfiable != tc.want {
+			t.Errorf("1.%d: spread %+v (applied %v), want one constraint, %s", tc.minor, got, applied, tc.want)
+		}
 	}
 }

@@ -42,6 +42,18 @@ func (v Version) AtLeast(major, minor int) bool {
 // zero Version (release unknown) counts as current.
 func (v Version) HasSleepAction() bool { return v == (Version{}) || v.AtLeast(1, 30) }
 
+// SpreadHonorsTaints reports whether release v's scheduler can leave the
+// nodes a Pod does not tolerate (a cordoned node's unschedulable taint, a
+// control plane's) out of a topology spread's domains when the constraint
+// asks so (nodeTaintsPolicy: Honor): NodeInclusionPolicyInPodTopologySpread
+// is alpha, off, in 1.25 and beta, on by default, from 1.26 (GA in 1.33;
+// k8s.io/kubernetes pkg/features/kube_features.go). With the gate off the
+// API server drops the field and the scheduler counts every node
+// (v1.25.4 pkg/scheduler/framework/plugins/podtopologyspread/common.go,
+// filterTopologySpreadConstraints: "If NodeTaintsPolicy is nil, we treat
+// NodeTaintsPolicy as Ignore"). The zero Version counts as current.
+func (v Version) SpreadHonorsTaints() bool { return v == (Version{}) || v.AtLeast(1, 26) }
+
 // ProxiesTerminatingByDefault reports whether release v's kube-proxy sends
 // a new connection to an endpoint that is terminating but still serving
 // when no ready endpoint is where it looks (KEP-1669), unless told not to:

@@ -33,6 +33,14 @@ func TestHasSleepAction(t *testing.T) {
 	}
 }
 
+func TestSpreadHonorsTaints(t *testing.T) {
+	for v, want := range map[Version]bool{{}: true, {1, 37}: true, {1, 26}: true, {1, 25}: false, {1, 24}: false} {
+		if got := v.SpreadHonorsTaints(); got != want {
+			t.Errorf("%v.SpreadHonorsTaints() = %v, want %v", v, got, want)
+		}
+	}
+}
+
 func TestProxiesTerminating(t *testing.T) {
 	for v, want := range map[Version][2]bool{{}: {true, true}, {1, 37}: {true, true}, {1, 28}: {true, true}, {1, 27}: {true, false}, {1, 26}: {true, false}, {1, 25}: {false, false}} {
 		if got := [2]bool{v.ProxiesTerminatingByDefault(), v.ProxiesTerminatingLocked()}; got != want {
