@@ -126,12 +126,22 @@ served_toolchain() {
       || GOFLAGS= "$GO" list -m -json "$m" >/dev/null 2>&1
   }
   if has_toolchain "$want"; then echo "$want"; return 0; fi
+  # The search asks the proxy about 30 versions: its answer is kept, and
+  # used again while that toolchain is in the module cache.
+  local memo="$CACHE/state/toolchain-for-$want"
+  if [ -s "$memo" ] && best="$(cat "$memo")" \
+    && [ -f "$("$GO" env GOMODCACHE)/cache/download/golang.org/toolchain/@v/v0.0.1-$best.$("$GO" env GOHOSTOS)-$("$GO" env GOHOSTARCH).zip" ]; then
+    echo "$best"; return 0
+  fi
+  best=""
   minor="${want%.*}"; patch="${want##*.}"
   case "$patch" in ''|*[!0-9]*) return 1 ;; esac
   for p in $(seq $((patch + 1)) $((patch + 30))); do
     if has_toolchain "$minor.$p"; then best="$minor.$p"; fi
   done
-  [ -n "$best" ] && echo "$best"
+  [ -n "$best" ] || return 1
+  mkdir -p "$CACHE/state" && echo "$best" >"$memo"
+  echo "$best"
 }
 
 # kgo ARGS...: the Go command with the release's toolchain. "+auto" lets a
