@@ -16,6 +16,7 @@ import (
 	"zerodrop/harness/load"
 	"zerodrop/harness/scenario"
 	"zerodrop/internal/kubeversion"
+	"zerodrop/internal/sched"
 )
 
 // Session is a suite ready to run scenarios on its cluster, with the
@@ -89,15 +90,6 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if err != nil {
 		return nil, err
 	}
-	if settings.Realtime {
-		// After the cluster and its images: the docker and kind commands
-		// those start would inherit the class.
-		if p, err := load.RaisePriority(); err != nil {
-			progress(fmt.Sprintf("load scheduling stays %s: %v; a busy machine may then stall the load past its send-lag bound (such a span is reported unmeasured, not passed)", p, err))
-		} else {
-			progress("load scheduling: " + p.String() + " (real-time, ahead of the cluster's tasks; ZERODROP_REALTIME=off leaves it)")
-		}
-	}
 	pauses := load.NewPauseWatch()
 	if settings.PauseTraces > 0 {
 		// Half the send-lag bound: a pause that long is the same stall as
@@ -118,6 +110,16 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	}
 	if err := configureCloudLB(ctx, s, progress); err != nil {
 		return nil, err
+	}
+	if settings.Realtime {
+		// Once the cluster, its images and the cloud LB are up; the docker,
+		// kind and build commands the harness starts later run in the
+		// default class (sched.Normal).
+		if p, err := sched.Raise(); err != nil {
+			progress(fmt.Sprintf("load scheduling stays %s: %v; a busy machine may then stall the load past its send-lag bound (such a span is reported unmeasured, not passed)", p, err))
+		} else {
+			progress("load scheduling: " + p.String() + " (real-time, ahead of the cluster's tasks; ZERODROP_REALTIME=off leaves it)")
+		}
 	}
 	sess.Suite = s
 	if v, perr := kubeversion.Parse(version); perr == nil {

@@ -67,7 +67,7 @@ type Settings struct {
 	// last seconds of trace under OutDir/pause-traces (load.PauseTrace).
 	PauseTraces int
 	// Realtime has the test process ask for a real-time scheduling class
-	// for its load (load.RaisePriority; ZERODROP_REALTIME=off keeps the
+	// for its load (sched.Raise; ZERODROP_REALTIME=off keeps the
 	// default scheduler, and a refusal is said and run through).
 	Realtime bool
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"strings"
+	"zerodrop/internal/sched"
 )
 
 // docker runs the docker CLI, as kind itself does; stdin may be nil.
@@ -18,7 +19,9 @@ func docker(ctx context.Context, stdin io.Reader, args ...string) (string, error
 	cmd.Stdin = stdin
 	cmd.Stdout = &out
 	cmd.Stderr = &errb
-	if err := cmd.Run(); err != nil {
+	// In the default class even when the load runs real-time: the CLI
+	// streams images and starts node containers for the cluster.
+	if err := sched.Normal(cmd.Run); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
 			msg = strings.TrimSpace(out.String())

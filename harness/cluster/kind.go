@@ -23,6 +23,7 @@ import (
 	"zerodrop/harness/contract"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/lb"
+	"zerodrop/internal/sched"
 )
 
 // DefaultNodeImage is the node image clusters/images/build-node.sh builds
@@ -84,7 +85,12 @@ func (k *Kind) exists() (bool, error) {
 // cluster of the same name that already exists is reused (its add-ons are
 // re-applied and waited for). When ctx ends mid-way, or any step fails on a
 // cluster this call created, everything created is removed again.
-func (k *Kind) Create(ctx context.Context) (err error) {
+func (k *Kind) Create(ctx context.Context) error {
+	// kind's own commands in the default class, whatever the load runs in.
+	return sched.Normal(func() error { return k.create(ctx) })
+}
+
+func (k *Kind) create(ctx context.Context) (err error) {
 	o := &k.o
 	if _, err := kindConfig(*o); err != nil {
 		return fmt.Errorf("kind cluster %q: %w", o.name, err)
@@ -387,6 +393,12 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 // network when this provider created it, the kubeconfig, and the host
 // sysctls kubelet changed are restored.
 func (k *Kind) Delete(ctx context.Context) error {
+	// kind's own commands (docker rm, network rm) in the default class,
+	// whatever the load runs in.
+	return sched.Normal(func() error { return k.delete(ctx) })
+}
+
+func (k *Kind) delete(ctx context.Context) error {
 	o := &k.o
 	var errs []error
 	if err := k.removeCloudLB(ctx); err != nil {

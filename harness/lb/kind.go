@@ -18,6 +18,7 @@ import (
 
 	lbimage "zerodrop/clusters/lb"
 	"zerodrop/clusters/lb/profiles"
+	"zerodrop/internal/sched"
 )
 
 var kindDockerfile = lbimage.Dockerfile
@@ -64,7 +65,7 @@ func dockerCmd(ctx context.Context, stdin io.Reader, args ...string) (string, er
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	if err := sched.Normal(cmd.Run); err != nil {
 		return out.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return out.String(), nil
@@ -258,7 +259,8 @@ func buildBinary(ctx context.Context, dir string) (string, error) {
 	out := filepath.Join(dir, "zerodrop-lb")
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "zerodrop/cmd/zerodrop-lb")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
+	var b []byte
+	if err := sched.Normal(func() (err error) { b, err = cmd.CombinedOutput(); return err }); err != nil {
 		return "", fmt.Errorf("cloud LB: go build zerodrop-lb (run from inside the zerodrop module, or pass a binary): %w: %s", err, b)
 	}
 	return out, nil
@@ -303,7 +305,8 @@ func buildImage(ctx context.Context, o KindOptions, bin string) (string, error) 
 	}
 	cmd := exec.CommandContext(ctx, "docker", "build", "--pull=false", "-q", "--build-arg", "BASE="+o.BaseImage, "-t", tag, dir)
 	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	var out []byte
+	if err := sched.Normal(func() (err error) { out, err = cmd.CombinedOutput(); return err }); err != nil {
 		return "", fmt.Errorf("cloud LB: docker build %s: %w: %s", tag, err, out)
 	}
 	return tag, nil

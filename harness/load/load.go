@@ -55,6 +55,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
+	"zerodrop/internal/sched"
 )
 
 // Defaults.
@@ -181,7 +182,7 @@ type Load struct {
 	targets []*url.URL
 	started atomic.Bool
 	// scheduling is the process's CPU scheduling when the load was made
-	// (RaisePriority), for the run file.
+	// (sched.Raise), for the run file.
 	scheduling string
 }
 
@@ -247,7 +248,7 @@ func New(opts ...Option) (*Load, error) {
 	if c.runID == "" {
 		c.runID = runfile.NewRunID()
 	}
-	l := &Load{cfg: c, targets: targets, scheduling: CurrentPriority().String()}
+	l := &Load{cfg: c, targets: targets, scheduling: sched.Current().String()}
 	if c.maxLag == 0 {
 		// One owner for the default: the schema package, which the verdict
 		// reads too.

@@ -1,11 +1,14 @@
-package load
+// Package sched owns the CPU scheduling class of the zerodrop process: the
+// load generator's real-time class (Raise), what a thread runs with
+// (Current), and the default class for the commands it starts (Normal).
+package sched
 
 import (
 	"errors"
 	"fmt"
 )
 
-// The load generator shares the machine with the cluster it measures (on
+// Why a real-time class. The load generator shares the machine with the cluster it measures (on
 // kind, every node is a container on the same CPUs). Under the default
 // scheduler (CFS) a process of any nice value still waits behind the
 // other runnable tasks' fair share: measured here, the test process
@@ -38,8 +41,8 @@ func (p Priority) String() string {
 	return fmt.Sprintf("%s nice %d", p.Policy, p.Nice)
 }
 
-// ErrPriorityRefused is returned by RaisePriority when the kernel will
+// ErrRefused is returned by Raise when the kernel will
 // not give the process a real-time class (it needs CAP_SYS_NICE or an
 // RLIMIT_RTPRIO of at least 1, sched(7); and, with real-time group
 // scheduling, a cpu cgroup with real-time runtime).
-var ErrPriorityRefused = errors.New("the kernel refused a real-time class")
+var ErrRefused = errors.New("the kernel refused a real-time class")
