@@ -155,7 +155,7 @@ raise_sysctl fs.inotify.max_user_watches 524288
 # on device") and the cluster never comes up. Checked, never cleaned: what
 # to remove is the user's call.
 docker_root="$(docker info -f '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)"
-free_gb="$(df -P -B1G "$docker_root" 2>/dev/null | awk 'NR == 2 {print $4}')"
+free_gb="$(df -P -B1G "$docker_root" 2>/dev/null | awk 'NR == 2 {print $4}' || true)"
 if [ -n "$free_gb" ]; then
   how="free some: docker system df and docker image prune -a (unused images), go clean -cache (Go's build cache; a node image build fills it by about 10 GB per Kubernetes release), old runs under out/"
   if [ "$free_gb" -lt "${ZERODROP_MIN_FREE_GB:-4}" ]; then

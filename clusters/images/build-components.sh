@@ -48,10 +48,15 @@ build_etcd() {
 
 # recipe coredns start
 build_coredns() {
-  # Outside any module: in the repository, "+auto" would switch up to the
-  # Go zerodrop's own go.mod asks for, not the release's (CoreDNS v1.9.3's
-  # x/net then fails to link on Go 1.23 and later).
-  (cd "$1" && step "coredns-$2" env CGO_ENABLED=0 GOTOOLCHAIN="$K8S_TOOLCHAIN+auto" GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2")
+  # Outside any module (a cache inside the checkout is not): within one,
+  # "+auto" would switch up to the Go that module's go.mod asks for, not the
+  # release's (CoreDNS v1.9.3's x/net then fails to link on Go 1.23 and later).
+  local d gomod
+  d="$(mktemp -d)"
+  gomod="$(cd "$d" && GOWORK=off GOTOOLCHAIN=local "$GO" env GOMOD)"
+  [ "$gomod" = /dev/null ] || [ -z "$gomod" ] || { rm -rf "$d"; die "building CoreDNS from $d still finds the module $gomod"; }
+  (cd "$d" && step "coredns-$2" env GOWORK=off CGO_ENABLED=0 GOTOOLCHAIN="$K8S_TOOLCHAIN+auto" GOBIN="$1" "$GO" install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2") || { rm -rf "$d"; exit 1; }
+  rm -rf "$d"
 }
 # recipe coredns end
 

@@ -47,8 +47,8 @@ mod_dir() {
 #   K8S_DIR        the module's directory in the module cache
 #   K8S_GO_LINE    its go.mod `go` line; K8S_GODEBUG its `godebug` directives
 #   K8S_TOOLCHAIN  the Go it is built with: its .go-version (the Go upstream
-#                  releases it with; before v1.28 the Go in its kube-cross
-#                  image tag, build/build-image/cross/VERSION), or the newest
+#                  releases it with; for a release without one, the Go in its
+#                  kube-cross image tag, build/build-image/cross/VERSION), or the newest
 #                  patch of that Go the module proxy serves, fetched by `go`
 #                  as GOTOOLCHAIN=goX.Y.Z; KUBERNETES_GO_TOOLCHAIN=local (or
 #                  goX.Y.Z) overrides it
@@ -79,8 +79,8 @@ k8s_versions() {
     if [ -f "$K8S_DIR/.go-version" ]; then
       want="go$(tr -d '[:space:]' <"$K8S_DIR/.go-version")"
     elif [ -f "$cross" ]; then
-      # Before .go-version (v1.28), the release names its Go in the tag of
-      # the kube-cross image it was built in: v1.25.0-go1.19.3-bullseye.0.
+      # A release without .go-version names its Go in the tag of the
+      # kube-cross image it was built in: v1.25.0-go1.19.3-bullseye.0.
       want="$(sed -n 's/^v[0-9.]*-\(go1\.[0-9][0-9.]*\)-.*/\1/p' "$cross" | head -1)"
     fi
     if [ -n "$want" ]; then
@@ -134,7 +134,11 @@ served_toolchain() {
     echo "$best"; return 0
   fi
   best=""
-  minor="${want%.*}"; patch="${want##*.}"
+  # Before Go 1.21 a minor's first release had no patch number (go1.19).
+  case "$want" in
+    go1.*.*) minor="${want%.*}"; patch="${want##*.}" ;;
+    *) minor="$want"; patch=0 ;;
+  esac
   case "$patch" in ''|*[!0-9]*) return 1 ;; esac
   for p in $(seq $((patch + 1)) $((patch + 30))); do
     if has_toolchain "$minor.$p"; then best="$minor.$p"; fi

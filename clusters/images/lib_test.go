@@ -27,7 +27,9 @@ func TestServedToolchain(t *testing.T) {
 		{name: "a cached later patch", want: "go1.19.3", cached: []string{"go1.19.9"}, out: "go1.19.9"},
 		{name: "only another minor", want: "go1.19.3", served: []string{"go1.20.14", "go1.18.10"}},
 		{name: "nothing", want: "go1.19.3"},
-		{name: "not a patch release", want: "go1.19rc1", served: []string{"go1.19.13"}},
+		{name: "not a release", want: "go1.19rc1", served: []string{"go1.19.13"}},
+		{name: "a minor's first release, before Go 1.21", want: "go1.19", served: []string{"go1.19.13", "go1.20.14"}, out: "go1.19.13"},
+		{name: "a minor's first release, served", want: "go1.19", served: []string{"go1.19"}, out: "go1.19"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
