@@ -11,9 +11,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	zdv1 "zerodrop/apis/v1"
 )
@@ -261,5 +263,36 @@ func TestLastWarning(t *testing.T) {
 	}
 	if got, err := c.LastWarning(context.Background(), "ns", "web-c"); err != nil || got != "" {
 		t.Errorf("no events: %q, %v", got, err)
+	}
+}
+
+// TestDeleteNamespaceTakesItsPodsAtOnce: the namespace's Pods are deleted
+// with grace period 0 (a hardened Pod's shutdown would otherwise outlast
+// the wait and hold the next scenario's drain), and the wait ends when the
+// namespace is gone.
+func TestDeleteNamespaceTakesItsPodsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "zd-x"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: "zd-x"}}
+	cs := fake.NewClientset(ns, pod)
+	var grace []*int64
+	cs.PrependReactor("delete-collection", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if d, ok := a.(k8stesting.DeleteCollectionActionImpl); ok {
+			grace = append(grace, d.GetDeleteOptions().GracePeriodSeconds)
+		}
+		return false, nil, nil
+	})
+	if err := New(cs).DeleteNamespace(ctx, "zd-x", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(grace) != 1 || grace[0] == nil || *grace[0] != 0 {
+		t.Errorf("pods deleted with grace %v, want one delete-collection with grace period 0", grace)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "zd-x", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace still there: %v", err)
+	}
+	// Gone already: nothing to do.
+	if err := New(cs).DeleteNamespace(ctx, "zd-x", time.Second); err != nil {
+		t.Errorf("deleting a namespace that is gone: %v", err)
 	}
 }

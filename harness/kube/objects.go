@@ -65,7 +65,12 @@ func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
 }
 
 // DeleteNamespace deletes a namespace and waits until it is gone, so that
-// the next scenario starts from a cluster without this one's pods.
+// the next scenario starts from a cluster without this one's pods. Its
+// Pods go at once (grace period 0): the run is over, and a hardened Pod's
+// graceful shutdown lasts as long as its LB profile makes it (gclb: 10
+// health checks of 60 s), during which a node drain of the next scenario
+// would wait for it and time out. A terminating namespace takes no new
+// Pods (the NamespaceLifecycle admission plugin), so none come back.
 func (c *Client) DeleteNamespace(ctx context.Context, name string, timeout time.Duration) error {
 	err := c.cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
@@ -73,6 +78,10 @@ func (c *Client) DeleteNamespace(ctx context.Context, name string, timeout time.
 	}
 	if err != nil {
 		return fmt.Errorf("delete namespace %s: %w", name, err)
+	}
+	now := int64(0)
+	if err := c.cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &now}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the pods of namespace %s at once: %w", name, err)
 	}
 	return poll(ctx, "namespace "+name+" to be deleted", timeout, time.Second, func(ctx context.Context) (bool, string, error) {
 		ns, err := c.cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
