@@ -327,6 +327,17 @@ func deliveryReason(d *zdv1.Delivery) zdv1.Reason {
 		}
 		parts = append(parts, t+")")
 	}
-	return zdv1.Reason{Check: zdv1.CheckLoad, Status: zdv1.Error, Observed: f64(d.MinSecondRate), Limit: f64(zdv1.MinDeliveredRatio * d.RequestedRate),
+	// The figure that broke goes with its limit (a headline shows them):
+	// the slowest second's rate when a second fell short, else the largest
+	// send lag, else the unsent requests.
+	observed, limit := d.MinSecondRate, zdv1.MinDeliveredRatio*d.RequestedRate
+	switch {
+	case d.ShortSecondsTotal > 0:
+	case d.Late > 0:
+		observed, limit = d.MaxLagMs, d.LagBoundMs
+	case d.Unsent > 0:
+		observed, limit = float64(d.Unsent), 0
+	}
+	return zdv1.Reason{Check: zdv1.CheckLoad, Status: zdv1.Error, Observed: f64(observed), Limit: f64(limit),
 		Message: "the load generator could not deliver the load, so these spans were not measured and the run cannot pass: " + strings.Join(parts, "; ")}
 }

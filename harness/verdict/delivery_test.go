@@ -247,3 +247,38 @@ func TestParsePause(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveryReasonFigures: a load ERROR carries the figure that broke
+// with its limit, which a report's headline shows ("load 60 (limit 50)").
+func TestDeliveryReasonFigures(t *testing.T) {
+	base := zdv1.Delivery{RequestedRate: 200, Seconds: 30, MinSecondRate: 200, LagBoundMs: 50, MaxLagMs: 3}
+	for _, tc := range []struct {
+		name           string
+		mutate         func(*zdv1.Delivery)
+		observed, want float64
+	}{
+		{"a short second: the rate", func(d *zdv1.Delivery) {
+			d.MinSecondRate, d.ShortSecondsTotal = 150, 1
+			d.ShortSeconds = []zdv1.DeliverySecond{{Sent: 150}}
+			d.Late, d.MaxLagMs = 2, 80
+		}, 150, 194},
+		{"late only: the largest lag", func(d *zdv1.Delivery) { d.Late, d.MaxLagMs = 3, 60 }, 60, 50},
+		{"unsent only: the count", func(d *zdv1.Delivery) { d.Unsent = 4 }, 4, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := base
+			tc.mutate(&d)
+			r := deliveryReason(&d)
+			if r.Status != zdv1.Error || r.Observed == nil || r.Limit == nil || *r.Observed != tc.observed || *r.Limit != tc.want {
+				t.Errorf("got %s observed %v limit %v, want ERROR %v (limit %v)", r.Status, deref(r.Observed), deref(r.Limit), tc.observed, tc.want)
+			}
+		})
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
