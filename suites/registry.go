@@ -175,15 +175,25 @@ func (l Limit) holds(m Model) bool {
 
 // OnCluster is cells with the limits that depend on the cluster's
 // kube-proxy applied: an assertion cell such a limit covers documents
-// instead, expecting the hazard for the limit's reason.
+// instead, expecting the hazard for the limit's reason. A cell another
+// limit already made documentation (an LB model's) keeps that reason and
+// gets this one too: on v1.25.4 drain-node behind MetalLB dropped 1,488
+// requests for the kube-proxy's reason, not one for MetalLB's.
 func (sc Scenario) OnCluster(cells []Cell, kp KubeProxy) []Cell {
 	out := slices.Clone(cells)
 	for i, c := range out {
 		for _, l := range sc.Limits {
-			if l.Proxy == nil || !l.Proxy(kp) || l.Policy != c.Policy || c.Role != zdv1.RoleAssertion || (l.NewConnections && c.KeepAlive) {
+			if l.Proxy == nil || !l.Proxy(kp) || l.Policy != c.Policy || (l.NewConnections && c.KeepAlive) {
 				continue
 			}
-			out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
+			switch {
+			case c.Role == zdv1.RoleAssertion:
+				out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
+			case c.PlatformLimit != "" && !strings.Contains(c.PlatformLimit, l.Reason):
+				out[i].PlatformLimit = c.PlatformLimit + " And: " + l.Reason
+			default:
+				continue
+			}
 			out[i].Expected = sc.expected(out[i].Case, out[i].Model)
 			c = out[i]
 		}

@@ -364,7 +364,7 @@ func TestOnClusterTerminatingEndpoints(t *testing.T) {
 		{"1.28 gate off (locked on)", KubeProxy{Version: kubeversion.Version{Major: 1, Minor: 28}, Gates: off}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			limited := 0
+			limited, limitedDoc := 0, 0
 			for _, sc := range Scenarios() {
 				for _, keepAlive := range []bool{true, false} {
 					s := sc
@@ -374,6 +374,15 @@ func TestOnClusterTerminatingEndpoints(t *testing.T) {
 					cells := s.Cells(ms)
 					for i, c := range s.OnCluster(cells, tc.kp) {
 						was := cells[i]
+						if was.Role == zdv1.RoleDocumentation && was.PlatformLimit != "" && c.PlatformLimit != was.PlatformLimit {
+							// Another limit's cell: this reason is added to it.
+							if !tc.want || c.KeepAlive || c.Policy != localPolicy || c.PlatformLimit != was.PlatformLimit+" And: "+noTerminatingEndpoints ||
+								c.Expected == nil || c.Expected.Why != c.PlatformLimit {
+								t.Errorf("%s %s: limit %q expected %+v, want %q and this one", sc.Name, c.Name(), c.PlatformLimit, c.Expected, was.PlatformLimit)
+							}
+							limitedDoc++
+							continue
+						}
 						changed := c.Role != was.Role
 						if changed && (c.Role != zdv1.RoleDocumentation || c.PlatformLimit != noTerminatingEndpoints || c.Expected == nil || c.Expected.Why != noTerminatingEndpoints) {
 							t.Errorf("%s %s: role %s limit %q expected %+v", sc.Name, c.Name(), c.Role, c.PlatformLimit, c.Expected)
@@ -391,6 +400,11 @@ func TestOnClusterTerminatingEndpoints(t *testing.T) {
 			// (MetalLB's drain cells already document).
 			if want := map[bool]int{true: 2, false: 0}[tc.want]; (limited > 0) != tc.want || (tc.want && limited < want) {
 				t.Errorf("%d cells limited, want %v", limited, tc.want)
+			}
+			// MetalLB's drain-node and drain-pool-with-pdb Local hardened
+			// cells already document its limit: they get this reason too.
+			if (limitedDoc > 0) != tc.want || (tc.want && limitedDoc < 2) {
+				t.Errorf("%d documentation cells got the reason too, want %v", limitedDoc, tc.want)
 			}
 		})
 	}
