@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"slices"
@@ -236,34 +237,13 @@ spec:
 // domains (1.26 on); before, it prefers, or a drain's rescheduled Pod
 // would stay Pending.
 func TestFixSpreadPerRelease(t *testing.T) {
-	const in = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: x
-        ports: [{name: http, containerPort: 8080}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  type: LoadBalancer
-  externalTrafficPolicy: Local
-  selector: {app: web}
-  ports: [{port: 80, targetPort: http}]
-`
+	// The clean base manifest without its spread: ZD010 fires, Fix adds one.
+	in := m{PodExtra: "-"}.yaml(t)
 	for _, tc := range []struct {
 		minor int // 0: release unknown
 		want  corev1.UnsatisfiableConstraintAction
 	}{{0, corev1.DoNotSchedule}, {37, corev1.DoNotSchedule}, {26, corev1.DoNotSchedule}, {25, corev1.ScheduleAnyway}} {
-		m, err := Read("in.yaml", strings.NewReader(in))
+		man, err := Read("in.yaml", bytes.NewReader(in))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +251,7 @@ spec:
 		if tc.minor > 0 {
 			opts = append(opts, WithKubernetesMinor(tc.minor))
 		}
-		fixed, applied := Fix(m, opts...)
+		fixed, applied := Fix(man, opts...)
 		var got []corev1.TopologySpreadConstraint
 		for _, o := range fixed.Objects {
 			if d, ok := o.Obj.(*appsv1.Deployment); ok {
