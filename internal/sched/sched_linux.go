@@ -32,6 +32,23 @@ func policyName(p uint32) string {
 	return fmt.Sprintf("policy %d", p)
 }
 
+func realTime(policy uint32) bool { return policy == unix.SCHED_FIFO || policy == unix.SCHED_RR }
+
+// threadIDs lists this process's threads (/proc/self/task).
+func threadIDs() ([]int, error) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, fmt.Errorf("list this process's threads: %w", err)
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
 // Current is the scheduling of the calling thread (the zero
 // Priority when the kernel will not say). Raise gives every thread
 // of the process the same, so any thread speaks for all.
@@ -41,7 +58,7 @@ func Current() Priority {
 		return Priority{}
 	}
 	p := Priority{Policy: policyName(a.Policy), Nice: int(a.Nice)}
-	if a.Policy == unix.SCHED_FIFO || a.Policy == unix.SCHED_RR {
+	if realTime(a.Policy) {
 		p.RealTime = int(a.Priority)
 	}
 	return p
@@ -64,31 +81,28 @@ func Raise() (Priority, error) {
 	// A failure half-way puts every thread back, those cloned from a raised
 	// one meanwhile too: the process runs as before or entirely raised.
 	undo := func(cause error) error {
-		ents, err := os.ReadDir("/proc/self/task")
+		tids, err := threadIDs()
 		if err != nil {
 			return errors.Join(cause, fmt.Errorf("put the threads back: %w", err))
 		}
-		var errs []error
-		for _, e := range ents {
-			if tid, err := strconv.Atoi(e.Name()); err == nil {
-				if err := unix.SchedSetAttr(tid, was, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-					errs = append(errs, fmt.Errorf("put thread %d back: %w", tid, err))
-				}
+		errs := []error{cause}
+		for _, tid := range tids {
+			if err := unix.SchedSetAttr(tid, was, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("put thread %d back: %w", tid, err))
 			}
 		}
-		return errors.Join(append([]error{cause}, errs...)...)
+		return errors.Join(errs...)
 	}
 	// A thread the runtime starts while the list is read may be cloned
 	// from one not yet raised: read again until a pass finds no new one.
 	for pass := 0; pass < 10; pass++ {
-		ents, err := os.ReadDir("/proc/self/task")
+		tids, err := threadIDs()
 		if err != nil {
-			return Current(), undo(fmt.Errorf("list this process's threads: %w", err))
+			return Current(), undo(err)
 		}
 		fresh := 0
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil || done[tid] {
+		for _, tid := range tids {
+			if done[tid] {
 				continue
 			}
 			fresh++
@@ -117,8 +131,7 @@ func Raise() (Priority, error) {
 // the goroutine's alone and ends with it, so no thread of the default
 // class returns to the Go runtime's pool. Elsewhere f just runs.
 func Normal(f func() error) error {
-	a, err := unix.SchedGetAttr(0, 0)
-	if err != nil || (a.Policy != unix.SCHED_FIFO && a.Policy != unix.SCHED_RR) {
+	if a, err := unix.SchedGetAttr(0, 0); err != nil || !realTime(a.Policy) {
 		return f()
 	}
 	done := make(chan error, 1)

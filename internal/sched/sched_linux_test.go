@@ -215,13 +215,12 @@ func TestRaisePriority(t *testing.T) {
 
 // threadPolicies is the policy of every thread of this process.
 func threadPolicies(t *testing.T) []string {
-	ents, err := os.ReadDir("/proc/self/task")
+	tids, err := threadIDs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, e := range ents {
-		tid, _ := strconv.Atoi(e.Name())
+	for _, tid := range tids {
 		a, err := unix.SchedGetAttr(tid, 0)
 		if err != nil {
 			continue // ended meanwhile
