@@ -102,7 +102,7 @@ k8s_versions() {
   {
     echo "kubernetes $K8S_VERSION (k8s.io/kubernetes@$K8S_VERSION, $K8S_DIR)"
     echo "go.mod go line: $K8S_GO_LINE; godebug: ${K8S_GODEBUG:-none}"
-    echo "toolchain: $K8S_TOOLCHAIN (from .go-version, or build/build-image/cross/VERSION before it, unless KUBERNETES_GO_TOOLCHAIN was set)"
+    echo "toolchain: $K8S_TOOLCHAIN (from .go-version, or build/build-image/cross/VERSION for a release without one, unless KUBERNETES_GO_TOOLCHAIN was set)"
     echo "from cmd/kubeadm/app/constants/constants.go:"
     echo "  DefaultEtcdVersion=$ETCD_TAG -> go.etcd.io/etcd/server/v3@$ETCD_VERSION"
     echo "  CoreDNSVersion=$COREDNS_VERSION -> github.com/coredns/coredns@$COREDNS_VERSION"
@@ -119,18 +119,17 @@ k8s_versions() {
 # some versions); fails when it has none. Asks for the .info only: a
 # toolchain is downloaded once chosen, when first used.
 served_toolchain() {
-  local want="$1" minor patch p best=""
-  has_toolchain() {
-    local m="golang.org/toolchain@v0.0.1-$1.$("$GO" env GOHOSTOS)-$("$GO" env GOHOSTARCH)"
-    [ -f "$("$GO" env GOMODCACHE)/cache/download/golang.org/toolchain/@v/${m#*@}.zip" ] \
-      || GOFLAGS= "$GO" list -m -json "$m" >/dev/null 2>&1
-  }
+  local want="$1" minor patch p best="" env dl suffix
+  env="$("$GO" env GOMODCACHE GOHOSTOS GOHOSTARCH)" || return 1
+  dl="$(sed -n 1p <<<"$env")/cache/download/golang.org/toolchain/@v"
+  suffix=".$(sed -n 2p <<<"$env")-$(sed -n 3p <<<"$env")"
+  cached() { [ -f "$dl/v0.0.1-$1$suffix.zip" ]; }
+  has_toolchain() { cached "$1" || GOFLAGS= "$GO" list -m -json "golang.org/toolchain@v0.0.1-$1$suffix" >/dev/null 2>&1; }
   if has_toolchain "$want"; then echo "$want"; return 0; fi
   # The search asks the proxy about 30 versions: its answer is kept, and
   # used again while that toolchain is in the module cache.
   local memo="$CACHE/state/toolchain-for-$want"
-  if [ -s "$memo" ] && best="$(cat "$memo")" \
-    && [ -f "$("$GO" env GOMODCACHE)/cache/download/golang.org/toolchain/@v/v0.0.1-$best.$("$GO" env GOHOSTOS)-$("$GO" env GOHOSTARCH).zip" ]; then
+  if [ -s "$memo" ] && best="$(cat "$memo")" && cached "$best"; then
     echo "$best"; return 0
   fi
   best=""

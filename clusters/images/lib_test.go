@@ -49,12 +49,18 @@ func TestServedToolchain(t *testing.T) {
 				cases.WriteString("    golang.org/toolchain@v0.0.1-" + v + ".linux-amd64) exit 0 ;;\n")
 			}
 			fakeGo := filepath.Join(dir, "go")
+			// `go env A B C` prints one line per variable, as go does.
 			script := "#!/bin/sh\n" +
-				"case \"$1 $2\" in\n" +
-				"  'env GOHOSTOS') echo linux; exit 0 ;;\n" +
-				"  'env GOHOSTARCH') echo amd64; exit 0 ;;\n" +
-				"  'env GOMODCACHE') echo " + modcache + "; exit 0 ;;\n" +
-				"esac\n" +
+				"if [ \"$1\" = env ]; then\n" +
+				"  shift\n" +
+				"  for v; do case \"$v\" in\n" +
+				"    GOHOSTOS) echo linux ;;\n" +
+				"    GOHOSTARCH) echo amd64 ;;\n" +
+				"    GOMODCACHE) echo " + modcache + " ;;\n" +
+				"    *) exit 2 ;;\n" +
+				"  esac; done\n" +
+				"  exit 0\n" +
+				"fi\n" +
 				"[ \"$1 $2 $3\" = 'list -m -json' ] || exit 2\n" +
 				"case \"$4\" in\n" + cases.String() + "esac\nexit 1\n"
 			if err := os.WriteFile(fakeGo, []byte(script), 0o755); err != nil {
