@@ -1,45 +1,19 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
-	"os/exec"
 	"strings"
-	"zerodrop/internal/sched"
+
+	"zerodrop/internal/dockercli"
 )
 
 // docker runs the docker CLI, as kind itself does; stdin may be nil.
 func docker(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	var out, errb bytes.Buffer
-	cmd.Stdin = stdin
-	cmd.Stdout = &out
-	cmd.Stderr = &errb
-	// In the default class even when the load runs real-time: the CLI
-	// streams images and starts node containers for the cluster.
-	if err := sched.Normal(cmd.Run); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = strings.TrimSpace(out.String())
-		}
-		if len(msg) > 2000 {
-			msg = "..." + msg[len(msg)-2000:]
-		}
-		return out.String(), fmt.Errorf("docker %s: %w: %s", shortArgs(args), err, msg)
-	}
-	return out.String(), nil
-}
-
-func shortArgs(args []string) string {
-	s := strings.Join(args, " ")
-	if len(s) > 160 {
-		s = s[:160] + "..."
-	}
-	return s
+	return dockercli.Run(ctx, stdin, args...)
 }
 
 // nodeExec runs a command inside a node container.

@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +17,7 @@ import (
 
 	lbimage "zerodrop/clusters/lb"
 	"zerodrop/clusters/lb/profiles"
+	"zerodrop/internal/dockercli"
 	"zerodrop/internal/sched"
 )
 
@@ -61,14 +61,7 @@ func (k *KindLB) AdminURL() string {
 }
 
 func dockerCmd(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	cmd.Stdin = stdin
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := sched.Normal(cmd.Run); err != nil {
-		return out.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return out.String(), nil
+	return dockercli.Run(ctx, stdin, args...)
 }
 
 func (o *KindOptions) defaults() {
