@@ -143,19 +143,14 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 			s.ReadyTimeout = d
 		}
 	}
-	switch v := getenv("ZERODROP_KEEPALIVE"); v {
-	case "", "on":
-	case "off":
-		s.NoKeepAlive = true
-	default:
-		problems = append(problems, fmt.Sprintf("ZERODROP_KEEPALIVE=%q: want on (the default) or off (a connection per request)", v))
+	keepAlive := true
+	if p := onOffSetting(getenv, "ZERODROP_KEEPALIVE", "on (the default) or off (a connection per request)", &keepAlive); p != "" {
+		problems = append(problems, p)
 	}
-	switch v := getenv("ZERODROP_REALTIME"); v {
-	case "", "on":
-		s.Realtime = true
-	case "off":
-	default:
-		problems = append(problems, fmt.Sprintf("ZERODROP_REALTIME=%q: want on (the default: the load runs in a real-time class where the kernel allows it) or off", v))
+	s.NoKeepAlive = !keepAlive
+	s.Realtime = true
+	if p := onOffSetting(getenv, "ZERODROP_REALTIME", "on (the default: the load runs in a real-time class where the kernel allows it) or off", &s.Realtime); p != "" {
+		problems = append(problems, p)
 	}
 	switch v := getenv("KEEP_CLUSTER"); v {
 	case "", "0", "false":
@@ -183,6 +178,21 @@ func intSetting(getenv func(string) string, name, want string, lo, hi int, dst *
 		return fmt.Sprintf("%s=%q: want %s between %d and %d", name, v, want, lo, hi)
 	}
 	*dst = n
+	return ""
+}
+
+// onOffSetting reads an on/off switch into dst, which holds its default;
+// it returns the problem with a value that is neither, or "".
+func onOffSetting(getenv func(string) string, name, want string, dst *bool) string {
+	switch v := getenv(name); v {
+	case "":
+	case "on":
+		*dst = true
+	case "off":
+		*dst = false
+	default:
+		return fmt.Sprintf("%s=%q: want %s", name, v, want)
+	}
 	return ""
 }
 
