@@ -150,5 +150,12 @@ func (r *Report) Redact() {
 		for j := range sc.Verdict.Reasons {
 			sc.Verdict.Reasons[j].Message = RedactString(sc.Verdict.Reasons[j].Message)
 		}
+		for j := range sc.Remeasured {
+			m := &sc.Remeasured[j]
+			m.RunFile = RedactString(m.RunFile)
+			for k := range m.Verdict.Reasons {
+				m.Verdict.Reasons[k].Message = RedactString(m.Verdict.Reasons[k].Message)
+			}
+		}
 	}
 }

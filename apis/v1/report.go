@@ -221,6 +221,9 @@ type Summary struct {
 	Failed        int    `json:"failed"`
 	Errored       int    `json:"errored"`
 	Documentation int    `json:"documentation"`
+	// Remeasured counts the scenarios measured more than once because the
+	// load generator spoiled a measurement (Scenario.Remeasured).
+	Remeasured int `json:"remeasured,omitempty"`
 	// Submission is the paragraph a vendor attaches to a submission
 	// (Report.SubmissionSummary), written with the counts above.
 	Submission string `json:"submission,omitempty"`
@@ -406,6 +409,55 @@ type Scenario struct {
 	Events        []Event `json:"events"`
 	EventsOmitted int64   `json:"eventsOmitted,omitempty"`
 	Verdict       Verdict `json:"verdict"`
+	// Remeasured are earlier measurements of this scenario that the load
+	// generator spoiled (LoadSpoiled), oldest first: each measured too
+	// little to judge, so the scenario was measured again under a new
+	// disruption. They stay in the report with their run files, findings
+	// about the instrument; the verdict above is the last measurement's
+	// alone.
+	Remeasured []Remeasure `json:"remeasured,omitempty"`
+}
+
+// Remeasure is an earlier, spoiled measurement of a scenario: what its own
+// run file gives (re-derivable from it like the scenario's).
+type Remeasure struct {
+	RunFile       string    `json:"runFile,omitempty"`
+	RunFileSHA256 string    `json:"runFileSha256,omitempty"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	Total         int64     `json:"total"`
+	Dropped       int64     `json:"dropped"`
+	Verdict       Verdict   `json:"verdict"`
+}
+
+// AsRemeasure is sc as an earlier measurement of itself.
+func (sc *Scenario) AsRemeasure() Remeasure {
+	return Remeasure{RunFile: sc.RunFile, RunFileSHA256: sc.RunFileSHA256, Start: sc.Start, End: sc.End,
+		Total: sc.Results.Total, Dropped: sc.Results.Dropped, Verdict: sc.Verdict}
+}
+
+// LoadSpoiled reports whether the run's only problem was the instrument's:
+// its outcome is ERROR, every ERROR reason is the load check and no
+// criterion failed. Nothing it measured speaks against the target; it
+// measured too little to speak at all (a span the load generator missed
+// may hide a failure), so it may be measured again. A run that saw a
+// failure is never LoadSpoiled: an assertion that dropped a request
+// failed, and a documentation run that saw its hazard reproduced it,
+// whatever the load missed besides.
+func (sc *Scenario) LoadSpoiled() bool {
+	if sc.Outcome() != string(Error) {
+		return false
+	}
+	load := false
+	for _, r := range sc.Verdict.Reasons {
+		switch {
+		case r.Status == Fail, r.Status == Error && r.Check != CheckLoad:
+			return false
+		case r.Status == Error:
+			load = true
+		}
+	}
+	return load
 }
 
 // Results are the totals over every result line of a run.
@@ -670,6 +722,17 @@ type Verdict struct {
 	Reasons []Reason `json:"reasons"`
 }
 
+// LoadProblem is the message of the verdict's failing load check: what the
+// load generator missed; "" when the check held or is absent.
+func (v Verdict) LoadProblem() string {
+	for _, r := range v.Reasons {
+		if r.Check == CheckLoad && r.Status != Pass {
+			return r.Message
+		}
+	}
+	return ""
+}
+
 // Reason is one checked criterion (or a run problem) with the numbers it
 // was decided on.
 type Reason struct {
@@ -698,6 +761,9 @@ func New(run RunMeta) *Report {
 func (r *Report) Summarize() {
 	s := Summary{Status: Pass, Scenarios: len(r.Scenarios)}
 	for _, sc := range r.Scenarios {
+		if len(sc.Remeasured) > 0 {
+			s.Remeasured++
+		}
 		if sc.Role == RoleDocumentation {
 			s.Documentation++
 			continue

@@ -22,6 +22,8 @@ func TestSummarize(t *testing.T) {
 		{"fail wins over pass", []Scenario{sc(RoleAssertion, Pass), sc(RoleAssertion, Fail)}, Summary{Status: Fail, Scenarios: 2, Passed: 1, Failed: 1}},
 		{"error wins over fail", []Scenario{sc(RoleAssertion, Error), sc(RoleAssertion, Fail)}, Summary{Status: Error, Scenarios: 2, Failed: 1, Errored: 1}},
 		{"documentation never fails the suite", []Scenario{sc(RoleAssertion, Pass), sc(RoleDocumentation, Fail)}, Summary{Status: Pass, Scenarios: 2, Passed: 1, Documentation: 1}},
+		{"a remeasured scenario counts by its last verdict", []Scenario{remeasured(sc(RoleAssertion, Pass)), sc(RoleAssertion, Pass)},
+			Summary{Status: Pass, Scenarios: 2, Passed: 2, Remeasured: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,6 +39,11 @@ func TestSummarize(t *testing.T) {
 			}
 		})
 	}
+}
+
+func remeasured(sc Scenario) Scenario {
+	sc.Remeasured = []Remeasure{{Verdict: Verdict{Status: Error, Reasons: []Reason{{Check: CheckLoad, Status: Error}}}}}
+	return sc
 }
 
 func TestWriteReadValidate(t *testing.T) {
@@ -128,6 +135,37 @@ func TestOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.sc.Outcome(); got != tc.want {
 				t.Errorf("Outcome() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoadSpoiled: only a run whose single problem is the load generator's
+// may be measured again; any failure it saw stands.
+func TestLoadSpoiled(t *testing.T) {
+	sc := func(role Role, st Status, dropped int64, rs ...Reason) *Scenario {
+		return &Scenario{ScenarioSpec: ScenarioSpec{Role: role}, Verdict: Verdict{Status: st, Reasons: rs}, Results: Results{Dropped: dropped}}
+	}
+	load := Reason{Check: CheckLoad, Status: Error}
+	for _, tc := range []struct {
+		name string
+		sc   *Scenario
+		want bool
+	}{
+		{"assertion, load alone", sc(RoleAssertion, Error, 0, Reason{Check: "dropped", Status: Pass}, load), true},
+		{"assertion that passed", sc(RoleAssertion, Pass, 0, Reason{Check: CheckLoad, Status: Pass}), false},
+		{"assertion that dropped and lagged", sc(RoleAssertion, Error, 2, Reason{Check: "dropped", Status: Fail}, load), false},
+		{"assertion with a failed criterion and a lag", sc(RoleAssertion, Error, 0, Reason{Check: "pods-served", Status: Fail}, load), false},
+		{"assertion whose run broke", sc(RoleAssertion, Error, 0, Reason{Check: "run", Status: Error}), false},
+		{"assertion whose run broke and lagged", sc(RoleAssertion, Error, 0, Reason{Check: "run", Status: Error}, load), false},
+		{"an ERROR without reasons", sc(RoleAssertion, Error, 0), false},
+		{"documentation, load alone, nothing seen", sc(RoleDocumentation, Error, 0, load), true},
+		{"documentation that saw its hazard and lagged", sc(RoleDocumentation, Error, 40, load), false},
+		{"documentation that failed a criterion and lagged", sc(RoleDocumentation, Error, 0, Reason{Check: "pods-served", Status: Fail}, load), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.sc.LoadSpoiled(); got != tc.want {
+				t.Errorf("LoadSpoiled() = %v, want %v", got, tc.want)
 			}
 		})
 	}

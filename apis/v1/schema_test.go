@@ -101,6 +101,14 @@ func TestSchemaAcceptsReports(t *testing.T) {
 		Verdict: zdv1.Verdict{Status: zdv1.Error}})
 	stalled.Summarize()
 	stalledJSON, _ := json.Marshal(stalled)
+	// A scenario measured again after that stall: the stalled run kept.
+	again := zdv1.New(zdv1.RunMeta{Provider: "none"})
+	first := stalled.Scenarios[0]
+	first.RunFile, first.RunFileSHA256 = "s/attempt-1/run.jsonl", strings.Repeat("ab", 32)
+	again.Scenarios = append(again.Scenarios, zdv1.Scenario{ScenarioSpec: first.ScenarioSpec, Verdict: zdv1.Verdict{Status: zdv1.Pass},
+		Remeasured: []zdv1.Remeasure{first.AsRemeasure()}})
+	again.Summarize()
+	againJSON, _ := json.Marshal(again)
 
 	// A vendor's report: the implementation block and scenario set.
 	vendor := zdv1.New(zdv1.RunMeta{Provider: "kind", KubernetesVersion: "v1.34.2"})
@@ -112,7 +120,7 @@ func TestSchemaAcceptsReports(t *testing.T) {
 	vendor.Summarize()
 	vendorJSON, _ := json.Marshal(vendor)
 
-	for name, data := range map[string][]byte{"analyzed": analyzed, "synthetic": synthetic, "empty": empty, "bare": bareJSON, "stalled": stalledJSON, "vendor": vendorJSON} {
+	for name, data := range map[string][]byte{"analyzed": analyzed, "synthetic": synthetic, "empty": empty, "bare": bareJSON, "stalled": stalledJSON, "remeasured": againJSON, "vendor": vendorJSON} {
 		if err := validate(t, s, data); err != nil {
 			t.Errorf("%s report does not validate: %v", name, err)
 		}
