@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/scenario"
 )
 
@@ -65,19 +66,66 @@ const cleanupTimeout = 10 * time.Minute
 // It runs the cells as given: limits that depend on the cluster are the
 // caller's to apply first (Scenario.OnCluster), so the cells it reports
 // are the cells that ran.
+//
+// A cell whose measurement the load generator spoiled
+// (zdv1.Scenario.LoadSpoiled: ERROR on the load check alone) is measured
+// again under a disruption of its own, up to Settings.Remeasure times; its
+// earlier run files move aside (scenario.SetAside) and its result lists
+// them (zdv1.Scenario.Remeasured). Nothing else is measured again: a cell
+// that saw a failure keeps it.
 func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
-	out := make([]scenario.Result, len(cells))
 	var broken error
+	out := s.runBatches(ctx, sc, cells, &broken)
+	for round := 0; round < s.Settings.Remeasure && broken == nil && ctx.Err() == nil; round++ {
+		var again []int
+		var earlier []zdv1.Remeasure
+		for i := range cells {
+			if out[i].Err != nil || !out[i].Scenario.LoadSpoiled() {
+				continue
+			}
+			moved, err := scenario.SetAside(s.Env.OutDir, out[i].Scenario)
+			if err != nil {
+				// Measuring again would overwrite the only evidence of
+				// this measurement: the cell keeps its ERROR.
+				s.Env.Logger.Warn("not measuring again: its evidence cannot be kept", "cell", out[i].Scenario.Name, "err", err)
+				continue
+			}
+			again = append(again, i)
+			earlier = append(earlier, moved.AsRemeasure())
+		}
+		if len(again) == 0 {
+			break
+		}
+		sub := make([]Cell, len(again))
+		for j, i := range again {
+			sub[j] = cells[i]
+			s.Env.Logger.Info("measuring again: the load generator spoiled the measurement", "cell", out[i].Scenario.Name,
+				"attempt", len(out[i].Scenario.Remeasured)+2, "reason", out[i].Scenario.Verdict.LoadProblem())
+		}
+		res := s.runBatches(ctx, sc, sub, &broken)
+		for j, i := range again {
+			r := res[j]
+			r.Scenario.Remeasured = append(append([]zdv1.Remeasure(nil), out[i].Scenario.Remeasured...), earlier[j])
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// runBatches runs cells batch by batch; once a clean-up fails (*broken),
+// the cells not yet run fail with that error.
+func (s *Suite) runBatches(ctx context.Context, sc Scenario, cells []Cell, broken *error) []scenario.Result {
+	out := make([]scenario.Result, len(cells))
 	for _, batch := range Batches(cells, s.Settings.Witnesses) {
 		sub := make([]Cell, len(batch))
 		for j, i := range batch {
 			sub[j] = cells[i]
 		}
 		var res []scenario.Result
-		if broken != nil {
-			res = failEvery(sub, broken)
+		if *broken != nil {
+			res = failEvery(sub, *broken)
 		} else {
-			res, broken = s.runBatch(ctx, sc, sub)
+			res, *broken = s.runBatch(ctx, sc, sub)
 		}
 		for j, i := range batch {
 			out[i] = res[j]

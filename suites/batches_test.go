@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/scenario"
 )
@@ -103,5 +108,85 @@ func TestRunScenarioBatches(t *testing.T) {
 	}
 	if s.DeferCleanup == nil {
 		t.Error("RunScenario did not put the outer clean-up registry back")
+	}
+}
+
+// RunScenario measures again, under a disruption of their own, the cells
+// whose measurement the load generator spoiled, up to Settings.Remeasure
+// times, and keeps each spoiled measurement's evidence; a cell that saw a
+// failure is never measured again.
+func TestRunScenarioRemeasures(t *testing.T) {
+	load := zdv1.Reason{Check: zdv1.CheckLoad, Status: zdv1.Error, Message: "the load generator was 58ms behind its schedule"}
+	spoiled := zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{Check: "dropped", Status: zdv1.Pass}, load}}
+	failed := zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{Check: "dropped", Status: zdv1.Fail}, load}}
+	passed := zdv1.Verdict{Status: zdv1.Pass, Reasons: []zdv1.Reason{{Check: "dropped", Status: zdv1.Pass}}}
+	// plan[cell] is the verdict of each of the cell's measurements.
+	plan := [][]zdv1.Verdict{
+		{spoiled, passed},           // a stall, then a clean measurement
+		{failed},                    // dropped while stalled: stands
+		{spoiled, spoiled, spoiled}, // spoiled every time: ERROR after the last
+		{passed},
+	}
+	cells := cellsOf("metallb:4")
+	out := t.TempDir()
+	measured := make([]int, len(cells))
+	var calls [][]string
+	body := func(_ context.Context, _ *Suite, _ Scenario, run []Cell) []scenario.Result {
+		res := make([]scenario.Result, len(run))
+		var names []string
+		for j, c := range run {
+			i := int(c.Profile[0] - '0')
+			names = append(names, c.Name())
+			rel := scenario.DirName(c.Name()) + "/run.jsonl"
+			if err := os.MkdirAll(filepath.Join(out, scenario.DirName(c.Name())), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(out, rel), []byte(fmt.Sprintf("measurement %d\n", measured[i]+1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res[j].Scenario = zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: c.Name(), Role: zdv1.RoleAssertion},
+				RunFile: rel, Verdict: plan[i][measured[i]]}
+			measured[i]++
+		}
+		calls = append(calls, names)
+		return res
+	}
+	s := &Suite{Settings: Settings{Witnesses: 4, Remeasure: 2}, Env: &scenario.Env{OutDir: out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		DeferCleanup: func(func(context.Context) error) {}}
+	res := s.RunScenario(context.Background(), Scenario{Name: "rolling-update", Body: body}, cells)
+
+	n := func(i int) string { return cells[i].Name() }
+	if want := [][]string{{n(0), n(1), n(2), n(3)}, {n(0), n(2)}, {n(2)}}; !reflect.DeepEqual(calls, want) {
+		t.Errorf("disruptions %q, want %q", calls, want)
+	}
+	for i, want := range []struct {
+		status  zdv1.Status
+		earlier int
+	}{{zdv1.Pass, 1}, {zdv1.Error, 0}, {zdv1.Error, 2}, {zdv1.Pass, 0}} {
+		got := res[i].Scenario
+		if got.Verdict.Status != want.status || len(got.Remeasured) != want.earlier {
+			t.Errorf("cell %d: %s with %d earlier measurements, want %s with %d", i, got.Verdict.Status, len(got.Remeasured), want.status, want.earlier)
+			continue
+		}
+		// Each earlier measurement is its own run file, moved aside intact;
+		// the last one is in the cell's own place.
+		for k, m := range got.Remeasured {
+			b, err := os.ReadFile(filepath.Join(out, m.RunFile))
+			if err != nil || string(b) != fmt.Sprintf("measurement %d\n", k+1) || m.Verdict.Status != zdv1.Error {
+				t.Errorf("cell %d earlier %d: %s reads %q (%v), verdict %s", i, k, m.RunFile, b, err, m.Verdict.Status)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(out, got.RunFile)); err != nil || string(b) != fmt.Sprintf("measurement %d\n", measured[i]) {
+			t.Errorf("cell %d: %s reads %q (%v), want the last measurement", i, got.RunFile, b, err)
+		}
+	}
+
+	// ZERODROP_REMEASURE=0: every verdict as first measured.
+	measured = make([]int, len(cells))
+	calls = nil
+	s.Settings.Remeasure = 0
+	res = s.RunScenario(context.Background(), Scenario{Name: "rolling-update", Body: body}, cells)
+	if len(calls) != 1 || res[0].Scenario.Verdict.Status != zdv1.Error || len(res[0].Scenario.Remeasured) != 0 {
+		t.Errorf("Remeasure 0: %d disruptions, cell 0 %s with %d earlier", len(calls), res[0].Scenario.Verdict.Status, len(res[0].Scenario.Remeasured))
 	}
 }

@@ -100,7 +100,11 @@ func brokenRun(sc Scenario, c Cell, err error) zdv1.Scenario {
 // when the witness could not run.
 func CellResult(sc Scenario, c Cell, r scenario.Result) zdv1.Scenario {
 	if r.Err != nil {
-		return brokenRun(sc, c, r.Err)
+		// A measurement taken again that broke still lists the spoiled
+		// ones before it.
+		b := brokenRun(sc, c, r.Err)
+		b.Remeasured = r.Scenario.Remeasured
+		return b
 	}
 	return r.Scenario
 }
@@ -116,6 +120,10 @@ func summary(s zdv1.Scenario) string {
 	}
 	for _, r := range s.Verdict.Reasons {
 		fmt.Fprintf(&b, "  %-4s %s: %s\n", r.Status, r.Check, r.Message)
+	}
+	for k, m := range s.Remeasured {
+		fmt.Fprintf(&b, "  measured again after measurement %d (%s): %s, %d requests, %d dropped; %s\n",
+			k+1, m.RunFile, m.Verdict.Status, m.Total, m.Dropped, m.Verdict.LoadProblem())
 	}
 	for _, w := range s.FailureWindows {
 		fmt.Fprintf(&b, "  window %s\n", verdict.WindowText(w))

@@ -46,6 +46,12 @@ type Settings struct {
 	// (ZERODROP_WITNESSES; default witnessesPerCPU per CPU): a scenario with
 	// more cells repeats its disruption for each batch (Batches).
 	Witnesses int
+	// Remeasure is how many times a cell whose measurement the load
+	// generator spoiled (zdv1.Scenario.LoadSpoiled) is measured again
+	// (ZERODROP_REMEASURE, default 1; 0: never): a stall of the instrument
+	// is a finding about this machine, not about the target, and one more
+	// disruption is how the cell still gets a verdict.
+	Remeasure int
 	// NoKeepAlive runs every keep-alive cell with a connection per request
 	// instead (ZERODROP_KEEPALIVE=off; Scenario.ConnectionPerRequest).
 	NoKeepAlive bool
@@ -125,6 +131,10 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	}
 	s.Witnesses = witnessesPerCPU * runtime.NumCPU()
 	if p := intSetting(getenv, "ZERODROP_WITNESSES", "how many witnesses may watch one disruption,", 1, 500, &s.Witnesses); p != "" {
+		problems = append(problems, p)
+	}
+	s.Remeasure = 1
+	if p := intSetting(getenv, "ZERODROP_REMEASURE", "how many times a measurement the load generator spoiled is taken again,", 0, 5, &s.Remeasure); p != "" {
 		problems = append(problems, p)
 	}
 	if g, err := cluster.ParseFeatureGates(getenv("KUBE_PROXY_FEATURE_GATES")); err != nil {

@@ -19,7 +19,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
 			if s.Provider != "kind" || s.LB != "all" || s.Rate != 200 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
-				s.Witnesses != witnessesPerCPU*runtime.NumCPU() {
+				s.Witnesses != witnessesPerCPU*runtime.NumCPU() || s.Remeasure != 1 {
 				t.Errorf("defaults: %+v", s)
 			}
 		}},
@@ -58,6 +58,12 @@ func TestSettingsFromEnv(t *testing.T) {
 		{name: "bad real-time", env: map[string]string{"ZERODROP_REALTIME": "yes"}, wantErr: "ZERODROP_REALTIME"},
 		{name: "bad pause traces", env: map[string]string{"ZERODROP_PAUSE_TRACE": "-1"}, wantErr: "ZERODROP_PAUSE_TRACE"},
 		{name: "bad witness budget", env: map[string]string{"ZERODROP_WITNESSES": "0"}, wantErr: "ZERODROP_WITNESSES"},
+		{name: "never measure again", env: map[string]string{"ZERODROP_REMEASURE": "0"}, check: func(t *testing.T, s Settings) {
+			if s.Remeasure != 0 {
+				t.Errorf("remeasure %d, want 0", s.Remeasure)
+			}
+		}},
+		{name: "bad remeasure", env: map[string]string{"ZERODROP_REMEASURE": "many"}, wantErr: "ZERODROP_REMEASURE"},
 		{name: "one LB model alone gets the full rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {
 			if s.Rate != 200 {
 				t.Errorf("rate %d, want 200", s.Rate)

@@ -97,8 +97,12 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 					results[i] = CellResult(sc, c, out[i])
 					Expect(collector.Add(results[i])).To(Succeed())
 				}
-				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES) in %s",
-					sc.Name, len(cells), len(Batches(cells, suite.Settings.Witnesses)), suite.Settings.Witnesses, time.Since(start).Round(time.Second)))
+				again := 0
+				for _, r := range results {
+					again += len(r.Remeasured)
+				}
+				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES), %d measured again (ZERODROP_REMEASURE), in %s",
+					sc.Name, len(cells), len(Batches(cells, suite.Settings.Witnesses)), suite.Settings.Witnesses, again, time.Since(start).Round(time.Second)))
 			}, NodeTimeout(60*time.Minute))
 			for i, c := range cells {
 				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
@@ -114,6 +118,15 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 						again, aerr := verdict.AnalyzeFile(ctx, filepath.Join(suite.Settings.OutDir, result.RunFile))
 						Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", result.RunFile)
 						Expect(again.Verdict).To(Equal(result.Verdict), "re-analysing %s alone gives another verdict than the suite's", result.RunFile)
+					}
+					// A measurement taken again replaced one the load
+					// generator spoiled, and only such a one: its own run
+					// file says so.
+					for _, m := range result.Remeasured {
+						earlier, aerr := verdict.AnalyzeFile(ctx, filepath.Join(suite.Settings.OutDir, m.RunFile))
+						Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", m.RunFile)
+						Expect(earlier.Verdict).To(Equal(m.Verdict), "re-analysing %s alone gives another verdict than the suite's", m.RunFile)
+						Expect(earlier.LoadSpoiled()).To(BeTrue(), "%s was measured again, but its earlier run %s saw more than a spoiled load", result.Name, m.RunFile)
 					}
 					// The run's role: a limit that depends on the cluster's
 					// kube-proxy may have made an assertion cell document

@@ -1,0 +1,62 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	zdv1 "zerodrop/apis/v1"
+)
+
+// attemptPrefix names the sub-directories earlier measurements of a
+// scenario are kept in (attempt-1, attempt-2, ...). Being one level below
+// the scenario's own directory keeps `zerodrop analyze DIR`, which reads
+// DIR/*/run.jsonl, from taking an earlier measurement for a scenario.
+const attemptPrefix = "attempt-"
+
+// SetAside moves the evidence of a finished run of sc (every file of its
+// directory under outDir) into that directory's next attempt-N, so that
+// the scenario can run again in its own place, and returns sc as that
+// earlier measurement: its RunFile names the moved run file, which its
+// scenario.json then says too. The run file moves unchanged, so its
+// SHA-256 still identifies it.
+func SetAside(outDir string, sc zdv1.Scenario) (zdv1.Scenario, error) {
+	if sc.RunFile == "" || filepath.IsAbs(sc.RunFile) {
+		return sc, fmt.Errorf("scenario %s: set aside: no run file under the output directory (%q)", sc.Name, sc.RunFile)
+	}
+	rel := filepath.Dir(sc.RunFile)
+	if rel == "." || strings.HasPrefix(rel, "..") {
+		return sc, fmt.Errorf("scenario %s: set aside: run file %s is not in a scenario directory", sc.Name, sc.RunFile)
+	}
+	dir := filepath.Join(outDir, rel)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
+	}
+	n := 1
+	for ; ; n++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%s%d", attemptPrefix, n))); os.IsNotExist(err) {
+			break
+		}
+	}
+	sub := fmt.Sprintf("%s%d", attemptPrefix, n)
+	if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+		return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), attemptPrefix) {
+			continue
+		}
+		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(dir, sub, e.Name())); err != nil {
+			return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
+		}
+	}
+	sc.RunFile = filepath.Join(rel, sub, filepath.Base(sc.RunFile))
+	if _, err := os.Stat(filepath.Join(dir, sub, "scenario.json")); err == nil {
+		if err := writeJSON(filepath.Join(dir, sub, "scenario.json"), sc); err != nil {
+			return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
+		}
+	}
+	return sc, nil
+}

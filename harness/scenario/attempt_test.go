@@ -1,0 +1,58 @@
+package scenario
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	zdv1 "zerodrop/apis/v1"
+)
+
+func TestSetAside(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "rolling-update-metallb")
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc := zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "rolling-update/metallb"}, RunFile: "rolling-update-metallb/run.jsonl"}
+	for attempt, run := range []string{"first\n", "second\n"} {
+		write("run.jsonl", run)
+		write("scenario.json", "{}")
+		got, err := SetAside(out, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Join("rolling-update-metallb", []string{"attempt-1", "attempt-2"}[attempt], "run.jsonl")
+		if got.RunFile != want {
+			t.Fatalf("attempt %d: RunFile = %s, want %s", attempt+1, got.RunFile, want)
+		}
+		if b, err := os.ReadFile(filepath.Join(out, want)); err != nil || string(b) != run {
+			t.Fatalf("attempt %d: moved run file = %q, %v; want %q", attempt+1, b, err, run)
+		}
+		var onDisk zdv1.Scenario
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(filepath.Join(out, want)), "scenario.json"))
+		if err := json.Unmarshal(b, &onDisk); err != nil || onDisk.RunFile != want {
+			t.Fatalf("attempt %d: scenario.json names %q (%v), want %s", attempt+1, onDisk.RunFile, err, want)
+		}
+		// The scenario's own place is free for the next measurement, and
+		// `zerodrop analyze` (DIR/*/run.jsonl) finds no earlier one.
+		if _, err := os.Stat(filepath.Join(dir, "run.jsonl")); !os.IsNotExist(err) {
+			t.Fatalf("attempt %d: run.jsonl still in place (%v)", attempt+1, err)
+		}
+		if m, _ := filepath.Glob(filepath.Join(out, "*", "*.jsonl")); len(m) != 0 {
+			t.Fatalf("attempt %d: DIR/*/*.jsonl finds %v", attempt+1, m)
+		}
+	}
+	for _, bad := range []string{"", "run.jsonl", "/abs/run.jsonl", "../x/run.jsonl", "missing/run.jsonl"} {
+		if _, err := SetAside(out, zdv1.Scenario{RunFile: bad}); err == nil {
+			t.Errorf("SetAside(RunFile %q) = nil error", bad)
+		}
+	}
+}
