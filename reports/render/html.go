@@ -103,6 +103,14 @@ type scenarioView struct {
 	// RunFileLink and ReportLink point at the evidence, relative to the page.
 	RunFileLink string
 	ReportLink  string
+	// Earlier are the measurements the load generator spoiled, which this
+	// one replaced.
+	Earlier []earlierView
+}
+
+// earlierView is a spoiled measurement: what it was and its run file.
+type earlierView struct {
+	Text, RunFileLink string
 }
 
 type windowView struct {
@@ -182,6 +190,13 @@ func HTML(w io.Writer, runs []*Run, opt HTMLOptions) error {
 				sv.RunFileLink = relLink(sc.RunFilePath, opt.OutDir)
 			}
 			sv.ReportLink = relLink(filepath.Join(run.Dir, ReportFileName), opt.OutDir)
+			for k, e := range sc.Earlier {
+				ev := earlierView{Text: e.Text(k)}
+				if e.RunFileExists {
+					ev.RunFileLink = relLink(e.RunFilePath, opt.OutDir)
+				}
+				sv.Earlier = append(sv.Earlier, ev)
+			}
 			rv.Scenarios = append(rv.Scenarios, sv)
 		}
 		v.Runs = append(v.Runs, rv)

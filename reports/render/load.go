@@ -53,6 +53,17 @@ type Scenario struct {
 	// why not.
 	Evidence     Evidence
 	EvidenceNote string
+	// Earlier are the measurements of the scenario the load generator
+	// spoiled (zdv1.Scenario.Remeasured), each with where its run file is.
+	Earlier []Earlier
+}
+
+// Earlier is a spoiled measurement with the path its run file was looked
+// for at ("" when the report names none) and whether it was found.
+type Earlier struct {
+	zdv1.Remeasure
+	RunFilePath   string
+	RunFileExists bool
 }
 
 // Evidence is how a scenario of report.json stands against its run file.
@@ -179,14 +190,11 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 		for j := range rep.Scenarios {
 			sc := &Scenario{Scenario: rep.Scenarios[j], Run: run}
 			sc.Anchor = uniqueAnchor(run.ID+"-"+slug(sc.Name), used)
-			if sc.RunFile != "" {
-				sc.RunFilePath = sc.RunFile
-				if !filepath.IsAbs(sc.RunFilePath) {
-					sc.RunFilePath = filepath.Join(dir, sc.RunFile)
-				}
-				if st, err := os.Stat(sc.RunFilePath); err == nil && st.Mode().IsRegular() {
-					sc.RunFileExists = true
-				}
+			sc.RunFilePath, sc.RunFileExists = runFileIn(dir, sc.RunFile)
+			for _, m := range sc.Remeasured {
+				e := Earlier{Remeasure: m}
+				e.RunFilePath, e.RunFileExists = runFileIn(dir, m.RunFile)
+				sc.Earlier = append(sc.Earlier, e)
 			}
 			run.Scenarios = append(run.Scenarios, sc)
 		}
@@ -208,9 +216,91 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 	return runs, nil
 }
 
+// Text says what the k-th (from 0) spoiled measurement was: when, its
+// counts and what the load generator missed.
+func (e Earlier) Text(k int) string {
+	return fmt.Sprintf("measurement %d, %s: %s, %s requests, %s dropped; %s", k+1, e.Start.UTC().Format("15:04:05"),
+		e.Verdict.Status, formatCount(e.Total), formatCount(e.Dropped), e.Verdict.LoadProblem())
+}
+
+// runFileIn is where a report in dir names a run file (relative to dir
+// unless absolute; "" for none) and whether a regular file is there.
+func runFileIn(dir, name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, name)
+	}
+	st, err := os.Stat(path)
+	return path, err == nil && st.Mode().IsRegular()
+}
+
 // verify re-derives the scenario from its run file and compares. Only a
 // cancelled context is an error; everything else is recorded on sc.
 func (sc *Scenario) verify(ctx context.Context, version string) error {
+	if err := sc.verifyLast(ctx, version); err != nil {
+		return err
+	}
+	return sc.verifyEarlier(ctx)
+}
+
+// verifyEarlier re-derives each spoiled measurement from its run file: it
+// must give the figures and verdict the report lists and be spoiled by the
+// load alone (zdv1.Scenario.LoadSpoiled), the one reason a measurement is
+// taken again. A disagreement makes the scenario's evidence a mismatch; a
+// run file missing makes verified evidence unverified.
+func (sc *Scenario) verifyEarlier(ctx context.Context) error {
+	var diffs, missing []string
+	for k, e := range sc.Earlier {
+		which := fmt.Sprintf("earlier measurement %d", k+1)
+		if !e.RunFileExists {
+			missing = append(missing, fmt.Sprintf("%s: run file %q not found", which, e.RunFile))
+			continue
+		}
+		got, err := verdict.AnalyzeFile(ctx, e.RunFilePath, verdict.WithRunFileName(e.RunFile))
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			missing = append(missing, which+": run file unreadable: "+zdv1.RedactString(err.Error()))
+			continue
+		}
+		switch {
+		case e.RunFileSHA256 != "" && got.RunFileSHA256 != e.RunFileSHA256:
+			diffs = append(diffs, fmt.Sprintf("%s: the run file's SHA-256 is %.12s…, report.json names %.12s…", which, got.RunFileSHA256, e.RunFileSHA256))
+		case got.Verdict.Status != e.Verdict.Status || got.Results.Total != e.Total || got.Results.Dropped != e.Dropped:
+			diffs = append(diffs, fmt.Sprintf("%s: report.json says %s, %d requests, %d dropped; the run file %s, %d, %d",
+				which, e.Verdict.Status, e.Total, e.Dropped, got.Verdict.Status, got.Results.Total, got.Results.Dropped))
+		case !got.LoadSpoiled():
+			diffs = append(diffs, fmt.Sprintf("%s was replaced, but its run file gives %s: more than a measurement the load generator spoiled", which, got.Outcome()))
+		}
+	}
+	switch {
+	case len(diffs) > 0:
+		sc.Evidence = EvidenceMismatch
+		sc.EvidenceNote = joinNote(sc.EvidenceNote, strings.Join(diffs, "; "))
+	case len(missing) > 0 && sc.Evidence == EvidenceVerified:
+		sc.Evidence = EvidenceUnverified
+		sc.EvidenceNote = joinNote(sc.EvidenceNote, strings.Join(missing, "; "))
+	case len(missing) > 0:
+		sc.EvidenceNote = joinNote(sc.EvidenceNote, strings.Join(missing, "; "))
+	case len(sc.Earlier) > 0:
+		sc.EvidenceNote = joinNote(sc.EvidenceNote, fmt.Sprintf("%d earlier measurement(s) re-derived: each spoiled by the load generator alone", len(sc.Earlier)))
+	}
+	return nil
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// verifyLast re-derives the scenario's verdict from its run file.
+func (sc *Scenario) verifyLast(ctx context.Context, version string) error {
 	if !sc.RunFileExists {
 		sc.Evidence = EvidenceUnverified
 		sc.EvidenceNote = "no run file to check report.json against: its numbers are unverified"

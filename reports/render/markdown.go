@@ -136,7 +136,7 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			continue
 		}
 		for _, sc := range run.Scenarios {
-			if sc.Verdict.Status == zdv1.Pass {
+			if sc.Verdict.Status == zdv1.Pass && len(sc.Earlier) == 0 {
 				continue
 			}
 			bd := sc.Badge()
@@ -177,6 +177,9 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 				fmt.Fprintf(&b, "- %s\n", mdCell(sc.TimelineNote))
 			}
 			fmt.Fprintf(&b, "- evidence %s: %s\n", sc.Evidence, mdCell(sc.EvidenceNote))
+			for k, e := range sc.Earlier {
+				fmt.Fprintf(&b, "- measured again after a spoiled %s (run file `%s`)\n", mdCell(e.Text(k)), mdCell(e.RunFile))
+			}
 			if o := sc.OverridesText(); o != "" {
 				fmt.Fprintf(&b, "- **criteria overridden** when this report was made, not the run's own: `%s`\n", o)
 			}

@@ -189,7 +189,10 @@ func (sc *Scenario) headline() string {
 func (sc *Scenario) why() string {
 	h := sc.headline()
 	if i := strings.Index(h, "; "); i > 0 {
-		return h[:i]
+		h = h[:i]
+	}
+	if n := len(sc.Remeasured); n > 0 {
+		h += fmt.Sprintf(" (measured again after %d measurement(s) the load generator spoiled)", n)
 	}
 	return h
 }

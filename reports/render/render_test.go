@@ -730,3 +730,91 @@ func TestOtherVersionIsNotAMismatch(t *testing.T) {
 		t.Errorf("changed counts under another version: %s (%s), want a mismatch", sc.Evidence, sc.EvidenceNote)
 	}
 }
+
+// TestRemeasuredScenario: a scenario measured again after the load
+// generator spoiled a measurement shows the earlier one with its run file,
+// and the earlier run file is re-derived too: replacing it with one that
+// saw a failure is a mismatch, and a missing one leaves the evidence
+// unverified.
+func TestRemeasuredScenario(t *testing.T) {
+	dir := t.TempDir()
+	clean := rendertest.Standard()[0]
+	stalled := clean
+	stalled.Late = &rendertest.Late{From: 15 * time.Second, For: 300 * time.Millisecond, By: 80 * time.Millisecond}
+	first := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, []rendertest.Case{stalled}).Scenarios[0]
+	if !first.LoadSpoiled() {
+		t.Fatalf("the stalled case is not spoiled by the load alone: %+v", first.Verdict)
+	}
+	sub := filepath.Dir(first.RunFile)
+	if err := os.MkdirAll(filepath.Join(dir, sub, "attempt-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, first.RunFile), filepath.Join(dir, sub, "attempt-1", "run.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	first.RunFile = filepath.Join(sub, "attempt-1", "run.jsonl")
+	rep := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, []rendertest.Case{clean})
+	rep.Scenarios[0].Remeasured = []zdv1.Remeasure{first.AsRemeasure()}
+	write := func() {
+		t.Helper()
+		rep.Summarize()
+		if err := rep.WriteFile(filepath.Join(dir, ReportFileName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func() *Scenario {
+		t.Helper()
+		runs, err := Load(context.Background(), []string{dir}, WithoutTimelines())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs[0].Scenarios[0]
+	}
+	write()
+	runs, err := Load(context.Background(), []string{dir}, WithoutTimelines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := runs[0].Scenarios[0]
+	if sc.Evidence != EvidenceVerified || !strings.Contains(sc.EvidenceNote, "1 earlier measurement(s) re-derived") {
+		t.Errorf("evidence %s: %q; want verified, the earlier measurement too", sc.Evidence, sc.EvidenceNote)
+	}
+	if rep.Summary.Remeasured != 1 || !strings.Contains(rep.Summary.Submission, "1 scenario(s) were measured again") {
+		t.Errorf("summary %+v does not count the scenario measured again", rep.Summary)
+	}
+	md, html, _ := renderAll(t, runs, dir)
+	for what, page := range map[string]string{"HTML": html, "Markdown": md} {
+		if !strings.Contains(page, "measurement 1") || !strings.Contains(page, "attempt-1/run.jsonl") || !strings.Contains(page, "behind its schedule") {
+			t.Errorf("%s does not show the spoiled measurement, its run file and what the load missed", what)
+		}
+	}
+
+	// The earlier run file replaced by one that also dropped requests
+	// (its digest updated to match): not a spoiled measurement.
+	dropped := stalled
+	dropped.Outages = []rendertest.Outage{{From: 14 * time.Second, For: time.Second, Kind: zdv1.ClassRefused}}
+	other := t.TempDir()
+	worse := rendertest.WriteRun(t, other, rendertest.Env{Provider: "kind"}, []rendertest.Case{dropped}).Scenarios[0]
+	data, err := os.ReadFile(filepath.Join(other, worse.RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, first.RunFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := worse.AsRemeasure()
+	m.RunFile = first.RunFile
+	rep.Scenarios[0].Remeasured = []zdv1.Remeasure{m}
+	write()
+	if sc := load(); sc.Evidence != EvidenceMismatch || !strings.Contains(sc.EvidenceNote, "more than a measurement the load generator spoiled") {
+		t.Errorf("a replaced failing measurement: evidence %s: %q; want a mismatch", sc.Evidence, sc.EvidenceNote)
+	}
+
+	// The earlier run file gone: the scenario's evidence is unverified.
+	if err := os.Remove(filepath.Join(dir, first.RunFile)); err != nil {
+		t.Fatal(err)
+	}
+	if sc := load(); sc.Evidence != EvidenceUnverified || !strings.Contains(sc.EvidenceNote, "not found") {
+		t.Errorf("a missing earlier run file: evidence %s: %q; want unverified", sc.Evidence, sc.EvidenceNote)
+	}
+}

@@ -31,6 +31,11 @@ type Outage struct {
 	Every int
 }
 
+// Late is a stretch in which the load generator sent behind its schedule.
+type Late struct {
+	From, For, By time.Duration
+}
+
 // Step is an event at an offset from the first request.
 type Step struct {
 	At      time.Duration
@@ -51,7 +56,10 @@ type Case struct {
 	NewPods   []string
 	RolloutAt time.Duration
 	Outages   []Outage
-	Steps     []Step
+	// Late sends the requests due in [From, From+For) By late (a stalled
+	// load generator).
+	Late  *Late
+	Steps []Step
 	// ExpectedClientIP is checked and seen on every answer.
 	ExpectedClientIP string
 	// IdlePods are expected pods that get nothing.
@@ -157,6 +165,7 @@ type result struct {
 	class   string
 	pod     string
 	latency time.Duration
+	lag     time.Duration
 }
 
 func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) zdv1.Scenario {
@@ -213,6 +222,9 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) zdv1.
 				}
 			}
 		}
+		if l := c.Late; l != nil && off >= l.From && off < l.From+l.For {
+			r.lag = l.By
+		}
 		res[i] = r
 	}
 	end := start.Add(c.Duration)
@@ -259,7 +271,7 @@ func writeCase(t testing.TB, dir string, env Env, c Case, start time.Time) zdv1.
 				ei++
 			}
 			rr := zdv1.Result{Seq: uint64(i), ID: fmt.Sprintf("%s-%d", sc.RunID, i), Time: r.at, Latency: r.latency,
-				Status: r.status, Class: r.class, Pod: r.pod, Reused: c.KeepAlive && i > 8}
+				Status: r.status, Class: r.class, Pod: r.pod, Reused: c.KeepAlive && i > 8, Lag: r.lag}
 			if r.pod != "" {
 				yes := true
 				no := false
