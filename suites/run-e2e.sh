@@ -101,6 +101,12 @@ teardown() {
   elif [ "$PROVIDER" = kind ]; then
     say "keeping the cluster ('make cluster-down' removes it)"
   fi
+  # The cells that failed the run, last, where a CI log's tail shows them
+  # (the suite writes verdicts.txt next to report.json as it goes).
+  if [ "$rc" != 0 ] && [ -s "$ZERODROP_OUT/verdicts.txt" ] && grep -q '^! ' "$ZERODROP_OUT/verdicts.txt"; then
+    say "cells that failed the run ($ZERODROP_OUT/verdicts.txt):"
+    grep '^! ' "$ZERODROP_OUT/verdicts.txt" | head -20 | cut -c1-600
+  fi
   say "exit $rc; evidence in $ZERODROP_OUT"
   exit $rc
 }
@@ -117,6 +123,7 @@ if [ "$PROVIDER" = kind ]; then
   make -s image
 fi
 mkdir -p "$ZERODROP_OUT"
+rm -f "$ZERODROP_OUT/verdicts.txt" # the teardown's failing cells are this run's
 # The load generator runs in the test process (or zerodrop test) and shares
 # 2 cores with the kind nodes; a node being added can starve it past its
 # send-lag bound, which makes the run ERROR (not measured) rather than

@@ -2,6 +2,7 @@ package suites
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,6 +124,24 @@ func TestCollectorStreamsTheReport(t *testing.T) {
 	}
 	if s := r.ScenarioSet; s == nil || s.Name != zdv1.ScenarioSetE2E || s.Version != "v1.2.3" {
 		t.Errorf("scenario set %+v, want zerodrop-e2e v1.2.3", s)
+	}
+	// The verdicts file follows each scenario: a flagged line for a cell
+	// that fails the run, with the measurements the load spoiled.
+	load := zdv1.Reason{Check: zdv1.CheckLoad, Status: zdv1.Error, Message: "1 sent more than 50 ms late (max 58 ms)"}
+	failed := zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "b", Role: zdv1.RoleAssertion},
+		Results: zdv1.Results{Total: 3000, Dropped: 2}, Verdict: zdv1.Verdict{Status: zdv1.Fail, Reasons: []zdv1.Reason{{Check: "dropped", Status: zdv1.Fail, Message: "2 dropped"}}},
+		Remeasured: []zdv1.Remeasure{{Total: 2900, Verdict: zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{load}}}}}
+	if err := c.Add(failed); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(filepath.Dir(path), VerdictsFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "  a [assertion] PASS: 0 requests, every criterion held\n" +
+		"! b [assertion] FAIL: 2 dropped | measured again after measurement 1: ERROR, 2900 requests, 0 dropped; 1 sent more than 50 ms late (max 58 ms)\n"
+	if string(got) != want {
+		t.Errorf("%s:\n%s\nwant:\n%s", VerdictsFileName, got, want)
 	}
 	if err := c.Close(time.Now()); err != nil {
 		t.Fatal(err)

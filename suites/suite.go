@@ -3,6 +3,8 @@ package suites
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -220,5 +222,36 @@ func (c *Collector) flush() error {
 	if err := c.report.WriteFile(c.path); err != nil {
 		return fmt.Errorf("write report %s: %w", c.path, err)
 	}
+	path := filepath.Join(filepath.Dir(c.path), VerdictsFileName)
+	if err := os.WriteFile(path+".tmp", []byte(VerdictLines(c.report.Scenarios)), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	return nil
+}
+
+// VerdictsFileName is the verdicts in plain text next to report.json: a
+// line per cell, for a person or a CI log's last lines (run-e2e.sh prints
+// the flagged ones when a run fails).
+const VerdictsFileName = "verdicts.txt"
+
+// VerdictLines is a line per scenario, "! " first where the cell fails the
+// run (an assertion that did not pass, a run that broke), "  " otherwise:
+// its name, role and what happened, and how often it was measured.
+func VerdictLines(scs []zdv1.Scenario) string {
+	var b strings.Builder
+	for _, sc := range scs {
+		mark := "  "
+		if (sc.Role == zdv1.RoleAssertion && sc.Verdict.Status != zdv1.Pass) || sc.Outcome() == string(zdv1.Error) {
+			mark = "! "
+		}
+		fmt.Fprintf(&b, "%s%s [%s] %s", mark, sc.Name, sc.Role, sc.OutcomeText())
+		for k, m := range sc.Remeasured {
+			fmt.Fprintf(&b, " | measured again after measurement %d: %s, %d requests, %d dropped; %s", k+1, m.Verdict.Status, m.Total, m.Dropped, m.Verdict.LoadProblem())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
