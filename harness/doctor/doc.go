@@ -25,6 +25,7 @@
 //	ZD010 local-without-spread           warning nodepool-backend                         Local, >= 2 replicas, no spread or anti-affinity
 //	ZD011 pool-affinity-vs-lb-backend    error*  nodepool-backend                         Local: Pods' pool vs the LB's backend pool
 //	ZD012 single-replica                 warning drain-local-pdb,source-ip-dilemma        one replica
+//	ZD013 spread-counts-tainted-nodes    warning rolling-update-local,drain-local-pdb     < 1.26: DoNotSchedule spread counts tainted, cordoned nodes
 //	ZD020 pdb-never-allows-eviction      error   drain-local-pdb                          maxUnavailable 0 / minAvailable = replicas
 //	ZD021 pdb-overlap                    error   drain-local-pdb                          more than one PDB selects the Pods
 //	ZD022 pdb-blocks-unhealthy-eviction  warning drain-local-pdb                          no unhealthyPodEvictionPolicy AlwaysAllow
@@ -53,7 +54,10 @@
 // terminating endpoints (KEP-1669, on by default from 1.26): before it, a
 // node whose last endpoint terminates drops the LB's new connections for the
 // whole health-check lag whatever the preStop hook, so ZD002 fires on every
-// Local Service and ZD001, which is about the serving window, does not.
+// Local Service and ZD001, which is about the serving window, does not. And
+// the scheduler's use of nodeTaintsPolicy (on by default from 1.26): before
+// it a DoNotSchedule spread counts tainted and cordoned nodes (ZD013), and
+// the fix for ZD010 writes ScheduleAnyway.
 //
 // # LB profiles: the health-check lag
 //

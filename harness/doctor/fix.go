@@ -38,6 +38,7 @@ var fixers = map[string]func(t *target) string{
 	"ZD004": func(t *target) string { return setPreStop(t, 5*time.Second) },
 	"ZD006": fixGrace,
 	"ZD010": fixSpread,
+	"ZD013": fixSpreadCountsTainted,
 	"ZD012": func(t *target) string {
 		two := int32(2)
 		if setReplicas(t.wl, two) {
@@ -304,6 +305,24 @@ func fixSpread(t *target) string {
 	}
 	t.wl.template.Spec.TopologySpreadConstraints = append(t.wl.template.Spec.TopologySpreadConstraints, tsc)
 	return fmt.Sprintf("topologySpreadConstraints: one per node (kubernetes.io/hostname, maxSkew 1, %s, nodeTaintsPolicy Honor)", unsatisfiable)
+}
+
+// fixSpreadCountsTainted makes every DoNotSchedule spread ScheduleAnyway:
+// before 1.26 (ZD013) a tainted or cordoned node is an empty domain that
+// would keep the Pods Pending, and a preference still spreads them.
+func fixSpreadCountsTainted(t *target) string {
+	var fixed []string
+	for i := range t.wl.template.Spec.TopologySpreadConstraints {
+		c := &t.wl.template.Spec.TopologySpreadConstraints[i]
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			c.WhenUnsatisfiable = corev1.ScheduleAnyway
+			fixed = append(fixed, fmt.Sprintf("topologySpreadConstraints[%d]", i))
+		}
+	}
+	if len(fixed) == 0 {
+		return ""
+	}
+	return strings.Join(fixed, ", ") + ": whenUnsatisfiable ScheduleAnyway"
 }
 
 func fixPDBs(t *target, what string, f func(*policyv1.PodDisruptionBudget)) string {

@@ -263,3 +263,34 @@ func TestFixSpreadPerRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestFixSpreadCountsTainted: before 1.26 the fix for ZD013 turns the
+// user's own DoNotSchedule spread into ScheduleAnyway, after which the rule
+// is quiet; from 1.26 it leaves the spread alone.
+func TestFixSpreadCountsTainted(t *testing.T) {
+	in := m{}.yaml(t)
+	for _, tc := range []struct {
+		minor int
+		want  corev1.UnsatisfiableConstraintAction
+	}{{25, corev1.ScheduleAnyway}, {26, corev1.DoNotSchedule}} {
+		man, err := Read("in.yaml", bytes.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed, applied := Fix(man, WithKubernetesMinor(tc.minor))
+		var got []corev1.TopologySpreadConstraint
+		for _, o := range fixed.Objects {
+			if d, ok := o.Obj.(*appsv1.Deployment); ok {
+				got = d.Spec.Template.Spec.TopologySpreadConstraints
+			}
+		}
+		if len(got) != 1 || got[0].WhenUnsatisfiable != tc.want {
+			t.Errorf("1.%d: spread %+v (applied %v), want one constraint, %s", tc.minor, got, applied, tc.want)
+		}
+		for _, f := range Check(fixed, WithKubernetesMinor(tc.minor)).Findings {
+			if f.Rule == "ZD013" {
+				t.Errorf("1.%d: ZD013 still fires after the fix: %s", tc.minor, f.Message)
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/internal/kubeversion"
 )
 
 // Rule is one check, as data: what it looks for, which incidents (see
@@ -222,6 +223,21 @@ var catalogue = []Rule{
 			"until the replacement is ready; a PDB cannot help (it would block the drain instead).",
 		Fix:   "Run at least 2 replicas (3 to survive a drain during a rollout), spread over nodes.",
 		check: checkSingleReplica,
+	},
+	{
+		ID: "ZD013", Name: "spread-counts-tainted-nodes", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal, incident.DrainLocalPDB},
+		Triggers: []incident.Trigger{incident.Rollout, incident.Eviction},
+		Summary:  "before Kubernetes 1.26 a DoNotSchedule spread counts tainted and cordoned nodes, so new Pods can stay Pending",
+		Description: "Before 1.26 the scheduler ignores nodeTaintsPolicy (NodeInclusionPolicyInPodTopologySpread is alpha and off " +
+			"in 1.25, beta and on from 1.26; the API server drops the field while it is off) and counts every node the Pod's " +
+			"node affinity admits as a topology domain, tainted or cordoned (k8s.io/kubernetes v1.25 " +
+			"pkg/scheduler/framework/plugins/podtopologyspread/filtering.go, calPreFilterState). A control-plane node, a tainted pool or a node " +
+			"being drained is then an empty domain that holds the minimum at 0: with maxSkew 1 and DoNotSchedule, once each " +
+			"node that takes the Pods holds one, a rollout's surge Pod or a drained node's Pod fits nowhere and stays Pending " +
+			"(measured on v1.25.4: \"didn't match pod topology spread constraints\"). Judged only for a release given or read " +
+			"from the cluster.",
+		Fix:   "Before 1.26 use whenUnsatisfiable: ScheduleAnyway (what the doctor's fix writes there), or upgrade.",
+		check: checkSpreadCountsTainted,
 	},
 	{
 		ID: "ZD020", Name: "pdb-never-allows-eviction", Severity: Error, Seeds: []string{incident.DrainLocalPDB},
@@ -579,6 +595,26 @@ func checkSpread(t *target) []result {
 		msg = fmt.Sprintf("%s: the labelSelector of %s matches none of these Pods' labels (%s), so it spreads nothing", msg, strings.Join(blind, ", "), own)
 	}
 	return []result{{sev: Warning, line: t.line(t.podPath("topologySpreadConstraints"), t.podPath("affinity"), t.podPath()), msg: msg}}
+}
+
+func checkSpreadCountsTainted(t *target) []result {
+	if t.kubeMinor == 0 || (kubeversion.Version{Major: 1, Minor: t.kubeMinor}).SpreadHonorsTaints() {
+		return nil
+	}
+	var hard []string
+	for i, c := range t.wl.template.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			hard = append(hard, fmt.Sprintf("topologySpreadConstraints[%d] (%s, maxSkew %d)", i, c.TopologyKey, c.MaxSkew))
+		}
+	}
+	if len(hard) == 0 {
+		return nil
+	}
+	return []result{{sev: Warning, line: t.line(t.podPath("topologySpreadConstraints")),
+		msg: fmt.Sprintf("on Kubernetes 1.%d the scheduler counts tainted and cordoned nodes as domains of %s with "+
+			"DoNotSchedule (nodeTaintsPolicy is honoured from 1.26): a control-plane node, a tainted pool or a node "+
+			"being drained holds the minimum at 0, so a rollout's surge Pod or a drained node's Pod can stay Pending; "+
+			"use ScheduleAnyway before 1.26, or upgrade", t.kubeMinor, strings.Join(hard, ", "))}}
 }
 
 func checkPools(t *target) []result {

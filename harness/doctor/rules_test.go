@@ -371,6 +371,14 @@ func TestRules(t *testing.T) {
 		{name: "ZD010 quiet with Cluster", in: m{Policy: "Cluster", PodExtra: "-"}, quiet: []string{"ZD010"}},
 		{name: "ZD010 quiet for a DaemonSet", in: m{Kind: "DaemonSet", PodExtra: "-"}, quiet: []string{"ZD010"}},
 
+		// ZD013: a DoNotSchedule spread before 1.26 (the base manifest has one).
+		{name: "ZD013 fires on 1.25", in: m{}, opts: []Option{WithKubernetesMinor(25)}, fire: map[string]Severity{"ZD013": Warning}, lineHas: "topologySpreadConstraints"},
+		{name: "ZD013 quiet from 1.26", in: m{}, opts: []Option{WithKubernetesMinor(26)}, quiet: []string{"ZD013"}},
+		{name: "ZD013 quiet when the release is unknown", in: m{}, quiet: []string{"ZD013"}},
+		{name: "ZD013 quiet on 1.25 with ScheduleAnyway", in: m{PodExtra: "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: ScheduleAnyway\n  labelSelector:\n    matchLabels:\n      app: web"},
+			opts: []Option{WithKubernetesMinor(25)}, quiet: []string{"ZD013"}},
+		{name: "ZD013 fires with Cluster too (a rollout's Pods stay Pending either way)", in: m{Policy: "Cluster"}, opts: []Option{WithKubernetesMinor(24)}, fire: map[string]Severity{"ZD013": Warning}},
+
 		// ZD011: pools (incident nodepool-backend).
 		{name: "ZD011 fires: LB pinned, Pods not", in: m{SvcAnnotations: "zerodrop.dev/lb-pool: pool-1"},
 			fire: map[string]Severity{"ZD011": Error}},
