@@ -236,7 +236,7 @@ var catalogue = []Rule{
 			"node that takes the Pods holds one, a rollout's surge Pod or a drained node's Pod fits nowhere and stays Pending " +
 			"(measured on v1.25.4: \"didn't match pod topology spread constraints\"). Judged only for a release given or read " +
 			"from the cluster.",
-		Fix:   "Before 1.26 use whenUnsatisfiable: ScheduleAnyway (what the doctor's fix writes there), or upgrade.",
+		Fix:   "Before 1.26 use whenUnsatisfiable: ScheduleAnyway (the fixed copy zerodrop test measures does), or upgrade.",
 		check: checkSpreadCountsTainted,
 	},
 	{
