@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/scenario"
 	"zerodrop/reports/render/rendertest"
 )
 
@@ -255,5 +257,43 @@ func TestReportRedactsSecrets(t *testing.T) {
 		if !strings.Contains(string(data), zdv1.Redacted) {
 			t.Errorf("%s shows no redaction marker: were the secrets rendered at all?", f)
 		}
+	}
+}
+
+// TestAnalyzeKeepsEarlierMeasurements: report.json rebuilt from a suite's
+// run files keeps a cell's measurements the load generator spoiled
+// (attempt-N/ beside its run file), and zerodrop report verifies them.
+func TestAnalyzeKeepsEarlierMeasurements(t *testing.T) {
+	dir := t.TempDir()
+	clean := rendertest.Standard()[0]
+	stalled := clean
+	stalled.Late = &rendertest.Late{From: 15 * time.Second, For: 300 * time.Millisecond, By: 80 * time.Millisecond}
+	first := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, []rendertest.Case{stalled}).Scenarios[0]
+	if _, err := scenario.SetAside(dir, first); err != nil {
+		t.Fatal(err)
+	}
+	rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, []rendertest.Case{clean})
+	if err := os.Remove(filepath.Join(dir, "report.json")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, "analyze", dir); code != exitOK {
+		t.Fatalf("analyze: exit %d\n%s%s", code, out, errOut)
+	}
+	rep, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 {
+		t.Fatalf("%d scenarios, want the cell once", len(rep.Scenarios))
+	}
+	sc := rep.Scenarios[0]
+	want := filepath.Join(filepath.Dir(sc.RunFile), "attempt-1", "run.jsonl")
+	if sc.Verdict.Status != zdv1.Pass || len(sc.Remeasured) != 1 || sc.Remeasured[0].RunFile != want || sc.Remeasured[0].Verdict.Status != zdv1.Error ||
+		rep.Summary.Remeasured != 1 {
+		t.Fatalf("scenario %s with earlier %+v (summary %+v); want PASS after one ERROR in %s", sc.Verdict.Status, sc.Remeasured, rep.Summary, want)
+	}
+	code, out, errOut := runCLI(t, "report", dir)
+	if code != exitOK || !strings.Contains(out, "1 verified") {
+		t.Errorf("report: exit %d\n%s%s", code, out, errOut)
 	}
 }

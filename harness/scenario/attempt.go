@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	zdv1 "zerodrop/apis/v1"
@@ -59,4 +61,35 @@ func SetAside(outDir string, sc zdv1.Scenario) (zdv1.Scenario, error) {
 		}
 	}
 	return sc, nil
+}
+
+// EarlierRunFiles are the run files SetAside kept in a scenario's directory,
+// oldest first (attempt-1, attempt-2, ..., by number).
+func EarlierRunFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	type numbered struct {
+		n    int
+		path string
+	}
+	var found []numbered
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), attemptPrefix)
+		n, err := strconv.Atoi(rest)
+		if !ok || !e.IsDir() || err != nil || n < 1 {
+			continue
+		}
+		path := filepath.Join(dir, e.Name(), "run.jsonl")
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			found = append(found, numbered{n, path})
+		}
+	}
+	slices.SortFunc(found, func(a, b numbered) int { return a.n - b.n })
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = f.path
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	zdv1 "zerodrop/apis/v1"
@@ -49,6 +50,24 @@ func TestSetAside(t *testing.T) {
 		if m, _ := filepath.Glob(filepath.Join(out, "*", "*.jsonl")); len(m) != 0 {
 			t.Fatalf("attempt %d: DIR/*/*.jsonl finds %v", attempt+1, m)
 		}
+	}
+	// Oldest first, by number: attempt-10 after attempt-2.
+	for _, n := range []string{"attempt-10", "attempt-x", "attempt-3"} {
+		if err := os.MkdirAll(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n, "run.jsonl"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := EarlierRunFiles(dir)
+	var rel []string
+	for _, p := range got {
+		r, _ := filepath.Rel(dir, p)
+		rel = append(rel, r)
+	}
+	if want := []string{"attempt-1/run.jsonl", "attempt-2/run.jsonl", "attempt-3/run.jsonl", "attempt-10/run.jsonl"}; err != nil || !slices.Equal(rel, want) {
+		t.Errorf("EarlierRunFiles = %q, %v; want %q", rel, err, want)
 	}
 	for _, bad := range []string{"", "run.jsonl", "/abs/run.jsonl", "../x/run.jsonl", "missing/run.jsonl"} {
 		if _, err := SetAside(out, zdv1.Scenario{RunFile: bad}); err == nil {
