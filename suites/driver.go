@@ -122,8 +122,7 @@ func summary(s zdv1.Scenario) string {
 		fmt.Fprintf(&b, "  %-4s %s: %s\n", r.Status, r.Check, r.Message)
 	}
 	for k, m := range s.Remeasured {
-		fmt.Fprintf(&b, "  measured again after measurement %d (%s): %s, %d requests, %d dropped; %s\n",
-			k+1, m.RunFile, m.Verdict.Status, m.Total, m.Dropped, m.Verdict.LoadProblem())
+		fmt.Fprintf(&b, "  measured again after measurement %d (%s): %s\n", k+1, m.RunFile, m)
 	}
 	for _, w := range s.FailureWindows {
 		fmt.Fprintf(&b, "  window %s\n", verdict.WindowText(w))

@@ -249,7 +249,7 @@ func VerdictLines(scs []zdv1.Scenario) string {
 		}
 		fmt.Fprintf(&b, "%s%s [%s] %s", mark, sc.Name, sc.Role, sc.OutcomeText())
 		for k, m := range sc.Remeasured {
-			fmt.Fprintf(&b, " | measured again after measurement %d: %s, %d requests, %d dropped; %s", k+1, m.Verdict.Status, m.Total, m.Dropped, m.Verdict.LoadProblem())
+			fmt.Fprintf(&b, " | measured again after measurement %d: %s", k+1, m)
 		}
 		b.WriteByte('\n')
 	}

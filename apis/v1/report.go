@@ -430,6 +430,12 @@ type Remeasure struct {
 	Verdict       Verdict   `json:"verdict"`
 }
 
+// String is what the measurement was and what the load generator missed:
+// "ERROR, 5984 requests, 0 dropped; the load generator could not ...".
+func (m Remeasure) String() string {
+	return fmt.Sprintf("%s, %d requests, %d dropped; %s", m.Verdict.Status, m.Total, m.Dropped, m.Verdict.LoadProblem())
+}
+
 // AsRemeasure is sc as an earlier measurement of itself.
 func (sc *Scenario) AsRemeasure() Remeasure {
 	return Remeasure{RunFile: sc.RunFile, RunFileSHA256: sc.RunFileSHA256, Start: sc.Start, End: sc.End,

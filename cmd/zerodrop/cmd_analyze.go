@@ -195,8 +195,7 @@ func printScenario(c *cli, sc zdv1.Scenario) {
 		}
 	}
 	for k, m := range sc.Remeasured {
-		fmt.Fprintf(c.stdout, "  measured again after measurement %d (%s): %s, %d requests, %d dropped; %s\n",
-			k+1, m.RunFile, m.Verdict.Status, m.Total, m.Dropped, m.Verdict.LoadProblem())
+		fmt.Fprintf(c.stdout, "  measured again after measurement %d (%s): %s\n", k+1, m.RunFile, m)
 	}
 	if len(r.Pods) > 0 {
 		parts := make([]string, 0, len(r.Pods))
