@@ -243,54 +243,61 @@ func TestFixSpreadPerRelease(t *testing.T) {
 		minor int // 0: release unknown
 		want  corev1.UnsatisfiableConstraintAction
 	}{{0, corev1.DoNotSchedule}, {37, corev1.DoNotSchedule}, {26, corev1.DoNotSchedule}, {25, corev1.ScheduleAnyway}} {
-		man, err := Read("in.yaml", bytes.NewReader(in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var opts []Option
-		if tc.minor > 0 {
-			opts = append(opts, WithKubernetesMinor(tc.minor))
-		}
-		fixed, applied := Fix(man, opts...)
-		var got []corev1.TopologySpreadConstraint
-		for _, o := range fixed.Objects {
-			if d, ok := o.Obj.(*appsv1.Deployment); ok {
-				got = d.Spec.Template.Spec.TopologySpreadConstraints
-			}
-		}
-		if len(got) != 1 || got[0].WhenUnsatisfiable != tc.want {
+		if got, applied, _ := fixedSpread(t, in, tc.minor); len(got) != 1 || got[0].WhenUnsatisfiable != tc.want {
 			t.Errorf("1.%d: spread %+v (applied %v), want one constraint, %s", tc.minor, got, applied, tc.want)
 		}
 	}
 }
 
+// fixedSpread fixes the manifest in for release 1.minor (0: unknown) and
+// returns its Deployment's spread, the fixes applied and the options used.
+func fixedSpread(t *testing.T, in []byte, minor int) ([]corev1.TopologySpreadConstraint, []Applied, []Option) {
+	t.Helper()
+	man, err := Read("in.yaml", bytes.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []Option
+	if minor > 0 {
+		opts = append(opts, WithKubernetesMinor(minor))
+	}
+	fixed, applied := Fix(man, opts...)
+	var got []corev1.TopologySpreadConstraint
+	for _, o := range fixed.Objects {
+		if d, ok := o.Obj.(*appsv1.Deployment); ok {
+			got = d.Spec.Template.Spec.TopologySpreadConstraints
+		}
+	}
+	return got, applied, opts
+}
+
 // TestFixSpreadCountsTainted: before 1.26 the fix for ZD013 turns the
 // user's own DoNotSchedule spread into ScheduleAnyway, after which the rule
-// is quiet; from 1.26 it leaves the spread alone.
+// is quiet; from 1.26 the rule is quiet and the spread stays.
 func TestFixSpreadCountsTainted(t *testing.T) {
 	in := m{}.yaml(t)
+	fires := func(man *Manifests, opts []Option) bool {
+		return slices.ContainsFunc(Check(man, opts...).Findings, func(f Finding) bool { return f.RuleID == "ZD013" })
+	}
 	for _, tc := range []struct {
-		minor int
-		want  corev1.UnsatisfiableConstraintAction
-	}{{25, corev1.ScheduleAnyway}, {26, corev1.DoNotSchedule}} {
+		minor       int
+		firesBefore bool
+		want        corev1.UnsatisfiableConstraintAction
+	}{{25, true, corev1.ScheduleAnyway}, {26, false, corev1.DoNotSchedule}} {
 		man, err := Read("in.yaml", bytes.NewReader(in))
 		if err != nil {
 			t.Fatal(err)
 		}
-		fixed, applied := Fix(man, WithKubernetesMinor(tc.minor))
-		var got []corev1.TopologySpreadConstraint
-		for _, o := range fixed.Objects {
-			if d, ok := o.Obj.(*appsv1.Deployment); ok {
-				got = d.Spec.Template.Spec.TopologySpreadConstraints
-			}
-		}
+		got, applied, opts := fixedSpread(t, in, tc.minor)
 		if len(got) != 1 || got[0].WhenUnsatisfiable != tc.want {
 			t.Errorf("1.%d: spread %+v (applied %v), want one constraint, %s", tc.minor, got, applied, tc.want)
 		}
-		for _, f := range Check(fixed, WithKubernetesMinor(tc.minor)).Findings {
-			if f.Rule == "ZD013" {
-				t.Errorf("1.%d: ZD013 still fires after the fix: %s", tc.minor, f.Message)
-			}
+		if fires(man, opts) != tc.firesBefore {
+			t.Errorf("1.%d: ZD013 fires on the original: %v, want %v", tc.minor, !tc.firesBefore, tc.firesBefore)
+		}
+		fixed, _ := Fix(man, opts...)
+		if fires(fixed, opts) {
+			t.Errorf("1.%d: ZD013 still fires after the fix", tc.minor)
 		}
 	}
 }
