@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/scenario"
@@ -266,8 +265,7 @@ func TestReportRedactsSecrets(t *testing.T) {
 func TestAnalyzeKeepsEarlierMeasurements(t *testing.T) {
 	dir := t.TempDir()
 	clean := rendertest.Standard()[0]
-	stalled := clean
-	stalled.Late = &rendertest.Late{From: 15 * time.Second, For: 300 * time.Millisecond, By: 80 * time.Millisecond}
+	stalled := clean.Stalled()
 	first := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, []rendertest.Case{stalled}).Scenarios[0]
 	if _, err := scenario.SetAside(dir, first); err != nil {
 		t.Fatal(err)

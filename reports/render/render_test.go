@@ -739,8 +739,7 @@ func TestOtherVersionIsNotAMismatch(t *testing.T) {
 func TestRemeasuredScenario(t *testing.T) {
 	dir := t.TempDir()
 	clean := rendertest.Standard()[0]
-	stalled := clean
-	stalled.Late = &rendertest.Late{From: 15 * time.Second, For: 300 * time.Millisecond, By: 80 * time.Millisecond}
+	stalled := clean.Stalled()
 	first := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, []rendertest.Case{stalled}).Scenarios[0]
 	if !first.LoadSpoiled() {
 		t.Fatalf("the stalled case is not spoiled by the load alone: %+v", first.Verdict)

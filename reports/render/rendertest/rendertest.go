@@ -71,6 +71,14 @@ type Case struct {
 	Secret string
 }
 
+// Stalled is c with its load generator 80 ms behind its schedule for
+// 300 ms from 15 s on, past the 50 ms bound: a measurement the load alone
+// spoils (zdv1.Scenario.LoadSpoiled) when nothing else fails.
+func (c Case) Stalled() Case {
+	c.Late = &Late{From: 15 * time.Second, For: 300 * time.Millisecond, By: 80 * time.Millisecond}
+	return c
+}
+
 // Name is the suite's scenario name: "rolling-update/local/hardened".
 func (c Case) Name() string {
 	n := c.Scenario + "/" + strings.ToLower(c.Policy) + "/" + c.Profile
