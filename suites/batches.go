@@ -69,11 +69,37 @@ const cleanupTimeout = 10 * time.Minute
 //
 // A cell whose measurement the load generator spoiled
 // (zdv1.Scenario.LoadSpoiled: ERROR on the load check alone) is measured
-// again under a disruption of its own, up to Settings.Remeasure times; its
+// again under a new disruption (those of one round share it, batched as
+// usual), up to Settings.Remeasure times; its
 // earlier run files move aside (scenario.SetAside) and its result lists
 // them (zdv1.Scenario.Remeasured). Nothing else is measured again: a cell
 // that saw a failure keeps it.
 func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
+	// Earlier measurements left by a run before this one would pass for
+	// this run's (zerodrop analyze attaches a cell's attempt-N).
+	for _, c := range cells {
+		if err := scenario.ClearEarlier(s.Env.OutDir, sc.CellName(c)); err != nil {
+			return failEvery(cells, err)
+		}
+	}
+	return s.measure(ctx, sc, cells)
+}
+
+// RunScenarioAgain runs cells of sc again in this run, as RunScenario does
+// but keeping their earlier measurements: each result lists those of
+// prior (the cells' results so far, in cells' order) first.
+func (s *Suite) RunScenarioAgain(ctx context.Context, sc Scenario, cells []Cell, prior []scenario.Result) []scenario.Result {
+	out := s.measure(ctx, sc, cells)
+	for i := range out {
+		if i < len(prior) && len(prior[i].Scenario.Remeasured) > 0 {
+			out[i].Scenario.Remeasured = append(append([]zdv1.Remeasure(nil), prior[i].Scenario.Remeasured...), out[i].Scenario.Remeasured...)
+		}
+	}
+	return out
+}
+
+// measure runs cells and measures again those the load spoiled.
+func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
 	var broken error
 	out := s.runBatches(ctx, sc, cells, &broken)
 	for round := 0; round < s.Settings.Remeasure && broken == nil && ctx.Err() == nil; round++ {
@@ -86,7 +112,9 @@ func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []sc
 			moved, err := scenario.SetAside(s.Env.OutDir, out[i].Scenario)
 			if err != nil {
 				// Measuring again would overwrite the only evidence of
-				// this measurement: the cell keeps its ERROR.
+				// this measurement: the cell keeps its ERROR, with its
+				// run file wherever it now is.
+				out[i].Scenario.RunFile = moved.RunFile
 				s.Env.Logger.Warn("not measuring again: its evidence cannot be kept", "cell", out[i].Scenario.Name, "err", err)
 				continue
 			}

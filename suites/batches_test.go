@@ -92,7 +92,8 @@ func TestRunScenarioBatches(t *testing.T) {
 		return out
 	}
 	outer := 0
-	s := &Suite{Settings: Settings{Witnesses: 2}, DeferCleanup: func(func(context.Context) error) { outer++ }}
+	s := &Suite{Settings: Settings{Witnesses: 2}, Env: &scenario.Env{OutDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		DeferCleanup: func(func(context.Context) error) { outer++ }}
 	res := s.RunScenario(context.Background(), Scenario{Name: "drain", Body: body}, cells)
 
 	if want := []string{"body metallb", "pool metallb", "ns metallb", "body gcp-nlb", "pool gcp-nlb", "ns gcp-nlb"}; !reflect.DeepEqual(log, want) {
@@ -153,7 +154,19 @@ func TestRunScenarioRemeasures(t *testing.T) {
 	}
 	s := &Suite{Settings: Settings{Witnesses: 4, Remeasure: 2}, Env: &scenario.Env{OutDir: out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		DeferCleanup: func(func(context.Context) error) {}}
-	res := s.RunScenario(context.Background(), Scenario{Name: "rolling-update", Body: body}, cells)
+	sc := Scenario{Name: "rolling-update", Body: body}
+	// An earlier run's spoiled measurement of cell 3 is not this run's.
+	stale := filepath.Join(out, scenario.DirName(sc.CellName(cells[3])), "attempt-1")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "run.jsonl"), []byte("an earlier run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := s.RunScenario(context.Background(), sc, cells)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("an earlier run's attempt-1 of cell 3 is still there (%v)", err)
+	}
 
 	n := func(i int) string { return cells[i].Name() }
 	if want := [][]string{{n(0), n(1), n(2), n(3)}, {n(0), n(2)}, {n(2)}}; !reflect.DeepEqual(calls, want) {
@@ -181,11 +194,30 @@ func TestRunScenarioRemeasures(t *testing.T) {
 		}
 	}
 
+	// Run again in the same run (zerodrop test's cells not met): the
+	// earlier measurements stay on disk and in the results.
+	measured[0], measured[2] = 0, 0
+	calls = nil
+	again := s.RunScenarioAgain(context.Background(), sc, []Cell{cells[0], cells[2]}, []scenario.Result{res[0], res[2]})
+	if n := len(again[0].Scenario.Remeasured); n != 2 {
+		t.Errorf("cell 0 run again: %d earlier measurements, want the one before and this round's", n)
+	}
+	if n := len(again[1].Scenario.Remeasured); n != 4 {
+		t.Errorf("cell 2 run again: %d earlier measurements, want the two before and this round's two", n)
+	}
+	for _, r := range again {
+		for _, m := range r.Scenario.Remeasured {
+			if _, err := os.Stat(filepath.Join(out, m.RunFile)); err != nil {
+				t.Errorf("%s: earlier %s: %v", r.Scenario.Name, m.RunFile, err)
+			}
+		}
+	}
+
 	// ZERODROP_REMEASURE=0: every verdict as first measured.
 	measured = make([]int, len(cells))
 	calls = nil
 	s.Settings.Remeasure = 0
-	res = s.RunScenario(context.Background(), Scenario{Name: "rolling-update", Body: body}, cells)
+	res = s.RunScenario(context.Background(), sc, cells)
 	if len(calls) != 1 || res[0].Scenario.Verdict.Status != zdv1.Error || len(res[0].Scenario.Remeasured) != 0 {
 		t.Errorf("Remeasure 0: %d disruptions, cell 0 %s with %d earlier", len(calls), res[0].Scenario.Verdict.Status, len(res[0].Scenario.Remeasured))
 	}

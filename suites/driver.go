@@ -88,7 +88,7 @@ func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
 // the report says what broke instead of leaving a gap.
 func brokenRun(sc Scenario, c Cell, err error) zdv1.Scenario {
 	return zdv1.Scenario{
-		ScenarioSpec: zdv1.ScenarioSpec{Name: sc.Name + "/" + c.Name(), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
+		ScenarioSpec: zdv1.ScenarioSpec{Name: sc.CellName(c), Role: c.Role, Description: sc.Description, Seeds: sc.Seeds,
 			PlatformLimit: c.PlatformLimit, Expected: c.Expected, Labels: c.reportLabels(sc.Name)},
 		Verdict: zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{
 			Check: "run", Status: zdv1.Error, Message: err.Error(),

@@ -81,6 +81,10 @@ type Cell struct {
 // Name is the cell's part of the spec name: "gcp-nlb/local/hardened".
 func (c Cell) Name() string { return c.Model.Name + "/" + c.Case.Name() }
 
+// CellName is the report's name of sc's cell c ("drain-node/metallb/local/hardened"):
+// its witness's, its run directory's (scenario.DirName) and its JUnit line's.
+func (sc Scenario) CellName(c Cell) string { return sc.Name + "/" + c.Name() }
+
 // Labels are the Ginkgo labels of the cell (besides the scenario's).
 func (c Cell) Labels() []string { return append(c.Case.Labels(), "lb:"+c.Model.Name) }
 
@@ -428,7 +432,7 @@ func DefaultTiming() Timing {
 // spec is the common start of every witness: the report's identity and the
 // workload for the cell's policy, profile and LB model.
 func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spec {
-	name := sc.Name + "/" + c.Name()
+	name := sc.CellName(c)
 	ns := "zd-" + scenario.DirName(strings.ReplaceAll(name, "/", "-"))
 	if len(ns) > 63 {
 		ns = strings.TrimRight(ns[:63], "-")

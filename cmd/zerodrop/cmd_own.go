@@ -442,8 +442,15 @@ func measure(ctx context.Context, sess *suites.Session, scs []suites.Scenario, p
 				progress("report: " + err.Error())
 			}
 		}
+		var prior []scenario.Result // the pending cells' results so far
 		for pending := cells; len(pending) > 0; {
-			res := sess.Suite.RunScenario(ctx, sc, pending)
+			var res []scenario.Result
+			if prior == nil {
+				res = sess.Suite.RunScenario(ctx, sc, pending)
+			} else {
+				// Measurements the load spoiled before stay listed.
+				res = sess.Suite.RunScenarioAgain(ctx, sc, pending, prior)
+			}
 			var again []int
 			for i, cell := range pending {
 				var nm *suites.NotMetError
@@ -461,9 +468,11 @@ func measure(ctx context.Context, sess *suites.Session, scs []suites.Scenario, p
 				break
 			}
 			var next []suites.Cell
+			prior = nil
 			for _, i := range again {
 				progress(fmt.Sprintf("%s on %s: not met (its Pods ran elsewhere): again", sc.Name, pending[i].Model.Name))
 				next = append(next, pending[i])
+				prior = append(prior, res[i])
 			}
 			pending = next
 		}

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,7 +24,8 @@ const attemptPrefix = "attempt-"
 // the scenario can run again in its own place, and returns sc as that
 // earlier measurement: its RunFile names the moved run file, which its
 // scenario.json then says too. The run file moves unchanged, so its
-// SHA-256 still identifies it.
+// SHA-256 still identifies it, and last: whatever fails, the returned
+// scenario's RunFile names where the run file is.
 func SetAside(outDir string, sc zdv1.Scenario) (zdv1.Scenario, error) {
 	if sc.RunFile == "" || filepath.IsAbs(sc.RunFile) {
 		return sc, fmt.Errorf("scenario %s: set aside: no run file under the output directory (%q)", sc.Name, sc.RunFile)
@@ -36,31 +39,72 @@ func SetAside(outDir string, sc zdv1.Scenario) (zdv1.Scenario, error) {
 	if err != nil {
 		return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
 	}
-	n := 1
-	for ; ; n++ {
-		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%s%d", attemptPrefix, n))); os.IsNotExist(err) {
+	var sub string
+	for n := 1; ; n++ {
+		if n > maxAttempts {
+			return sc, fmt.Errorf("scenario %s: set aside: %s already holds %d earlier measurements", sc.Name, dir, maxAttempts)
+		}
+		sub = fmt.Sprintf("%s%d", attemptPrefix, n)
+		err := os.Mkdir(filepath.Join(dir, sub), 0o755)
+		if err == nil {
 			break
 		}
-	}
-	sub := fmt.Sprintf("%s%d", attemptPrefix, n)
-	if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-		return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
-	}
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), attemptPrefix) {
-			continue
-		}
-		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(dir, sub, e.Name())); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
 			return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
 		}
 	}
-	sc.RunFile = filepath.Join(rel, sub, filepath.Base(sc.RunFile))
+	runFile := filepath.Base(sc.RunFile)
+	move := func(name string) error {
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, sub, name)); err != nil {
+			return fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
+		}
+		return nil
+	}
+	for _, e := range entries {
+		if e.Name() == runFile || (e.IsDir() && strings.HasPrefix(e.Name(), attemptPrefix)) {
+			continue
+		}
+		if err := move(e.Name()); err != nil {
+			return sc, err
+		}
+	}
+	if err := move(runFile); err != nil {
+		return sc, err
+	}
+	sc.RunFile = filepath.Join(rel, sub, runFile)
 	if _, err := os.Stat(filepath.Join(dir, sub, "scenario.json")); err == nil {
 		if err := writeJSON(filepath.Join(dir, sub, "scenario.json"), sc); err != nil {
 			return sc, fmt.Errorf("scenario %s: set aside: %w", sc.Name, err)
 		}
 	}
 	return sc, nil
+}
+
+// maxAttempts bounds the attempt-N directories of one scenario: far above
+// any ZERODROP_REMEASURE, so reaching it means something else is wrong.
+const maxAttempts = 100
+
+// ClearEarlier removes the attempt-N directories of the scenario named
+// name under outDir: the earlier measurements of a run before this one,
+// which must not pass for this run's (the run file itself is replaced by
+// Begin).
+func ClearEarlier(outDir, name string) error {
+	dir := filepath.Join(outDir, DirName(name))
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("scenario %s: clear earlier measurements: %w", name, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), attemptPrefix) {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("scenario %s: clear earlier measurements: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // EarlierRunFiles are the run files SetAside kept in a scenario's directory,

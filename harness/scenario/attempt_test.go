@@ -75,3 +75,31 @@ func TestSetAside(t *testing.T) {
 		}
 	}
 }
+
+func TestClearEarlier(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, DirName("drain-node/metallb"))
+	for _, p := range []string{"attempt-1/run.jsonl", "attempt-7/run.jsonl", "run.jsonl", "notes/x"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ClearEarlier(out, "drain-node/metallb"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := EarlierRunFiles(dir); err != nil || len(got) != 0 {
+		t.Errorf("after ClearEarlier: %v, %v", got, err)
+	}
+	// The scenario's own files stay (Begin replaces its run file).
+	for _, p := range []string{"run.jsonl", "notes/x"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if err := ClearEarlier(out, "never-ran"); err != nil {
+		t.Errorf("a scenario without a directory: %v", err)
+	}
+}
