@@ -56,7 +56,13 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 		// The suite's layout: one directory per scenario (out/e2e/<scenario>/run.jsonl).
 		runFiles, err = filepath.Glob(filepath.Join(dir, "*", "*.jsonl"))
 	}
-	if err != nil || len(runFiles) == 0 {
+	// A cell measured again whose last measurement left no run file (it
+	// broke before the load began) still has its spoiled ones.
+	orphans, oerr := cellsWithOnlyEarlier(dir)
+	if err == nil {
+		err = oerr
+	}
+	if err != nil || len(runFiles)+len(orphans) == 0 {
 		return badInput(c, "analyze", "no run file (*.jsonl) in %s or its subdirectories", dir)
 	}
 	slices.Sort(runFiles)
@@ -108,13 +114,36 @@ func runAnalyze(ctx context.Context, c *cli, args []string) int {
 		}
 		extras.impl.Merge(*impl)
 	}
-	_, code := analyzeDir(ctx, c, dir, runFiles, run, extras, override)
+	_, code := analyzeDir(ctx, c, dir, runFiles, orphans, run, extras, override)
 	return code
+}
+
+// cellsWithOnlyEarlier are the scenario directories under dir that hold
+// earlier measurements (attempt-N/run.jsonl) but no run.jsonl of their own.
+func cellsWithOnlyEarlier(dir string) ([]string, error) {
+	subs, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range subs {
+		if !e.IsDir() {
+			continue
+		}
+		d := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(d, "run.jsonl")); err == nil {
+			continue
+		}
+		if earlier, err := scenario.EarlierRunFiles(d); err == nil && len(earlier) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 // analyzeDir analyzes runFiles into dir/report.json, prints a summary and
 // returns the report and the exit code its verdict means.
-func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run zdv1.RunMeta, extras reportExtras,
+func analyzeDir(ctx context.Context, c *cli, dir string, runFiles, orphans []string, run zdv1.RunMeta, extras reportExtras,
 	override *zdv1.Criteria) (*zdv1.Report, int) {
 	rep := zdv1.New(run)
 	rep.Implementation, rep.ScenarioSet = extras.impl, extras.set
@@ -136,32 +165,14 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run 
 			return nil, exitBroken
 		}
 		// The suite's earlier measurements of this scenario, which the load
-		// generator spoiled (scenario.SetAside), stay attached to it: each
-		// is analysed from its own run file with its own criteria, as the
-		// suite recorded it.
-		var earlier []string
+		// generator spoiled (scenario.SetAside), stay attached to it.
 		if filepath.Base(path) == "run.jsonl" {
-			earlier, err = scenario.EarlierRunFiles(filepath.Dir(path))
-		}
-		if err != nil {
-			fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
-			return nil, exitBroken
-		}
-		for _, e := range earlier {
-			var eopts []verdict.Option
-			if rel, err := filepath.Rel(dir, e); err == nil {
-				eopts = append(eopts, verdict.WithRunFileName(filepath.ToSlash(rel)))
-			}
-			sc, err := verdict.AnalyzeFile(ctx, e, eopts...)
+			earlier, err := earlierOf(ctx, c, dir, filepath.Dir(path))
 			if err != nil {
 				fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
 				return nil, exitBroken
 			}
-			if !sc.LoadSpoiled() {
-				fmt.Fprintf(c.stderr, "zerodrop: warning: %s is kept as an earlier measurement of %s, but it gives %s, not a measurement the load generator spoiled (zerodrop report will flag it)\n",
-					sc.RunFile, sc.Name, sc.Outcome())
-			}
-			one.Scenarios[0].Remeasured = append(one.Scenarios[0].Remeasured, sc.AsRemeasure())
+			one.Scenarios[0].Remeasured = earlier
 		}
 		rep.Scenarios = append(rep.Scenarios, one.Scenarios...)
 		if rep.Run.Start.IsZero() || one.Run.Start.Before(rep.Run.Start) {
@@ -170,6 +181,26 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run 
 		if one.Run.End.After(rep.Run.End) {
 			rep.Run.End = one.Run.End
 		}
+	}
+	for _, d := range orphans {
+		earlier, err := earlierOf(ctx, c, dir, d)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
+			return nil, exitBroken
+		}
+		if len(earlier) == 0 {
+			continue
+		}
+		sc, err := verdict.AnalyzeFile(ctx, filepath.Join(dir, earlier[len(earlier)-1].RunFile))
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
+			return nil, exitBroken
+		}
+		last := earlier[len(earlier)-1]
+		rep.Scenarios = append(rep.Scenarios, zdv1.Scenario{ScenarioSpec: sc.ScenarioSpec, Load: sc.Load, Start: last.End, End: last.End,
+			Verdict: zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{Check: "run", Status: zdv1.Error,
+				Message: fmt.Sprintf("measured again after the load generator spoiled its measurement, but %s holds no run file of the measurement taken again (it broke before its load began)", d)}}},
+			Remeasured: earlier})
 	}
 	rep.Summarize()
 	out := filepath.Join(dir, reportFileName)
@@ -182,6 +213,34 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles []string, run 
 	}
 	fmt.Fprintf(c.stdout, "%s -> %s\n", rep.Summary.Status, out)
 	return rep, exitCode(rep.Summary.Status)
+}
+
+// earlierOf analyses the earlier measurements in scenario directory cell
+// (each with its own criteria, as the suite recorded it), run files named
+// relative to dir; one that saw more than a spoiled load is kept, and
+// said, so that zerodrop report flags it.
+func earlierOf(ctx context.Context, c *cli, dir, cell string) ([]zdv1.Remeasure, error) {
+	files, err := scenario.EarlierRunFiles(cell)
+	if err != nil {
+		return nil, err
+	}
+	var out []zdv1.Remeasure
+	for _, e := range files {
+		var opts []verdict.Option
+		if rel, err := filepath.Rel(dir, e); err == nil {
+			opts = append(opts, verdict.WithRunFileName(filepath.ToSlash(rel)))
+		}
+		sc, err := verdict.AnalyzeFile(ctx, e, opts...)
+		if err != nil {
+			return nil, err
+		}
+		if !sc.LoadSpoiled() {
+			fmt.Fprintf(c.stderr, "zerodrop: warning: %s is kept as an earlier measurement of %s, but it gives %s, not a measurement the load generator spoiled (zerodrop report will flag it)\n",
+				sc.RunFile, sc.Name, sc.Outcome())
+		}
+		out = append(out, sc.AsRemeasure())
+	}
+	return out, nil
 }
 
 func printScenario(c *cli, sc zdv1.Scenario) {

@@ -219,7 +219,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	}
 
 	// The analysis must complete even when the run was interrupted.
-	rep, code := analyzeDir(context.WithoutCancel(ctx), c, *out, []string{runPath}, zdv1.RunMeta{
+	rep, code := analyzeDir(context.WithoutCancel(ctx), c, *out, []string{runPath}, nil, zdv1.RunMeta{
 		ToolVersion: c.version,
 		Provider:    "none",
 		Start:       started,

@@ -295,3 +295,32 @@ func TestAnalyzeKeepsEarlierMeasurements(t *testing.T) {
 		t.Errorf("report: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestAnalyzeKeepsACellWhoseLastMeasurementBroke: a cell measured again
+// whose new measurement left no run file (it broke before its load began)
+// is an ERROR in the rebuilt report, with its spoiled measurement.
+func TestAnalyzeKeepsACellWhoseLastMeasurementBroke(t *testing.T) {
+	dir := t.TempDir()
+	first := rendertest.WriteRun(t, dir, rendertest.Env{Provider: "kind"}, []rendertest.Case{rendertest.Standard()[0].Stalled()}).Scenarios[0]
+	if _, err := scenario.SetAside(dir, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "report.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "analyze", dir)
+	if code == exitOK {
+		t.Fatalf("analyze: exit 0 for a cell whose last measurement broke\n%s%s", out, errOut)
+	}
+	rep, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 {
+		t.Fatalf("%d scenarios, want the cell", len(rep.Scenarios))
+	}
+	sc := rep.Scenarios[0]
+	if sc.Name != first.Name || sc.Verdict.Status != zdv1.Error || len(sc.Remeasured) != 1 || !strings.Contains(sc.Verdict.Reasons[0].Message, "no run file") {
+		t.Errorf("cell %s %s with %d earlier (%+v); want %s ERROR with its spoiled measurement", sc.Name, sc.Verdict.Status, len(sc.Remeasured), sc.Verdict.Reasons, first.Name)
+	}
+}
