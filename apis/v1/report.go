@@ -451,7 +451,9 @@ func (sc *Scenario) AsRemeasure() Remeasure {
 // failed, and a documentation run that saw its hazard reproduced it,
 // whatever the load missed besides.
 func (sc *Scenario) LoadSpoiled() bool {
-	if sc.Outcome() != string(Error) {
+	if sc.Outcome() != string(Error) || sc.Results.Dropped > 0 {
+		// A dropped request is a failure seen, whatever the criteria
+		// allowed.
 		return false
 	}
 	load := false

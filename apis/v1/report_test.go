@@ -154,6 +154,7 @@ func TestLoadSpoiled(t *testing.T) {
 	}{
 		{"assertion, load alone", sc(RoleAssertion, Error, 0, Reason{Check: "dropped", Status: Pass}, load), true},
 		{"assertion that passed", sc(RoleAssertion, Pass, 0, Reason{Check: CheckLoad, Status: Pass}), false},
+		{"assertion that dropped within its limit and lagged", sc(RoleAssertion, Error, 1, Reason{Check: "dropped", Status: Pass}, load), false},
 		{"assertion that dropped and lagged", sc(RoleAssertion, Error, 2, Reason{Check: "dropped", Status: Fail}, load), false},
 		{"assertion with a failed criterion and a lag", sc(RoleAssertion, Error, 0, Reason{Check: "pods-served", Status: Fail}, load), false},
 		{"assertion whose run broke", sc(RoleAssertion, Error, 0, Reason{Check: "run", Status: Error}), false},

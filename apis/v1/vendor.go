@@ -146,7 +146,7 @@ func (r *Report) SubmissionSummary() string {
 	fmt.Fprintf(&b, ": %d of %d assertion scenario(s) passed, %d failed, %d errored; %d documentation scenario(s) measured known hazards.",
 		s.Passed, assertions, s.Failed, s.Errored, s.Documentation)
 	if s.Remeasured > 0 {
-		fmt.Fprintf(&b, " %d scenario(s) were measured again after the load generator fell behind its schedule; the spoiled measurements are kept in the report.", s.Remeasured)
+		fmt.Fprintf(&b, " %d scenario(s) had a measurement spoiled by the load generator falling behind its schedule and were run again; the spoiled measurements are kept in the report.", s.Remeasured)
 	}
 	if !r.Run.Start.IsZero() {
 		fmt.Fprintf(&b, " Run %s to %s UTC", r.Run.Start.UTC().Format("2006-01-02 15:04:05"), r.Run.End.UTC().Format("15:04:05"))

@@ -161,6 +161,9 @@ func caseOutput(sc *Scenario) string {
 	if sc.RunFile != "" {
 		fmt.Fprintf(&b, "run file: %s\n", sc.RunFile)
 	}
+	for k, e := range sc.Earlier {
+		fmt.Fprintf(&b, "measured again after a spoiled %s (run file %s)\n", e.Text(k), e.RunFile)
+	}
 	return b.String()
 }
 

@@ -243,18 +243,28 @@ func (sc *Scenario) verify(ctx context.Context, version string) error {
 	if err := sc.verifyLast(ctx, version); err != nil {
 		return err
 	}
-	return sc.verifyEarlier(ctx)
+	return sc.verifyEarlier(ctx, version)
 }
 
-// verifyEarlier re-derives each spoiled measurement from its run file: it
-// must give the figures and verdict the report lists and be spoiled by the
-// load alone (zdv1.Scenario.LoadSpoiled), the one reason a measurement is
-// taken again. A disagreement makes the scenario's evidence a mismatch; a
-// run file missing makes verified evidence unverified.
-func (sc *Scenario) verifyEarlier(ctx context.Context) error {
+// verifyEarlier checks each earlier measurement: what report.json lists
+// must be a measurement the load generator alone spoiled
+// (zdv1.Scenario.LoadSpoiled, the one reason a measurement is taken again),
+// and its run file, re-derived, must give the same digest, verdict, counts
+// and start. A disagreement makes the scenario's evidence a mismatch; a run
+// file missing makes verified evidence unverified. As for the scenario
+// itself, a report written by another zerodrop version may word a reason
+// differently: then status and counts decide.
+func (sc *Scenario) verifyEarlier(ctx context.Context, version string) error {
 	var diffs, missing []string
+	otherVersion := false
+	written := sc.Run.Report.Run.ToolVersion
 	for k, e := range sc.Earlier {
 		which := fmt.Sprintf("earlier measurement %d", k+1)
+		listed := zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Role: sc.Role}, Results: zdv1.Results{Total: e.Total, Dropped: e.Dropped}, Verdict: e.Verdict}
+		if !listed.LoadSpoiled() {
+			diffs = append(diffs, fmt.Sprintf("%s: report.json lists %s, %d dropped, which is more than a measurement the load generator spoiled", which, listed.Outcome(), e.Dropped))
+			continue
+		}
 		if !e.RunFileExists {
 			missing = append(missing, fmt.Sprintf("%s: run file %q not found", which, e.RunFile))
 			continue
@@ -267,6 +277,9 @@ func (sc *Scenario) verifyEarlier(ctx context.Context) error {
 			missing = append(missing, which+": run file unreadable: "+zdv1.RedactString(err.Error()))
 			continue
 		}
+		tmp := zdv1.Report{Scenarios: []zdv1.Scenario{got}}
+		tmp.Redact()
+		got = tmp.Scenarios[0]
 		switch {
 		case e.RunFileSHA256 != "" && got.RunFileSHA256 != e.RunFileSHA256:
 			diffs = append(diffs, fmt.Sprintf("%s: the run file's SHA-256 is %.12s…, report.json names %.12s…", which, got.RunFileSHA256, e.RunFileSHA256))
@@ -275,6 +288,12 @@ func (sc *Scenario) verifyEarlier(ctx context.Context) error {
 				which, e.Verdict.Status, e.Total, e.Dropped, got.Verdict.Status, got.Results.Total, got.Results.Dropped))
 		case !got.LoadSpoiled():
 			diffs = append(diffs, fmt.Sprintf("%s was replaced, but its run file gives %s: more than a measurement the load generator spoiled", which, got.Outcome()))
+		case !sameJSON(got.Verdict, e.Verdict) || !got.Start.Equal(e.Start):
+			if version != "" && written != "" && written != version {
+				otherVersion = true
+				continue
+			}
+			diffs = append(diffs, which+": report.json's start or reasons differ from the run file's")
 		}
 	}
 	switch {
@@ -286,6 +305,8 @@ func (sc *Scenario) verifyEarlier(ctx context.Context) error {
 		sc.EvidenceNote = joinNote(sc.EvidenceNote, strings.Join(missing, "; "))
 	case len(missing) > 0:
 		sc.EvidenceNote = joinNote(sc.EvidenceNote, strings.Join(missing, "; "))
+	case otherVersion:
+		sc.EvidenceNote = joinNote(sc.EvidenceNote, fmt.Sprintf("%d earlier measurement(s) re-derived: each spoiled by the load generator alone, same status and counts (wording of zerodrop %s)", len(sc.Earlier), written))
 	case len(sc.Earlier) > 0:
 		sc.EvidenceNote = joinNote(sc.EvidenceNote, fmt.Sprintf("%d earlier measurement(s) re-derived: each spoiled by the load generator alone", len(sc.Earlier)))
 	}

@@ -778,13 +778,13 @@ func TestRemeasuredScenario(t *testing.T) {
 	if sc.Evidence != EvidenceVerified || !strings.Contains(sc.EvidenceNote, "1 earlier measurement(s) re-derived") {
 		t.Errorf("evidence %s: %q; want verified, the earlier measurement too", sc.Evidence, sc.EvidenceNote)
 	}
-	if rep.Summary.Remeasured != 1 || !strings.Contains(rep.Summary.Submission, "1 scenario(s) were measured again") {
+	if rep.Summary.Remeasured != 1 || !strings.Contains(rep.Summary.Submission, "1 scenario(s) had a measurement spoiled") {
 		t.Errorf("summary %+v does not count the scenario measured again", rep.Summary)
 	}
-	md, html, _ := renderAll(t, runs, dir)
-	for what, page := range map[string]string{"HTML": html, "Markdown": md} {
-		if !strings.Contains(page, "measurement 1") || !strings.Contains(page, "attempt-1/run.jsonl") || !strings.Contains(page, "behind its schedule") {
-			t.Errorf("%s does not show the spoiled measurement, its run file and what the load missed", what)
+	md, html, junit := renderAll(t, runs, dir)
+	for what, page := range map[string]string{"HTML": html, "Markdown": md, "JUnit": junit} {
+		if !strings.Contains(page, "measurement 1") || !strings.Contains(page, "attempt-1/run.jsonl") || !strings.Contains(page, "could not deliver the load") {
+			t.Errorf("%s does not show the spoiled measurement, its run file and what the load missed:\n%s", what, page)
 		}
 	}
 
@@ -809,10 +809,17 @@ func TestRemeasuredScenario(t *testing.T) {
 		t.Errorf("a replaced failing measurement: evidence %s: %q; want a mismatch", sc.Evidence, sc.EvidenceNote)
 	}
 
-	// The earlier run file gone: the scenario's evidence is unverified.
+	// Listed as more than a spoiled load: a mismatch even without its file.
 	if err := os.Remove(filepath.Join(dir, first.RunFile)); err != nil {
 		t.Fatal(err)
 	}
+	if sc := load(); sc.Evidence != EvidenceMismatch || !strings.Contains(sc.EvidenceNote, "report.json lists") {
+		t.Errorf("a listed failing measurement without its file: evidence %s: %q; want a mismatch", sc.Evidence, sc.EvidenceNote)
+	}
+
+	// The spoiled measurement listed, its run file gone: unverified.
+	rep.Scenarios[0].Remeasured = []zdv1.Remeasure{first.AsRemeasure()}
+	write()
 	if sc := load(); sc.Evidence != EvidenceUnverified || !strings.Contains(sc.EvidenceNote, "not found") {
 		t.Errorf("a missing earlier run file: evidence %s: %q; want unverified", sc.Evidence, sc.EvidenceNote)
 	}
