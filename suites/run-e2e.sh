@@ -14,6 +14,7 @@
 #   ZERODROP_KEEPALIVE=off  a connection per request in every cell
 #   ZERODROP_PAUSE_TRACE=N  keep execution traces of the test process's pauses
 #   ZERODROP_REALTIME=off   leave the load in the default scheduler
+#   ZERODROP_REMEASURE=N    measure a cell the load generator spoiled again, up to N times (default 1)
 #   CLUSTER_NAME=zerodrop   ZERODROP_KUBECONFIG=out/kubeconfig
 #   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain).
 #   KUBERNETES_VERSIONS=v1.35.8,v1.36.4,v1.37.2 runs the selection once per
@@ -105,11 +106,13 @@ teardown() {
   # (the suite writes verdicts.txt next to report.json as it goes).
   if [ "$rc" != 0 ] && [ -s "$ZERODROP_OUT/verdicts.txt" ] && grep -q '^! ' "$ZERODROP_OUT/verdicts.txt"; then
     say "cells that failed the run ($ZERODROP_OUT/verdicts.txt):"
-    grep '^! ' "$ZERODROP_OUT/verdicts.txt" | head -20 | cut -c1-600
+    grep -m 20 '^! ' "$ZERODROP_OUT/verdicts.txt" | cut -c1-600 || true
   fi
   say "exit $rc; evidence in $ZERODROP_OUT"
   exit $rc
 }
+mkdir -p "$ZERODROP_OUT"
+rm -f "$ZERODROP_OUT/verdicts.txt" # the teardown's failing cells are this run's
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
@@ -122,8 +125,6 @@ if [ "$PROVIDER" = kind ]; then
   say "echo server image"
   make -s image
 fi
-mkdir -p "$ZERODROP_OUT"
-rm -f "$ZERODROP_OUT/verdicts.txt" # the teardown's failing cells are this run's
 # The load generator runs in the test process (or zerodrop test) and shares
 # 2 cores with the kind nodes; a node being added can starve it past its
 # send-lag bound, which makes the run ERROR (not measured) rather than
