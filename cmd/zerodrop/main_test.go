@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,14 +94,30 @@ func TestUsageAndBadInput(t *testing.T) {
 	}
 }
 
-func TestLoadAndAnalyze(t *testing.T) {
-	target := startEcho(t)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+// refusingAddr is a loopback address that refuses connections for the
+// whole test: a port bound but not listening. A listener closed instead
+// frees its port, which a test running beside this one may take (seen:
+// "refused 5, reset 5" where every request should be refused).
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused := "http://" + closed.Addr().String() + "/"
-	_ = closed.Close()
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+}
+
+func TestLoadAndAnalyze(t *testing.T) {
+	target := startEcho(t)
+	refused := "http://" + refusingAddr(t) + "/"
 
 	t.Run("clean run passes", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "clean")
