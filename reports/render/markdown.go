@@ -83,7 +83,7 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 						b.WriteString(" ")
 					}
 					bd := sc.Badge()
-					text := bd.Emoji + " " + bd.Text
+					text := bd.Emoji + " " + bd.Text + sc.AgainMark()
 					if link := evidenceLink(sc, opt.OutDir); link != "" {
 						text = "[" + text + "](" + link + ")"
 					}
@@ -127,8 +127,8 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 			if n := len(r.ZeroTrafficPods); n > 0 {
 				pods += fmt.Sprintf(" (%d idle)", n)
 			}
-			fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %d | %s | %s | %s |\n",
-				bd.Emoji, bd.Text, mdCell(sc.Name), formatCount(r.Total), formatCount(r.Dropped),
+			fmt.Fprintf(&b, "| %s %s%s | %s | %s | %s | %d | %s | %s | %s |\n",
+				bd.Emoji, bd.Text, sc.AgainMark(), mdCell(sc.Name), formatCount(r.Total), formatCount(r.Dropped),
 				len(sc.FailureWindows), formatMs(r.Latency.P99Ms), pods, mdCell(truncate(sc.why(), 160)))
 		}
 		b.WriteString("\n")

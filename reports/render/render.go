@@ -124,6 +124,16 @@ func badgeFor(role zdv1.Role, st zdv1.Status) Badge {
 // Badge is how the scenario's result is shown: its Outcome, and for a
 // documentation scenario that dropped requests, how many (that is the
 // hazard it documents).
+// AgainMark follows a cell's badge (matrix, scenario tables) when it was
+// measured again (zdv1.Scenario.Remeasured): its verdict is a later
+// measurement's, the spoiled ones are in its section.
+func (sc *Scenario) AgainMark() string {
+	if len(sc.Remeasured) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" · measured %d×", len(sc.Remeasured)+1)
+}
+
 func (sc *Scenario) Badge() Badge {
 	if sc.Role != zdv1.RoleDocumentation {
 		return badgeFor(sc.Role, sc.Verdict.Status)

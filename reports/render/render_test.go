@@ -782,6 +782,9 @@ func TestRemeasuredScenario(t *testing.T) {
 		t.Errorf("summary %+v does not count the scenario measured again", rep.Summary)
 	}
 	md, html, junit := renderAll(t, runs, dir)
+	if !strings.Contains(html, "PASS · measured 2×") || !strings.Contains(md, "PASS · measured 2×") {
+		t.Error("the scenario tables do not mark the cell measured again")
+	}
 	for what, page := range map[string]string{"HTML": html, "Markdown": md, "JUnit": junit} {
 		if !strings.Contains(page, "measurement 1") || !strings.Contains(page, "attempt-1/run.jsonl") || !strings.Contains(page, "could not deliver the load") {
 			t.Errorf("%s does not show the spoiled measurement, its run file and what the load missed:\n%s", what, page)
