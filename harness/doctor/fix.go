@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"zerodrop/internal/kubeversion"
 )
 
 // Applied is one change Fix made.
@@ -229,7 +227,7 @@ func setPreStop(t *target, d time.Duration) string {
 	var what string
 	switch {
 	case ps.kind == "none" || ps.kind == "sleep" || ps.signalsApp:
-		if t.kubeMinor > 0 && !(kubeversion.Version{Major: 1, Minor: t.kubeMinor}).HasSleepAction() {
+		if !t.release().HasSleepAction() {
 			return "" // the release has no sleep action to write
 		}
 		if t.c.Lifecycle == nil {
@@ -295,7 +293,7 @@ func fixSpread(t *target) string {
 		sel = &metav1.LabelSelector{MatchLabels: t.wl.template.Labels}
 	}
 	unsatisfiable := corev1.DoNotSchedule
-	if t.kubeMinor > 0 && !(kubeversion.Version{Major: 1, Minor: t.kubeMinor}).SpreadHonorsTaints() {
+	if !t.release().SpreadHonorsTaints() {
 		unsatisfiable = corev1.ScheduleAnyway
 	}
 	tsc := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: unsatisfiable,

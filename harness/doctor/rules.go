@@ -67,10 +67,19 @@ type target struct {
 	kubeMinor int
 }
 
+// release is the Kubernetes release the rules judge for: the zero Version
+// when none was given, which kubeversion counts as current.
+func (t *target) release() kubeversion.Version {
+	if t.kubeMinor == 0 {
+		return kubeversion.Version{}
+	}
+	return kubeversion.Version{Major: 1, Minor: t.kubeMinor}
+}
+
 // kubeProxyTerminating: kube-proxy sends new connections to serving
-// terminating endpoints when no ready one is left (KEP-1669: alpha 1.22
-// behind ProxyTerminatingEndpoints, beta and on by default 1.26, GA 1.28).
-func (t *target) kubeProxyTerminating() bool { return t.kubeMinor == 0 || t.kubeMinor >= 26 }
+// terminating endpoints when no ready one is left (KEP-1669;
+// kubeversion.Version.ProxiesTerminatingByDefault).
+func (t *target) kubeProxyTerminating() bool { return t.release().ProxiesTerminatingByDefault() }
 
 func (t *target) cpath(rest ...any) []any {
 	p := append(append([]any{}, tplPath...), "spec", "containers", t.ci)
@@ -598,7 +607,7 @@ func checkSpread(t *target) []result {
 }
 
 func checkSpreadCountsTainted(t *target) []result {
-	if t.kubeMinor == 0 || (kubeversion.Version{Major: 1, Minor: t.kubeMinor}).SpreadHonorsTaints() {
+	if t.release().SpreadHonorsTaints() {
 		return nil
 	}
 	var hard []string
