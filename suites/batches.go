@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
@@ -82,26 +83,26 @@ func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []sc
 			return failEvery(cells, err)
 		}
 	}
-	return s.measure(ctx, sc, cells)
+	return s.measure(ctx, sc, cells, nil)
 }
 
 // RunScenarioAgain runs cells of sc again in this run, as RunScenario does
 // but keeping their earlier measurements: each result lists those of
 // prior (the cells' results so far, in cells' order) first.
 func (s *Suite) RunScenarioAgain(ctx context.Context, sc Scenario, cells []Cell, prior []scenario.Result) []scenario.Result {
-	out := s.measure(ctx, sc, cells)
-	for i := range out {
-		if i < len(prior) && len(prior[i].Scenario.Remeasured) > 0 {
-			out[i].Scenario.Remeasured = append(append([]zdv1.Remeasure(nil), prior[i].Scenario.Remeasured...), out[i].Scenario.Remeasured...)
-		}
-	}
-	return out
+	return s.measure(ctx, sc, cells, prior)
 }
 
-// measure runs cells and measures again those the load spoiled.
-func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
+// measure runs cells and measures again those the load spoiled; each
+// result lists prior's earlier measurements (nil: none) before its own.
+func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell, prior []scenario.Result) []scenario.Result {
 	var broken error
 	out := s.runBatches(ctx, sc, cells, &broken)
+	for i := range out {
+		if i < len(prior) {
+			out[i].Scenario.Remeasured = slices.Clone(prior[i].Scenario.Remeasured)
+		}
+	}
 	for round := 0; round < s.Settings.Remeasure && broken == nil && ctx.Err() == nil; round++ {
 		var again []int
 		var earlier []zdv1.Remeasure
@@ -133,7 +134,7 @@ func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell) []scenar
 		res := s.runBatches(ctx, sc, sub, &broken)
 		for j, i := range again {
 			r := res[j]
-			r.Scenario.Remeasured = append(append([]zdv1.Remeasure(nil), out[i].Scenario.Remeasured...), earlier[j])
+			r.Scenario.Remeasured = append(slices.Clone(out[i].Scenario.Remeasured), earlier[j])
 			out[i] = r
 		}
 	}
