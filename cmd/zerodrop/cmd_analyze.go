@@ -131,7 +131,7 @@ func cellsWithOnlyEarlier(dir string) ([]string, error) {
 			continue
 		}
 		d := filepath.Join(dir, e.Name())
-		if _, err := os.Stat(filepath.Join(d, "run.jsonl")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, runFileName)); err == nil {
 			continue
 		}
 		if earlier, err := scenario.EarlierRunFiles(d); err == nil && len(earlier) > 0 {
@@ -166,13 +166,13 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles, orphans []str
 		}
 		// The suite's earlier measurements of this scenario, which the load
 		// generator spoiled (scenario.SetAside), stay attached to it.
-		if filepath.Base(path) == "run.jsonl" {
+		if filepath.Base(path) == runFileName {
 			earlier, err := earlierOf(ctx, c, dir, filepath.Dir(path))
 			if err != nil {
 				fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
 				return nil, exitBroken
 			}
-			one.Scenarios[0].Remeasured = earlier
+			one.Scenarios[0].Remeasured = remeasures(earlier)
 		}
 		rep.Scenarios = append(rep.Scenarios, one.Scenarios...)
 		if rep.Run.Start.IsZero() || one.Run.Start.Before(rep.Run.Start) {
@@ -191,16 +191,11 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles, orphans []str
 		if len(earlier) == 0 {
 			continue
 		}
-		sc, err := verdict.AnalyzeFile(ctx, filepath.Join(dir, earlier[len(earlier)-1].RunFile))
-		if err != nil {
-			fmt.Fprintf(c.stderr, "zerodrop: %v\n", err)
-			return nil, exitBroken
-		}
 		last := earlier[len(earlier)-1]
-		rep.Scenarios = append(rep.Scenarios, zdv1.Scenario{ScenarioSpec: sc.ScenarioSpec, Load: sc.Load, Start: last.End, End: last.End,
+		rep.Scenarios = append(rep.Scenarios, zdv1.Scenario{ScenarioSpec: last.ScenarioSpec, Load: last.Load, Start: last.End, End: last.End,
 			Verdict: zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{Check: "run", Status: zdv1.Error,
 				Message: fmt.Sprintf("measured again after the load generator spoiled its measurement, but %s holds no run file of the measurement taken again (it broke before its load began)", d)}}},
-			Remeasured: earlier})
+			Remeasured: remeasures(earlier)})
 	}
 	rep.Summarize()
 	out := filepath.Join(dir, reportFileName)
@@ -217,14 +212,14 @@ func analyzeDir(ctx context.Context, c *cli, dir string, runFiles, orphans []str
 
 // earlierOf analyses the earlier measurements in scenario directory cell
 // (each with its own criteria, as the suite recorded it), run files named
-// relative to dir; one that saw more than a spoiled load is kept, and
-// said, so that zerodrop report flags it.
-func earlierOf(ctx context.Context, c *cli, dir, cell string) ([]zdv1.Remeasure, error) {
+// relative to dir, oldest first; one that saw more than a spoiled load is
+// kept, and said, so that zerodrop report flags it.
+func earlierOf(ctx context.Context, c *cli, dir, cell string) ([]zdv1.Scenario, error) {
 	files, err := scenario.EarlierRunFiles(cell)
 	if err != nil {
 		return nil, err
 	}
-	var out []zdv1.Remeasure
+	var out []zdv1.Scenario
 	for _, e := range files {
 		var opts []verdict.Option
 		if rel, err := filepath.Rel(dir, e); err == nil {
@@ -238,9 +233,18 @@ func earlierOf(ctx context.Context, c *cli, dir, cell string) ([]zdv1.Remeasure,
 			fmt.Fprintf(c.stderr, "zerodrop: warning: %s is kept as an earlier measurement of %s, but it gives %s, not a measurement the load generator spoiled (zerodrop report will flag it)\n",
 				sc.RunFile, sc.Name, sc.Outcome())
 		}
-		out = append(out, sc.AsRemeasure())
+		out = append(out, sc)
 	}
 	return out, nil
+}
+
+// remeasures is each analysed earlier measurement as report.json lists it.
+func remeasures(scs []zdv1.Scenario) []zdv1.Remeasure {
+	var out []zdv1.Remeasure
+	for i := range scs {
+		out = append(out, scs[i].AsRemeasure())
+	}
+	return out
 }
 
 func printScenario(c *cli, sc zdv1.Scenario) {
