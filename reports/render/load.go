@@ -277,9 +277,7 @@ func (sc *Scenario) verifyEarlier(ctx context.Context, version string) error {
 			missing = append(missing, which+": run file unreadable: "+zdv1.RedactString(err.Error()))
 			continue
 		}
-		tmp := zdv1.Report{Scenarios: []zdv1.Scenario{got}}
-		tmp.Redact()
-		got = tmp.Scenarios[0]
+		got = redacted(got)
 		switch {
 		case e.RunFileSHA256 != "" && got.RunFileSHA256 != e.RunFileSHA256:
 			diffs = append(diffs, fmt.Sprintf("%s: the run file's SHA-256 is %.12s…, report.json names %.12s…", which, got.RunFileSHA256, e.RunFileSHA256))
@@ -313,6 +311,14 @@ func (sc *Scenario) verifyEarlier(ctx context.Context, version string) error {
 	return nil
 }
 
+// redacted is sc as report.json holds it after Load's redaction: what a
+// re-derived scenario is compared in.
+func redacted(sc zdv1.Scenario) zdv1.Scenario {
+	tmp := zdv1.Report{Scenarios: []zdv1.Scenario{sc}}
+	tmp.Redact()
+	return tmp.Scenarios[0]
+}
+
 func joinNote(a, b string) string {
 	if a == "" {
 		return b
@@ -343,11 +349,7 @@ func (sc *Scenario) verifyLast(ctx context.Context, version string) error {
 		sc.EvidenceNote = "run file unreadable, report.json's numbers are unverified: " + zdv1.RedactString(err.Error())
 		return nil
 	}
-	// Compare what a reader would, after the same redaction report.json
-	// went through.
-	tmp := zdv1.Report{Scenarios: []zdv1.Scenario{got}}
-	tmp.Redact()
-	got = tmp.Scenarios[0]
+	got = redacted(got)
 	var diffs []string
 	if sc.RunFileSHA256 != "" && got.RunFileSHA256 != sc.RunFileSHA256 {
 		diffs = append(diffs, fmt.Sprintf("the run file's SHA-256 is %.12s…, report.json names %.12s… (the file changed after the report was written)",
