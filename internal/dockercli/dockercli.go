@@ -32,13 +32,13 @@ func Run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
 		if len(msg) > 2000 {
 			msg = "..." + msg[len(msg)-2000:]
 		}
-		return out.String(), fmt.Errorf("docker %s: %w: %s", ShortArgs(args), err, msg)
+		return out.String(), fmt.Errorf("docker %s: %w: %s", shortArgs(args), err, msg)
 	}
 	return out.String(), nil
 }
 
-// ShortArgs is args joined, cut to 160 characters for a message.
-func ShortArgs(args []string) string {
+// shortArgs is args joined, cut to 160 characters for a message.
+func shortArgs(args []string) string {
 	s := strings.Join(args, " ")
 	if len(s) > 160 {
 		s = s[:160] + "..."

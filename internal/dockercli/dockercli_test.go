@@ -41,10 +41,10 @@ func TestRun(t *testing.T) {
 }
 
 func TestShortArgs(t *testing.T) {
-	if got := ShortArgs([]string{"exec", "-i", "node"}); got != "exec -i node" {
+	if got := shortArgs([]string{"exec", "-i", "node"}); got != "exec -i node" {
 		t.Errorf("short: %q", got)
 	}
-	long := ShortArgs([]string{strings.Repeat("x", 200)})
+	long := shortArgs([]string{strings.Repeat("x", 200)})
 	if len(long) != 163 || !strings.HasSuffix(long, "...") {
 		t.Errorf("long: %d characters %q", len(long), long[len(long)-5:])
 	}
