@@ -38,6 +38,8 @@ func runDistribution(ctx context.Context, s *Suite, sc Scenario, cells []Cell) [
 		sp := s.spec(sc, c, fixtures.WithReplicas(3), fixtures.WithSpread(true), fixtures.WithPools("pool-a", "pool-b"))
 		sp.Criteria.RequireAllPodsServed = true
 		sp.Criteria.MinPodShare = zdv1.Float64(0.15)
+		// Nothing is disrupted: a request that fails is the ground moving.
+		sp.Criteria.Undisturbed = true
 		return sp
 	})
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {

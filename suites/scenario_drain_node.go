@@ -141,6 +141,7 @@ func runDrainNode(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	_ = ws.Events().Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventNote, Object: "node/" + node,
 		Message: fmt.Sprintf("chosen for the drain: it served %d of the %d answers so far over all witnesses (per node: %v)", served[node], sumCounts(served), served)})
 	s.Cleanup(func(ctx context.Context) error { return ws.Kube().Uncordon(ctx, node) })
+	ws.Disrupt("drain of node " + node)
 	res := ws.Kube().Drain(ctx, node, s.drainTimeout(ws, s.Timing.NodeDrain))
 	switch {
 	case res.Completed:

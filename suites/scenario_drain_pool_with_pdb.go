@@ -56,6 +56,12 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 		}
 		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-a", "pool-c"), fixtures.WithPDB(pdb))
 	})
+	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
+		return s.abandon(ctx, ws, err)
+	}
+	// The new pool joining is part of the replacement the incident is
+	// about: the LB takes new backends while the old ones are drained.
+	ws.Disrupt("pool-a replaced by pool-c: pool-c joins, pool-a is cordoned and drained")
 	if err := s.AddPool(ctx, ws, "pool-c", 1, PoolShape{}); err != nil {
 		return s.abandon(ctx, ws, err)
 	}

@@ -60,6 +60,10 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
 		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
 	})
+	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
+		return s.abandon(ctx, ws, err)
+	}
+	ws.Disrupt("pool-b replaced by pool-c: pool-c joins, the workload moves to it, pool-b is deleted")
 	if err := s.AddPool(ctx, ws, "pool-c", 1, PoolShape{}); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
@@ -133,6 +137,7 @@ func runOwnPoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []C
 	k.Note("pool/"+old, fmt.Sprintf("chosen for replacement: endpoints of %d witnesses run there; answers so far per pool: %v; the new pool carries its labels %v and taints %v",
 		covers[old], served, like.Labels, like.Taints))
 	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, old, len(oldNodes), like) })
+	ws.Disrupt(fmt.Sprintf("%s replaced by pool-c: pool-c joins, %s is cordoned, drained and deleted", old, old))
 	if err := s.AddPool(ctx, ws, "pool-c", len(oldNodes), like); err != nil {
 		return s.abandon(ctx, ws, err)
 	}

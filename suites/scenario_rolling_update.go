@@ -57,6 +57,7 @@ func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, cells []Cell) 
 		return s.abandon(ctx, ws, err)
 	}
 	// The restart starts in every witness at the same moment.
+	ws.Disrupt("rollout restart of every witness's workload")
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
 		return r.Kube.RestartWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
 	})

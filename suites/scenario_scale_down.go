@@ -42,6 +42,7 @@ func runScaleDown(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
+	ws.Disrupt(fmt.Sprintf("scale every witness's workload from %d to %d replicas", from, to))
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
 		err := r.Kube.UpdateDeployment(ctx, r.Target.Namespace, r.Target.Workload, fmt.Sprintf("scale from %d to %d replicas", from, to),
 			func(d *appsv1.Deployment) { n := int32(to); d.Spec.Replicas = &n })

@@ -44,6 +44,7 @@ func runUnreadyKeepalive(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 		return s.abandon(ctx, ws, err)
 	}
 	// Every witness turns its own busiest pod unready at the same moment.
+	ws.Disrupt("every witness turns its busiest pod unready")
 	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
 		pods, err := r.ExpectPods(ctx)
 		if err != nil {

@@ -81,6 +81,14 @@ const (
 	// event is what the verdict judges by (except windowGapMs, which only
 	// the header sets), so the run file alone gives the verdict.
 	EventCriteria = "criteria"
+	// EventDisruption (source "harness") marks the moment a scenario's
+	// disruption begins, written just before its first disruptive step (the
+	// drain, the restart, the scale-down, the readiness flip). Everything
+	// that failed before it failed while nothing was being disrupted: the
+	// ground moved (the cluster, the LB or the machine), which the verdict
+	// charges to the run (ERROR), never to the workload. The first such
+	// event counts.
+	EventDisruption = "disruption"
 	// EventAction is a free-form harness step ("scale deployment to 3").
 	EventAction = "action"
 	// EventNote is anything worth recording that is not a step.

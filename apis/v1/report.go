@@ -70,6 +70,11 @@ const (
 // when it did not keep its schedule, so some span was not measured.
 const CheckLoad = "load"
 
+// CheckGround is the still-ground check: ERROR when a request failed while
+// nothing was being disrupted (before the run's disruption event, or in an
+// undisturbed run), since what dropped it is not what the run disrupts.
+const CheckGround = "ground"
+
 // Outcome is a scenario's result in the words every output uses (console,
 // Markdown, HTML, JUnit): an assertion's verdict status. For a documentation
 // scenario: "hazard reproduced" when the run dropped requests or a criterion
@@ -297,6 +302,11 @@ type Criteria struct {
 	// endpoint was removed: the keep-alive hazard, where connections that
 	// kube-proxy's NAT pinned to the pod keep feeding it.
 	ServedAfterRemoval *AfterRemovalLimit `json:"servedAfterRemoval,omitempty"`
+	// Undisturbed says the run disrupts nothing (a control, or a scenario
+	// that only observes): every request that fails in it is the ground
+	// moving, an ERROR of the run, never a FAIL of the workload. Runs that
+	// disrupt something mark where with an EventDisruption instead.
+	Undisturbed bool `json:"undisturbed,omitempty"`
 }
 
 // AfterRemovalLimit is the criterion on one pod's answers after its endpoint
@@ -516,6 +526,14 @@ type Results struct {
 	// Retried counts requests the HTTP client re-sent on its own after a
 	// failed attempt; they are dropped (class "retried").
 	Retried int64 `json:"retried"`
+	// DisruptionStart is when the run's disruption began (its first
+	// EventDisruption); absent in a run that marks none.
+	DisruptionStart *time.Time `json:"disruptionStart,omitempty"`
+	// GroundMoved counts dropped requests sent while nothing was being
+	// disrupted: before DisruptionStart, or anywhere in an undisturbed run
+	// (Criteria.Undisturbed). They are part of Dropped, and they make the
+	// run ERROR: what dropped them is not what the run disrupts.
+	GroundMoved int64 `json:"groundMoved,omitempty"`
 	// Delivery is how closely the load generator kept its schedule; nil
 	// when the run file says nothing about the load (no load settings).
 	Delivery *Delivery `json:"delivery,omitempty"`
@@ -712,6 +730,9 @@ type FailureWindow struct {
 	// Classes counts failures by kind: the error classes (refused, reset,
 	// timeout, dns, other) and "http-NNN" for non-2xx statuses.
 	Classes map[string]int64 `json:"classes"`
+	// GroundMoved counts the window's failures sent while nothing was
+	// being disrupted (see Results.GroundMoved).
+	GroundMoved int64 `json:"groundMoved,omitempty"`
 	// NearestEvents are the events closest to the window: a few before it,
 	// those during it and a few after, each with its offset from Start.
 	NearestEvents []WindowEvent `json:"nearestEvents"`

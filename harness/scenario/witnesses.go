@@ -26,6 +26,7 @@ import (
 //	ws := scenario.BeginWitnesses(ctx, env, specs, 8)
 //	defer ws.Cleanup(ctx)
 //	ws.Settle(ctx, 5*time.Second)
+//	ws.Disrupt("drain " + node)               // what fails before this is the ground
 //	ws.Kube().Drain(ctx, node, timeout)       // once, seen by all
 //	ws.Each(ctx, func(ctx context.Context, i int, r *Run) error {
 //		return r.Kube.RestartWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, timeout)
@@ -140,6 +141,19 @@ func (w *Witnesses) Each(ctx context.Context, f func(ctx context.Context, i int,
 			w.Fail(i, errs[k])
 		}
 	}
+}
+
+// Disrupt marks, in every live witness's run file, that the disruption
+// begins now (what says which): call it just before its first step.
+// Whatever failed before it failed with nothing disrupted yet, and the
+// verdict calls that the ground moving, never the workload's hazard.
+func (w *Witnesses) Disrupt(what string) {
+	_ = w.fan.Event(DisruptionEvent(time.Now(), what))
+}
+
+// DisruptionEvent is the run-file mark of a disruption that begins at t.
+func DisruptionEvent(t time.Time, what string) zdv1.Event {
+	return zdv1.Event{Time: t, Source: zdv1.SourceHarness, Type: zdv1.EventDisruption, Message: what}
 }
 
 // Settle keeps every live witness's load running for d (or until ctx is

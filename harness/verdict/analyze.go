@@ -119,6 +119,9 @@ type analysis struct {
 	criteriaErr   error
 	afterRemoval  *zdv1.AfterRemoval
 	corrupt       runfile.Corrupt
+	// disruption is when the run's disruption began (unix ns of its first
+	// harness disruption event), 0 when it marks none.
+	disruption int64
 }
 
 // AnalyzeFile reads the run file at path and returns the scenario with its
@@ -211,7 +214,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 
 	windows := a.windows()
 	if len(windows) > 0 && a.readErr == nil {
-		if err := a.countOKInWindows(ctx, path, windows); err != nil {
+		if err := a.countOKInWindows(ctx, path, windows, a.stillGround(crit)); err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return zdv1.Scenario{}, err
 			}
@@ -244,7 +247,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 		RunFile:        o.runFile,
 		RunFileSHA256:  stats.SHA256,
 		SkippedLines:   stats.Corrupt.Lines,
-		Results:        a.results(crit),
+		Results:        a.results(crit, windows),
 		FailureWindows: windows,
 		Events:         []zdv1.Event{},
 	}
@@ -373,6 +376,11 @@ func (a *analysis) addResult(r *zdv1.Result, crit zdv1.Criteria) {
 }
 
 func (a *analysis) addEvent(e zdv1.Event) {
+	if e.Type == zdv1.EventDisruption && e.Source == zdv1.SourceHarness && !e.Time.IsZero() {
+		if t := e.Time.UnixNano(); a.disruption == 0 || t < a.disruption {
+			a.disruption = t
+		}
+	}
 	if a.deliv != nil {
 		a.deliv.addEvent(e)
 	}
@@ -432,9 +440,25 @@ func copyCounts(m map[string]int64) map[string]int64 {
 	return out
 }
 
+// stillGround says whether a request sent at t (unix ns) was sent while
+// nothing was being disrupted: anywhere in an undisturbed run, before the
+// disruption event in a run that has one; nil when the run says neither.
+func (a *analysis) stillGround(crit zdv1.Criteria) func(t int64) bool {
+	switch {
+	case crit.Undisturbed:
+		return func(int64) bool { return true }
+	case a.disruption != 0:
+		at := a.disruption
+		return func(t int64) bool { return t < at }
+	}
+	return nil
+}
+
 // countOKInWindows is a second streaming pass: requests sent inside a
-// window that succeeded, which tells a partial outage from a total one.
-func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []zdv1.FailureWindow) error {
+// window that succeeded, which tells a partial outage from a total one,
+// and the window's failures sent while the ground should have been still
+// (still non-nil).
+func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []zdv1.FailureWindow, still func(t int64) bool) error {
 	n := 0
 	_, err := runfile.ReadFile(path, func(rec runfile.Record) error {
 		if n++; n%8192 == 0 {
@@ -442,13 +466,19 @@ func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []zdv1.
 				return fmt.Errorf("analysis of %s cancelled: %w", path, err)
 			}
 		}
-		if rec.Result == nil || !rec.Result.OK() {
+		if rec.Result == nil {
 			return nil
 		}
 		t := rec.Result.Time
 		i := sort.Search(len(ws), func(i int) bool { return !ws[i].End.Before(t) })
-		if i < len(ws) && !t.Before(ws[i].Start) {
+		if i >= len(ws) || t.Before(ws[i].Start) {
+			return nil
+		}
+		switch {
+		case rec.Result.OK():
 			ws[i].OK++
+		case still != nil && rec.Result.FailureKind() != "" && still(t.UnixNano()):
+			ws[i].GroundMoved++
 		}
 		return nil
 	})
@@ -502,9 +532,16 @@ func reportEvent(e zdv1.Event) zdv1.Event {
 	return zdv1.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}
 }
 
-func (a *analysis) results(crit zdv1.Criteria) zdv1.Results {
+func (a *analysis) results(crit zdv1.Criteria, ws []zdv1.FailureWindow) zdv1.Results {
 	r := a.res
 	r.Dropped = r.Errors + r.Non2xx
+	if a.disruption != 0 {
+		at := time.Unix(0, a.disruption).UTC()
+		r.DisruptionStart = &at
+	}
+	for _, w := range ws {
+		r.GroundMoved += w.GroundMoved
+	}
 	r.Delivery = a.deliv.report()
 	r.Latency = a.hist.summary()
 	r.LatencyOK = a.histOK.summary()

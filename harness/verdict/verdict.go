@@ -29,6 +29,9 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 	for i := range ws {
 		allWindows[i] = i
 	}
+	if rs, ok := groundReason(c, r, ws); ok {
+		reasons = append(reasons, rs)
+	}
 
 	if c.MaxDropped != nil {
 		reasons = append(reasons, limitReason("dropped", float64(r.Dropped), float64(*c.MaxDropped),
@@ -156,6 +159,52 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 	return v
 }
 
+// groundReason is the still-ground check: a request that failed while
+// nothing was being disrupted (before the run's disruption event, or in a
+// run that disrupts nothing) was dropped by the ground under the workload
+// (the cluster, the LB, the machine), so the run cannot say what the
+// disruption did: ERROR, never FAIL and never "hazard reproduced". ok is
+// false for a run that says neither when its disruption began nor that it
+// has none: it cannot be checked.
+func groundReason(c zdv1.Criteria, r zdv1.Results, ws []zdv1.FailureWindow) (zdv1.Reason, bool) {
+	var when string
+	switch {
+	case c.Undisturbed:
+		when = "while nothing was disrupted"
+	case r.DisruptionStart != nil:
+		when = "before the disruption began at " + clock(*r.DisruptionStart)
+	default:
+		return zdv1.Reason{}, false
+	}
+	rs := zdv1.Reason{Check: zdv1.CheckGround, Status: zdv1.Pass, Observed: f64(float64(r.GroundMoved)), Limit: f64(0)}
+	if r.GroundMoved == 0 {
+		rs.Message = "the ground held: no request failed " + when
+		return rs, true
+	}
+	rs.Status = zdv1.Error
+	var b strings.Builder
+	fmt.Fprintf(&b, "the ground moved: %d of %d requests failed %s", r.GroundMoved, r.Total, when)
+	n := 0
+	for i, w := range ws {
+		if w.GroundMoved == 0 {
+			continue
+		}
+		rs.Windows = append(rs.Windows, i)
+		if n++; n <= 3 {
+			b.WriteString("; ")
+			b.WriteString(WindowText(w))
+		}
+	}
+	if n > 3 {
+		fmt.Fprintf(&b, "; %d more windows", n-3)
+	}
+	b.WriteString(". What dropped them is under the workload (the cluster, the load balancer or this machine), " +
+		"not what the run disrupts, so the run cannot judge the workload: find the cause in the windows' events, " +
+		"or run the scenario's control to see whether the ground holds without a disruption")
+	rs.Message = b.String()
+	return rs, true
+}
+
 func f64(v float64) *float64 { return &v }
 
 func limitReason(check string, observed, limit float64, msg string, windows []int) zdv1.Reason {
@@ -191,6 +240,9 @@ func droppedText(r zdv1.Results, ws []zdv1.FailureWindow) string {
 func WindowText(w zdv1.FailureWindow) string {
 	s := fmt.Sprintf("window %d %s-%s (%.0f ms): %d failed%s, %d ok",
 		w.Index, clock(w.Start), clock(w.End), w.DurationMs, w.Failed, mapText(w.Classes), w.OK)
+	if w.GroundMoved > 0 {
+		s += fmt.Sprintf(" (%d of them with nothing disrupted)", w.GroundMoved)
+	}
 	var before, during *zdv1.WindowEvent
 	for i := range w.NearestEvents {
 		e := &w.NearestEvents[i]

@@ -98,6 +98,7 @@ var eventColors = map[string]string{
 	zdv1.EventLoadStop:            "#5a5a5a",
 	zdv1.EventUnsent:              "#b0b0b0",
 	zdv1.EventInstrumentPause:     "#e07b00",
+	zdv1.EventDisruption:          "#3f007d",
 	zdv1.EventAction:              "#ff1493",
 	zdv1.EventNote:                "#d4a017",
 }

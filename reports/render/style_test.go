@@ -104,7 +104,7 @@ func TestEveryEventTypeHasAColour(t *testing.T) {
 		zdv1.EventPodDeleted, zdv1.EventPodReady, zdv1.EventPodUnready, zdv1.EventEndpointRemoved, zdv1.EventEndpointAdded,
 		zdv1.EventEndpointTerminating, zdv1.EventNodeAdded, zdv1.EventNodeRemoved, zdv1.EventRolloutStart, zdv1.EventRolloutEnd,
 		zdv1.EventPoolAdded, zdv1.EventPoolRemoved, zdv1.EventLBBackendAdded, zdv1.EventLBBackendRemoved, zdv1.EventLBNodeHealthy,
-		zdv1.EventLBNodeUnhealthy, zdv1.EventLoadStart, zdv1.EventLoadStop, zdv1.EventUnsent, zdv1.EventAction, zdv1.EventNote,
+		zdv1.EventLBNodeUnhealthy, zdv1.EventLoadStart, zdv1.EventLoadStop, zdv1.EventUnsent, zdv1.EventDisruption, zdv1.EventAction, zdv1.EventNote,
 	}
 	seen := map[string]string{}
 	for _, typ := range types {
