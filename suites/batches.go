@@ -83,7 +83,11 @@ func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []sc
 			return failEvery(cells, err)
 		}
 	}
-	return s.measure(ctx, sc, cells, nil)
+	out := s.measure(ctx, sc, cells, nil)
+	if sc.Control {
+		s.recordControls(cells, out)
+	}
+	return out
 }
 
 // RunScenarioAgain runs cells of sc again in this run, as RunScenario does

@@ -108,6 +108,9 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 			Logger: logger, ToolVersion: toolVersion(), Pauses: pauses,
 		},
 	}
+	if settings.Control > 0 {
+		s.Timing.Control = settings.Control
+	}
 	if err := configureCloudLB(ctx, s, progress); err != nil {
 		return nil, err
 	}

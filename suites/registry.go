@@ -129,7 +129,12 @@ type Scenario struct {
 	// NeedsNodepools marks scenarios that add or remove nodepools (the
 	// existing provider cannot).
 	NeedsNodepools bool
-	Cases          []Case
+	// Control marks the scenario that disrupts nothing and whose cells
+	// are the controls of their columns (scenario_control.go): it cites no
+	// incident and triggers nothing, and the suite carries each of its
+	// outcomes into the later cells of the same column.
+	Control bool
+	Cases   []Case
 	// Hazard is what the documentation cases reproduce, in a reader's
 	// words.
 	Hazard string
@@ -381,11 +386,13 @@ func matrix(policies ...corev1.ServiceExternalTrafficPolicy) []Case {
 }
 
 // Scenarios is the registry, in the order the suite runs them: the order is
-// a decision (nodepool-replacement last, since it re-pools the cluster), so
+// a decision (the control first, so every later cell is judged against its
+// column's; nodepool-replacement last, since it re-pools the cluster), so
 // it is written here and nowhere else; everything else about a scenario is
 // in its own file.
 func Scenarios() []Scenario {
 	return []Scenario{
+		control(),
 		rollingUpdate(),
 		sourceIP(),
 		distribution(),
@@ -418,6 +425,9 @@ type Timing struct {
 	// be sent new requests: kube-proxy applies the change on every node
 	// within about a second (its sync period).
 	KubeProxyGrace time.Duration
+	// Control is how long each control cell's load runs with nothing
+	// disrupted (Settings.Control overrides).
+	Control time.Duration
 }
 
 // DefaultTiming is the suite's timing.
@@ -426,6 +436,7 @@ func DefaultTiming() Timing {
 		Baseline: 5 * time.Second, Observe: 15 * time.Second, ObserveShares: 20 * time.Second,
 		SettleMargin: 5 * time.Second, NodeDrain: 3 * time.Minute, PoolDrain: 60 * time.Second,
 		EndpointRemoval: time.Minute, KubeProxyGrace: 2 * time.Second,
+		Control: time.Minute,
 	}
 }
 

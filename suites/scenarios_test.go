@@ -2,6 +2,7 @@ package suites
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/runfile"
+	"zerodrop/harness/scenario"
 	"zerodrop/internal/kubeversion"
 )
 
@@ -23,7 +25,25 @@ func TestRegistryIsWellFormed(t *testing.T) {
 	triggered := map[incident.Trigger]bool{}
 	names := map[string]bool{}
 	var smoke []string
-	for _, sc := range Scenarios() {
+	for i, sc := range Scenarios() {
+		if sc.Control {
+			// The ground under every column: first, so every later cell
+			// is judged against it; each policy x keep-alive, asserting.
+			if i != 0 || sc.Name != controlName || len(sc.Seeds) > 0 || len(sc.Triggers) > 0 || sc.Own {
+				t.Errorf("control scenario %q at %d: want %q first, citing no incident, triggering nothing, not a user's", sc.Name, i, controlName)
+			}
+			seen := map[string]bool{}
+			for _, c := range sc.Cases {
+				if c.Role != zdv1.RoleAssertion || c.Profile != fixtures.Hardened {
+					t.Errorf("control case %s: want a hardened assertion", c.Name())
+				}
+				seen[fmt.Sprint(c.Policy, c.KeepAlive)] = true
+			}
+			if len(seen) != 4 || len(sc.Cases) != 4 {
+				t.Errorf("control cases %v: want each policy with and without keep-alive, once", seen)
+			}
+			continue
+		}
 		if sc.Name == "" || sc.Body == nil || sc.Description == "" || len(sc.Cases) == 0 || len(sc.Seeds) == 0 {
 			t.Errorf("scenario %q is incomplete", sc.Name)
 		}
@@ -345,9 +365,9 @@ func TestConnectionPerRequest(t *testing.T) {
 			}
 			names[a.Name()] = true
 			switch {
-			case sc.Name == "unready-keepalive" && a.KeepAlive != b.KeepAlive:
+			case (sc.Name == "unready-keepalive" || sc.Control) && a.KeepAlive != b.KeepAlive:
 				t.Errorf("%s: %s changed, but the scenario compares keep-alive with a connection per request", sc.Name, b.Name())
-			case sc.Name != "unready-keepalive" && (a.KeepAlive || !strings.HasSuffix(a.Name(), "/no-keepalive") || !slices.Contains(a.Labels(), "keepalive:off")):
+			case sc.Name != "unready-keepalive" && !sc.Control && (a.KeepAlive || !strings.HasSuffix(a.Name(), "/no-keepalive") || !slices.Contains(a.Labels(), "keepalive:off")):
 				t.Errorf("%s: %s is %s with labels %v, want a connection per request", sc.Name, b.Name(), a.Name(), a.Labels())
 			case a.Role != b.Role || a.PlatformLimit != b.PlatformLimit || (a.Expected == nil) != (b.Expected == nil) || (a.Expected != nil && *a.Expected != *b.Expected):
 				t.Errorf("%s: %s changed its role, limit or expectation", sc.Name, b.Name())
@@ -428,5 +448,60 @@ func TestOnClusterTerminatingEndpoints(t *testing.T) {
 				t.Errorf("%d documentation cells got the reason too, want %v", limitedDoc, tc.want)
 			}
 		})
+	}
+}
+
+// A control's outcome reaches the later cells of its column, and only
+// them: the LB model, the policy and the keep-alive must all match, the
+// profile need not (a naive cell stands on the same ground).
+func TestControlsReachTheirColumn(t *testing.T) {
+	ms, err := Settings{LB: "all", LBProfiles: []string{"gcp-nlb"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := control()
+	cells := ctl.Cells(ms)
+	res := make([]scenario.Result, len(cells))
+	for i, c := range cells {
+		sc := zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: ctl.CellName(c)}, RunFile: "r" + fmt.Sprint(i) + "/run.jsonl",
+			Results: zdv1.Results{Total: 12000}, Verdict: zdv1.Verdict{Status: zdv1.Pass}}
+		if c.Model.Name == "gcp-nlb" && c.Policy == clusterPolicy && !c.KeepAlive {
+			sc.Results.Dropped, sc.Verdict.Status = 25, zdv1.Error
+		}
+		res[i] = scenario.Result{Scenario: sc}
+	}
+	// The metallb/local/no-keepalive control broke before it measured.
+	for i, c := range cells {
+		if c.Model.Name == contract.LBMetalLB && c.Policy == localPolicy && !c.KeepAlive {
+			res[i] = scenario.Result{Err: fmt.Errorf("deployment did not roll out")}
+		}
+	}
+	s := &Suite{}
+	if _, ok := s.controlEvent(cells[0]); ok {
+		t.Fatal("a control event before any control ran")
+	}
+	s.recordControls(cells, res)
+	f := zdv1.ControlFields
+	for _, sc := range []Scenario{drainNode().ConnectionPerRequest(), drainNode()} {
+		for _, c := range sc.Cells(ms) {
+			e, ok := s.controlEvent(c)
+			if !ok {
+				t.Fatalf("%s: no control event", sc.CellName(c))
+			}
+			want := "control/" + c.Model.Name + "/" + strings.ToLower(string(c.Policy)) + "/hardened"
+			if !c.KeepAlive {
+				want += "/no-keepalive"
+			}
+			if e.Fields[f.Name] != want || e.Type != zdv1.EventControl || e.Source != zdv1.SourceHarness {
+				t.Errorf("%s: control event %+v, want control %s", sc.CellName(c), e, want)
+			}
+			moved := e.Fields[f.Dropped] == "25" && e.Fields[f.Status] == "ERROR"
+			broke := e.Fields[f.Status] == "ERROR" && e.Fields[f.Total] == "0"
+			wantMoved := c.Model.Name == "gcp-nlb" && c.Policy == clusterPolicy && !c.KeepAlive
+			wantBroke := c.Model.Name == contract.LBMetalLB && c.Policy == localPolicy && !c.KeepAlive
+			if moved != wantMoved || broke != wantBroke {
+				t.Errorf("%s: control fields %v: moved %t (want %t), broke %t (want %t)", sc.CellName(c), e.Fields, moved, wantMoved, broke, wantBroke)
+			}
+		}
 	}
 }

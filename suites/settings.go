@@ -63,6 +63,9 @@ type Settings struct {
 	EchoImage string
 	// ReadyTimeout bounds every wait for workloads (ZERODROP_READY_TIMEOUT).
 	ReadyTimeout time.Duration
+	// Control is how long each control cell's load runs (ZERODROP_CONTROL,
+	// a duration; zero keeps Timing's default).
+	Control time.Duration
 	// KubeProxyGates are kube-proxy's feature gates for a kind cluster the
 	// suite creates, and what it checks a cluster it reuses has
 	// (KUBE_PROXY_FEATURE_GATES, "Name=false,Other=true").
@@ -151,6 +154,14 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 			problems = append(problems, fmt.Sprintf("ZERODROP_READY_TIMEOUT=%q: want a positive duration such as 4m", v))
 		} else {
 			s.ReadyTimeout = d
+		}
+	}
+	if v := getenv("ZERODROP_CONTROL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second || d > 24*time.Hour {
+			problems = append(problems, fmt.Sprintf("ZERODROP_CONTROL=%q: want how long each control runs, a duration from 10s to 24h such as 30m", v))
+		} else {
+			s.Control = d
 		}
 	}
 	keepAlive := true

@@ -44,6 +44,63 @@ type Suite struct {
 	// RunScenario collects a batch's own and runs them after it); clean-ups
 	// run last-registered first.
 	DeferCleanup func(func(ctx context.Context) error)
+
+	// controls are the outcomes of the control cells measured so far, by
+	// column (controlKey): what Begin carries into every later cell of
+	// the column.
+	controlsMu sync.Mutex
+	controls   map[string]zdv1.Scenario
+}
+
+// controlKey is a cell's column as its control sees it: the LB model, the
+// traffic policy and the client's keep-alive.
+func controlKey(c Cell) string {
+	return fmt.Sprintf("%s|%s|%t", c.Model.Name, c.Policy, c.KeepAlive)
+}
+
+// recordControls keeps the outcomes of sc's control cells for the cells
+// that run after them; a control that broke is kept too, as what it is.
+func (s *Suite) recordControls(cells []Cell, res []scenario.Result) {
+	s.controlsMu.Lock()
+	defer s.controlsMu.Unlock()
+	if s.controls == nil {
+		s.controls = map[string]zdv1.Scenario{}
+	}
+	for i, c := range cells {
+		if i >= len(res) {
+			break
+		}
+		sc := res[i].Scenario
+		if res[i].Err != nil {
+			sc = zdv1.Scenario{Verdict: zdv1.Verdict{Status: zdv1.Error}}
+		}
+		if sc.Name == "" {
+			sc.Name = Scenario{Name: controlName}.CellName(c)
+		}
+		s.controls[controlKey(c)] = sc
+	}
+}
+
+// controlEvent is the EventControl for cell c: its column's control
+// outcome; ok is false when no control of that column was measured.
+func (s *Suite) controlEvent(c Cell) (zdv1.Event, bool) {
+	s.controlsMu.Lock()
+	defer s.controlsMu.Unlock()
+	ctl, ok := s.controls[controlKey(c)]
+	if !ok {
+		return zdv1.Event{}, false
+	}
+	f := zdv1.ControlFields
+	fields := map[string]string{
+		f.Name: ctl.Name, f.RunFile: ctl.RunFile, f.SHA256: ctl.RunFileSHA256,
+		f.Total: fmt.Sprint(ctl.Results.Total), f.Dropped: fmt.Sprint(ctl.Results.Dropped), f.Status: string(ctl.Verdict.Status),
+	}
+	if ctl.RunFile == "" {
+		fields[f.RunFile] = "(none: the control broke before it had one)"
+	}
+	return zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventControl, Object: "control/" + c.Name(),
+		Message: fmt.Sprintf("the control of this column (%s, nothing disrupted): %s, %d of %d dropped",
+			ctl.Name, ctl.Verdict.Status, ctl.Results.Dropped, ctl.Results.Total), Fields: fields}, true
 }
 
 // Cleanup registers f to run after the current case.
@@ -55,13 +112,28 @@ func (s *Suite) Cleanup(f func(ctx context.Context) error) { s.DeferCleanup(f) }
 const witnessParallel = 12
 
 // Begin starts one witness per cell, each from spec(cell), registers their
-// clean-up and points provider events at every witness's run file.
+// clean-up and points provider events at every witness's run file. Each
+// witness's run file gets its column's control outcome, where one was
+// measured (the control check of the verdict).
 func (s *Suite) Begin(ctx context.Context, cells []Cell, spec func(Cell) scenario.Spec) *scenario.Witnesses {
+	return s.begin(ctx, cells, spec, true)
+}
+
+func (s *Suite) begin(ctx context.Context, cells []Cell, spec func(Cell) scenario.Spec, controlled bool) *scenario.Witnesses {
 	specs := make([]scenario.Spec, len(cells))
 	for i, c := range cells {
 		specs[i] = spec(c)
 	}
 	ws := scenario.BeginWitnesses(ctx, s.Env, specs, witnessParallel)
+	for i, c := range cells {
+		r, err := ws.Run(i)
+		if err != nil || !controlled {
+			continue
+		}
+		if e, ok := s.controlEvent(c); ok {
+			_ = r.Events().Event(e)
+		}
+	}
 	s.Events.Set(ws.Events())
 	s.Cleanup(func(ctx context.Context) error {
 		s.Events.Set(nil)

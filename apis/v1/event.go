@@ -16,6 +16,11 @@ type Event struct {
 // CriteriaField is the field of an EventCriteria event that holds the criteria.
 const CriteriaField = "criteria"
 
+// ControlFields are the fields of an EventControl event.
+var ControlFields = struct{ Name, RunFile, SHA256, Total, Dropped, Status string }{
+	Name: "control", RunFile: "run_file", SHA256: "run_file_sha256", Total: "total", Dropped: "dropped", Status: "status",
+}
+
 // Event sources.
 const (
 	SourceHarness    = "harness"
@@ -89,6 +94,15 @@ const (
 	// charges to the run (ERROR), never to the workload. The first such
 	// event counts.
 	EventDisruption = "disruption"
+	// EventControl (source "harness") carries into a cell's run file the
+	// outcome of its column's control: the same LB model, traffic policy
+	// and keep-alive under the same load with nothing disrupted, measured
+	// earlier in the same suite run. So the cell's verdict is re-derived
+	// from its own run file, and the control's run file, named with its
+	// SHA-256, backs the claim. Fields: ControlFields. A control that
+	// dropped anything, or was not PASS, makes the cell ERROR: the ground
+	// under its column moves.
+	EventControl = "control"
 	// EventAction is a free-form harness step ("scale deployment to 3").
 	EventAction = "action"
 	// EventNote is anything worth recording that is not a step.

@@ -75,6 +75,10 @@ const CheckLoad = "load"
 // undisturbed run), since what dropped it is not what the run disrupts.
 const CheckGround = "ground"
 
+// CheckControl is the control check: ERROR when the control of the cell's
+// column (EventControl) dropped a request or did not pass.
+const CheckControl = "control"
+
 // Outcome is a scenario's result in the words every output uses (console,
 // Markdown, HTML, JUnit): an assertion's verdict status. For a documentation
 // scenario: "hazard reproduced" when the run dropped requests or a criterion

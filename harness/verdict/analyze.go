@@ -122,6 +122,8 @@ type analysis struct {
 	// disruption is when the run's disruption began (unix ns of its first
 	// harness disruption event), 0 when it marks none.
 	disruption int64
+	// controls are the run's control events: its column's controls.
+	controls []zdv1.Event
 }
 
 // AnalyzeFile reads the run file at path and returns the scenario with its
@@ -290,6 +292,10 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 	}
 	sc.EventsOmitted = int64(len(a.events)) - int64(len(sc.Events)) + a.eventsDropped
 	sc.Verdict = evaluate(crit, a.problems(crit), sc.Results, windows)
+	if rs, ok := controlReason(a.controls); ok {
+		sc.Verdict.Reasons = append(sc.Verdict.Reasons, rs)
+		sc.Verdict.Status = zdv1.Worst(sc.Verdict.Status, rs.Status)
+	}
 	return sc, nil
 }
 
@@ -380,6 +386,9 @@ func (a *analysis) addEvent(e zdv1.Event) {
 		if t := e.Time.UnixNano(); a.disruption == 0 || t < a.disruption {
 			a.disruption = t
 		}
+	}
+	if e.Type == zdv1.EventControl && e.Source == zdv1.SourceHarness {
+		a.controls = append(a.controls, e)
 	}
 	if a.deliv != nil {
 		a.deliv.addEvent(e)

@@ -97,3 +97,62 @@ func TestGroundCheck(t *testing.T) {
 		})
 	}
 }
+
+// The control check: the run file carries its column's control outcome,
+// and a control that moved makes the cell ERROR whatever it measured.
+func TestControlCheck(t *testing.T) {
+	f := zdv1.ControlFields
+	control := func(total, dropped, status string) zdv1.Event {
+		return zdv1.Event{Time: at(5), Source: zdv1.SourceHarness, Type: zdv1.EventControl, Fields: map[string]string{
+			f.Name: "control/gcp-nlb/cluster/hardened/no-keepalive", f.RunFile: "run.jsonl", f.Total: total, f.Dropped: dropped, f.Status: status}}
+	}
+	crit := zdv1.Criteria{MaxDropped: zdv1.Int64(0)}
+	tests := []struct {
+		name    string
+		events  []zdv1.Event
+		edit    func(int, *zdv1.Result) *zdv1.Result
+		check   zdv1.Status // "" when absent
+		verdict zdv1.Status
+		inMsg   string
+	}{
+		{name: "no control recorded", edit: keep, verdict: zdv1.Pass},
+		{name: "a control that held", events: []zdv1.Event{control("12000", "0", "PASS")}, edit: keep,
+			check: zdv1.Pass, verdict: zdv1.Pass, inMsg: "0 of 12000 dropped"},
+		{name: "a control that dropped makes a clean cell ERROR", events: []zdv1.Event{control("12000", "3", "ERROR")}, edit: keep,
+			check: zdv1.Error, verdict: zdv1.Error, inMsg: "dropped 3 of 12000 requests with nothing disrupted"},
+		{name: "a control that dropped makes a failing cell ERROR, not FAIL", events: []zdv1.Event{control("12000", "1", "ERROR")},
+			edit: func(ms int, r *zdv1.Result) *zdv1.Result {
+				if ms == 2000 {
+					f := fail(ms, zdv1.ClassRefused)
+					return &f
+				}
+				return r
+			}, check: zdv1.Error, verdict: zdv1.Error},
+		{name: "a control that broke without dropping", events: []zdv1.Event{control("40", "0", "ERROR")}, edit: keep,
+			check: zdv1.Error, verdict: zdv1.Error},
+		{name: "an unreadable control event is not a pass", events: []zdv1.Event{control("many", "0", "PASS")}, edit: keep,
+			check: zdv1.Error, verdict: zdv1.Error, inMsg: "unreadable"},
+		{name: "a control told by someone else is not read",
+			events: []zdv1.Event{{Time: at(5), Source: zdv1.SourceUser, Type: zdv1.EventControl, Fields: map[string]string{f.Dropped: "9"}}},
+			edit:   keep, verdict: zdv1.Pass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := analyze(t, runSpec{crit: crit, results: steadyRun(tt.edit), events: loadEvents(tt.events...)})
+			rs := reason(sc, zdv1.CheckControl)
+			switch {
+			case tt.check == "" && rs != nil:
+				t.Fatalf("control check present: %+v", *rs)
+			case tt.check != "" && rs == nil:
+				t.Fatalf("no control check: %+v", sc.Verdict.Reasons)
+			case rs != nil && rs.Status != tt.check:
+				t.Fatalf("control check %s, want %s: %s", rs.Status, tt.check, rs.Message)
+			case rs != nil && !strings.Contains(rs.Message, tt.inMsg):
+				t.Fatalf("control message %q lacks %q", rs.Message, tt.inMsg)
+			}
+			if sc.Verdict.Status != tt.verdict {
+				t.Errorf("verdict %s, want %s", sc.Verdict.Status, tt.verdict)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -202,6 +203,47 @@ func groundReason(c zdv1.Criteria, r zdv1.Results, ws []zdv1.FailureWindow) (zdv
 		"not what the run disrupts, so the run cannot judge the workload: find the cause in the windows' events, " +
 		"or run the scenario's control to see whether the ground holds without a disruption")
 	rs.Message = b.String()
+	return rs, true
+}
+
+// controlReason is the control check: every control the run file records
+// for the cell's column (the same LB model, policy and keep-alive with
+// nothing disrupted) must have passed and dropped nothing, or the ground
+// under the column moves and the cell cannot be judged (ERROR). ok is
+// false when the run file records no control.
+func controlReason(events []zdv1.Event) (zdv1.Reason, bool) {
+	if len(events) == 0 {
+		return zdv1.Reason{}, false
+	}
+	f := zdv1.ControlFields
+	rs := zdv1.Reason{Check: zdv1.CheckControl, Status: zdv1.Pass, Limit: f64(0)}
+	var held, moved []string
+	var dropped int64
+	for _, e := range events {
+		name, file := e.Fields[f.Name], e.Fields[f.RunFile]
+		total, errT := strconv.ParseInt(e.Fields[f.Total], 10, 64)
+		d, errD := strconv.ParseInt(e.Fields[f.Dropped], 10, 64)
+		status := zdv1.Status(e.Fields[f.Status])
+		switch {
+		case name == "" || errT != nil || errD != nil || total < 0 || d < 0 || (status != zdv1.Pass && status != zdv1.Fail && status != zdv1.Error):
+			moved = append(moved, fmt.Sprintf("a control event at %s is unreadable (fields %v)", clock(e.Time), e.Fields))
+			rs.Status = zdv1.Error
+		case d > 0 || status != zdv1.Pass:
+			dropped += d
+			moved = append(moved, fmt.Sprintf("%s dropped %d of %d requests with nothing disrupted (%s, run file %s)", name, d, total, status, file))
+			rs.Status = zdv1.Error
+		default:
+			held = append(held, fmt.Sprintf("%s: 0 of %d dropped (run file %s)", name, total, file))
+		}
+	}
+	rs.Observed = f64(float64(dropped))
+	if rs.Status == zdv1.Pass {
+		rs.Message = "the control of this column held with nothing disrupted: " + strings.Join(held, "; ")
+		return rs, true
+	}
+	rs.Message = "the ground moves under this column: " + strings.Join(moved, "; ") +
+		". What this cell measured cannot be told from what the substrate drops on its own, so it is not judged; " +
+		"the control's failure windows say when and how"
 	return rs, true
 }
 
