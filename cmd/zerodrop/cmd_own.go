@@ -906,6 +906,10 @@ func printMeasured(w io.Writer, preds map[string]map[string]prediction, measured
 
 func measuredCell(r zdv1.Scenario) string {
 	if r.Outcome() == string(zdv1.Error) {
+		if g := r.Results.GroundMoved; g > 0 {
+			// Not the workload's, and not the fix's: the ground check.
+			return fmt.Sprintf("ERROR (the ground moved: %d of %d dropped with nothing disrupted yet)", g, r.Results.Total)
+		}
 		return "ERROR"
 	}
 	s := fmt.Sprintf("%d dropped of %d", r.Results.Dropped, r.Results.Total)
