@@ -101,11 +101,15 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		progress(fmt.Sprintf("keeping a flight recorder: up to %d execution traces of pauses of %v or more, in %s",
 			settings.PauseTraces, bound, filepath.Join(settings.OutDir, "pause-traces")))
 	}
+	ports, err := load.NewPorts()
+	if err != nil {
+		return nil, err
+	}
 	s := &Suite{
 		Settings: settings, Provider: provider, Models: models, Timing: DefaultTiming(), Events: events,
 		Env: &scenario.Env{
 			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
-			Logger: logger, ToolVersion: toolVersion(), Pauses: pauses,
+			Logger: logger, ToolVersion: toolVersion(), Pauses: pauses, Ports: ports,
 		},
 	}
 	if settings.Control > 0 {

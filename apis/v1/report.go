@@ -371,6 +371,13 @@ type LoadSettings struct {
 	// the cluster it measures, what kept it on time or did not. Context
 	// for a pause, not part of the verdict; "" in run files from before it.
 	Scheduling string `json:"scheduling,omitempty"`
+	// LocalPorts is the range new connections take their local port
+	// from, each destination in turn through the whole range ("32768-60999"),
+	// so a client 4-tuple comes back only after the range is used up: at
+	// 200 new connections/s, 141 s, past the 120 s a node's conntrack keeps
+	// an unanswered SYN's NAT binding. "" in run files from before the
+	// cycle, whose new connections took whatever port the kernel gave.
+	LocalPorts string `json:"localPorts,omitempty"`
 }
 
 // MinDeliveredRatio is the share of the requested rate the load must

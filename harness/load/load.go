@@ -115,6 +115,7 @@ type config struct {
 	runID          string
 	events         runfile.EventSink
 	pauses         *PauseWatch
+	ports          *Ports
 }
 
 // Option configures a Load.
@@ -170,6 +171,11 @@ func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
 // Without it, a result sink that is also an EventSink (a *runfile.Writer)
 // gets them.
 func WithEvents(sink runfile.EventSink) Option { return func(c *config) { c.events = sink } }
+
+// WithPorts sets the cycle of local ports new connections take (Ports);
+// without it a load makes its own. Share one between the loads of a
+// process, so an address a later target gets continues the earlier cycle.
+func WithPorts(p *Ports) Option { return func(c *config) { c.ports = p } }
 
 // WithPauseWatch has the load record the process's pauses from w, which
 // other loads of the process may share (one sampling for all); without it
@@ -248,6 +254,13 @@ func New(opts ...Option) (*Load, error) {
 	if c.runID == "" {
 		c.runID = runfile.NewRunID()
 	}
+	if c.ports == nil {
+		p, err := NewPorts()
+		if err != nil {
+			return nil, fmt.Errorf("invalid load settings: %w", err)
+		}
+		c.ports = p
+	}
 	l := &Load{cfg: c, targets: targets, scheduling: sched.Current().String()}
 	if c.maxLag == 0 {
 		// One owner for the default: the schema package, which the verdict
@@ -271,6 +284,7 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		MaxInFlight:    l.cfg.maxInFlight,
 		MaxSendLagMs:   float64(l.cfg.maxLag) / float64(time.Millisecond),
 		Scheduling:     l.scheduling,
+		LocalPorts:     l.cfg.ports.String(),
 	}
 }
 

@@ -22,14 +22,17 @@ import (
 const RequestIDHeader = "X-Request-Id"
 
 func newTransport(c *config) *http.Transport {
-	dialer := &net.Dialer{Timeout: c.timeout, KeepAlive: 30 * time.Second}
+	dialer := net.Dialer{Timeout: c.timeout, KeepAlive: 30 * time.Second}
 	if !c.keepAlive {
 		dialer.KeepAlive = -1
 	}
+	// Every new connection's local port comes from the cycle (Ports): the
+	// kernel's own choice reuses a 4-tuple within seconds.
+	dial := c.ports.dialer(dialer)
 	return &http.Transport{
 		Proxy: nil, // never route load through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dialer.DialContext(ctx, network, addr)
+			conn, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}

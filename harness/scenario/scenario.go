@@ -66,6 +66,12 @@ type Env struct {
 	// (harness/load PauseWatch: one sampling of the process for all of
 	// them); nil: each load watches on its own.
 	Pauses *load.PauseWatch
+	// Ports is the cycle of local ports every witness's new connections
+	// take (harness/load Ports), shared so that a Service given an
+	// address an earlier one had continues the earlier one's cycle and
+	// never meets the conntrack entries of its own 4-tuples; nil: each
+	// load has a cycle of its own.
+	Ports *load.Ports
 }
 
 func (e *Env) defaults() {
@@ -244,6 +250,9 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 	// The load is built before anything is deployed so that a bad setting
 	// fails without touching the cluster; the target is filled in below.
 	opts := []load.Option{load.WithRate(env.Rate), load.WithTimeout(env.RequestTimeout), load.WithKeepAlive(keepAlive)}
+	if env.Ports != nil {
+		opts = append(opts, load.WithPorts(env.Ports))
+	}
 	if env.Pauses != nil {
 		opts = append(opts, load.WithPauseWatch(env.Pauses))
 	}
