@@ -97,10 +97,10 @@ func (p *Ports) take(dest string) int {
 // this host's TIME_WAIT (EADDRNOTAVAIL), is skipped for the next one.
 const maxPortTries = 64
 
-// dialer dials from the cycle's next port toward each address; it falls
-// back to nothing: a connection whose ports were all taken fails and says
-// so.
-func (p *Ports) dialer(base net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// Dialer dials from the cycle's next port toward each address (base's
+// LocalAddr and Control are replaced); it falls back to nothing: a
+// connection whose ports were all taken fails and says so.
+func (p *Ports) Dialer(base net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	base.Control = reuseAddr
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var last error

@@ -100,7 +100,7 @@ func TestPortsDialLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial := p.dialer(net.Dialer{Timeout: 2 * time.Second})
+	dial := p.Dialer(net.Dialer{Timeout: 2 * time.Second})
 	ctx := context.Background()
 	var got []int
 	for i := 0; i < 6; i++ {

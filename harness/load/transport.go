@@ -28,7 +28,7 @@ func newTransport(c *config) *http.Transport {
 	}
 	// Every new connection's local port comes from the cycle (Ports): the
 	// kernel's own choice reuses a 4-tuple within seconds.
-	dial := c.ports.dialer(dialer)
+	dial := c.ports.Dialer(dialer)
 	return &http.Transport{
 		Proxy: nil, // never route load through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

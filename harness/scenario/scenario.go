@@ -308,7 +308,7 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 		r.Kube.Note("lb", "load balancer settled before the load: "+settled)
 	}
 	r.URL = "http://" + net.JoinHostPort(r.Address, strconv.Itoa(int(target.Port))) + target.Path
-	if err := WaitServing(ctx, r.URL, env.ReadyTimeout); err != nil {
+	if err := waitServing(ctx, r.URL, env.ReadyTimeout, env.Ports); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
 	r.step("serving", "url", r.URL)
@@ -699,7 +699,19 @@ func (r *Run) Cleanup(ctx context.Context) {
 // WaitServing polls url until it answers 200 twice in a row, so the load
 // starts only once the load balancer really routes to the workload.
 func WaitServing(ctx context.Context, url string, timeout time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	return waitServing(ctx, url, timeout, nil)
+}
+
+// waitServing is WaitServing with its connections' local ports from ports
+// (nil: the kernel's): the probes of a Service that got an address an
+// earlier one had must not meet the earlier one's conntrack entries
+// either (harness/load Ports).
+func waitServing(ctx context.Context, url string, timeout time.Duration, ports *load.Ports) error {
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	if ports != nil {
+		tr.DialContext = ports.Dialer(net.Dialer{Timeout: 2 * time.Second})
+	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: tr}
 	deadline := time.Now().Add(timeout)
 	var last string
 	ok := 0
