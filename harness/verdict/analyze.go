@@ -291,11 +291,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 		sc.Events = append(sc.Events, reportEvent(e))
 	}
 	sc.EventsOmitted = int64(len(a.events)) - int64(len(sc.Events)) + a.eventsDropped
-	sc.Verdict = evaluate(crit, a.problems(crit), sc.Results, windows)
-	if rs, ok := controlReason(a.controls); ok {
-		sc.Verdict.Reasons = append(sc.Verdict.Reasons, rs)
-		sc.Verdict.Status = zdv1.Worst(sc.Verdict.Status, rs.Status)
-	}
+	sc.Verdict = evaluate(crit, a.problems(crit), sc.Results, windows, a.controls)
 	return sc, nil
 }
 

@@ -153,6 +153,11 @@ func TestControlCheck(t *testing.T) {
 			if sc.Verdict.Status != tt.verdict {
 				t.Errorf("verdict %s, want %s", sc.Verdict.Status, tt.verdict)
 			}
+			// What every output prints first is why the cell is ERROR.
+			if tt.check == zdv1.Error && !strings.HasPrefix(sc.OutcomeText(), "ERROR: the ground moves under this column") &&
+				!strings.Contains(sc.OutcomeText(), "unreadable") {
+				t.Errorf("outcome text %q does not lead with the control", sc.OutcomeText())
+			}
 		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 // evaluate applies the criteria to the numbers. Every set criterion yields a
 // reason, passing or not, so a PASS shows what it was checked against. Run
 // problems yield ERROR reasons; the verdict is the worst reason.
-func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.FailureWindow) zdv1.Verdict {
+func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.FailureWindow, controls []zdv1.Event) zdv1.Verdict {
 	var reasons []zdv1.Reason
 	for _, p := range problems {
 		reasons = append(reasons, zdv1.Reason{Check: "run", Status: zdv1.Error, Message: p})
@@ -30,7 +30,12 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 	for i := range ws {
 		allWindows[i] = i
 	}
+	// The ground under the run comes before what the run measured on it:
+	// a reader of the first reason that is not PASS learns why first.
 	if rs, ok := groundReason(c, r, ws); ok {
+		reasons = append(reasons, rs)
+	}
+	if rs, ok := controlReason(controls); ok {
 		reasons = append(reasons, rs)
 	}
 
