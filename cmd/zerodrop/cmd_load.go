@@ -163,7 +163,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		ToolVersion: c.version,
 		Scenario: zdv1.ScenarioSpec{
 			Name: *name, Role: zdv1.RoleAssertion, Criteria: crit,
-			Description: "zerodrop load against " + strings.Join(targets, ", "),
+			Description: "zerodrop load against " + strings.Join(settings.Targets, ", "),
 		},
 		Load: &settings,
 	})
@@ -180,7 +180,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
 	stopUserEvents := followUserEvents(ctx, log, userEvents, *eventsFrom, w)
 	started := time.Now()
-	log.Info("load started", "targets", strings.Join(targets, ","), "rate", *rate, "duration", duration.String(),
+	log.Info("load started", "targets", strings.Join(settings.Targets, ","), "rate", *rate, "duration", duration.String(),
 		"keepalive", *keepAlive, "run_file", runPath)
 	running, err := l.Start(ctx, w)
 	var loadErr error

@@ -30,6 +30,14 @@ func TestNewValidates(t *testing.T) {
 		{"port out of range", []load.Option{load.WithTargets("http://127.0.0.1:70000/"), load.WithRate(1)}, "port 70000"},
 		{"zero in-flight cap", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithMaxInFlight(0)}, "max in flight 0"},
 		{"negative lag bound", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithMaxSendLag(-time.Millisecond)}, "max send lag"},
+		// A rate whose interval rounds to nothing once divided by zero in
+		// the pacer; one past the bound is refused with the bound.
+		{"rate past the bound", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(2_000_000_000)}, "1 to 100000 requests per second"},
+		{"rate just past the bound", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(load.MaxRate + 1)}, "rate 100001"},
+		{"a month", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithDuration(30 * 24 * time.Hour)}, "up to 168h"},
+		{"an hour's timeout", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithTimeout(time.Hour)}, "at most 5m"},
+		{"a header in the host", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithHost("a\r\nX: 1")}, "control characters"},
+		{"a space in the host", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithHost("a b")}, "no spaces"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +58,17 @@ func TestNewValidates(t *testing.T) {
 		s.MaxInFlight != load.DefaultMaxInFlight || s.MaxSendLagMs != 60 {
 		// 50/s: three intervals are 60 ms, above the 50 ms floor.
 		t.Errorf("Settings = %+v", s)
+	}
+	if _, err := load.New(load.WithTargets("http://127.0.0.1:1/"), load.WithRate(load.MaxRate)); err != nil {
+		t.Errorf("the bound itself is refused: %v", err)
+	}
+	// A password in a target reaches the requests, never the run file.
+	l, err = load.New(load.WithTargets("http://user:s3cretpw@127.0.0.1:1/x"), load.WithRate(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Settings().Targets[0]; strings.Contains(got, "s3cretpw") || !strings.Contains(got, "127.0.0.1:1/x") {
+		t.Errorf("Settings().Targets[0] = %q, want the target without its password", got)
 	}
 }
 

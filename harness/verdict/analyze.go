@@ -124,6 +124,48 @@ type analysis struct {
 	disruption int64
 	// controls are the run's control events: its column's controls.
 	controls []zdv1.Event
+	// seqs is which request numbers the results carry, to find holes and
+	// repeats; eventLines counts the event lines; unsent the requests the
+	// load generator's unsent events say it never sent.
+	seqs       seqSet
+	eventLines int64
+	unsent     int64
+}
+
+// maxSeqs bounds the request numbers a run file may use (16 MiB of
+// bits): more than 7 days at 200/s. A number past it is a problem of the
+// run file, not a reason to allocate.
+const maxSeqs = 1 << 27
+
+// seqSet is a bitset of request numbers with a count of repeats.
+type seqSet struct {
+	bits     []uint64
+	distinct int64
+	repeats  int64
+	max      uint64
+	tooLarge int64
+	any      bool
+}
+
+func (s *seqSet) add(n uint64) {
+	if n >= maxSeqs {
+		s.tooLarge++
+		return
+	}
+	w, b := n/64, uint64(1)<<(n%64)
+	if int(w) >= len(s.bits) {
+		grow := max(int(w)+1, 2*len(s.bits))
+		s.bits = append(s.bits, make([]uint64, grow-len(s.bits))...)
+	}
+	if s.bits[w]&b != 0 {
+		s.repeats++
+		return
+	}
+	s.bits[w] |= b
+	s.distinct++
+	if !s.any || n > s.max {
+		s.max, s.any = n, true
+	}
 }
 
 // AnalyzeFile reads the run file at path and returns the scenario with its
@@ -182,6 +224,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 				a.deliv = newDelivery(rec.Header.Load)
 			}
 		case zdv1.KindResult:
+			a.seqs.add(rec.Result.Seq)
 			if a.gap == 0 {
 				a.gap = gapOf(crit).Nanoseconds()
 			}
@@ -303,6 +346,10 @@ func gapOf(c zdv1.Criteria) time.Duration {
 }
 
 func (a *analysis) addResult(r *zdv1.Result, crit zdv1.Criteria) {
+	// What the target answered names its pod, node and the client it saw:
+	// a hostile target's names reach every report and terminal only as
+	// text.
+	r.Pod, r.Node, r.ClientIP = zdv1.SafeText(r.Pod), zdv1.SafeText(r.Node), zdv1.SafeText(r.ClientIP)
 	a.res.Total++
 	if a.deliv != nil {
 		a.deliv.addResult(r)
@@ -383,8 +430,14 @@ func (a *analysis) addEvent(e zdv1.Event) {
 			a.disruption = t
 		}
 	}
+	a.eventLines++
 	if e.Type == zdv1.EventControl && e.Source == zdv1.SourceHarness {
 		a.controls = append(a.controls, e)
+	}
+	if e.Type == zdv1.EventUnsent && e.Source == zdv1.SourceLoad {
+		if n, err := strconv.ParseInt(e.Fields["requests"], 10, 64); err == nil && n > 0 {
+			a.unsent += n
+		}
 	}
 	if a.deliv != nil {
 		a.deliv.addEvent(e)
@@ -533,8 +586,18 @@ func (a *analysis) nearest(w zdv1.FailureWindow) []zdv1.WindowEvent {
 	return out
 }
 
+// reportEvent is e as the report shows it: what the cluster or the LB
+// wrote in it (object names, messages, fields) only as text.
 func reportEvent(e zdv1.Event) zdv1.Event {
-	return zdv1.Event{Time: e.Time, Source: e.Source, Type: e.Type, Object: e.Object, Message: e.Message, Fields: e.Fields}
+	var fields map[string]string
+	if e.Fields != nil {
+		fields = make(map[string]string, len(e.Fields))
+		for k, v := range e.Fields {
+			fields[zdv1.SafeText(k)] = zdv1.SafeText(v)
+		}
+	}
+	return zdv1.Event{Time: e.Time, Source: zdv1.SafeText(e.Source), Type: zdv1.SafeText(e.Type), Object: zdv1.SafeText(e.Object),
+		Message: zdv1.SafeText(e.Message), Fields: fields}
 }
 
 func (a *analysis) results(crit zdv1.Criteria, ws []zdv1.FailureWindow) zdv1.Results {
@@ -652,6 +715,7 @@ func (a *analysis) problems(crit zdv1.Criteria) []string {
 	} else if a.end.Error != "" {
 		p = append(p, "the run reported an error: "+a.end.Error)
 	}
+	p = append(p, a.integrity()...)
 	if a.res.Total > 0 && len(a.res.StatusCodes) == 0 {
 		// Not a measured outage but no measurement: the address, the port
 		// or the LB never worked, so nothing about a disruption was seen.
@@ -662,6 +726,43 @@ func (a *analysis) problems(crit zdv1.Criteria) []string {
 	minReq := max(crit.MinRequests, 1)
 	if a.res.Total < minReq {
 		p = append(p, fmt.Sprintf("only %d results, need at least %d to judge the run", a.res.Total, minReq))
+	}
+	return p
+}
+
+// integrity is what the run file's own bookkeeping says is missing or
+// doubled: the end line counts the result and event lines the writer
+// wrote, and the load generator numbers every request it was due to send
+// (sent, or counted in an unsent event), so a line taken out or copied in
+// shows. A run file that does not hold what it says it holds cannot be
+// judged.
+func (a *analysis) integrity() []string {
+	var p []string
+	if e := a.end; e != nil && a.corrupt.Lines == 0 && !a.truncated {
+		if e.Results != a.res.Total {
+			p = append(p, fmt.Sprintf("the run file holds %d result lines, but its end line says %d were written: "+
+				"lines were removed or added after the run", a.res.Total, e.Results))
+		}
+		if e.Events != a.eventLines {
+			p = append(p, fmt.Sprintf("the run file holds %d event lines, but its end line says %d were written: "+
+				"lines were removed or added after the run", a.eventLines, e.Events))
+		}
+	}
+	s := a.seqs
+	if s.repeats > 0 {
+		p = append(p, fmt.Sprintf("%d result lines repeat a request number another line has: a request is counted once", s.repeats))
+	}
+	if s.tooLarge > 0 {
+		p = append(p, fmt.Sprintf("%d result lines carry a request number of %d or more, beyond any run this tool writes", s.tooLarge, maxSeqs))
+	}
+	if s.any && a.deliv != nil {
+		// Every number up to the highest is a result or an unsent request;
+		// requests due after the last one sent may be unsent too, so only
+		// a shortfall is a hole.
+		if holes := int64(s.max) + 1 - s.distinct - a.unsent; holes > 0 {
+			p = append(p, fmt.Sprintf("%d of the request numbers 0-%d are neither a result nor an unsent request: "+
+				"result lines are missing", holes, s.max))
+		}
 	}
 	return p
 }

@@ -36,6 +36,9 @@ type runSpec struct {
 	noEnd   bool
 	endErr  error
 	garbage string // appended after writing
+	// numbered keeps the results' own request numbers (else each is its
+	// index, as a run without unsent requests numbers them).
+	numbered bool
 }
 
 func writeRun(t *testing.T, s runSpec) string {
@@ -49,7 +52,9 @@ func writeRun(t *testing.T, s runSpec) string {
 		t.Fatal(err)
 	}
 	for i, r := range s.results {
-		r.Seq = uint64(i)
+		if !s.numbered {
+			r.Seq = uint64(i)
+		}
 		if err := w.Result(r); err != nil {
 			t.Fatal(err)
 		}

@@ -216,15 +216,17 @@ func relLink(target, outDir string) string {
 }
 
 // mdCell makes s safe inside a Markdown table cell: no pipes breaking the
-// table, no newlines, no HTML.
+// table, no newlines, no HTML, no links or images (a pod named
+// "[x](javascript:...)" is text), no code spans or emphasis.
 func mdCell(s string) string {
-	s = strings.NewReplacer("|", `\|`, "\r", " ", "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+	s = strings.NewReplacer("|", `\|`, "\r", " ", "\n", " ", "<", "&lt;", ">", "&gt;",
+		`\`, `\\`, "[", `\[`, "]", `\]`, "`", "\\`", "*", `\*`, "_", `\_`).Replace(s)
 	return strings.TrimSpace(s)
 }
 
 // htmlText escapes s for the HTML that GitHub allows in Markdown.
 func htmlText(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\n", " ").Replace(s)
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\n", " ", "[", "&#91;", "]", "&#93;").Replace(s)
 }
 
 func truncate(s string, n int) string {
