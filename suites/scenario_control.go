@@ -3,6 +3,8 @@ package suites
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/scenario"
@@ -23,9 +25,9 @@ import (
 // still.
 func control() Scenario {
 	var cases []Case
-	for _, p := range []Case{{Policy: clusterPolicy}, {Policy: localPolicy}} {
+	for _, p := range []corev1.ServiceExternalTrafficPolicy{clusterPolicy, localPolicy} {
 		for _, ka := range []bool{true, false} {
-			cases = append(cases, Case{Policy: p.Policy, Profile: fixtures.Hardened, KeepAlive: ka, Role: zdv1.RoleAssertion})
+			cases = append(cases, Case{Policy: p, Profile: fixtures.Hardened, KeepAlive: ka, Role: zdv1.RoleAssertion})
 		}
 	}
 	return Scenario{

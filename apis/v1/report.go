@@ -39,6 +39,9 @@ func (s Status) rank() int {
 	}
 }
 
+// Known reports whether s is one of PASS, FAIL and ERROR.
+func (s Status) Known() bool { return s == Pass || s == Fail || s == Error }
+
 // Worst returns the more severe of s and o (ERROR > FAIL > PASS).
 func Worst(s, o Status) Status {
 	if o.rank() > s.rank() {
@@ -843,9 +846,7 @@ func (r *Report) Validate() error {
 		if sc.Role != RoleAssertion && sc.Role != RoleDocumentation {
 			errs = append(errs, fmt.Errorf("scenario %q has role %q, want %q or %q", sc.Name, sc.Role, RoleAssertion, RoleDocumentation))
 		}
-		switch sc.Verdict.Status {
-		case Pass, Fail, Error:
-		default:
+		if !sc.Verdict.Status.Known() {
 			errs = append(errs, fmt.Errorf("scenario %q has verdict status %q, want PASS, FAIL or ERROR", sc.Name, sc.Verdict.Status))
 		}
 	}

@@ -148,12 +148,7 @@ func (w *Witnesses) Each(ctx context.Context, f func(ctx context.Context, i int,
 // Whatever failed before it failed with nothing disrupted yet, and the
 // verdict calls that the ground moving, never the workload's hazard.
 func (w *Witnesses) Disrupt(what string) {
-	_ = w.fan.Event(DisruptionEvent(time.Now(), what))
-}
-
-// DisruptionEvent is the run-file mark of a disruption that begins at t.
-func DisruptionEvent(t time.Time, what string) zdv1.Event {
-	return zdv1.Event{Time: t, Source: zdv1.SourceHarness, Type: zdv1.EventDisruption, Message: what}
+	_ = w.fan.Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventDisruption, Message: what})
 }
 
 // Settle keeps every live witness's load running for d (or until ctx is

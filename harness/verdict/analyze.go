@@ -142,9 +142,8 @@ type seqSet struct {
 	bits     []uint64
 	distinct int64
 	repeats  int64
-	max      uint64
+	max      uint64 // the highest number seen, when distinct > 0
 	tooLarge int64
-	any      bool
 }
 
 func (s *seqSet) add(n uint64) {
@@ -163,8 +162,8 @@ func (s *seqSet) add(n uint64) {
 	}
 	s.bits[w] |= b
 	s.distinct++
-	if !s.any || n > s.max {
-		s.max, s.any = n, true
+	if s.distinct == 1 || n > s.max {
+		s.max = n
 	}
 }
 
@@ -425,12 +424,12 @@ func (a *analysis) addResult(r *zdv1.Result, crit zdv1.Criteria) {
 }
 
 func (a *analysis) addEvent(e zdv1.Event) {
+	a.eventLines++
 	if e.Type == zdv1.EventDisruption && e.Source == zdv1.SourceHarness && !e.Time.IsZero() {
 		if t := e.Time.UnixNano(); a.disruption == 0 || t < a.disruption {
 			a.disruption = t
 		}
 	}
-	a.eventLines++
 	if e.Type == zdv1.EventControl && e.Source == zdv1.SourceHarness {
 		a.controls = append(a.controls, e)
 	}
@@ -755,7 +754,7 @@ func (a *analysis) integrity() []string {
 	if s.tooLarge > 0 {
 		p = append(p, fmt.Sprintf("%d result lines carry a request number of %d or more, beyond any run this tool writes", s.tooLarge, maxSeqs))
 	}
-	if s.any && a.deliv != nil {
+	if s.distinct > 0 && a.deliv != nil {
 		// Every number up to the highest is a result or an unsent request;
 		// requests due after the last one sent may be unsent too, so only
 		// a shortfall is a hole.

@@ -230,7 +230,7 @@ func controlReason(events []zdv1.Event) (zdv1.Reason, bool) {
 		d, errD := strconv.ParseInt(e.Fields[f.Dropped], 10, 64)
 		status := zdv1.Status(e.Fields[f.Status])
 		switch {
-		case name == "" || errT != nil || errD != nil || total < 0 || d < 0 || (status != zdv1.Pass && status != zdv1.Fail && status != zdv1.Error):
+		case name == "" || errT != nil || errD != nil || total < 0 || d < 0 || !status.Known():
 			moved = append(moved, fmt.Sprintf("a control event at %s is unreadable (fields %v)", clock(e.Time), e.Fields))
 			rs.Status = zdv1.Error
 		case d > 0 || status != zdv1.Pass:
