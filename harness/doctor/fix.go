@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"zerodrop/harness/recipe"
 )
 
 // Applied is one change Fix made.
@@ -33,7 +35,9 @@ var fixers = map[string]func(t *target) string{
 	"ZD001": fixPreStop,
 	"ZD002": fixPreStop,
 	"ZD003": fixGrace,
-	"ZD004": func(t *target) string { return setPreStop(t, 5*time.Second) },
+	"ZD004": func(t *target) string {
+		return setPreStop(t, t.recipe(corev1.ServiceExternalTrafficPolicyCluster).PreStop)
+	},
 	"ZD006": fixGrace,
 	"ZD010": fixSpread,
 	"ZD013": fixSpreadCountsTainted,
@@ -59,7 +63,7 @@ var fixers = map[string]func(t *target) string{
 	"ZD024": fixBudgetAllowsAll,
 	"ZD032": fixRollout,
 	"ZD033": func(t *target) string {
-		secs := int32(max(5, ceilSeconds(t.profile.AdditionLag())))
+		secs := int32(ceilSeconds(t.recipe(corev1.ServiceExternalTrafficPolicyLocal).MinReady))
 		if setMinReady(t.wl, secs) {
 			return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s)", secs, seconds(t.profile.AdditionLag()))
 		}
@@ -201,13 +205,18 @@ func copyManifests(m *Manifests) *Manifests {
 
 func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
-// preStopMargin is what a fixed preStop adds to the LB's lag for kube-proxy
-// to see the terminating endpoint (seed 002's "small amount of additional
-// time"; fixtures.PreStopMargin for the bundled hardened workload).
-const preStopMargin = 5 * time.Second
-
+// fixPreStop is the preStop of the hardened recipe for Local behind the
+// target's LB (harness/recipe, which the bundled workload reads too): the
+// LB's lag plus kube-proxy's margin.
 func fixPreStop(t *target) string {
-	return setPreStop(t, time.Duration(ceilSeconds(t.profile.RemovalLag()))*time.Second+preStopMargin)
+	return setPreStop(t, t.recipe(corev1.ServiceExternalTrafficPolicyLocal).PreStop)
+}
+
+// recipe is harness/recipe's hardened timing for the target's LB profile
+// and the given policy.
+func (t *target) recipe(policy corev1.ServiceExternalTrafficPolicy) recipe.Recipe {
+	p := t.profile
+	return recipe.Hardened(recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing}, policy)
 }
 
 // setPreStop makes the serving container's preStop hold SIGTERM back for d
@@ -258,8 +267,9 @@ func setPreStop(t *target, d time.Duration) string {
 }
 
 // graceSlack is what a grace period keeps above the preStop hook for the
-// app's own drain (the echo server's default drain is 10 s, plus 5).
-const graceSlack = 15 * time.Second
+// app's own drain: the recipe's (harness/recipe: the echo server's drain
+// of 10 s, plus 5).
+const graceSlack = recipe.Drain + recipe.GraceSlack
 
 // ensureGrace keeps the grace period at least graceSlack above a preStop
 // hook the fix lengthened (the grace period includes the hook's time).

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"zerodrop/clusters/lb/profiles"
@@ -132,5 +133,53 @@ func TestProfilesAreTheStockProfiles(t *testing.T) {
 	}
 	if p, _ := LookupProfile("azure-basic"); !p.SinglePool {
 		t.Error("azure-basic must be single-pool (incident nodepool-backend)")
+	}
+}
+
+// TestFixesAreTheRecipe: the doctor's fix of a naive workload sets the
+// preStop and minReadySeconds the bundled hardened workload has, for every
+// LB profile and both policies (both read harness/recipe).
+func TestFixesAreTheRecipe(t *testing.T) {
+	for _, p := range Profiles() {
+		for _, policy := range []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
+			t.Run(p.Name+"/"+string(policy), func(t *testing.T) {
+				hard, err := fixtures.NewConfig(fixtures.WithLB(p.Profile), fixtures.WithPolicy(policy))
+				if err != nil {
+					t.Fatal(err)
+				}
+				naive, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithLB(p.Profile), fixtures.WithPolicy(policy))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := naive.RenderYAML()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ms, err := Read("naive.yaml", bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fixed, applied := Fix(ms, WithLBProfile(p))
+				var d *appsv1.Deployment
+				for _, o := range fixed.Objects {
+					if dd, ok := o.Obj.(*appsv1.Deployment); ok {
+						d = dd
+					}
+				}
+				if d == nil {
+					t.Fatalf("no Deployment after Fix (applied %v)", applied)
+				}
+				c := d.Spec.Template.Spec.Containers[0]
+				if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+					t.Fatalf("fixed container has no preStop sleep (applied %v)", applied)
+				}
+				if got, want := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds)*time.Second, hard.PreStopSleep; got != want {
+					t.Errorf("fixed preStop %v, hardened fixture %v (applied %v)", got, want, applied)
+				}
+				if policy == corev1.ServiceExternalTrafficPolicyLocal && d.Spec.MinReadySeconds != hard.MinReadySeconds {
+					t.Errorf("fixed minReadySeconds %d, hardened fixture %d (applied %v)", d.Spec.MinReadySeconds, hard.MinReadySeconds, applied)
+				}
+			})
+		}
 	}
 }

@@ -1,0 +1,196 @@
+// Package recipe is the hardened workload's timing, derived from what
+// removes a terminating Pod's backend in each case: the one place the
+// bundled fixtures (fixtures.Hardened) and the doctor's fixes (zerodrop
+// doctor --fix, zerodrop test --prove-fix) both read, so they cannot
+// disagree about the same fact.
+//
+// Three mechanisms stop new connections from reaching a Pod that is
+// terminating, and each asks for its own numbers:
+//
+//   - EndpointRemoval (externalTrafficPolicy Cluster, any LB): the LB keeps
+//     the node, whose check does not follow this Pod (kube-proxy's /healthz
+//     or the traffic port), and kube-proxy on every node stops giving the
+//     endpoint new connections once it sees it terminating: a terminating
+//     endpoint is never ready, and with Cluster kube-proxy falls back to
+//     serving-terminating endpoints only when no endpoint anywhere is ready
+//     (kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints). The
+//     preStop covers that propagation: a few seconds (KubeProxyMargin).
+//   - HealthCheck (Local behind a health-checked LB): the node's
+//     healthCheckNodePort fails when its last local endpoint terminates
+//     (pkg/proxy/healthcheck counts ready local endpoints), and the LB stops
+//     sending the node new connections only after interval x
+//     unhealthyThreshold; the Pod must keep serving that long plus the
+//     margin (the rolling-update-local incident's "delay ... until the load
+//     balancer health check has failed").
+//   - ServingCondition (Local behind an LB that follows the EndpointSlices'
+//     serving condition, MetalLB L2): the node keeps the address while one
+//     of its endpoints serves (metallb v0.15.2 internal/k8s/epslices
+//     EndpointCanServe), so the app fails readiness on its signal and keeps
+//     accepting until the probe has failed and the LB has moved.
+//
+// The numbers hold for Kubernetes 1.26 and later, where kube-proxy sends a
+// terminating endpoint that still serves new connections when a node has
+// no ready one (KEP-1669, on by default from 1.26, locked on from 1.28);
+// before that no preStop helps a node's last endpoint with Local (the
+// doctor's ZD002 says so, the suites' limits measure it).
+package recipe
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop/clusters/lb/profiles"
+)
+
+// Mechanism is what removes a terminating Pod's backend.
+type Mechanism string
+
+const (
+	// EndpointRemoval: kube-proxy on every node drops the endpoint; the LB
+	// keeps the node (externalTrafficPolicy Cluster).
+	EndpointRemoval Mechanism = "endpoint-removal"
+	// HealthCheck: the LB's check of the node's healthCheckNodePort fails
+	// and the LB moves after its lag (Local, health-checked LB).
+	HealthCheck Mechanism = "lb-health-check"
+	// ServingCondition: the LB follows the EndpointSlices' serving
+	// condition (Local, MetalLB L2).
+	ServingCondition Mechanism = "serving-condition"
+)
+
+// Fixed parts of every hardened recipe.
+const (
+	// KubeProxyMargin is what every preStop adds for kube-proxy on every node
+	// to see the terminating endpoint (its sync runs at most every
+	// minSyncPeriod, 1 s by default: kubernetes v1.37.2
+	// pkg/proxy/apis/config/v1alpha1/defaults.go; the rolling-update-local
+	// incident's "small amount of additional time to allow kube-proxy to
+	// observe the terminating Pod").
+	KubeProxyMargin = 5 * time.Second
+	// Drain is how long the app may take to finish what it is serving once
+	// it lets go (ECHO_DRAIN_TIMEOUT of the bundled workload).
+	Drain = 10 * time.Second
+	// GraceSlack is added after preStop and drain so the kubelet's SIGKILL
+	// never lands during the drain (the grace period includes the preStop).
+	GraceSlack = 5 * time.Second
+	// MinReadyFloor is the smallest hardened minReadySeconds: a new Pod has
+	// to stay ready that long before a rollout moves on.
+	MinReadyFloor = 5 * time.Second
+	// ServingProbePeriod and ServingProbeFailureThreshold are the readiness
+	// timing behind an LB that follows the serving condition: fast enough
+	// that the LB moves within seconds of the signal, three failures so one
+	// slow probe on a busy node does not.
+	ServingProbePeriod           = time.Second
+	ServingProbeFailureThreshold = 3
+	// DefaultProbePeriod and DefaultProbeFailureThreshold are the API's
+	// readiness defaults made explicit: where the app stays ready while it
+	// drains, the probe's timing does not matter for termination.
+	DefaultProbePeriod           = 10 * time.Second
+	DefaultProbeFailureThreshold = 3
+)
+
+// LB is what a recipe needs to know of a load balancer: its lags for a
+// Service with externalTrafficPolicy Local and whether it follows the
+// serving condition instead of a health check. The doctor fills it from
+// the LB profile it judged by (which a Service's annotations may have
+// changed), the fixtures from a stock profile (FromProfile).
+type LB struct {
+	Name string
+	// RemovalLag is how long the LB keeps sending new connections to a
+	// node whose last local endpoint stopped serving (interval x
+	// unhealthyThreshold).
+	RemovalLag time.Duration
+	// AdditionLag is how long before it sends to a node that started
+	// serving (interval x healthyThreshold).
+	AdditionLag    time.Duration
+	FollowsServing bool
+}
+
+// FromProfile is the LB of a profile of clusters/lb/profiles.
+func FromProfile(p profiles.Profile) LB {
+	return LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing()}
+}
+
+// Recipe is the hardened timing of a workload behind one LB with one
+// traffic policy.
+type Recipe struct {
+	Mechanism Mechanism
+	// PreStop holds the termination signal back (a preStop sleep).
+	PreStop time.Duration
+	// UnreadyOnTerm: the app fails readiness when the signal arrives
+	// (ServingCondition); otherwise it stays ready while it drains.
+	UnreadyOnTerm bool
+	// ShutdownDelay is how long the app keeps accepting after the signal
+	// before it drains (ECHO_SHUTDOWN_DELAY).
+	ShutdownDelay time.Duration
+	// Drain bounds the app's own graceful drain.
+	Drain time.Duration
+	// Grace is terminationGracePeriodSeconds: everything above plus
+	// GraceSlack.
+	Grace time.Duration
+	// ReadinessPeriod and ReadinessFailureThreshold time the readiness
+	// probe.
+	ReadinessPeriod           time.Duration
+	ReadinessFailureThreshold int32
+	// MinReady is minReadySeconds: how long a new Pod stays ready before a
+	// rollout moves on.
+	MinReady time.Duration
+	// Why says, with its source, what the numbers cover.
+	Why string
+}
+
+// Hardened is the recipe for a workload behind lb with the given traffic
+// policy ("" is Cluster, the API default).
+func Hardened(lb LB, policy corev1.ServiceExternalTrafficPolicy) Recipe {
+	r := Recipe{Drain: Drain}
+	switch {
+	case policy != corev1.ServiceExternalTrafficPolicyLocal:
+		// The LB's view of the node does not change when one of its Pods
+		// terminates, and a new Pod's node is a backend already: only
+		// kube-proxy has to move.
+		r.Mechanism = EndpointRemoval
+		r.PreStop = KubeProxyMargin
+		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
+		r.MinReady = MinReadyFloor
+		r.Why = "externalTrafficPolicy Cluster: the LB keeps the node (its check is kube-proxy's /healthz or the " +
+			"traffic port, not this Pod), so what must happen before the app lets go is kube-proxy on every node " +
+			"dropping the terminating endpoint (never ready, so Cluster gives it new connections only when no " +
+			"endpoint anywhere is ready: kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints); a new Pod's " +
+			"node already takes traffic, so minReadySeconds needs no LB lag"
+	case lb.FollowsServing:
+		r.Mechanism = ServingCondition
+		r.PreStop = ceilSecond(lb.RemovalLag + KubeProxyMargin)
+		r.UnreadyOnTerm = true
+		r.ReadinessPeriod, r.ReadinessFailureThreshold = ServingProbePeriod, ServingProbeFailureThreshold
+		r.ShutdownDelay = ceilSecond(ServingProbePeriod*ServingProbeFailureThreshold + lb.RemovalLag + KubeProxyMargin)
+		r.MinReady = ceilSecond(max(lb.AdditionLag, MinReadyFloor))
+		r.Why = fmt.Sprintf("externalTrafficPolicy Local behind %s, which follows the EndpointSlices' serving "+
+			"condition (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe): the node keeps the address while "+
+			"the terminating endpoint serves, so the app fails readiness on its signal and keeps accepting for "+
+			"the probe's %s x %d, the LB's %s and the margin", lb.Name, ServingProbePeriod, ServingProbeFailureThreshold, lb.RemovalLag)
+	default:
+		r.Mechanism = HealthCheck
+		r.PreStop = ceilSecond(lb.RemovalLag + KubeProxyMargin)
+		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
+		r.MinReady = ceilSecond(max(lb.AdditionLag, MinReadyFloor))
+		r.Why = fmt.Sprintf("externalTrafficPolicy Local behind %s: the node's healthCheckNodePort fails when its last "+
+			"local endpoint terminates and the LB moves only after its health check's %s (the rolling-update-local "+
+			"incident); the app stays ready while it drains, so kube-proxy keeps giving the node's new connections "+
+			"to the terminating endpoint until then (KEP-1669), and a rollout waits the LB's addition lag %s "+
+			"before it moves on", lb.Name, lb.RemovalLag, lb.AdditionLag)
+	}
+	r.Grace = r.PreStop + r.ShutdownDelay + r.Drain + GraceSlack
+	return r
+}
+
+// Accepting is how long after termination begins the app still accepts
+// new connections: what the recipe's mechanism needs covered.
+func (r Recipe) Accepting() time.Duration { return r.PreStop + r.ShutdownDelay }
+
+func ceilSecond(d time.Duration) time.Duration {
+	if r := d % time.Second; r != 0 {
+		d += time.Second - r
+	}
+	return d
+}

@@ -1,0 +1,79 @@
+package recipe
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop/clusters/lb/profiles"
+)
+
+func TestHardened(t *testing.T) {
+	local, cluster := corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster
+	gclb := LB{Name: "gclb", RemovalLag: 600 * time.Second, AdditionLag: 60 * time.Second}
+	metallb := LB{Name: "metallb", RemovalLag: time.Second, AdditionLag: time.Second, FollowsServing: true}
+	fractional := LB{Name: "x", RemovalLag: 2500 * time.Millisecond, AdditionLag: 1500 * time.Millisecond}
+	tests := []struct {
+		name   string
+		lb     LB
+		policy corev1.ServiceExternalTrafficPolicy
+		want   Recipe
+	}{
+		// The case that cost the matrix most: Cluster needs kube-proxy's
+		// margin only, whatever the LB's lag.
+		{"gclb Cluster", gclb, cluster, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
+			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+		{"gclb, the API default policy is Cluster", gclb, "", Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
+			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+		{"gclb Local", gclb, local, Recipe{Mechanism: HealthCheck, PreStop: 605 * time.Second, Drain: Drain,
+			Grace: 620 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 60 * time.Second}},
+		{"metallb Local", metallb, local, Recipe{Mechanism: ServingCondition, PreStop: 6 * time.Second, UnreadyOnTerm: true,
+			ShutdownDelay: 9 * time.Second, Drain: Drain, Grace: 30 * time.Second, ReadinessPeriod: time.Second,
+			ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+		{"metallb Cluster", metallb, cluster, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
+			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+		{"fractional lags round up", fractional, local, Recipe{Mechanism: HealthCheck, PreStop: 8 * time.Second, Drain: Drain,
+			Grace: 23 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Hardened(tc.lb, tc.policy)
+			if got.Why == "" {
+				t.Error("no Why")
+			}
+			got.Why = ""
+			if got != tc.want {
+				t.Errorf("Hardened = %+v\nwant        %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryStockProfile: every recipe lets the app accept for at least what
+// its mechanism needs and keeps the kubelet's kill after the drain.
+func TestEveryStockProfile(t *testing.T) {
+	stock, err := profiles.Stock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range stock.Names() {
+		lb := FromProfile(stock[name])
+		for _, policy := range []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
+			r := Hardened(lb, policy)
+			need := KubeProxyMargin
+			if policy == corev1.ServiceExternalTrafficPolicyLocal {
+				need += lb.RemovalLag
+			}
+			if r.Accepting() < need {
+				t.Errorf("%s %s: accepts for %v, needs %v", name, policy, r.Accepting(), need)
+			}
+			if r.Grace < r.Accepting()+r.Drain+GraceSlack {
+				t.Errorf("%s %s: grace %v < accepting %v + drain %v + slack", name, policy, r.Grace, r.Accepting(), r.Drain)
+			}
+			if r.PreStop%time.Second != 0 || r.Grace%time.Second != 0 || r.MinReady%time.Second != 0 || r.MinReady < MinReadyFloor {
+				t.Errorf("%s %s: %+v: want whole seconds and minReady >= %v", name, policy, r, MinReadyFloor)
+			}
+		}
+	}
+}
