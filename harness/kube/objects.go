@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,6 +61,48 @@ func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
 			return fmt.Errorf("create %s: %w", what, err)
 		}
 		c.emit(zdv1.EventAction, what, "created", nil)
+	}
+	return nil
+}
+
+// CreateShared creates each object in order as Create does, except that
+// one that already exists counts as created: objects several witnesses
+// share (a namespace, the Deployment and PodDisruptionBudget of their
+// Pods), which whichever witness comes first creates. The caller makes
+// sure the objects are the same (fixtures.SamePods).
+func (c *Client) CreateShared(ctx context.Context, objs ...runtime.Object) error {
+	for _, obj := range objs {
+		err := c.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			c.emit(zdv1.EventNote, objectRef(obj), "already created by another witness that shares it", nil)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// objectRef is "kind/namespace/name" of a typed object, for events.
+func objectRef(obj runtime.Object) string {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return fmt.Sprintf("%T", obj)
+	}
+	kind := strings.ToLower(strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1."))
+	if m.GetNamespace() == "" {
+		return kind + "/" + m.GetName()
+	}
+	return kind + "/" + m.GetNamespace() + "/" + m.GetName()
+}
+
+// DeleteService deletes one Service (its LB address goes with it) without
+// waiting; a Service already gone is not an error.
+func (c *Client) DeleteService(ctx context.Context, namespace, name string) error {
+	err := c.cs.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete service %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

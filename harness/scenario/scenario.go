@@ -110,6 +110,15 @@ type Spec struct {
 	// LB connects the run to its load balancer's own view, when the LB
 	// has one (zerodrop's cloud LB); zero for an LB without (MetalLB).
 	LB LBHooks
+	// SharePods lets witnesses begun together (BeginWitnesses; Begin
+	// alone ignores it) whose
+	// bundled workloads build the same Pods in the same namespace
+	// (fixtures.SamePods) share them: whichever comes first creates the
+	// namespace, Deployment and PodDisruptionBudget, each adds its own
+	// Service (fixtures.WithServiceName) and load stream. So one set of
+	// Pod starts and one disruption of them serve every LB model and
+	// traffic policy. A user's stand-in never shares.
+	SharePods bool
 }
 
 // LBHooks are a load balancer's own view of a Service.
@@ -153,7 +162,7 @@ type Target struct {
 }
 
 func configTarget(c fixtures.Config) Target {
-	return Target{Namespace: c.Namespace, Kind: kube.KindDeployment, Workload: c.Name, Service: c.Name, Selector: c.SelectorLabels(), Replicas: c.Replicas,
+	return Target{Namespace: c.Namespace, Kind: kube.KindDeployment, Workload: c.Name, Service: c.Service(), Selector: c.SelectorLabels(), Replicas: c.Replicas,
 		MinReadySeconds: c.MinReadySeconds, Grace: c.EffectiveTerminationGrace(), Port: c.ServicePort, Path: "/", AdminPort: fixtures.AdminPort}
 }
 
@@ -188,6 +197,10 @@ type Run struct {
 	// Observer follows nodes, pods and endpoints.
 	Observer *observe.Observer
 
+	// shared: the Pods and their namespace are shared with other witnesses
+	// (Spec.SharePods); Cleanup removes the Service only and the witnesses'
+	// Cleanup the namespace.
+	shared   bool
 	w        *runfile.Writer
 	sink     *deferredSink
 	load     *load.Load
@@ -212,7 +225,14 @@ func DirName(name string) string {
 // Begin deploys the workload, waits until its load balancer answers, and
 // starts observing and loading. On error everything it created is removed
 // again.
-func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
+func Begin(ctx context.Context, env *Env, spec Spec) (*Run, error) {
+	return begin(ctx, env, spec, false)
+}
+
+// begin is Begin; share says whether the run shares its Pods with others
+// begun together (BeginWitnesses, Spec.SharePods), whose Cleanup then
+// removes their namespace.
+func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err error) {
 	begun := time.Now()
 	env.defaults()
 	var (
@@ -241,7 +261,7 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 			spec.Config[k] = v
 		}
 	}
-	r := &Run{Env: env, Spec: spec, Config: cfg, Target: target, log: env.Logger.With("scenario", spec.Name)}
+	r := &Run{Env: env, Spec: spec, Config: cfg, Target: target, shared: share && spec.StandIn == nil, log: env.Logger.With("scenario", spec.Name)}
 	r.Dir = filepath.Join(env.OutDir, DirName(spec.Name))
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("scenario %s: create output directory: %w", spec.Name, err)
@@ -280,14 +300,24 @@ func Begin(ctx context.Context, env *Env, spec Spec) (_ *Run, err error) {
 		r.step("deploy", "namespace", target.Namespace, "workload", "stand-in of "+spec.StandIn.Workload)
 		objs = append(objs, spec.StandIn.Objects()...)
 	} else {
-		r.step("deploy", "namespace", target.Namespace, "workload", cfg.String())
-		objs = append(objs, fixtures.BuildDeployment(cfg), fixtures.BuildService(cfg))
+		r.step("deploy", "namespace", target.Namespace, "workload", cfg.String(), "shared", r.shared)
+		objs = append(objs, fixtures.BuildDeployment(cfg))
 		if pdb := fixtures.BuildPDB(cfg); pdb != nil {
 			objs = append(objs, pdb)
 		}
 	}
-	if err := r.Kube.Create(ctx, objs...); err != nil {
+	create := r.Kube.Create
+	if r.shared {
+		create = r.Kube.CreateShared
+	}
+	if err := create(ctx, objs...); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	if spec.StandIn == nil {
+		// The Service is the witness's own, shared Pods or not.
+		if err := r.Kube.Create(ctx, fixtures.BuildService(cfg)); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
 	}
 	if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
@@ -679,8 +709,10 @@ func (r *Run) stopBackground() (sum load.Summary, err error) {
 	return sum, err
 }
 
-// Cleanup deletes the scenario's namespace and waits for it to go. It is
-// safe to call more than once and after a failed Begin.
+// Cleanup deletes the scenario's namespace and waits for it to go; a
+// witness that shares its Pods (Spec.SharePods) deletes its Service only,
+// and the witnesses' Cleanup the namespace once every one has. It is safe
+// to call more than once and after a failed Begin.
 func (r *Run) Cleanup(ctx context.Context) {
 	if r.running != nil && !r.finished {
 		_, _ = r.running.Stop()
@@ -689,6 +721,12 @@ func (r *Run) Cleanup(ctx context.Context) {
 		r.cancel()
 	}
 	if r.Kube == nil {
+		return
+	}
+	if r.shared {
+		if err := r.Kube.DeleteService(context.WithoutCancel(ctx), r.Target.Namespace, r.Target.Service); err != nil {
+			r.log.Warn("cleanup", "err", err)
+		}
 		return
 	}
 	if err := r.Kube.DeleteNamespace(context.WithoutCancel(ctx), r.Target.Namespace, 3*time.Minute); err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/fixtures"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/runfile"
 )
@@ -43,6 +45,10 @@ type Witnesses struct {
 	errs  []error
 	kube  *kube.Client
 	fan   *fanout
+	// sharedNS are the namespaces of Pods shared by witnesses
+	// (Spec.SharePods): Cleanup deletes them once every witness has gone.
+	sharedNS []string
+	log      *slog.Logger
 }
 
 // Result is one witness's outcome: its scenario and verdict, or the error
@@ -57,7 +63,8 @@ type Result struct {
 // cluster client is env's.
 func BeginWitnesses(ctx context.Context, env *Env, specs []Spec, parallel int) *Witnesses {
 	env.defaults()
-	w := &Witnesses{specs: specs, runs: make([]*Run, len(specs)), errs: make([]error, len(specs)), fan: &fanout{}}
+	w := &Witnesses{specs: specs, runs: make([]*Run, len(specs)), errs: make([]error, len(specs)), fan: &fanout{}, log: env.Logger}
+	w.sharedNS = w.checkShared()
 	if parallel < 1 {
 		parallel = len(specs)
 	}
@@ -74,13 +81,46 @@ func BeginWitnesses(ctx context.Context, env *Env, specs []Spec, parallel int) *
 				return
 			}
 			defer func() { <-sem }()
-			w.runs[i], w.errs[i] = Begin(ctx, env, sp)
+			if w.errs[i] != nil {
+				return
+			}
+			w.runs[i], w.errs[i] = begin(ctx, env, sp, sp.SharePods)
 		}()
 	}
 	wg.Wait()
 	w.fan.runs = w.runs
 	w.kube = kube.New(env.Clientset, kube.WithEventSink(w.fan))
 	return w
+}
+
+// checkShared sets aside every witness that asks to share Pods with
+// another in its namespace but would build other Pods (fixtures.SamePods
+// against the first of that namespace): sharing them would measure one
+// witness's workload under another's name. It returns the namespaces
+// shared.
+func (w *Witnesses) checkShared() []string {
+	first := map[string]fixtures.Config{}
+	var out []string
+	for i, sp := range w.specs {
+		if !sp.SharePods || sp.StandIn != nil {
+			continue
+		}
+		cfg, err := fixtures.NewConfig(sp.Workload...)
+		if err != nil {
+			continue // Begin says what is wrong with it
+		}
+		f, seen := first[cfg.Namespace]
+		if !seen {
+			first[cfg.Namespace] = cfg
+			out = append(out, cfg.Namespace)
+			continue
+		}
+		if !fixtures.SamePods(f, cfg) {
+			w.errs[i] = fmt.Errorf("scenario %s: shares namespace %s with %s but its workload builds other Pods (%s, not %s): not begun",
+				sp.Name, cfg.Namespace, f.Name, cfg, f)
+		}
+	}
+	return out
 }
 
 // Run is witness i's run, or the error that set it aside.
@@ -139,6 +179,43 @@ func (w *Witnesses) Each(ctx context.Context, f func(ctx context.Context, i int,
 	for k, i := range live {
 		if errs[k] != nil {
 			w.Fail(i, errs[k])
+		}
+	}
+}
+
+// EachWorkload runs f once per workload of the live witnesses (witnesses
+// that share Pods share it: Spec.SharePods), with the first of them, at
+// once, and waits for all; f gets every live witness of that workload
+// (sharers, in order). When f fails, every witness of the workload is set
+// aside with that error. A workload-level disruption (a rollout restart,
+// a scale-down) goes through it, so shared Pods are disrupted once.
+func (w *Witnesses) EachWorkload(ctx context.Context, f func(ctx context.Context, sharers []int, r *Run) error) {
+	type key struct{ ns, kind, name string }
+	var order []key
+	groups := map[key][]int{}
+	for _, i := range w.Live() {
+		t := w.runs[i].Target
+		k := key{t.Namespace, t.Kind, t.Workload}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for n, k := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[n] = f(ctx, groups[k], w.runs[groups[k][0]])
+		}()
+	}
+	wg.Wait()
+	for n, k := range order {
+		if errs[n] != nil {
+			for _, i := range groups[k] {
+				w.Fail(i, errs[n])
+			}
 		}
 	}
 }
@@ -205,7 +282,7 @@ func (w *Witnesses) Finish(ctx context.Context, settle func(ctx context.Context,
 }
 
 // Cleanup deletes every witness's namespace, all at once, and waits for
-// them to go.
+// them to go: a witness's own, then those of shared Pods.
 func (w *Witnesses) Cleanup(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, r := range w.runs {
@@ -216,6 +293,16 @@ func (w *Witnesses) Cleanup(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			r.Cleanup(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, ns := range w.sharedNS {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.kube.DeleteNamespace(context.WithoutCancel(ctx), ns, 3*time.Minute); err != nil {
+				w.log.Warn("cleanup", "namespace", ns, "err", err)
+			}
 		}()
 	}
 	wg.Wait()

@@ -10,11 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
@@ -151,5 +154,77 @@ func TestAwaitLB(t *testing.T) {
 				t.Errorf("run file lacks %q", tc.wantLog)
 			}
 		})
+	}
+}
+
+// Witnesses that share Pods (Spec.SharePods) create one Deployment and a
+// Service each; one whose workload would build other Pods in the same
+// namespace is not begun; a workload-level step runs once for the
+// sharers; clean-up removes the Services, then the namespace.
+func TestWitnessesSharePods(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+
+	const ns = "zd-shared"
+	ready := true
+	var objs []runtime.Object
+	for _, svc := range []string{"a-svc", "b-svc", "c-svc"} {
+		objs = append(objs, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: svc + "-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: ptr("w1"),
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		})
+	}
+	cs := fakeCluster()
+	for _, o := range objs {
+		if err := cs.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := func(name, svc string, replicas int32) Spec {
+		return Spec{ScenarioSpec: zdv1.ScenarioSpec{Name: name, Role: zdv1.RoleAssertion}, SharePods: true,
+			Workload: []fixtures.Option{fixtures.WithNamespace(ns), fixtures.WithServiceName(svc), fixtures.WithReplicas(replicas),
+				fixtures.WithServicePort(int32(port))}}
+	}
+	env := &Env{Clientset: cs, OutDir: t.TempDir(), ReadyTimeout: 5 * time.Second, Rate: 50}
+	ctx := context.Background()
+	ws := BeginWitnesses(ctx, env, []Spec{spec("a", "a-svc", 1), spec("b", "b-svc", 1), spec("c", "c-svc", 2)}, 3)
+	if _, err := ws.Run(2); err == nil || !strings.Contains(err.Error(), "builds other Pods") {
+		t.Errorf("witness c (2 replicas in a namespace of 1): %v, want it set aside", err)
+	}
+	if got := ws.Live(); len(got) != 2 {
+		t.Fatalf("live witnesses %v, want a and b", got)
+	}
+	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(deps.Items) != 1 {
+		t.Fatalf("deployments in %s: %d (%v), want the one shared", ns, len(deps.Items), err)
+	}
+	svcs, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(svcs.Items) != 2 {
+		t.Fatalf("services in %s: %d (%v), want one per witness", ns, len(svcs.Items), err)
+	}
+	var calls atomic.Int32
+	var sharers []int
+	ws.EachWorkload(ctx, func(_ context.Context, who []int, r *Run) error {
+		calls.Add(1)
+		sharers = who
+		return nil
+	})
+	if calls.Load() != 1 || len(sharers) != 2 {
+		t.Errorf("EachWorkload: %d calls with sharers %v, want one call for both", calls.Load(), sharers)
+	}
+	ws.EachWorkload(ctx, func(context.Context, []int, *Run) error { return errors.New("restart timed out") })
+	if got := ws.Live(); len(got) != 0 {
+		t.Errorf("a failed shared step leaves %v live, want every sharer set aside", got)
+	}
+	ws.Finish(ctx, nil)
+	ws.Cleanup(ctx)
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+		t.Errorf("namespace %s still there after clean-up", ns)
+	}
+	if svcs, _ := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}); len(svcs.Items) != 0 {
+		t.Errorf("services left after clean-up: %d", len(svcs.Items))
 	}
 }
