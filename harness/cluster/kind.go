@@ -307,6 +307,13 @@ func (k *Kind) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.Name
+	}
+	if err := k.fencePodNetwork(ctx, names...); err != nil {
+		return err
+	}
 	pools := map[string]int{}
 	for _, n := range ns {
 		o.emit(zdv1.EventNodeAdded, "node/"+n.Name, "node Ready", map[string]string{"pool": n.Pool, "role": n.Role, "ip": n.InternalIP})
@@ -385,6 +392,24 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 		return err
 	}
 	o.progress(fmt.Sprintf("MetalLB pool %s-%s on docker network %s (%s)", first, last, kindNetwork, nw.IPv4))
+	return nil
+}
+
+// fencePodNetwork keeps packets for the pod network on the nodes: each
+// node gets an unreachable route for the whole pod subnet, behind the
+// routes the CNI adds (a /32 per local Pod, a /24 per other node), so a
+// packet kube-proxy still sends to a Pod that is gone (a stale conntrack
+// entry's DNAT) meets "no route to host" on its node, as on a real
+// cluster, instead of the node's default route, which leads through this
+// machine to its own gateway (where whatever answers is not the cluster:
+// measured, an HTTP 404 from the gateway's proxy, kept alive and reused
+// for thousands of requests). Traffic stays on the project's containers.
+func (k *Kind) fencePodNetwork(ctx context.Context, nodes ...string) error {
+	for _, n := range nodes {
+		if _, err := nodeExec(ctx, n, nil, "ip", "route", "replace", "unreachable", k.o.podSubnet); err != nil {
+			return fmt.Errorf("node %s: route the pod subnet %s nowhere but the nodes: %w", n, k.o.podSubnet, err)
+		}
+	}
 	return nil
 }
 

@@ -206,6 +206,9 @@ func (k *Kind) AddNodePool(ctx context.Context, name string, count int, labels m
 	if err := waitNodesReady(ctx, cs, o.readyTimeout, names...); err != nil {
 		return fmt.Errorf("add nodepool %s: %w", name, err)
 	}
+	if err := k.fencePodNetwork(ctx, names...); err != nil {
+		return fmt.Errorf("add nodepool %s: %w", name, err)
+	}
 	for _, n := range names {
 		o.emit(zdv1.EventNodeAdded, "node/"+n, "node joined and Ready", map[string]string{"pool": name})
 	}
