@@ -150,6 +150,7 @@ func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell, prior []
 func (s *Suite) runBatches(ctx context.Context, sc Scenario, cells []Cell, broken *error) []scenario.Result {
 	out := make([]scenario.Result, len(cells))
 	for _, batch := range Batches(cells, s.Settings.Witnesses) {
+		began := time.Now()
 		sub := make([]Cell, len(batch))
 		for j, i := range batch {
 			sub[j] = cells[i]
@@ -163,6 +164,7 @@ func (s *Suite) runBatches(ctx context.Context, sc Scenario, cells []Cell, broke
 		for j, i := range batch {
 			out[i] = res[j]
 		}
+		s.Progress.Batch(sc.Name, len(batch), time.Since(began))
 	}
 	return out
 }

@@ -106,14 +106,11 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		return nil, err
 	}
 	s := &Suite{
-		Settings: settings, Provider: provider, Models: models, Timing: DefaultTiming(), Events: events,
+		Settings: settings, Provider: provider, Models: models, Timing: settings.Timing(), Events: events,
 		Env: &scenario.Env{
 			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
 			Logger: logger, ToolVersion: toolVersion(), Pauses: pauses, Ports: ports,
 		},
-	}
-	if settings.Control > 0 {
-		s.Timing.Control = settings.Control
 	}
 	if err := configureCloudLB(ctx, s, progress); err != nil {
 		return nil, err

@@ -2,7 +2,11 @@ package suites
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -134,6 +138,12 @@ type Scenario struct {
 	// incident and triggers nothing, and the suite carries each of its
 	// outcomes into the later cells of the same column.
 	Control bool
+	// OwnPods, when set, says why each cell needs Pods of its own. Every
+	// other scenario's cells share them: one Deployment per distinct Pod
+	// recipe in a batch, with a Service and a load stream per cell
+	// (scenario.Spec.SharePods), so a disruption costs one set of Pod
+	// starts however many LB models and policies watch it.
+	OwnPods string
 	Cases   []Case
 	// Hazard is what the documentation cases reproduce, in a reader's
 	// words.
@@ -145,6 +155,9 @@ type Scenario struct {
 	// zero drops impossible for the scenario's hardened cases on one LB.
 	Limits []Limit
 	Body   Body
+	// Cost estimates one cell's disruption and settling for the plan
+	// (nil: an observation of Timing.Observe).
+	Cost CellCost
 }
 
 // Prevention is where a scenario's hazard is not expected: the documentation
@@ -464,6 +477,18 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		hooks = s.CloudLB
 	}
 	opts = append(opts, extra...)
+	share := sc.OwnPods == "" && c.StandIn == nil
+	if share {
+		// The namespace and the Deployment are the Pod recipe's, the
+		// Service is the cell's: every cell of the batch whose Pods come
+		// out the same lands in one namespace over one Deployment.
+		svc := serviceName(c)
+		opts = append(opts, fixtures.WithServiceName(svc))
+		if key, err := podsKey(opts); err == nil {
+			ns = "zd-" + scenario.DirName(sc.Name) + "-" + key
+		}
+		opts = append(opts, fixtures.WithNamespace(ns))
+	}
 	var own *standin.StandIn
 	if c.StandIn != nil {
 		// A user's workload keeps its own knobs: the body's extra options
@@ -504,7 +529,40 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		StandIn:   own,
 		KeepAlive: &ka,
 		LB:        hooks,
+		SharePods: share,
 	}
+}
+
+// serviceName is cell c's Service over shared Pods: its LB model, policy,
+// profile and keep-alive ("gcp-nlb-local-hardened-noka"), a DNS-1035 label.
+func serviceName(c Cell) string {
+	n := c.Model.Name + "-" + strings.ToLower(string(c.Policy)) + "-" + string(c.Profile)
+	if !c.KeepAlive {
+		n += "-noka"
+	}
+	n = strings.Trim(unsafeLabel.ReplaceAllString(strings.ToLower(n), "-"), "-")
+	if len(n) > 63 {
+		n = strings.TrimRight(n[:63], "-")
+	}
+	return n
+}
+
+var unsafeLabel = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// podsKey names the Pods opts build: a short hash of their Deployment and
+// PodDisruptionBudget, so cells whose Pods come out the same (whatever
+// their Service) get the same key.
+func podsKey(opts []fixtures.Option) (string, error) {
+	cfg, err := fixtures.NewConfig(append(slices.Clone(opts), fixtures.WithNamespace("x"))...)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal([]any{fixtures.BuildDeployment(cfg), fixtures.BuildPDB(cfg)})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:8], nil
 }
 
 // awaitLB keeps a witness's load running after the disruption while its LB

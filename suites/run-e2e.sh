@@ -52,6 +52,21 @@ if [ -n "${SHARD:-}" ] && ! [[ "$SHARD" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]]; then
 fi
 export PROVIDER LB
 
+# The plan comes first, before any cluster step: the cells, disruptions,
+# Deployments and minutes this selection will take (zerodrop plan), and the
+# test binary's timeout follows from it, so no run outgrows its own timeout.
+plan_filter=""
+if [ "$what" = smoke ]; then plan_filter=smoke; fi
+case "${GINKGO_ARGS:-}" in
+  *label-filter=*) plan_filter="$(printf '%s\n' "$GINKGO_ARGS" | sed -n 's/.*label-filter=\([^ ]*\).*/\1/p')" ;;
+esac
+if [ "$what" != workload ] && [ -z "${KUBERNETES_VERSIONS:-}" ]; then
+  make -s build
+  say "plan (label filter: ${plan_filter:-none})"
+  "$repo/bin/zerodrop" plan --label-filter "$plan_filter"
+  timeout_min="$("$repo/bin/zerodrop" plan --label-filter "$plan_filter" --timeout-minutes)"
+fi
+
 if [ -n "${KUBERNETES_VERSIONS:-}" ]; then
   [ "$PROVIDER" = kind ] || { echo "run-e2e: KUBERNETES_VERSIONS needs PROVIDER=kind (an existing cluster has one version)" >&2; exit 2; }
   IFS=', ' read -r -a versions <<<"$KUBERNETES_VERSIONS"
@@ -160,6 +175,7 @@ filter=()
 if [ "$what" = smoke ]; then filter=(-ginkgo.label-filter=smoke); fi
 say "scenarios ($what) -> $ZERODROP_OUT"
 # shellcheck disable=SC2086
-"${prio[@]}" "$GO" test -tags e2e -count=1 -timeout 170m ./suites/ -v -args \
+say "timeout ${timeout_min}m (from the plan)"
+"${prio[@]}" "$GO" test -tags e2e -count=1 -timeout "${timeout_min}m" ./suites/ -v -args \
   -ginkgo.v -ginkgo.junit-report="$ZERODROP_OUT/junit.xml" "${filter[@]}" ${GINKGO_ARGS:-}
 say "scenarios done"

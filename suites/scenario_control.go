@@ -2,6 +2,7 @@ package suites
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -37,6 +38,7 @@ func control() Scenario {
 		Control: true,
 		Cases:   cases,
 		Body:    runControl,
+		Cost:    observeCost(func(tm Timing) time.Duration { return tm.Control }),
 	}
 }
 

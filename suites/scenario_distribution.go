@@ -2,6 +2,7 @@ package suites
 
 import (
 	"context"
+	"time"
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
@@ -30,6 +31,7 @@ func distribution() Scenario {
 				"controller's backend rule of the cluster's Kubernetes version)",
 		}},
 		Body: runDistribution,
+		Cost: observeCost(func(tm Timing) time.Duration { return tm.ObserveShares }),
 	}
 }
 

@@ -35,6 +35,12 @@ func drainNode() Scenario {
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 		},
 		Body: runDrainNode,
+		// The drain waits for the evicted Pod's exit, its replacement
+		// starts, and with Local the drained node leaves the LB.
+		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
+			t := timesOf(c)
+			return t.accepting + k.Terminate + k.PodStart + t.minReady + t.settle(tm, true)
+		},
 	}
 }
 

@@ -39,6 +39,17 @@ func drainPoolWithPDB() Scenario {
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 		},
 		Body: runDrainPoolWithPDB,
+		// A pool joins; a naive witness's blocking budget holds the drain
+		// to its bound, a hardened one lets it through; the old nodes leave
+		// the LB.
+		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
+			t := timesOf(c)
+			drain := t.accepting + k.Terminate
+			if c.Profile == fixtures.Naive {
+				drain = tm.PoolDrain
+			}
+			return k.PoolAdd + drain + t.settle(tm, true)
+		},
 	}
 }
 

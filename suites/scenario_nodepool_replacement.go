@@ -44,6 +44,12 @@ func nodepoolReplacement() Scenario {
 			"the old pool's nodes keep getting the LB's traffic until their health check fails",
 		Limits: []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer}},
 		Body:   runNodepoolReplacement,
+		// A pool joins, the workload rolls onto it and its LB follows,
+		// then the old pool goes and the LB drops its nodes.
+		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
+			t := timesOf(c)
+			return k.PoolAdd + t.rollout(k) + t.accepting + t.settle(tm, true) + k.PoolRemove + t.settle(tm, true)
+		},
 	}
 }
 
@@ -67,7 +73,9 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 	if err := s.AddPool(ctx, ws, "pool-c", 1, PoolShape{}); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
-	ws.Each(ctx, func(ctx context.Context, i int, r *scenario.Run) error {
+	// Each workload moves once (witnesses that share Pods share the move),
+	// then every witness waits out its own LB.
+	ws.EachWorkload(ctx, func(ctx context.Context, _ []int, r *scenario.Run) error {
 		target, err := fixtures.NewConfig(append(r.Spec.Workload, fixtures.WithPools("pool-c"))...)
 		if err != nil {
 			return err
@@ -77,11 +85,9 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Affinity = affinity }); err != nil {
 			return err
 		}
-		if err := r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r)); err != nil {
-			return err
-		}
-		return s.awaitLB(ctx, cells[i], r)
+		return r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
 	})
+	ws.Each(ctx, func(ctx context.Context, i int, r *scenario.Run) error { return s.awaitLB(ctx, cells[i], r) })
 	// Every witness has moved and its LB has had its lag to follow: the old
 	// pool goes, once, under all of them.
 	if err := s.Provider.RemoveNodePool(ctx, "pool-b"); err != nil {

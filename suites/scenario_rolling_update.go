@@ -2,6 +2,7 @@ package suites
 
 import (
 	"context"
+	"time"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
@@ -33,6 +34,12 @@ func rollingUpdate() Scenario {
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpointsRollout},
 		},
 		Body: runRollingUpdate,
+		// Every Pod replaced in turn; the last old one keeps serving for
+		// its recipe's time; the nodes keep endpoints (surge, spread).
+		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
+			t := timesOf(c)
+			return t.rollout(k) + t.accepting + k.Terminate + t.settle(tm, false)
+		},
 	}
 }
 
@@ -56,9 +63,10 @@ func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, cells []Cell) 
 	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
-	// The restart starts in every witness at the same moment.
+	// The restart starts in every workload at the same moment; witnesses
+	// that share Pods see one restart of them.
 	ws.Disrupt("rollout restart of every witness's workload")
-	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+	ws.EachWorkload(ctx, func(ctx context.Context, _ []int, r *scenario.Run) error {
 		return r.Kube.RestartWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
 	})
 	return ws.Finish(ctx, s.settleEach(cells))

@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -31,6 +32,10 @@ func scaleDown() Scenario {
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 		},
 		Body: runScaleDown,
+		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
+			t := timesOf(c)
+			return t.accepting + k.Terminate + t.settle(tm, true)
+		},
 	}
 }
 
@@ -43,7 +48,9 @@ func runScaleDown(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 		return s.abandon(ctx, ws, err)
 	}
 	ws.Disrupt(fmt.Sprintf("scale every witness's workload from %d to %d replicas", from, to))
-	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+	// Witnesses that share Pods share the scale-down too: the Deployment
+	// controller picks one set of victims for all of them.
+	ws.EachWorkload(ctx, func(ctx context.Context, _ []int, r *scenario.Run) error {
 		err := r.Kube.UpdateDeployment(ctx, r.Target.Namespace, r.Target.Workload, fmt.Sprintf("scale from %d to %d replicas", from, to),
 			func(d *appsv1.Deployment) { n := int32(to); d.Spec.Replicas = &n })
 		if err != nil {

@@ -27,7 +27,14 @@ func unreadyKeepalive() Scenario {
 		},
 		Hazard: "kube-proxy's NAT applies to new connections only, so a reused keep-alive connection (the client's, " +
 			"or an L7 LB's to the node) keeps reaching the pod it was first sent to after that pod's endpoint is gone",
-		Body: runUnreadyKeepalive,
+		// The Pod turned unready must carry the witness's own kept-alive
+		// connections: over shared Pods the busiest Pod of one witness
+		// may hold none of another's, which would then measure nothing.
+		OwnPods: "the Pod turned unready is the witness's own busiest, which must carry its keep-alive connections",
+		Body:    runUnreadyKeepalive,
+		Cost: func(tm Timing, k Costs, _ Cell) time.Duration {
+			return k.Terminate + tm.Observe
+		},
 	}
 }
 

@@ -505,3 +505,45 @@ func TestControlsReachTheirColumn(t *testing.T) {
 		}
 	}
 }
+
+// Cells share Pods per recipe: the specs that land in one namespace build
+// the same Pods and a Service of their own each, and the whole matrix of
+// a scenario needs far fewer Deployments than cells; a scenario whose
+// cells need their own Pods says why and gets them.
+func TestCellsSharePodsPerRecipe(t *testing.T) {
+	ms, err := Settings{LB: "all"}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Settings: Settings{Rate: 200, LB: "all", Provider: "kind"}, Timing: DefaultTiming(), Models: ms}
+	for _, sc := range Scenarios() {
+		cells := sc.Cells(ms)
+		byNS := map[string][]fixtures.Config{}
+		for _, c := range cells {
+			sp := s.spec(sc, c)
+			cfg, err := fixtures.NewConfig(sp.Workload...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp.SharePods != (sc.OwnPods == "") {
+				t.Errorf("%s: SharePods %v with OwnPods %q", sp.Name, sp.SharePods, sc.OwnPods)
+			}
+			for _, o := range byNS[cfg.Namespace] {
+				if !fixtures.SamePods(o, cfg) {
+					t.Errorf("%s: shares namespace %s with a workload of other Pods", sp.Name, cfg.Namespace)
+				}
+				if o.Service() == cfg.Service() {
+					t.Errorf("%s: Service %s twice in namespace %s", sp.Name, cfg.Service(), cfg.Namespace)
+				}
+			}
+			byNS[cfg.Namespace] = append(byNS[cfg.Namespace], cfg)
+		}
+		switch {
+		case sc.OwnPods != "" && len(byNS) != len(cells):
+			t.Errorf("%s: %d namespaces for %d cells with Pods of their own", sc.Name, len(byNS), len(cells))
+		case sc.OwnPods == "" && len(cells) > 4 && len(byNS)*3 > len(cells)*2:
+			t.Errorf("%s: %d Pod recipes for %d cells: sharing saves too little", sc.Name, len(byNS), len(cells))
+		}
+		t.Logf("%s: %d cells, %d Pod recipes", sc.Name, len(cells), len(byNS))
+	}
+}

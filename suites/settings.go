@@ -104,10 +104,9 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	if s.LB == contract.LBMetalLB && len(s.LBProfiles) > 0 {
 		problems = append(problems, fmt.Sprintf("LB_PROFILE=%q names cloud LB profiles but LB=metallb runs none: use LB=all or LB=cloud", getenv("LB_PROFILE")))
 	}
-	// Every witness of a disruption streams its own load; the witness budget
-	// (below), not a lower rate, keeps the machine's total within what it
-	// generates and serves: a naive cell's hazard shows less often at a low
-	// rate (at 50/s, 7 of 16 naive rolling-update cells dropped nothing).
+	// Every witness of a disruption streams its own load; the load budget
+	// (below) keeps the machine's total within what it generates and
+	// serves, so the rate sets how many witnesses one disruption can have.
 	s.Rate = defaultRate
 	if v := getenv("SHARD"); v != "" {
 		sh, err := ParseShard(v)
@@ -132,7 +131,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	if p := intSetting(getenv, "ZERODROP_RATE", "requests per second", 1, 5000, &s.Rate); p != "" {
 		problems = append(problems, p)
 	}
-	s.Witnesses = witnessesPerCPU * runtime.NumCPU()
+	s.Witnesses = max(loadPerCPU*runtime.NumCPU()/s.Rate, 1)
 	if p := intSetting(getenv, "ZERODROP_WITNESSES", "how many witnesses may watch one disruption,", 1, 500, &s.Witnesses); p != "" {
 		problems = append(problems, p)
 	}
@@ -217,22 +216,47 @@ func onOffSetting(getenv func(string) string, name, want string, dst *bool) stri
 	return ""
 }
 
-// defaultRate is the load per witness, in requests per second.
-const defaultRate = 200
+// defaultRate is the load per witness, in requests per second: at 50/s the
+// whole default matrix of a scenario (9 LB models x 4 cases) watches one
+// disruption within the load budget, and every naive rolling-update cell
+// still reproduced its hazard (18 of 18, 2026-11-26; README,
+// "Interference").
+const defaultRate = 50
 
-// witnessesPerCPU is the default witness budget per CPU. Measured on a
-// 2-core machine (README, "Interference"): 36 witnesses of one rollout
-// restart (9 LB models x 4 cases, 50 req/s each) saturated it (load average
-// 36): requests of hardened cells on every column timed out after 2 s while
-// the 108 new pods started, and the cloud LB's health checks of kube-proxy
-// timed out too, so the verdicts measured the machine, not the LB. With 8,
-// the hardened cells dropped nothing but the load generator still fell
-// 60-130 ms behind its schedule in 6 of 16 hardened cells (ERROR, not measured).
-// 4 at 200 req/s is what one LB model alone has always run clean.
-const witnessesPerCPU = 2
+// loadPerCPU is the default load budget, in requests per second per CPU:
+// the witnesses of one disruption (ZERODROP_WITNESSES, default this budget
+// over the rate) stream at most that much together. Measured on a 2-core
+// machine (README, "Interference"): 36 witnesses of one rollout restart at
+// 50/s each, 1,800/s, over shared Pods (9 Deployments): every hardened cell
+// 0 dropped, no load-generator stall; before the Pods were shared the same
+// 36 witnesses started 108 Pods at once and every hardened cell dropped.
+const loadPerCPU = 900
 
-// Shard is part Index of Count of the matrix (1-based): the scenarios are
-// dealt out in registry order, so shards are disjoint and together whole.
+// Timing is the scenario bodies' timing with the settings' overrides.
+func (s Settings) Timing() Timing {
+	t := DefaultTiming()
+	if s.Control > 0 {
+		t.Control = s.Control
+	}
+	return t
+}
+
+// Scenarios is the registry as these settings run it: with a connection
+// per request in every keep-alive cell where NoKeepAlive says so.
+func (s Settings) Scenarios() []Scenario {
+	out := Scenarios()
+	if s.NoKeepAlive {
+		for i := range out {
+			out[i] = out[i].ConnectionPerRequest()
+		}
+	}
+	return out
+}
+
+// Shard is part Index of Count of the matrix (1-based): the plan deals its
+// batches longest first to the shard with the least work so far (Plan), so
+// shards are disjoint, together whole, and end at about the same time;
+// every shard also runs the controls of the columns it has cells of.
 type Shard struct{ Index, Count int }
 
 // ParseShard reads "I/N".
@@ -244,10 +268,6 @@ func ParseShard(v string) (Shard, error) {
 	}
 	return sh, nil
 }
-
-// Has reports whether the shard runs the scenario at position i of the
-// registry; the zero Shard runs every one.
-func (sh Shard) Has(i int) bool { return sh.Count == 0 || i%sh.Count == sh.Index-1 }
 
 func or(v, def string) string {
 	if v == "" {

@@ -18,9 +18,16 @@ func TestSettingsFromEnv(t *testing.T) {
 		check   func(t *testing.T, s Settings)
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
-			if s.Provider != "kind" || s.LB != "all" || s.Rate != 200 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
-				s.Witnesses != witnessesPerCPU*runtime.NumCPU() || s.Remeasure != 1 {
+			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
+				s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.Remeasure != 1 {
 				t.Errorf("defaults: %+v", s)
+			}
+		}},
+		// The load budget, not a count, bounds the witnesses: a higher rate
+		// means fewer of them per disruption.
+		{name: "rate sets the witness budget", env: map[string]string{"ZERODROP_RATE": "200"}, check: func(t *testing.T, s Settings) {
+			if s.Rate != 200 || s.Witnesses != loadPerCPU*runtime.NumCPU()/200 {
+				t.Errorf("rate %d, witnesses %d", s.Rate, s.Witnesses)
 			}
 		}},
 		{name: "existing takes KUBECONFIG", env: map[string]string{"PROVIDER": "existing", "KUBECONFIG": "/k"}, check: func(t *testing.T, s Settings) {
@@ -64,9 +71,9 @@ func TestSettingsFromEnv(t *testing.T) {
 			}
 		}},
 		{name: "bad remeasure", env: map[string]string{"ZERODROP_REMEASURE": "many"}, wantErr: "ZERODROP_REMEASURE"},
-		{name: "one LB model alone gets the full rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {
-			if s.Rate != 200 {
-				t.Errorf("rate %d, want 200", s.Rate)
+		{name: "one LB model alone gets the same rate", env: map[string]string{"LB": "metallb"}, check: func(t *testing.T, s Settings) {
+			if s.Rate != 50 {
+				t.Errorf("rate %d, want 50", s.Rate)
 			}
 		}},
 		{name: "profiles and shard", env: map[string]string{"LB_PROFILE": "gcp-nlb, aws-nlb", "SHARD": "2/4"}, check: func(t *testing.T, s Settings) {
@@ -97,28 +104,6 @@ func TestSettingsFromEnv(t *testing.T) {
 			}
 			tt.check(t, s)
 		})
-	}
-}
-
-func TestShardsAreDisjointAndWhole(t *testing.T) {
-	const n = 8
-	for count := 1; count <= 5; count++ {
-		seen := make([]int, n)
-		for i := 1; i <= count; i++ {
-			for k := 0; k < n; k++ {
-				if (Shard{i, count}).Has(k) {
-					seen[k]++
-				}
-			}
-		}
-		for k, v := range seen {
-			if v != 1 {
-				t.Errorf("%d shards: scenario %d run %d times", count, k, v)
-			}
-		}
-	}
-	if !(Shard{}).Has(3) {
-		t.Error("the zero shard must run everything")
 	}
 }
 

@@ -40,6 +40,8 @@ type Suite struct {
 	KubeProxy KubeProxy
 	// Events forwards the provider's events to the current run's file.
 	Events *SwitchSink
+	// Progress, when set, follows the run against its plan.
+	Progress *Progress
 	// DeferCleanup registers clean-up (ginkgo.DeferCleanup in the driver;
 	// RunScenario collects a batch's own and runs them after it); clean-ups
 	// run last-registered first.

@@ -27,6 +27,9 @@ var (
 	session   *Session
 	suite     *Suite
 	collector *Collector
+	// runPlan is the run's plan (PlanFor), made while the spec tree is
+	// built: the cells of each scenario, their timeouts, the progress.
+	runPlan Plan
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -38,6 +41,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	session, err = Open(ctx, settings, logger, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })
 	Expect(err).NotTo(HaveOccurred())
 	suite, collector = session.Suite, session.Collector
+	suite.Progress = NewProgress(runPlan, progressFile(settings.OutDir), logger.Info)
+	fmt.Fprintln(GinkgoWriter, "plan (zerodrop plan prints it before any cluster):")
+	Expect(runPlan.Write(GinkgoWriter)).To(Succeed())
 }, NodeTimeout(30*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {
@@ -59,24 +65,20 @@ var _ = AfterSuite(func(ctx SpecContext) {
 // cell checks its own witness, so JUnit has a line per cell.
 var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 	settings, serr := SettingsFromEnv(os.Getenv, "..")
-	models, merr := settings.Models()
-	for pos, sc := range Scenarios() {
-		if serr != nil || merr != nil {
-			break // BeforeSuite reports the settings' error
-		}
-		if !settings.Shard.Has(pos) {
-			continue
-		}
-		// Only the witnesses of cells the label filter selects are begun
-		// (make e2e-smoke: -ginkgo.label-filter=smoke).
-		suiteConfig, _ := GinkgoConfiguration()
-		if settings.NoKeepAlive {
-			sc = sc.ConnectionPerRequest()
-		}
-		cells, ferr := selectCells(suiteConfig.LabelFilter, []string{"scenario:" + sc.Name}, sc.Cells(models))
-		if ferr != nil {
-			panic(ferr)
-		}
+	if serr != nil {
+		return // BeforeSuite reports the settings' error
+	}
+	// Only the witnesses of cells the label filter selects are begun
+	// (make e2e-smoke: -ginkgo.label-filter=smoke), and of those only the
+	// shard's (SHARD=i/n: the plan deals batches, longest first).
+	suiteConfig, _ := GinkgoConfiguration()
+	plan, perr := PlanFor(settings, suiteConfig.LabelFilter)
+	if perr != nil {
+		panic(perr)
+	}
+	runPlan = plan
+	for _, sc := range settings.Scenarios() {
+		cells := plan.CellsOf(sc.Name)
 		if len(cells) == 0 {
 			continue
 		}
@@ -103,7 +105,7 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 				}
 				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES), %d measured again (ZERODROP_REMEASURE), in %s",
 					sc.Name, len(cells), len(Batches(cells, suite.Settings.Witnesses)), suite.Settings.Witnesses, again, time.Since(start).Round(time.Second)))
-			}, NodeTimeout(60*time.Minute))
+			}, NodeTimeout(Timeout(plan.ScenarioEstimate(sc.Name))))
 			for i, c := range cells {
 				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
 					result := results[i]

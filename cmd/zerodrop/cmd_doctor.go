@@ -12,10 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"zerodrop/harness/doctor"
+	"zerodrop/harness/recipe"
 )
 
 func doctorCommand() command {
@@ -68,6 +70,7 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 	kubeVersion := fs.String("kubernetes-version", "", "judge for this Kubernetes version (1.MINOR or v1.MINOR.PATCH; default: the cluster's when reading one, else every supported release, 1.28 and later)")
 	listRules := fs.Bool("list-rules", false, "print the rules (ID, severity, seeds, summary, fix) and exit")
 	listProfiles := fs.Bool("list-profiles", false, "print the LB profiles with their health-check timing and sources and exit")
+	listRecipes := fs.Bool("list-recipes", false, "print the hardened recipe (preStop, shutdown, grace, readiness, minReadySeconds) per LB profile and traffic policy, which the fixes apply, and exit")
 
 	paths, code, ok := parseInterspersed(c, fs, args)
 	if !ok {
@@ -86,6 +89,9 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 	}
 	if *listProfiles {
 		return printProfiles(c, format)
+	}
+	if *listRecipes {
+		return printRecipes(c, format)
 	}
 	var profOpt doctor.Option
 	if *profile != "" {
@@ -256,6 +262,48 @@ func printProfiles(c *cli, format doctor.Format) int {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%v\t%s\t%s\n", name, strings.Join(p.Aliases, ","), p.Interval,
 			p.HealthyThreshold, p.UnhealthyThreshold, p.RemovalLag(), cluster, p.Source)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
+		return exitBroken
+	}
+	return exitOK
+}
+
+// printRecipes prints harness/recipe's hardened timing for every profile
+// and both policies: what the doctor's fixes and the bundled hardened
+// workload apply.
+func printRecipes(c *cli, format doctor.Format) int {
+	type row struct {
+		Profile       string `json:"profile"`
+		Policy        string `json:"policy"`
+		Mechanism     string `json:"mechanism"`
+		PreStop       string `json:"preStop"`
+		UnreadyOnTerm bool   `json:"unreadyOnTerm"`
+		ShutdownDelay string `json:"shutdownDelay"`
+		Grace         string `json:"terminationGracePeriod"`
+		Readiness     string `json:"readiness"`
+		MinReady      string `json:"minReadySeconds"`
+		Why           string `json:"why"`
+	}
+	var rows []row
+	for _, p := range doctor.Profiles() {
+		lb := recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing}
+		for _, policy := range []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
+			r := recipe.Hardened(lb, policy)
+			rows = append(rows, row{Profile: p.Name, Policy: string(policy), Mechanism: string(r.Mechanism), PreStop: r.PreStop.String(),
+				UnreadyOnTerm: r.UnreadyOnTerm, ShutdownDelay: r.ShutdownDelay.String(), Grace: r.Grace.String(),
+				Readiness: fmt.Sprintf("%v x %d", r.ReadinessPeriod, r.ReadinessFailureThreshold), MinReady: r.MinReady.String(), Why: r.Why})
+		}
+	}
+	if format != doctor.FormatText {
+		return printJSON(c, rows)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROFILE\tPOLICY\tMECHANISM\tPRESTOP\tUNREADY ON TERM\tSHUTDOWN DELAY\tGRACE\tREADINESS\tMIN READY")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", r.Profile, r.Policy, r.Mechanism, r.PreStop, r.UnreadyOnTerm,
+			r.ShutdownDelay, r.Grace, r.Readiness, r.MinReady)
 	}
 	if err := tw.Flush(); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)

@@ -46,6 +46,7 @@ func commandTable() []command {
 		reportCommand(),
 		lbCommand(),
 		ownCommand(),
+		planCommand(),
 	}
 }
 

@@ -1,0 +1,135 @@
+package suites
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func planSettings(t *testing.T, shard Shard) Settings {
+	t.Helper()
+	s, err := SettingsFromEnv(func(k string) string {
+		return map[string]string{"LB": "all"}[k]
+	}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Witnesses, s.Shard = 4, shard
+	return s
+}
+
+// The shards of a plan are disjoint and together the whole plan; each
+// ends within one batch of the others (longest first, to the least
+// loaded); each runs the controls of the columns it has cells of.
+func TestPlanShardsBalanceAndCover(t *testing.T) {
+	whole, err := PlanFor(planSettings(t, Shard{}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cellNames := func(p Plan, control bool) []string {
+		var out []string
+		for _, b := range p.Batches {
+			if (b.Scenario == controlName) != control {
+				continue
+			}
+			for _, c := range b.Cells {
+				out = append(out, b.Scenario+"/"+c.Name())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	const n = 3
+	var union []string
+	var loads []time.Duration
+	var longest time.Duration
+	for _, b := range whole.Batches {
+		longest = max(longest, b.Estimate)
+	}
+	for i := 1; i <= n; i++ {
+		p, err := PlanFor(planSettings(t, Shard{Index: i, Count: n}), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		union = append(union, cellNames(p, false)...)
+		var work time.Duration
+		columns := map[string]bool{}
+		for _, b := range p.Batches {
+			if b.Scenario != controlName {
+				work += b.Estimate
+				for _, c := range b.Cells {
+					columns[controlKey(c)] = true
+				}
+			}
+		}
+		loads = append(loads, work)
+		for col := range columns {
+			found := false
+			for _, b := range p.Batches {
+				for _, c := range b.Cells {
+					found = found || (b.Scenario == controlName && controlKey(c) == col)
+				}
+			}
+			if !found {
+				t.Errorf("shard %d/%d has cells of column %s but not its control", i, n, col)
+			}
+		}
+		if p.Cells() == 0 {
+			t.Errorf("shard %d/%d is empty", i, n)
+		}
+	}
+	slices.Sort(union)
+	if want := cellNames(whole, false); !slices.Equal(union, want) {
+		t.Errorf("shards hold %d cells, the whole plan %d: not disjoint and whole", len(union), len(want))
+	}
+	if lo, hi := slices.Min(loads), slices.Max(loads); hi-lo > longest {
+		t.Errorf("shard work %v: spread %v exceeds the longest batch %v", loads, hi-lo, longest)
+	}
+}
+
+// The plan's estimates follow the recipes: with Local, gclb's 10 health
+// checks of 60 s make its batches the slowest; with Cluster its cells cost
+// what every other LB's do.
+func TestPlanEstimatesFollowTheMechanism(t *testing.T) {
+	p, err := PlanFor(planSettings(t, Shard{}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slowest PlannedBatch
+	for _, b := range p.Batches {
+		if b.Estimate > slowest.Estimate {
+			slowest = b
+		}
+		if b.Estimate <= 0 || b.PodRecipes < 1 || b.PodRecipes > len(b.Cells) {
+			t.Errorf("%s batch %s: estimate %v, %d recipes for %d cells", b.Scenario, models(b.Cells), b.Estimate, b.PodRecipes, len(b.Cells))
+		}
+	}
+	if !strings.Contains(models(slowest.Cells), "gclb") || slowest.Estimate < 20*time.Minute {
+		t.Errorf("slowest batch %s %s (%v), want one of gclb's, over 20 min", slowest.Scenario, models(slowest.Cells), slowest.Estimate)
+	}
+	if to := Timeout(p.Estimate()); to < p.Estimate() {
+		t.Errorf("timeout %v below the estimate %v", to, p.Estimate())
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil || !strings.Contains(buf.String(), "total") || !strings.Contains(buf.String(), "drain-node") {
+		t.Errorf("plan text: %v\n%s", err, buf.String())
+	}
+}
+
+// A label filter selects the plan's cells: the smoke is a handful.
+func TestPlanFollowsTheLabelFilter(t *testing.T) {
+	s := planSettings(t, Shard{})
+	s.LB = "metallb"
+	p, err := PlanFor(s, "smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cells() == 0 || p.Cells() > 4 {
+		t.Errorf("smoke plan has %d cells", p.Cells())
+	}
+	if _, err := PlanFor(s, "(("); err == nil {
+		t.Error("a bad label filter was accepted")
+	}
+}
