@@ -18,6 +18,8 @@ type Progress struct {
 	start    time.Time
 	cells    int
 	batches  int
+	again    int           // batches measured again, beyond the plan
+	done     map[int]bool  // the plan's batches done
 	estimate time.Duration // of the batches done
 	path     string
 	log      func(msg string, kv ...any)
@@ -37,21 +39,34 @@ func (p *Progress) Batch(scenario string, cells int, took time.Duration) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cells += cells
-	p.batches++
-	est := time.Duration(0)
-	for _, b := range p.plan.Batches {
-		if b.Scenario == scenario && len(b.Cells) == cells {
-			est = b.Estimate
+	if p.done == nil {
+		p.done = map[int]bool{}
+	}
+	planned := -1
+	for i, b := range p.plan.Batches {
+		if !p.done[i] && b.Scenario == scenario && len(b.Cells) >= cells {
+			planned = i
 			break
 		}
 	}
-	p.estimate += est
+	what := "planned " + minutes(0)
+	if planned < 0 {
+		// A batch of cells the load generator spoiled, measured again
+		// (Settings.Remeasure): time the plan did not foresee.
+		p.again++
+		what = "measured again, not in the plan"
+	} else {
+		p.done[planned] = true
+		p.cells += cells
+		p.batches++
+		p.estimate += p.plan.Batches[planned].Estimate
+		what = "planned " + minutes(p.plan.Batches[planned].Estimate)
+	}
 	elapsed := time.Since(p.start)
 	left := max(p.plan.Estimate()-p.estimate, 0)
-	line := fmt.Sprintf("%s %s: %d of %d cells, %d of %d disruptions; this batch %s (planned %s); elapsed %s of %s planned, about %s left",
-		time.Now().UTC().Format(time.TimeOnly), scenario, p.cells, p.plan.Cells(), p.batches, len(p.plan.Batches),
-		minutes(took), minutes(est), minutes(elapsed), minutes(p.plan.Estimate()), minutes(left))
+	line := fmt.Sprintf("%s %s: %d of %d cells, %d of %d disruptions (%d measured again); this batch %s (%s); elapsed %s of %s planned, about %s left",
+		time.Now().UTC().Format(time.TimeOnly), scenario, p.cells, p.plan.Cells(), p.batches, len(p.plan.Batches), p.again,
+		minutes(took), what, minutes(elapsed), minutes(p.plan.Estimate()), minutes(left))
 	if p.log != nil {
 		p.log("progress", "line", line)
 	}

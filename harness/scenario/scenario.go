@@ -201,6 +201,7 @@ type Run struct {
 	// (Spec.SharePods); Cleanup removes the Service only and the witnesses'
 	// Cleanup the namespace.
 	shared   bool
+	runCtx   context.Context
 	w        *runfile.Writer
 	sink     *deferredSink
 	load     *load.Load
@@ -226,12 +227,21 @@ func DirName(name string) string {
 // starts observing and loading. On error everything it created is removed
 // again.
 func Begin(ctx context.Context, env *Env, spec Spec) (*Run, error) {
-	return begin(ctx, env, spec, false)
+	r, err := begin(ctx, env, spec, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.startLoad(); err != nil {
+		r.abort(ctx, err)
+		return nil, err
+	}
+	return r, nil
 }
 
-// begin is Begin; share says whether the run shares its Pods with others
-// begun together (BeginWitnesses, Spec.SharePods), whose Cleanup then
-// removes their namespace.
+// begin is Begin up to the load, which startLoad starts; share says
+// whether the run shares its Pods with others begun together
+// (BeginWitnesses, Spec.SharePods), whose Cleanup then removes their
+// namespace.
 func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err error) {
 	begun := time.Now()
 	env.defaults()
@@ -281,7 +291,7 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	}
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
+	r.cancel, r.runCtx = cancel, runCtx
 	defer func() {
 		if err != nil {
 			r.abort(ctx, err)
@@ -375,15 +385,22 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	if err := r.Observer.Start(runCtx); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
-	if spec.SkipLoad {
-		return r, nil
-	}
-	r.running, err = r.load.Start(runCtx, r.w)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: start load: %w", spec.Name, err)
-	}
-	r.step("load started", "rate", env.Rate, "keepalive", keepAlive)
 	return r, nil
+}
+
+// startLoad starts the run's load (none with Spec.SkipLoad); on error the
+// caller aborts the run.
+func (r *Run) startLoad() error {
+	if r.Spec.SkipLoad || r.load == nil {
+		return nil
+	}
+	running, err := r.load.Start(r.runCtx, r.w)
+	if err != nil {
+		return fmt.Errorf("scenario %s: start load: %w", r.Spec.Name, err)
+	}
+	r.running = running
+	r.step("load started", "rate", r.Env.Rate, "keepalive", r.Spec.KeepAlive == nil || *r.Spec.KeepAlive)
+	return nil
 }
 
 func runIDPrefix(name string) string {
