@@ -381,6 +381,37 @@ const cordonDropsFlowsReason = "The LB takes a node out of its backends the mome
 	"drain-pool-with-pdb/gke-legacy/local/hardened 452 timeouts in the 2.3 s after the pool's cordon (with no eligible " +
 	"node healthy the LB failed open to the new pool's nodes, which had no endpoint yet)."
 
+// unhealthyResetsFlows picks the L4 LB models that reset the established
+// flows of a node whose health check fails (aws-nlb, azure-basic).
+func unhealthyResetsFlows(m Model) bool {
+	return m.Profile.Mode == profiles.ModeL4 && m.Profile.Flows.OnUnhealthy == profiles.FlowClose
+}
+
+// unhealthyResetsFlowsReason is why a node losing its last local endpoint
+// cannot be drop-free on such an LB with Local, whatever the workload.
+const unhealthyResetsFlowsReason = "The LB resets the established flows of a node whose health check fails (flows.onUnhealthy " +
+	"close: AWS NLB docs, target-group-health-checks, \"the load balancer sends a TCP RST for packets received on the client " +
+	"connections associated with the target\"; Azure Basic, \"all TCP flows expire\"). With externalTrafficPolicy Local the " +
+	"node's check fails once its last local endpoint terminates, and the LB keeps sending the node new connections until " +
+	"then, so some connection through it is always open when the reset comes: a request in flight on it is lost (Go's " +
+	"transport re-sends a GET on a new connection, which the suite counts as dropped). The preStop keeps the Pod serving " +
+	"through the lag, but no Deployment setting keeps the node healthy once its Pods leave. Measured on this suite's kind " +
+	"cluster, 2026-11-26, 50 requests/s with keep-alive: drain-node/aws-nlb/local/hardened 1 request, scale-down on " +
+	"aws-nlb and azure-basic 1 each, drain-pool-with-pdb on aws-nlb 2, each 41-79 ms after the LB removed the node"
+
+// singlePool picks the LB models whose backend is one node pool.
+func singlePool(m Model) bool { return m.Profile.Eligibility.DefaultPool != "" }
+
+// singlePoolReplaced is why replacing the one pool a single-pool LB takes
+// as its backend cannot be drop-free with Local, whatever the workload.
+const singlePoolReplaced = "The LB's backend is one node pool (azure-basic: the Basic SKU's backend pool is one " +
+	"availability set or scale set, the nodepool-backend incident), and the pool replaced is that one: the new pool's nodes " +
+	"never become backends, so once the old pool's Pods have moved to the new pool every backend's health check fails " +
+	"(externalTrafficPolicy Local) and nothing is left to send to, until someone points the LB at the new pool. No " +
+	"Deployment or PDB setting adds a backend. Measured on this suite's kind cluster, 2026-11-26: " +
+	"drain-pool-with-pdb/azure-basic/local/hardened 5,048 timeouts in 101 s after the LB removed pool-a's second node, " +
+	"the new pool-c node never added"
+
 var (
 	localPolicy   = corev1.ServiceExternalTrafficPolicyLocal
 	clusterPolicy = corev1.ServiceExternalTrafficPolicyCluster

@@ -9,7 +9,8 @@
 #                           all for the whole matrix, metallb for the smoke)
 #   LB_PROFILE=gcp-nlb,...  the cloud LB's columns (default: every profile
 #                           it runs); SHARD=2/4 runs the second of 4 parts
-#   ZERODROP_WITNESSES=8    witnesses per disruption (default 2 per CPU); a
+#   ZERODROP_WITNESSES=8    witnesses per disruption (default: the load budget,
+#                           900 requests/s per CPU, over ZERODROP_RATE, 50); a
 #                           scenario with more cells repeats its disruption
 #   ZERODROP_KEEPALIVE=off  a connection per request in every cell
 #   ZERODROP_PAUSE_TRACE=N  keep execution traces of the test process's pauses

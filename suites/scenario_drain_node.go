@@ -33,6 +33,7 @@ func drainNode() Scenario {
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 			{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
+			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 		},
 		Body: runDrainNode,
 		// The drain waits for the evicted Pod's exit, its replacement

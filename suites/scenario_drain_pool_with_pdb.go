@@ -37,6 +37,8 @@ func drainPoolWithPDB() Scenario {
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
+			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
+			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 		},
 		Body: runDrainPoolWithPDB,
 		// A pool joins; a naive witness's blocking budget holds the drain

@@ -42,7 +42,11 @@ func nodepoolReplacement() Scenario {
 		Cases:          matrix(localPolicy),
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them while the workload moves; " +
 			"the old pool's nodes keep getting the LB's traffic until their health check fails",
-		Limits: []Limit{{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer}},
+		Limits: []Limit{
+			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},
+			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
+			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
+		},
 		Body:   runNodepoolReplacement,
 		// A pool joins, the workload rolls onto it and its LB follows,
 		// then the old pool goes and the LB drops its nodes.
@@ -64,7 +68,14 @@ func runNodepoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []
 	// default topology.
 	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, "pool-b", 1, PoolShape{}) })
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
-		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-b"))
+		opts := []fixtures.Option{fixtures.WithReplicas(2), fixtures.WithPools("pool-b")}
+		if singlePool(c.Model) {
+			// An LB that takes one pool is pointed at the workload's, as
+			// the nodepool-backend incident's fix says; without it the
+			// Service never answers (its default pool has no endpoint).
+			opts = append(opts, fixtures.WithLBPool("pool-b"))
+		}
+		return s.spec(sc, c, opts...)
 	})
 	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
 		return s.abandon(ctx, ws, err)

@@ -30,6 +30,7 @@ func scaleDown() Scenario {
 			"'endpoint removed' and 'LB marked the node unhealthy')",
 		Limits: []Limit{
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
+			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 		},
 		Body: runScaleDown,
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {

@@ -43,7 +43,8 @@ type Settings struct {
 	// Rate is the load in requests per second (ZERODROP_RATE).
 	Rate int
 	// Witnesses bounds how many witnesses watch one disruption
-	// (ZERODROP_WITNESSES; default witnessesPerCPU per CPU): a scenario with
+	// (ZERODROP_WITNESSES; default the load budget loadPerCPU per CPU over
+	// the rate): a scenario with
 	// more cells repeats its disruption for each batch (Batches).
 	Witnesses int
 	// Remeasure is how many times a cell whose measurement the load
