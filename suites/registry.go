@@ -397,7 +397,8 @@ const unhealthyResetsFlowsReason = "The LB resets the established flows of a nod
 	"transport re-sends a GET on a new connection, which the suite counts as dropped). The preStop keeps the Pod serving " +
 	"through the lag, but no Deployment setting keeps the node healthy once its Pods leave. Measured on this suite's kind " +
 	"cluster, 2026-11-26, 50 requests/s with keep-alive: drain-node/aws-nlb/local/hardened 1 request, scale-down on " +
-	"aws-nlb and azure-basic 1 each, drain-pool-with-pdb on aws-nlb 2, each 41-79 ms after the LB removed the node"
+	"aws-nlb and azure-basic 1 each, drain-pool-with-pdb on aws-nlb 2, nodepool-replacement on aws-nlb 1, each 41-79 ms " +
+	"after the LB removed the node; a second run of the pool scenarios: 1 and 1 on aws-nlb"
 
 // singlePool picks the LB models whose backend is one node pool.
 func singlePool(m Model) bool { return m.Profile.Eligibility.DefaultPool != "" }
@@ -410,7 +411,8 @@ const singlePoolReplaced = "The LB's backend is one node pool (azure-basic: the 
 	"(externalTrafficPolicy Local) and nothing is left to send to, until someone points the LB at the new pool. No " +
 	"Deployment or PDB setting adds a backend. Measured on this suite's kind cluster, 2026-11-26: " +
 	"drain-pool-with-pdb/azure-basic/local/hardened 5,048 timeouts in 101 s after the LB removed pool-a's second node, " +
-	"the new pool-c node never added"
+	"the new pool-c node never added (a second run: 4,696 of 6,421); nodepool-replacement/azure-basic/local/hardened, its " +
+	"Service pointed at pool-b, 3,334 of 5,688 once the workload had moved to pool-c"
 
 var (
 	localPolicy   = corev1.ServiceExternalTrafficPolicyLocal

@@ -47,7 +47,7 @@ func nodepoolReplacement() Scenario {
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 		},
-		Body:   runNodepoolReplacement,
+		Body: runNodepoolReplacement,
 		// A pool joins, the workload rolls onto it and its LB follows,
 		// then the old pool goes and the LB drops its nodes.
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {

@@ -88,6 +88,9 @@ func TestDoctorCommand(t *testing.T) {
 		{name: "all-namespaces with files", args: []string{"-A", hardened}, code: 2, stderr: []string{"--all-namespaces"}},
 		{name: "list rules", args: []string{"--list-rules"}, code: 0, stdout: []string{"ZD001", "serving-ends-before-lb-moves", "ZD040"}},
 		{name: "list profiles", args: []string{"--list-profiles"}, code: 0, stdout: []string{"gcp-nlb", "24s", "ingress-gce"}},
+		// The recipe per profile and policy: with Cluster the kube-proxy
+		// margin whatever the LB, with Local the LB's lag.
+		{name: "list recipes", args: []string{"--list-recipes"}, code: 0, stdout: []string{"endpoint-removal", "lb-health-check", "serving-condition", "10m5s"}},
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"Usage: zerodrop doctor", "--lb-profile"}},
 	}
 	for _, tc := range tests {
