@@ -34,6 +34,18 @@ var secretPatterns = []struct {
 	// GitHub and GitLab tokens.
 	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-"},
 		regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,})`), Redacted},
+	// Slack tokens (xoxb-, xoxp-, ...) and OpenAI keys (sk-, sk-proj-).
+	{[]string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Redacted},
+	{[]string{"sk-"}, regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`), Redacted},
+	// Cookies, whole: every pair of the header is a session.
+	{[]string{"cookie"}, regexp.MustCompile(`(?i)\b((?:set-)?cookie\s*:\s*)[^\r\n"'<>]+`), "${1}" + Redacted},
+	// Signatures in query strings (Azure SAS sig=, AWS presigned
+	// X-Amz-Signature=): the URL is a credential while it is valid.
+	{[]string{"sig=", "signature="}, regexp.MustCompile(`(?i)([?&](?:sig|x-amz-signature|signature)=)[^&\s"'<>]+`), "${1}" + Redacted},
+	// A secret-named flag followed by its value after a space
+	// (--token X, -password X); "=" forms are the key/value rule's.
+	{[]string{"token", "passw", "secret", "key"},
+		regexp.MustCompile(`(?i)((?:^|\s)--?(?:token|password|passwd|secret|client-secret|api-key|access-key|auth-token|bearer-token)\s+)[^\s"'-][^\s"']*`), "${1}" + Redacted},
 	// Credentials in URLs: scheme://user:password@host. Anchored on the
 	// literal "://" so the scan is fast.
 	{[]string{"@"}, regexp.MustCompile(`://[^/\s:@"'<>]+:[^/\s@"'<>]+@`), "://" + Redacted + "@"},

@@ -43,6 +43,15 @@ func TestRedactString(t *testing.T) {
 		{"url password", "dial https://admin:hunter2@127.0.0.1:6443/api", []string{"hunter2", "admin:"}, []string{"127.0.0.1:6443/api"}},
 		{"json password", `{"password":"hunter2","user":"bob"}`, []string{"hunter2"}, []string{`"user":"bob"`}},
 		{"github token", "GITHUB_TOKEN ghp_0123456789abcdefghijABCDEFGHIJ012345", []string{"ghp_0123456789abcdefghij"}, nil},
+		// Shapes a skeptical reader found left in the clear.
+		{"token flag with a space", "ran: zerodrop load --token s3cr3tvalue9 --rate 10", []string{"s3cr3tvalue9"}, []string{"--rate 10", "--token"}},
+		{"password flag with a space", "cmd -password hunter2x --user bob", []string{"hunter2x"}, []string{"--user bob"}},
+		{"cookie header", "request had Cookie: session=abc123def456; theme=dark", []string{"abc123def456", "theme=dark"}, []string{"Cookie:"}},
+		{"set-cookie header", "Set-Cookie: sid=zzz999yyy888; Path=/", []string{"zzz999yyy888"}, []string{"Set-Cookie:"}},
+		{"api token header", "X-Api-Token: 7f3a9c2e11b04d5e", []string{"7f3a9c2e11b04d5e"}, []string{"X-Api-Token"}},
+		{"azure sas signature", "GET https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=AbCdEf0123%2Bxyz%3D&se=2026", []string{"AbCdEf0123%2Bxyz%3D"}, []string{"sv=2022-11-02", "se=2026"}},
+		{"slack token", "webhook via xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp", []string{"xoxb-1234567890"}, []string{"webhook via"}},
+		{"openai project key", "OPENAI said sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123", []string{"sk-proj-AbCdEf"}, []string{"OPENAI said"}},
 		{"prose is left alone", "AKS basic pool drained; pod/ns/echo-1 terminating; node/kind-worker cordoned; 3 tokens of evidence", nil,
 			[]string{"AKS basic pool drained; pod/ns/echo-1 terminating; node/kind-worker cordoned; 3 tokens of evidence"}},
 	}
