@@ -49,7 +49,7 @@ func (p *Progress) Batch(scenario string, cells int, took time.Duration) {
 			break
 		}
 	}
-	what := "planned " + minutes(0)
+	var what string
 	if planned < 0 {
 		// A batch of cells the load generator spoiled, measured again
 		// (Settings.Remeasure): time the plan did not foresee.

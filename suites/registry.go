@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -490,10 +489,7 @@ func DefaultTiming() Timing {
 // workload for the cell's policy, profile and LB model.
 func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spec {
 	name := sc.CellName(c)
-	ns := "zd-" + scenario.DirName(strings.ReplaceAll(name, "/", "-"))
-	if len(ns) > 63 {
-		ns = strings.TrimRight(ns[:63], "-")
-	}
+	ns := dnsLabel("zd-" + strings.ReplaceAll(name, "/", "-"))
 	opts := []fixtures.Option{
 		fixtures.WithProfile(c.Profile),
 		fixtures.WithNamespace(ns),
@@ -518,7 +514,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		svc := serviceName(c)
 		opts = append(opts, fixtures.WithServiceName(svc))
 		if key, err := podsKey(opts); err == nil {
-			ns = "zd-" + scenario.DirName(sc.Name) + "-" + key
+			ns = dnsLabel("zd-" + sc.Name + "-" + key)
 		}
 		opts = append(opts, fixtures.WithNamespace(ns))
 	}
@@ -569,18 +565,22 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 // serviceName is cell c's Service over shared Pods: its LB model, policy,
 // profile and keep-alive ("gcp-nlb-local-hardened-noka"), a DNS-1035 label.
 func serviceName(c Cell) string {
-	n := c.Model.Name + "-" + strings.ToLower(string(c.Policy)) + "-" + string(c.Profile)
+	n := c.Model.Name + "-" + string(c.Policy) + "-" + string(c.Profile)
 	if !c.KeepAlive {
 		n += "-noka"
 	}
-	n = strings.Trim(unsafeLabel.ReplaceAllString(strings.ToLower(n), "-"), "-")
+	return dnsLabel(n)
+}
+
+// dnsLabel is s as a Kubernetes name (a namespace, a Service): lower case,
+// what scenario.DirName keeps, no dash at either end, at most 63 bytes.
+func dnsLabel(s string) string {
+	n := strings.Trim(scenario.DirName(strings.ToLower(s)), "-")
 	if len(n) > 63 {
 		n = strings.TrimRight(n[:63], "-")
 	}
 	return n
 }
-
-var unsafeLabel = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // podsKey names the Pods opts build: a short hash of their Deployment and
 // PodDisruptionBudget, so cells whose Pods come out the same (whatever

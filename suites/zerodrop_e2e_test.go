@@ -65,7 +65,7 @@ var _ = AfterSuite(func(ctx SpecContext) {
 // cell checks its own witness, so JUnit has a line per cell.
 var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 	settings, serr := SettingsFromEnv(os.Getenv, "..")
-	if serr != nil {
+	if _, merr := settings.Models(); serr != nil || merr != nil {
 		return // BeforeSuite reports the settings' error
 	}
 	// Only the witnesses of cells the label filter selects are begun

@@ -288,7 +288,7 @@ func printRecipes(c *cli, format doctor.Format) int {
 	}
 	var rows []row
 	for _, p := range doctor.Profiles() {
-		lb := recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing}
+		lb := p.RecipeLB()
 		for _, policy := range []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
 			r := recipe.Hardened(lb, policy)
 			rows = append(rows, row{Profile: p.Name, Policy: string(policy), Mechanism: string(r.Mechanism), PreStop: r.PreStop.String(),

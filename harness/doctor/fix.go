@@ -215,8 +215,7 @@ func fixPreStop(t *target) string {
 // recipe is harness/recipe's hardened timing for the target's LB profile
 // and the given policy.
 func (t *target) recipe(policy corev1.ServiceExternalTrafficPolicy) recipe.Recipe {
-	p := t.profile
-	return recipe.Hardened(recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing}, policy)
+	return recipe.Hardened(t.profile.RecipeLB(), policy)
 }
 
 // setPreStop makes the serving container's preStop hold SIGTERM back for d

@@ -15,6 +15,7 @@ import (
 
 	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
+	"zerodrop/harness/recipe"
 )
 
 // LBProfile is the health-check timing of a node-based load balancer: how
@@ -58,6 +59,12 @@ type LBProfile struct {
 // RemovalLag is interval x unhealthy threshold.
 func (p LBProfile) RemovalLag() time.Duration {
 	return p.Interval * time.Duration(p.UnhealthyThreshold)
+}
+
+// RecipeLB is what harness/recipe needs of the profile: its lags as the
+// doctor judges them (a Service's annotations may have changed them).
+func (p LBProfile) RecipeLB() recipe.LB {
+	return recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing}
 }
 
 // AdditionLag is interval x healthy threshold.

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,6 +25,19 @@ type Interface = kubernetes.Interface
 // names (ConfigMap, Secret, ServiceAccount) are refused, since a silently
 // skipped object would make a scenario test something else than it says.
 func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
+	return c.create(ctx, false, objs)
+}
+
+// CreateShared creates each object in order as Create does, except that
+// one that already exists counts as created: objects several witnesses
+// share (a namespace, the Deployment and PodDisruptionBudget of their
+// Pods), which whichever witness comes first creates. The caller makes
+// sure the objects are the same (fixtures.SamePods).
+func (c *Client) CreateShared(ctx context.Context, objs ...runtime.Object) error {
+	return c.create(ctx, true, objs)
+}
+
+func (c *Client) create(ctx context.Context, shared bool, objs []runtime.Object) error {
 	for _, obj := range objs {
 		var err error
 		var what string
@@ -57,44 +69,16 @@ func (c *Client) Create(ctx context.Context, objs ...runtime.Object) error {
 		default:
 			return fmt.Errorf("create: unsupported object type %T (supported: Namespace, Deployment, StatefulSet, Service, PodDisruptionBudget, ConfigMap, Secret, ServiceAccount)", obj)
 		}
-		if err != nil {
+		switch {
+		case shared && apierrors.IsAlreadyExists(err):
+			c.emit(zdv1.EventNote, what, "already created by another witness that shares it", nil)
+		case err != nil:
 			return fmt.Errorf("create %s: %w", what, err)
-		}
-		c.emit(zdv1.EventAction, what, "created", nil)
-	}
-	return nil
-}
-
-// CreateShared creates each object in order as Create does, except that
-// one that already exists counts as created: objects several witnesses
-// share (a namespace, the Deployment and PodDisruptionBudget of their
-// Pods), which whichever witness comes first creates. The caller makes
-// sure the objects are the same (fixtures.SamePods).
-func (c *Client) CreateShared(ctx context.Context, objs ...runtime.Object) error {
-	for _, obj := range objs {
-		err := c.Create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
-			c.emit(zdv1.EventNote, objectRef(obj), "already created by another witness that shares it", nil)
-			continue
-		}
-		if err != nil {
-			return err
+		default:
+			c.emit(zdv1.EventAction, what, "created", nil)
 		}
 	}
 	return nil
-}
-
-// objectRef is "kind/namespace/name" of a typed object, for events.
-func objectRef(obj runtime.Object) string {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return fmt.Sprintf("%T", obj)
-	}
-	kind := strings.ToLower(strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1."))
-	if m.GetNamespace() == "" {
-		return kind + "/" + m.GetName()
-	}
-	return kind + "/" + m.GetNamespace() + "/" + m.GetName()
 }
 
 // DeleteService deletes one Service (its LB address goes with it) without

@@ -121,6 +121,12 @@ type Spec struct {
 	SharePods bool
 }
 
+// keepAlive is whether the load reuses connections (Spec.KeepAlive, default on).
+func (s Spec) keepAlive() bool { return s.KeepAlive == nil || *s.KeepAlive }
+
+// namespaceDeletion bounds the wait for a witness's namespace to go.
+const namespaceDeletion = 3 * time.Minute
+
 // LBHooks are a load balancer's own view of a Service.
 type LBHooks struct {
 	// Events, when set, subscribes to the load balancer's own events (the
@@ -276,7 +282,7 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("scenario %s: create output directory: %w", spec.Name, err)
 	}
-	keepAlive := spec.KeepAlive == nil || *spec.KeepAlive
+	keepAlive := spec.keepAlive()
 	// The load is built before anything is deployed so that a bad setting
 	// fails without touching the cluster; the target is filled in below.
 	opts := []load.Option{load.WithRate(env.Rate), load.WithTimeout(env.RequestTimeout), load.WithKeepAlive(keepAlive)}
@@ -399,7 +405,7 @@ func (r *Run) startLoad() error {
 		return fmt.Errorf("scenario %s: start load: %w", r.Spec.Name, err)
 	}
 	r.running = running
-	r.step("load started", "rate", r.Env.Rate, "keepalive", r.Spec.KeepAlive == nil || *r.Spec.KeepAlive)
+	r.step("load started", "rate", r.Env.Rate, "keepalive", r.Spec.keepAlive())
 	return nil
 }
 
@@ -746,7 +752,7 @@ func (r *Run) Cleanup(ctx context.Context) {
 		}
 		return
 	}
-	if err := r.Kube.DeleteNamespace(context.WithoutCancel(ctx), r.Target.Namespace, 3*time.Minute); err != nil {
+	if err := r.Kube.DeleteNamespace(context.WithoutCancel(ctx), r.Target.Namespace, namespaceDeletion); err != nil {
 		r.log.Warn("cleanup", "err", err)
 	}
 }

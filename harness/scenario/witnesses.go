@@ -315,7 +315,7 @@ func (w *Witnesses) Cleanup(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.kube.DeleteNamespace(context.WithoutCancel(ctx), ns, 3*time.Minute); err != nil {
+			if err := w.kube.DeleteNamespace(context.WithoutCancel(ctx), ns, namespaceDeletion); err != nil {
 				w.log.Warn("cleanup", "namespace", ns, "err", err)
 			}
 		}()
