@@ -17,7 +17,8 @@
 //     preStop covers that propagation: a few seconds (KubeProxyMargin).
 //   - HealthCheck (Local behind a health-checked LB): the node's
 //     healthCheckNodePort fails when its last local endpoint terminates
-//     (pkg/proxy/healthcheck counts ready local endpoints), and the LB stops
+//     (it counts ready local endpoints: kubernetes v1.37.2
+//     pkg/proxy/endpointschangetracker.go LocalReadyEndpoints), and the LB stops
 //     sending the node new connections only after interval x
 //     unhealthyThreshold; the Pod must keep serving that long plus the
 //     margin (the rolling-update-local incident's "delay ... until the load
