@@ -360,6 +360,11 @@ type LoadSettings struct {
 	MaxConnections int     `json:"maxConnections,omitempty"`
 	KeepAlive      bool    `json:"keepAlive"`
 	TimeoutMs      float64 `json:"timeoutMs"`
+	// IdleTimeoutMs is how long a keep-alive connection sat idle before
+	// the generator closed it; a server that closes idle connections
+	// sooner races the next request on them. 0 in run files from before
+	// it was recorded (Go's default then: 90 s).
+	IdleTimeoutMs float64 `json:"idleTimeoutMs,omitempty"`
 	// MaxInFlight caps the requests in flight, which bounds the load
 	// generator's memory; a request due while the cap is full is not sent
 	// and is recorded as unsent. 0 in run files from before the cap.

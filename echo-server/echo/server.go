@@ -34,6 +34,10 @@ const (
 	// closeGrace bounds how long a drain leaves idle keep-alive connections
 	// open for their clients to close after a Connection: close answer (see
 	// terminate); closePoll is how often it counts the ones still open.
+	// A connection that carries no request in the grace is closed by a
+	// client whose idle timeout is shorter (zerodrop's load: 3 s,
+	// load.DefaultIdleTimeout); one left for Shutdown to close races the
+	// client's next request on it.
 	closeGrace = 5 * time.Second
 	closePoll  = 20 * time.Millisecond
 	// readHeaderTimeout bounds slow or stuck clients.

@@ -68,6 +68,18 @@ const (
 	// connections actually open.
 	DefaultConnections = vegeta.DefaultConnections
 	DefaultTimeout     = 5 * time.Second
+	// DefaultIdleTimeout is how long a keep-alive connection may sit idle
+	// in the pool before the generator closes it. It must be shorter than
+	// the close grace of the servers it measures: a server that closes an
+	// idle connection races the client's next request on it (RFC 9112,
+	// section 9.3.1), and Go's Transport re-sends such a GET on its own,
+	// which the run counts as dropped. With a pool that is a stack (Go's
+	// Transport reuses the most recently idle connection first), the
+	// bottom connections to a draining Pod stay idle through its whole
+	// grace; closing them from the client side after 3 s, inside the echo
+	// server's 5 s close grace, leaves the server none to close. Go's own
+	// default, 90 s, is longer than any drain.
+	DefaultIdleTimeout = 3 * time.Second
 	// DefaultMaxInFlight bounds the requests in flight, and so the open
 	// connections. Each costs some tens of KiB (a goroutine, a connection's
 	// two loops and buffers), so 1024 keeps the generator under 100 MB
@@ -110,6 +122,7 @@ type config struct {
 	maxConnections int
 	keepAlive      bool
 	timeout        time.Duration
+	idleTimeout    time.Duration
 	insecure       bool
 	maxInFlight    int
 	maxLag         time.Duration
@@ -151,6 +164,10 @@ func WithKeepAlive(on bool) Option { return func(c *config) { c.keepAlive = on }
 // WithTimeout sets the per-request timeout, connect to last body byte
 // (default 5s). A request that exceeds it is a "timeout" failure.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithIdleTimeout sets how long an idle keep-alive connection is kept
+// before the generator closes it (default DefaultIdleTimeout).
+func WithIdleTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
 
 // WithInsecureTLS skips certificate verification for https targets.
 func WithInsecureTLS() Option { return func(c *config) { c.insecure = true } }
@@ -208,6 +225,7 @@ func New(opts ...Option) (*Load, error) {
 		connections: DefaultConnections,
 		keepAlive:   true,
 		timeout:     DefaultTimeout,
+		idleTimeout: DefaultIdleTimeout,
 		maxInFlight: DefaultMaxInFlight,
 	}
 	for _, o := range opts {
@@ -256,6 +274,9 @@ func New(opts ...Option) (*Load, error) {
 	if c.timeout <= 0 || c.timeout > MaxTimeout {
 		errs = append(errs, fmt.Errorf("timeout %s: must be positive, at most %s", c.timeout, MaxTimeout))
 	}
+	if c.idleTimeout <= 0 || c.idleTimeout > MaxTimeout {
+		errs = append(errs, fmt.Errorf("idle timeout %s: must be positive, at most %s", c.idleTimeout, MaxTimeout))
+	}
 	if c.maxInFlight < 1 {
 		errs = append(errs, fmt.Errorf("max in flight %d: must be at least 1", c.maxInFlight))
 	}
@@ -301,6 +322,7 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		MaxConnections: l.cfg.maxConnections,
 		KeepAlive:      l.cfg.keepAlive,
 		TimeoutMs:      float64(l.cfg.timeout) / float64(time.Millisecond),
+		IdleTimeoutMs:  float64(l.cfg.idleTimeout) / float64(time.Millisecond),
 		MaxInFlight:    l.cfg.maxInFlight,
 		MaxSendLagMs:   float64(l.cfg.maxLag) / float64(time.Millisecond),
 		Scheduling:     l.scheduling,

@@ -40,7 +40,7 @@ func newTransport(c *config) *http.Transport {
 		},
 		MaxIdleConnsPerHost: c.connections,
 		MaxConnsPerHost:     c.maxConnections,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     c.idleTimeout,
 		DisableKeepAlives:   !c.keepAlive,
 		DisableCompression:  true,
 		// Requests are a few hundred bytes and the echo server's answers
