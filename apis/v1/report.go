@@ -82,6 +82,12 @@ const CheckGround = "ground"
 // column (EventControl) dropped a request or did not pass.
 const CheckControl = "control"
 
+// CheckEvidence is the evidence check a reader of report.json adds: ERROR
+// when the scenario's run file is missing or its signature does not hold,
+// since a verdict that cannot be recomputed from its figures is a claim,
+// not a measurement.
+const CheckEvidence = "evidence"
+
 // Outcome is a scenario's result in the words every output uses (console,
 // Markdown, HTML, JUnit): an assertion's verdict status. For a documentation
 // scenario: "hazard reproduced" when the run dropped requests or a criterion

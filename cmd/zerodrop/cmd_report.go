@@ -36,8 +36,8 @@ Every scenario is checked against its run file first: the run file is
 analysed again (with the criteria overrides report.json records) and must
 give the same figures and verdict, and its SHA-256 must be the one
 report.json names. A report that disagrees with its run files is refused
-(exit 2, nothing written); a scenario without its run file is rendered as
-unverified.
+(exit 2, nothing written); a scenario without its run file is unverified
+and counts as ERROR whatever report.json claims (exit 1).
 
 Several DIRs (for example one per Kubernetes version or provider) merge into
 one matrix: rows are scenario / policy / profile, columns provider /

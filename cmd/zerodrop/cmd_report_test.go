@@ -90,7 +90,7 @@ func TestReportCommand(t *testing.T) {
 			t.Errorf("--junit=always did not write it: %v", err)
 		}
 	})
-	t.Run("missing run file: numbers, timeline unavailable", func(t *testing.T) {
+	t.Run("missing run file: ERROR, not a pass; timeline unavailable", func(t *testing.T) {
 		d := filepath.Join(root, "lost")
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -98,9 +98,12 @@ func TestReportCommand(t *testing.T) {
 		cs := rendertest.Standard()[:1]
 		cs[0].NoRunFile = true
 		rendertest.WriteRun(t, d, rendertest.Env{Provider: "kind"}, cs)
-		code, _, errOut := runCLI(t, "report", d)
-		if code != exitOK {
-			t.Fatalf("exit %d: %s", code, errOut)
+		code, out, errOut := runCLI(t, "report", d)
+		if code != exitFailed {
+			t.Fatalf("exit %d, want %d: report.json's PASS without its run file is not a pass\n%s%s", code, exitFailed, out, errOut)
+		}
+		if !strings.Contains(out, "ERROR: 1 run(s), 1 scenario(s): 0 passed, 0 failed, 1 errored") || !strings.Contains(out, "1 unverified") {
+			t.Errorf("stdout does not count the unverified PASS as an error: %q", out)
 		}
 		if !strings.Contains(errOut, "timeline unavailable: run file rolling-update-local-hardened/run.jsonl not found") {
 			t.Errorf("stderr does not say the timeline is unavailable: %q", errOut)

@@ -243,7 +243,25 @@ func (sc *Scenario) verify(ctx context.Context, version string) error {
 	if err := sc.verifyLast(ctx, version); err != nil {
 		return err
 	}
-	return sc.verifyEarlier(ctx, version)
+	if err := sc.verifyEarlier(ctx, version); err != nil {
+		return err
+	}
+	if sc.Evidence == EvidenceUnverified {
+		sc.demote()
+	}
+	return nil
+}
+
+// demote replaces the verdict report.json claims with ERROR: a verdict is
+// recomputed from the run file's figures, and a scenario whose figures
+// cannot be read has none. What report.json claimed stays in the message;
+// the evidence note says what is missing.
+func (sc *Scenario) demote() {
+	claimed := sc.Verdict.Status
+	sc.Verdict = zdv1.Verdict{Status: zdv1.Error, Reasons: []zdv1.Reason{{
+		Check: zdv1.CheckEvidence, Status: zdv1.Error,
+		Message: fmt.Sprintf("unverified: report.json claims %s; without its run file nothing recomputes it, so it is not a pass", claimed),
+	}}}
 }
 
 // verifyEarlier checks each earlier measurement: what report.json lists

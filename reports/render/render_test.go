@@ -377,12 +377,13 @@ func TestMarkdown(t *testing.T) {
 	}
 	md, _, _ := renderAll(t, runs, root)
 	for _, want := range []string{
-		"## ❌ zerodrop: FAIL",
-		"**5 passed**, **1 failed**, **0 errored**, 4 documentation",
+		"## ⚠️ zerodrop: ERROR", // one PASS has no run file to recompute it
+		"**4 passed**, **1 failed**, **1 errored**, 4 documentation",
 		"### Readiness matrix",
 		"| drain-node / Cluster / hardened | assertion | [❌ FAIL](kind-v1.34.2/drain-node-cluster-hardened/run.jsonl) | [✅ PASS](kind-v1.33.4/drain-node-cluster-hardened/run.jsonl) |",
-		// The run file is gone: the evidence is the report.
-		"[✅ PASS](kind-v1.33.4/report.json)",
+		// The run file is gone: the cell links the report, and its PASS is
+		// a claim.
+		"[⚠️ ERROR](kind-v1.33.4/report.json)",
 		"📘 DOC · hazard reproduced",              // distribution: a pod got nothing
 		"📘 DOC · hazard reproduced · 75 dropped", // rolling-update naive
 		"W0 at 02:01:50.000",
@@ -461,8 +462,10 @@ func TestJUnit(t *testing.T) {
 	if err := xml.Unmarshal([]byte(junit), &doc); err != nil {
 		t.Fatalf("junit does not parse: %v\n%s", err, junit)
 	}
-	if doc.Tests != 10 || doc.Failures != 1 || doc.Errors != 0 {
-		t.Errorf("tests/failures/errors = %d/%d/%d, want 10/1/0", doc.Tests, doc.Failures, doc.Errors)
+	// The error is the scenario whose run file is missing: its PASS is a
+	// claim nobody can recompute.
+	if doc.Tests != 10 || doc.Failures != 1 || doc.Errors != 1 {
+		t.Errorf("tests/failures/errors = %d/%d/%d, want 10/1/1", doc.Tests, doc.Failures, doc.Errors)
 	}
 	if len(doc.Suites) != 2 {
 		t.Fatalf("%d suites, want 2", len(doc.Suites))
@@ -504,6 +507,22 @@ func TestFailedAndTotals(t *testing.T) {
 	if !Failed(runs) {
 		t.Errorf("Failed = false with an assertion FAIL")
 	}
+	// The second run's only assertion that is not a pass has no run file:
+	// report.json says PASS, which nothing can recompute.
+	if !Failed(runs[1:]) {
+		t.Errorf("Failed = false for a run whose PASS is unverified")
+	}
+	var verified []*Scenario
+	for _, sc := range runs[1].Scenarios {
+		if sc.Evidence == EvidenceUnverified {
+			if sc.Verdict.Status != zdv1.Error || sc.Verdict.Reasons[0].Check != zdv1.CheckEvidence {
+				t.Errorf("%s: unverified scenario shown as %s %+v, want ERROR on the evidence check", sc.Name, sc.Verdict.Status, sc.Verdict.Reasons)
+			}
+			continue
+		}
+		verified = append(verified, sc)
+	}
+	runs[1].Scenarios = verified
 	if Failed(runs[1:]) {
 		t.Errorf("Failed = true for a run whose only non-passes are documentation")
 	}
