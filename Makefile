@@ -143,6 +143,12 @@ cluster-down: ## remove everything 'make cluster' made and restore host sysctls
 
 FUZZTIME ?= 5m
 
-.PHONY: fuzz-doctor
+.PHONY: fuzz-doctor fuzz-runfile fuzz-evidence
 fuzz-doctor: ## fuzz zerodrop doctor's manifest reader for FUZZTIME (default 5m)
 	$(GO) test ./harness/doctor -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+
+fuzz-runfile: ## fuzz the run-file reader for FUZZTIME (default 5m)
+	$(GO) test ./harness/runfile -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+
+fuzz-evidence: ## fuzz the signature verifier with forged run files and envelopes for FUZZTIME (default 5m)
+	$(GO) test ./harness/evidence -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)

@@ -13,6 +13,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/cluster"
+	"zerodrop/harness/evidence"
 	"zerodrop/harness/load"
 	"zerodrop/harness/scenario"
 	"zerodrop/internal/kubeversion"
@@ -105,12 +106,21 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if err != nil {
 		return nil, err
 	}
+	key, keyNote, err := evidence.Resolve(settings.SignKey, settings.KeyDir)
+	if err != nil {
+		return nil, fmt.Errorf("ZERODROP_SIGN_KEY: %w", err)
+	}
+	progress(keyNote)
 	s := &Suite{
 		Settings: settings, Provider: provider, Models: models, Timing: settings.Timing(), Events: events,
 		Env: &scenario.Env{
 			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
 			Logger: logger, ToolVersion: toolVersion(), Pauses: pauses, Ports: ports,
 		},
+	}
+	if key != nil {
+		// Only a key: a nil *Key in the interface would read as a sealer.
+		s.Env.Sealer = key
 	}
 	if err := configureCloudLB(ctx, s, progress); err != nil {
 		return nil, err

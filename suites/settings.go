@@ -18,6 +18,7 @@ import (
 
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
+	"zerodrop/harness/evidence"
 )
 
 // Settings are a suite run's knobs, read from the environment so that `make`
@@ -80,6 +81,12 @@ type Settings struct {
 	// for its load (sched.Raise; ZERODROP_REALTIME=off keeps the
 	// default scheduler, and a refusal is said and run through).
 	Realtime bool
+	// SignKey is the private key that signs every run file
+	// (ZERODROP_SIGN_KEY, a path; "none" leaves them unsigned; "" the
+	// machine key in KeyDir, made on first use: harness/evidence).
+	SignKey string
+	// KeyDir holds the machine key (evidence.DefaultKeyDir).
+	KeyDir string
 }
 
 // Known values.
@@ -169,6 +176,8 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		problems = append(problems, p)
 	}
 	s.NoKeepAlive = !keepAlive
+	s.SignKey = getenv("ZERODROP_SIGN_KEY")
+	s.KeyDir = evidence.DefaultKeyDir(getenv)
 	s.Realtime = true
 	if p := onOffSetting(getenv, "ZERODROP_REALTIME", "on (the default: the load runs in a real-time class where the kernel allows it) or off", &s.Realtime); p != "" {
 		problems = append(problems, p)

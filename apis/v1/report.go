@@ -427,6 +427,10 @@ type Scenario struct {
 	// reader checks a report against its evidence with it (zerodrop report
 	// re-analyses the file and refuses a report that disagrees).
 	RunFileSHA256 string `json:"runFileSha256,omitempty"`
+	// SigningKey is the ID of the key the run file's header says signs it
+	// (Header.SigningKey); zerodrop report --verify-key checks the
+	// signature. "" for an unsigned run file.
+	SigningKey string `json:"signingKey,omitempty"`
 	// SkippedLines counts run-file lines that could not be read and were
 	// skipped (the verdict is ERROR then: they were not measured).
 	SkippedLines int64 `json:"skippedLines,omitempty"`

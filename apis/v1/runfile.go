@@ -47,6 +47,9 @@ type Header struct {
 	ToolVersion string        `json:"tool_version,omitempty"`
 	Scenario    ScenarioSpec  `json:"scenario"`
 	Load        *LoadSettings `json:"load,omitempty"`
+	// SigningKey is the ID of the key that signs the run file when it is
+	// closed (KeyID); "" for an unsigned run file.
+	SigningKey string `json:"signing_key,omitempty"`
 }
 
 // Result is one request's outcome. See the package comment for the fields.
@@ -110,4 +113,8 @@ type End struct {
 	Events  int64     `json:"events"`
 	// Error says why the run broke; empty for a clean run.
 	Error string `json:"error,omitempty"`
+	// Chain is the head of the hash chain over every line before this one
+	// (ChainStart, ChainNext), hex: a line removed, added, reordered or
+	// changed shows as a different head. "" in run files from before it.
+	Chain string `json:"chain_sha256,omitempty"`
 }

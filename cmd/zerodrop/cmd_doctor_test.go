@@ -32,7 +32,7 @@ func writeFixture(t *testing.T, dir, name string, opts ...fixtures.Option) strin
 func runDoctorCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runDoctor(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test"}, strings.NewReader(stdin), args)
+	code := runDoctor(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test", keyDir: testKeyDir}, strings.NewReader(stdin), args)
 	return code, out.String(), errOut.String()
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/evidence"
 	"zerodrop/harness/load"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/userevents"
@@ -85,6 +86,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	gap := fs.Duration("window-gap", 0, "merge failures closer than this into one window (default 1s)")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification for https targets")
 	implF := addImplementationFlags(fs)
+	signKey := fs.String("sign-key", "", "`PATH` of the Ed25519 private key that signs the run file (zerodrop keygen); default this machine's key, made on first use; none: unsigned")
 	eventsFrom := fs.String("events-from", "", "`PATH` of a file or FIFO whose lines are recorded as your own events while the load runs")
 	if code, ok := parseFlags(c, fs, args); !ok {
 		return code
@@ -140,6 +142,14 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	if _, err := os.Stat(runPath); err == nil {
 		return badInput(c, "load", "%s already exists: choose a new --out directory or remove the old run", runPath)
 	}
+	key, keyNote, err := evidence.Resolve(*signKey, c.keyDir)
+	if err != nil {
+		return badInput(c, "load", "%v", err)
+	}
+	var wopts []runfile.WriterOption
+	if key != nil {
+		wopts = append(wopts, runfile.WithSealer(key))
+	}
 	var userEvents *userevents.Source
 	if *eventsFrom != "" {
 		if userEvents, err = userevents.Open(*eventsFrom); err != nil {
@@ -167,7 +177,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 			Description: "zerodrop load against " + strings.Join(settings.Targets, ", "),
 		},
 		Load: &settings,
-	})
+	}, wopts...)
 	if err != nil {
 		if createdDir {
 			_ = os.Remove(*out)
@@ -179,6 +189,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	}
 
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	log.Info(keyNote)
 	stopUserEvents := followUserEvents(ctx, log, userEvents, *eventsFrom, w)
 	started := time.Now()
 	log.Info("load started", "targets", strings.Join(settings.Targets, ","), "rate", *rate, "duration", duration.String(),

@@ -70,7 +70,7 @@ func TestSecondInterruptAbandonsInFlight(t *testing.T) {
 	var so, se bytes.Buffer
 	codes := make(chan int, 1)
 	go func() {
-		codes <- run(ctx, &cli{stdout: &so, stderr: &se, version: "test", interrupts: interrupts},
+		codes <- run(ctx, &cli{stdout: &so, stderr: &se, version: "test", interrupts: interrupts, keyDir: testKeyDir},
 			[]string{"load", "--target", target, "--rate", "50", "--duration", "1m", "--timeout", "30s", "--out", out})
 	}()
 	time.Sleep(300 * time.Millisecond)

@@ -88,6 +88,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	dryRun := fs.Bool("dry-run", false, "predict and build the stand-in; deploy nothing")
 	render := fs.String("render", "", "write the stand-in's manifests to this `file` (- for stdout)")
 	outDir := fs.String("out", "out/test", "evidence `directory` (run files, report.json)")
+	signKey := fs.String("sign-key", "", "`PATH` of the Ed25519 private key that signs every run file (zerodrop keygen); default ZERODROP_SIGN_KEY, else this machine's key; none: unsigned")
 	namespace := fs.String("namespace", "", "namespace of manifests without one (default \"default\")")
 	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
 	kubeVersion := fs.String("kubernetes-version", "", "judge for this Kubernetes version (default: the supported releases)")
@@ -189,6 +190,12 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	settings, err := ownSettings(getenv, *provider, *clusterName, *kubeconfig, *outDir, *lbs, ms, own)
 	if err != nil {
 		return badInput(c, "test", "%v", err)
+	}
+	if *signKey != "" {
+		settings.SignKey = *signKey
+	}
+	if c.keyDir != "" {
+		settings.KeyDir = c.keyDir
 	}
 	models, err := settings.Models()
 	if err != nil {

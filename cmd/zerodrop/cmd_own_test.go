@@ -15,7 +15,7 @@ func runOwnCLI(t *testing.T, stdin string, env map[string]string, args ...string
 	t.Helper()
 	var out, errOut bytes.Buffer
 	getenv := func(k string) string { return env[k] }
-	code := runOwn(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test"}, strings.NewReader(stdin), getenv, args)
+	code := runOwn(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test", keyDir: testKeyDir}, strings.NewReader(stdin), getenv, args)
 	return code, out.String(), errOut.String()
 }
 

@@ -11,7 +11,7 @@ import (
 func runPlanCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runPlan(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test"}, args)
+	code := runPlan(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test", keyDir: testKeyDir}, args)
 	return code, out.String(), errOut.String()
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"zerodrop/harness/evidence"
 	"zerodrop/reports/render"
 )
 
@@ -39,6 +40,12 @@ report.json names. A report that disagrees with its run files is refused
 (exit 2, nothing written); a scenario without its run file is unverified
 and counts as ERROR whatever report.json claims (exit 1).
 
+Signatures: zerodrop signs every run file it writes (an in-toto statement
+in a DSSE envelope, run.dsse.json next to run.jsonl; see zerodrop keygen).
+With --verify-key, each scenario's run file must be the one a trusted key
+signed, its lines chaining to the signed head; otherwise the report is
+refused like one its run files contradict.
+
 Several DIRs (for example one per Kubernetes version or provider) merge into
 one matrix: rows are scenario / policy / profile, columns provider /
 Kubernetes / LB. A scenario whose run file is missing keeps its numbers and
@@ -65,6 +72,9 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 	junit := fs.String("junit", "auto", "write "+render.JUnitFileName+": auto (unless a DIR holds Ginkgo's junit.xml), always, never")
 	title := fs.String("title", "", "page title of report.html")
 	maxBuckets := fs.Int("max-buckets", render.DefaultMaxBuckets, "most time buckets per timeline plot")
+	var verifyKeys stringList
+	fs.Var(&verifyKeys, "verify-key", "`PATH` of a public key (zerodrop keygen's PATH.pub) trusted to sign run files; repeat for several. "+
+		"Given, every scenario's run file must carry a signature one of them made over exactly its lines, or nothing is written (exit 2)")
 	if code, ok := parseFlags(c, fs, args); !ok {
 		return code
 	}
@@ -83,10 +93,19 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 	if *out == "" {
 		*out = dirs[0]
 	}
+	var keys []*evidence.PublicKey
+	for _, p := range verifyKeys {
+		k, err := evidence.LoadPublicKey(p)
+		if err != nil {
+			return badInput(c, "report", "--verify-key: %v", err)
+		}
+		keys = append(keys, k)
+	}
 
 	// Read everything before writing anything, so bad input leaves nothing
 	// behind.
-	runs, err := render.Load(ctx, dirs, render.WithTimelineOptions(render.WithMaxBuckets(*maxBuckets)), render.WithToolVersion(c.version))
+	runs, err := render.Load(ctx, dirs, render.WithTimelineOptions(render.WithMaxBuckets(*maxBuckets)), render.WithToolVersion(c.version),
+		render.WithVerifyKeys(keys...))
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(c.stderr, "zerodrop report: interrupted: %v\n", err)
@@ -101,7 +120,7 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 		for _, sc := range bad {
 			fmt.Fprintf(c.stderr, "zerodrop report: %s: %s: %s\n", sc.Run.Dir, sc.Name, sc.EvidenceNote)
 		}
-		fmt.Fprintf(c.stderr, "zerodrop report: %d scenario(s) of report.json disagree with their run files; nothing was written. "+
+		fmt.Fprintf(c.stderr, "zerodrop report: %d scenario(s) of report.json disagree with their run files or signatures; nothing was written. "+
 			"Rebuild report.json from the run files with `zerodrop analyze DIR`, or find out who changed them.\n", len(bad))
 		return exitBroken
 	}
@@ -153,6 +172,9 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 	t := render.Total(runs)
 	fmt.Fprintf(c.stdout, "%s: %d run(s), %d scenario(s): %d passed, %d failed, %d errored, %d documentation; %d verified against their run files, %d unverified",
 		t.Status, t.Runs, t.Scenarios, t.Passed, t.Failed, t.Errored, t.Documentation, t.Verified, t.Unverified)
+	if len(keys) > 0 {
+		fmt.Fprintf(c.stdout, "; %d run file(s) signed by a trusted key", t.Signed)
+	}
 	if t.OtherVersion > 0 {
 		fmt.Fprintf(c.stdout, ", %d written by another zerodrop version (same verdict and counts; re-derive with it to compare exactly)", t.OtherVersion)
 	}

@@ -36,19 +36,43 @@ const (
 	modeEnv = "ZERODROP_FAULT_MODE"
 )
 
+// testKeyDir holds the machine signing key of every command the tests
+// run, never the user's own (~/.config/zerodrop); child processes share it.
+var testKeyDir string
+
+const keyDirEnv = "ZERODROP_TEST_KEY_DIR"
+
 func TestMain(m *testing.M) {
+	testKeyDir = os.Getenv(keyDirEnv)
+	made := false
+	if testKeyDir == "" {
+		d, err := os.MkdirTemp("", "zerodrop-test-keys-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test key directory:", err)
+			os.Exit(2)
+		}
+		testKeyDir, made = d, true
+		_ = os.Setenv(keyDirEnv, d)
+	}
+	code := testMain(m)
+	if made {
+		_ = os.RemoveAll(testKeyDir)
+	}
+	os.Exit(code)
+}
+
+func testMain(m *testing.M) int {
 	switch os.Getenv(roleEnv) {
 	case "echo":
-		os.Exit(echoRole())
+		return echoRole()
 	case "faulty":
-		os.Exit(faultyRole(os.Getenv(addrEnv), os.Getenv(modeEnv)))
+		return faultyRole(os.Getenv(addrEnv), os.Getenv(modeEnv))
 	case "cli":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, version: "fault-matrix"}, strings.Split(os.Getenv(argsEnv), "\x1f"))
-		stop()
-		os.Exit(code)
+		defer stop()
+		return run(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, version: "fault-matrix", keyDir: testKeyDir}, strings.Split(os.Getenv(argsEnv), "\x1f"))
 	}
-	os.Exit(m.Run())
+	return m.Run()
 }
 
 func echoRole() int {

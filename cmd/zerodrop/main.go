@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"zerodrop/harness/evidence"
 )
 
 // version is the tool version, set at link time:
@@ -47,6 +49,7 @@ func commandTable() []command {
 		lbCommand(),
 		ownCommand(),
 		planCommand(),
+		keygenCommand(),
 	}
 }
 
@@ -61,13 +64,17 @@ type cli struct {
 	// first (load lets its requests in flight finish) gives up at the
 	// second. Nil in tests that do not send any.
 	interrupts <-chan os.Signal
+	// keyDir holds this machine's signing key (evidence.DefaultKeyDir);
+	// tests give a directory of their own.
+	keyDir string
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	interrupts := make(chan os.Signal, 2)
 	signal.Notify(interrupts, os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, version: version, interrupts: interrupts}, os.Args[1:])
+	code := run(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, version: version, interrupts: interrupts,
+		keyDir: evidence.DefaultKeyDir(os.Getenv)}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

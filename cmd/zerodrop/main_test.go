@@ -19,7 +19,7 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test"}, args)
+	code := run(context.Background(), &cli{stdout: &out, stderr: &errOut, version: "test", keyDir: testKeyDir}, args)
 	return code, out.String(), errOut.String()
 }
 
@@ -216,7 +216,7 @@ func TestLoadAndAnalyze(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		var so, se bytes.Buffer
-		code := run(ctx, &cli{stdout: &so, stderr: &se, version: "test"},
+		code := run(ctx, &cli{stdout: &so, stderr: &se, version: "test", keyDir: testKeyDir},
 			[]string{"load", "--target", target, "--rate", "50", "--duration", "1m", "--out", out})
 		if code != 2 || !strings.Contains(so.String(), "ERROR") {
 			t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", code, so.String(), se.String())

@@ -34,6 +34,9 @@ type Reader struct {
 	truncated bool
 	done      bool
 	corrupt   Corrupt
+	chain     zdv1.Chain
+	chained   int64 // lines in chain
+	ended     bool  // the end line was read: the chain stops before it
 }
 
 // Corrupt counts the complete lines a Reader skipped because they did not
@@ -50,8 +53,13 @@ type Corrupt struct {
 
 // NewReader reads a run file from r; name is used in errors.
 func NewReader(r io.Reader, name string) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), name: name, chain: zdv1.NewChain()}
 }
+
+// Chain is the head of the hash chain (zdv1.Chain) over the complete lines
+// read before the end line, and how many lines it covers: what the end
+// line's Chain must say. Valid once Next has returned io.EOF.
+func (r *Reader) Chain() (head string, lines int64) { return r.chain.Head(), r.chained }
 
 // Truncated reports whether the last line was cut off (the writer was killed
 // mid-line). Valid once Next has returned io.EOF.
@@ -98,6 +106,7 @@ func (r *Reader) Next() (Record, error) {
 				r.truncated = true
 				return Record{}, io.EOF
 			}
+			r.link(data, "")
 			if r.corrupt.Lines == 0 {
 				r.corrupt.First, r.corrupt.FirstError = r.line, derr.Error()
 			}
@@ -105,8 +114,22 @@ func (r *Reader) Next() (Record, error) {
 			continue
 		}
 		rec.Line = r.line
+		r.link(data, rec.Kind)
 		return rec, nil
 	}
+}
+
+// link adds a line to the chain, up to the end line.
+func (r *Reader) link(data []byte, kind string) {
+	if r.ended {
+		return
+	}
+	if kind == zdv1.KindEnd {
+		r.ended = true
+		return
+	}
+	r.chain.Add(data)
+	r.chained++
 }
 
 func decodeLine(data []byte) (Record, error) {
@@ -167,6 +190,10 @@ type Stats struct {
 	// SHA256 is the hex digest of the file's bytes as read, so a report can
 	// name exactly the evidence it was computed from.
 	SHA256 string
+	// Chain is the hash chain's head over the lines before the end line
+	// (Reader.Chain), and ChainLines how many lines it covers.
+	Chain      string
+	ChainLines int64
 }
 
 // ReadFile streams every record of the run file at path to fn, stopping at
@@ -187,7 +214,9 @@ func ReadFile(path string, fn func(Record) error) (Stats, error) {
 			if _, err := io.Copy(h, f); err != nil {
 				return Stats{}, fmt.Errorf("read %s: %w", path, err)
 			}
-			return Stats{Truncated: r.Truncated(), Corrupt: r.Corrupt(), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+			head, lines := r.Chain()
+			return Stats{Truncated: r.Truncated(), Corrupt: r.Corrupt(), SHA256: hex.EncodeToString(h.Sum(nil)),
+				Chain: head, ChainLines: lines}, nil
 		}
 		if err != nil {
 			return Stats{}, err

@@ -36,6 +36,9 @@ type Writer struct {
 	// flushEach writes every line through at once (flush interval <= 0).
 	flushEach bool
 	scratch   []byte // result line buffer, guarded by mu
+	chain     zdv1.Chain
+	lines     int64
+	sealer    Sealer
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -48,6 +51,20 @@ type WriterOption func(*writerConfig)
 type writerConfig struct {
 	flushEvery time.Duration
 	now        func() time.Time
+	sealer     Sealer
+}
+
+// Sealer signs a run file once its writer has closed it (package
+// harness/evidence): the header names its KeyID before the first line.
+type Sealer interface {
+	KeyID() string
+	Seal(path string) error
+}
+
+// WithSealer has Close sign the file with s. Only for Create: a Writer on
+// a plain io.Writer has no file to sign.
+func WithSealer(s Sealer) WriterOption {
+	return func(c *writerConfig) { c.sealer = s }
 }
 
 // WithFlushInterval sets how often buffered lines reach the file (default
@@ -88,6 +105,12 @@ func newWriter(dst io.Writer, file *os.File, name string, meta zdv1.Header, opts
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.sealer != nil {
+		if file == nil {
+			return nil, fmt.Errorf("%s: only a run file made by Create can be signed", name)
+		}
+		meta.SigningKey = cfg.sealer.KeyID()
+	}
 	meta.Schema = zdv1.RunFileSchema
 	if meta.RunID == "" {
 		meta.RunID = NewRunID()
@@ -96,10 +119,12 @@ func newWriter(dst io.Writer, file *os.File, name string, meta zdv1.Header, opts
 		meta.Created = cfg.now()
 	}
 	w := &Writer{
-		bw:   bufio.NewWriterSize(dst, 64<<10),
-		file: file,
-		name: name,
-		now:  cfg.now,
+		bw:     bufio.NewWriterSize(dst, 64<<10),
+		file:   file,
+		name:   name,
+		now:    cfg.now,
+		chain:  zdv1.NewChain(),
+		sealer: cfg.sealer,
 	}
 	line, err := json.Marshal(metaLine{Kind: zdv1.KindMeta, Header: &meta})
 	if err != nil {
@@ -199,6 +224,8 @@ func (w *Writer) writeLocked(line []byte, counter *int64) error {
 		w.err = fmt.Errorf("write %s: %w", w.name, err)
 		return w.err
 	}
+	w.chain.Add(line[:len(line)-1])
+	w.lines++
 	if w.flushEach {
 		if err := w.bw.Flush(); err != nil {
 			w.err = fmt.Errorf("flush %s: %w", w.name, err)
@@ -256,7 +283,7 @@ func (w *Writer) CloseWithError(runErr error) error {
 		return ErrClosed
 	}
 	w.closed = true
-	end := zdv1.End{Time: w.now(), Results: w.results, Events: w.events}
+	end := zdv1.End{Time: w.now(), Results: w.results, Events: w.events, Chain: w.chain.Head()}
 	if runErr != nil {
 		end.Error = runErr.Error()
 	}
@@ -280,6 +307,11 @@ func (w *Writer) CloseWithError(runErr error) error {
 		}
 		if err := w.file.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", w.name, err))
+		}
+	}
+	if w.sealer != nil && len(errs) == 0 {
+		if err := w.sealer.Seal(w.name); err != nil {
+			errs = append(errs, fmt.Errorf("sign %s: %w", w.name, err))
 		}
 	}
 	return errors.Join(errs...)

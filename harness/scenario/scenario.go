@@ -72,6 +72,9 @@ type Env struct {
 	// never meets the conntrack entries of its own 4-tuples; nil: each
 	// load has a cycle of its own.
 	Ports *load.Ports
+	// Sealer signs every run file when it is closed (harness/evidence Key);
+	// nil leaves them unsigned.
+	Sealer runfile.Sealer
 }
 
 func (e *Env) defaults() {
@@ -858,9 +861,13 @@ func (r *Run) Events() runfile.EventSink { return r.sink }
 // createRunFile creates the run file and sends the events held so far to
 // it.
 func (r *Run) createRunFile(settings *zdv1.LoadSettings) error {
+	var opts []runfile.WriterOption
+	if r.Env.Sealer != nil {
+		opts = append(opts, runfile.WithSealer(r.Env.Sealer))
+	}
 	w, err := runfile.Create(r.RunFile, zdv1.Header{
 		RunID: runfile.NewRunID(), ToolVersion: r.Env.ToolVersion, Scenario: r.Spec.ScenarioSpec, Load: settings,
-	})
+	}, opts...)
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", r.Spec.Name, err)
 	}

@@ -119,6 +119,9 @@ type analysis struct {
 	criteriaErr   error
 	afterRemoval  *zdv1.AfterRemoval
 	corrupt       runfile.Corrupt
+	// chain is the hash chain's head recomputed over the lines read before
+	// the end line (runfile.Stats.Chain).
+	chain string
 	// disruption is when the run's disruption began (unix ns of its first
 	// harness disruption event), 0 when it marks none.
 	disruption int64
@@ -252,6 +255,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 	}
 	a.truncated = stats.Truncated
 	a.corrupt = stats.Corrupt
+	a.chain = stats.Chain
 	if a.gap == 0 {
 		a.gap = gapOf(crit).Nanoseconds()
 	}
@@ -298,6 +302,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 	if a.meta != nil {
 		sc.ScenarioSpec = a.meta.Scenario
 		sc.RunID = a.meta.RunID
+		sc.SigningKey = a.meta.SigningKey
 		sc.Start = a.meta.Created
 		if a.meta.Load != nil {
 			sc.Load = *a.meta.Load
@@ -746,6 +751,12 @@ func (a *analysis) integrity() []string {
 			p = append(p, fmt.Sprintf("the run file holds %d event lines, but its end line says %d were written: "+
 				"lines were removed or added after the run", a.eventLines, e.Events))
 		}
+	}
+	if e := a.end; e != nil && e.Chain != "" && a.chain != "" && e.Chain != a.chain {
+		// Counts and request numbers can be kept consistent by hand; the
+		// chain changes with any byte of any line before the end line.
+		p = append(p, fmt.Sprintf("the hash chain over the run file's lines ends at %.12s…, but its end line says %.12s…: "+
+			"a line was changed, removed, added or moved after the run", a.chain, e.Chain))
 	}
 	s := a.seqs
 	if s.repeats > 0 {

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/harness/evidence"
 	"zerodrop/harness/verdict"
 )
 
@@ -53,6 +54,9 @@ type Scenario struct {
 	// why not.
 	Evidence     Evidence
 	EvidenceNote string
+	// Signed says the run file's signature was verified with a trusted key
+	// (WithVerifyKeys).
+	Signed bool
 	// Earlier are the measurements of the scenario the load generator
 	// spoiled (zdv1.Scenario.Remeasured), each with where its run file is.
 	Earlier []Earlier
@@ -137,6 +141,17 @@ type loadConfig struct {
 	noPlots  bool
 	// version is the reading tool's; "" never tells versions apart.
 	version string
+	// keys are the public keys trusted to sign run files; none: signatures
+	// are not checked.
+	keys []*evidence.PublicKey
+}
+
+// WithVerifyKeys checks every scenario's run file against its signature
+// (harness/evidence): a run file no trusted key signed, or one that
+// differs from what was signed, is a mismatch (Mismatches), which zerodrop
+// report refuses.
+func WithVerifyKeys(keys ...*evidence.PublicKey) LoadOption {
+	return func(c *loadConfig) { c.keys = append(c.keys, keys...) }
 }
 
 // WithToolVersion names the zerodrop doing the reading, so a report
@@ -202,6 +217,7 @@ func Load(ctx context.Context, dirs []string, opts ...LoadOption) ([]*Run, error
 			if err := sc.verify(ctx, cfg.version); err != nil {
 				return nil, fmt.Errorf("render %s: %w", dir, err)
 			}
+			sc.verifySignature(ctx, cfg.keys)
 		}
 		if !cfg.noPlots {
 			for _, sc := range run.Scenarios {
@@ -250,6 +266,29 @@ func (sc *Scenario) verify(ctx context.Context, version string) error {
 		sc.demote()
 	}
 	return nil
+}
+
+// verifySignature checks the run file's signature with the trusted keys; a
+// signature that does not hold makes the evidence a mismatch. Without keys
+// it only says who the run file names as its signer.
+func (sc *Scenario) verifySignature(ctx context.Context, keys []*evidence.PublicKey) {
+	if !sc.RunFileExists {
+		return
+	}
+	if len(keys) == 0 {
+		if sc.SigningKey != "" {
+			sc.EvidenceNote = joinNote(sc.EvidenceNote, fmt.Sprintf("signed by key %.12s… (not checked: give zerodrop report --verify-key)", sc.SigningKey))
+		}
+		return
+	}
+	v, err := evidence.Verify(ctx, sc.RunFilePath, keys...)
+	if err != nil {
+		sc.Evidence = EvidenceMismatch
+		sc.EvidenceNote = joinNote(sc.EvidenceNote, "signature: "+zdv1.SafeText(err.Error()))
+		return
+	}
+	sc.Signed = true
+	sc.EvidenceNote = joinNote(sc.EvidenceNote, fmt.Sprintf("signature verified: key %.12s…, %s", v.KeyID, filepath.Base(v.Envelope)))
 }
 
 // demote replaces the verdict report.json claims with ERROR: a verdict is

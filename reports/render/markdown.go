@@ -62,6 +62,9 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 	if t.OtherVersion > 0 {
 		fmt.Fprintf(&b, ", %d written by another zerodrop version (same verdict and counts, details differ)", t.OtherVersion)
 	}
+	if t.Signed > 0 {
+		fmt.Fprintf(&b, "; %d run file(s) carry a signature verified with a trusted key", t.Signed)
+	}
 	b.WriteString(".\n\n")
 
 	m := BuildMatrix(runs)

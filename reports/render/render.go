@@ -46,6 +46,9 @@ type Totals struct {
 	// ones have none to check against; OtherVersion ones were written by
 	// another zerodrop whose analysis differs in detail (see Evidence).
 	Verified, Unverified, OtherVersion int
+	// Signed scenarios' run files carry a signature a trusted key made
+	// (WithVerifyKeys).
+	Signed int
 }
 
 // Total adds up the runs: Status is the worst over assertion scenarios (ERROR
@@ -62,6 +65,9 @@ func Total(runs []*Run) Totals {
 				t.Unverified++
 			case EvidenceOtherVersion:
 				t.OtherVersion++
+			}
+			if sc.Signed {
+				t.Signed++
 			}
 			if sc.Role == zdv1.RoleDocumentation {
 				t.Documentation++
