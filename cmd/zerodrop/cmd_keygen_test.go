@@ -14,8 +14,8 @@ import (
 // would), and unsigned with --sign-key none.
 func TestSignedEvidence(t *testing.T) {
 	target := startEcho(t)
-	dir := filepath.Join(t.TempDir(), "run")
-	if code, so, se := runCLI(t, "load", "--target", target, "--rate", "50", "--duration", "1s", "--out", dir); code != exitOK {
+	dir, code, so, se := measuredLoad(t, filepath.Join(t.TempDir(), "run"), "--target", target, "--rate", "50", "--duration", "1s")
+	if code != exitOK {
 		t.Fatalf("load: exit %d\n%s%s", code, so, se)
 	} else if !strings.Contains(se, "signing run files with this machine's key") {
 		t.Errorf("load does not say which key signs: %s", se)
@@ -33,7 +33,7 @@ func TestSignedEvidence(t *testing.T) {
 	}
 
 	out := t.TempDir()
-	code, so, se := runCLI(t, "report", "--out", out, "--verify-key", machinePub, dir)
+	code, so, se = runCLI(t, "report", "--out", out, "--verify-key", machinePub, dir)
 	if code != exitOK || !strings.Contains(so, "1 run file(s) signed by a trusted key") {
 		t.Fatalf("report with the signing key: exit %d\n%s%s", code, so, se)
 	}
@@ -65,8 +65,8 @@ func TestSignedEvidence(t *testing.T) {
 		t.Errorf("report of a rewritten run file: exit %d, want %d\n%s%s", code, exitBroken, so, se)
 	}
 
-	unsigned := filepath.Join(t.TempDir(), "unsigned")
-	if code, so, se := runCLI(t, "load", "--target", target, "--rate", "50", "--duration", "1s", "--out", unsigned, "--sign-key", "none"); code != exitOK {
+	unsigned, code, so, se := measuredLoad(t, filepath.Join(t.TempDir(), "unsigned"), "--target", target, "--rate", "50", "--duration", "1s", "--sign-key", "none")
+	if code != exitOK {
 		t.Fatalf("load --sign-key none: exit %d\n%s%s", code, so, se)
 	}
 	if _, err := os.Stat(filepath.Join(unsigned, "run.dsse.json")); !os.IsNotExist(err) {

@@ -119,8 +119,7 @@ func TestLoadLatencyCriterion(t *testing.T) {
 		limit string
 		code  int
 	}{{"10ms", 1}, {"2s", 0}} {
-		out := filepath.Join(t.TempDir(), "p99")
-		code, stdout, stderr := runCLI(t, "load", "--target", target, "--rate", "50", "--duration", "1s", "--out", out, "--max-p99", tc.limit)
+		_, code, stdout, stderr := measuredLoad(t, filepath.Join(t.TempDir(), "p99"), "--target", target, "--rate", "50", "--duration", "1s", "--max-p99", tc.limit)
 		if code != tc.code || !strings.Contains(stdout, "p99") {
 			t.Errorf("--max-p99 %s: exit %d, want %d\nstdout: %s\nstderr: %s", tc.limit, code, tc.code, stdout, stderr)
 		}

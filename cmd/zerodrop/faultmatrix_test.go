@@ -301,20 +301,7 @@ func TestFaultMatrix(t *testing.T) {
 		s.to = time.Now()
 		return []span{s}
 	}
-	tests := []struct {
-		name    string
-		rate    int
-		timeout time.Duration
-		inject  func(e *faultEnv) []span
-		want    zdv1.Status
-		// faulty: the target is the misbehaving server in this mode, not
-		// the echo server.
-		faulty string
-		// wantClass: a failure class the run must show.
-		wantClass string
-		// lagFree: the generator itself must have kept its schedule.
-		wantLoadError bool
-	}{
+	tests := []faultCase{
 		{name: "control/200", rate: 200, timeout: time.Second, want: zdv1.Pass},
 		{name: "control/500", rate: 500, timeout: time.Second, want: zdv1.Pass},
 		{name: "stop-target-100ms/200", rate: 200, timeout: 50 * time.Millisecond, inject: stopTarget(100 * time.Millisecond), want: zdv1.Fail},
@@ -360,85 +347,168 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &faultEnv{t: t, addr: freeAddr(t)}
-			if tc.faulty != "" {
-				e.echo = startFaultyProcess(t, e.addr, tc.faulty)
-			} else {
-				e.echo = startEchoProcess(t, e.addr)
-			}
-			out := filepath.Join(t.TempDir(), "run")
-			args := []string{"load", "--target", "http://" + e.addr + "/", "--rate", fmt.Sprint(tc.rate), "--duration", "3s",
-				"--timeout", tc.timeout.String(), "--out", out,
-				// CI runs this beside other packages' tests on 2 cores: the
-				// generator may be descheduled for tens of ms. The stalls
-				// injected here are 300 ms and more.
-				"--max-send-lag", "200ms"}
-			e.started = time.Now()
-			e.gen = child(t, "cli", argsEnv+"="+strings.Join(args, "\x1f"))
-			var faults []span
-			if tc.inject != nil {
-				time.Sleep(time.Second)
-				faults = tc.inject(e)
-			}
-			done := make(chan error, 1)
-			go func() { done <- e.gen.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("zerodrop load did not finish a 3 s run within 30 s")
-			}
-			rep, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
-			if err != nil {
-				t.Fatalf("no report: %v", err)
-			}
-			sc := rep.Scenarios[0]
-			var why []string
-			for _, r := range sc.Verdict.Reasons {
-				why = append(why, fmt.Sprintf("%s %s: %s", r.Check, r.Status, r.Message))
-			}
-			if sc.Verdict.Status != tc.want {
-				t.Fatalf("verdict %s, want %s\n%s", sc.Verdict.Status, tc.want, strings.Join(why, "\n"))
-			}
-			if tc.wantClass != "" && sc.Results.ErrorClasses[tc.wantClass] == 0 {
-				t.Errorf("no %q failures; classes %v\n%s", tc.wantClass, sc.Results.ErrorClasses, strings.Join(why, "\n"))
-			}
-			loadOK := true
-			for _, r := range sc.Verdict.Reasons {
-				if r.Check == "load" && r.Status != zdv1.Pass {
-					loadOK = false
+			// A check that fails on a machine whose CPUs were contended
+			// may be the machine, not the instrument (a starved target
+			// times out outside the fault; a starved generator falls
+			// behind): such a case runs again, and is inconclusive, not
+			// passed, when the machine stayed busy. On a quiet machine a
+			// failed check fails the test at once.
+			var last []string
+			for attempt := 1; attempt <= 3; attempt++ {
+				before, psi := cpuStallTotal()
+				t0 := time.Now()
+				problems := runFaultCase(t, tc)
+				after, _ := cpuStallTotal()
+				if len(problems) == 0 {
+					return
 				}
-			}
-			if loadOK == tc.wantLoadError {
-				t.Errorf("load check passed=%v, want passed=%v\n%s", loadOK, !tc.wantLoadError, strings.Join(why, "\n"))
-			}
-			// No false failure: every failure window lies within a fault,
-			// widened by the request timeout before it (a request sent just
-			// before the fault waits into it), a margin for scheduling, and
-			// after it the target's recovery: a target resumed after a stop
-			// first works off the requests that queued meanwhile (rate x
-			// stop), so requests sent in the first moments after the fault
-			// can still time out; under -race that backlog took 300 ms after
-			// a 1 s stop at 500/s. Half the fault's length bounds it.
-			margin := 100 * time.Millisecond
-			for _, w := range sc.FailureWindows {
-				inside := false
-				for _, f := range faults {
-					recovery := margin + f.to.Sub(f.from)/2
-					if !w.Start.Before(f.from.Add(-tc.timeout-margin)) && !w.End.After(f.to.Add(recovery)) {
-						inside = true
-					}
+				busy := psi && stallShare(before, after, time.Since(t0)) >= busyStall
+				if !busy {
+					t.Errorf("%s", strings.Join(problems, "\n"))
+					return
 				}
-				if !inside {
-					t.Errorf("failure window %s-%s (%d failed) lies outside every injected fault %v", w.Start.Format("15:04:05.000"),
-						w.End.Format("15:04:05.000"), w.Failed, faults)
-				}
+				t.Logf("attempt %d on a busy machine (some task waited for a CPU %.0f%% of the time): %s", attempt,
+					100*stallShare(before, after, time.Since(t0)), strings.Join(problems, "; "))
+				last = problems
 			}
-			if tc.want == zdv1.Fail && len(faults) > 0 {
-				f := faults[0]
-				w := sc.FailureWindows[0]
-				t.Logf("fault %s-%s (%s); window %s-%s (%.0f ms, %d failed %v)", f.from.Format("15:04:05.000"), f.to.Format("15:04:05.000"),
-					f.to.Sub(f.from).Round(time.Millisecond), w.Start.Format("15:04:05.000"), w.End.Format("15:04:05.000"), w.DurationMs, w.Failed, w.Classes)
-			}
+			t.Skipf("inconclusive: the machine stayed busy through 3 runs (/proc/pressure/cpu); last: %s", strings.Join(last, "; "))
 		})
 	}
+}
+
+// busyStall is the share of a run in which some task waited for a CPU
+// (Linux PSI, Documentation/accounting/psi.rst: "some" line of
+// /proc/pressure/cpu) above which a failed check may be the machine's.
+const busyStall = 0.2
+
+// cpuStallTotal is PSI's cumulative CPU "some" stall time, and whether the
+// kernel reports it.
+func cpuStallTotal() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "some ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				var us int64
+				if _, err := fmt.Sscan(v, &us); err == nil {
+					return time.Duration(us) * time.Microsecond, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func stallShare(before, after, over time.Duration) float64 {
+	if over <= 0 {
+		return 0
+	}
+	return float64(after-before) / float64(over)
+}
+
+// faultCase is one row of the fault matrix.
+type faultCase struct {
+	name    string
+	rate    int
+	timeout time.Duration
+	inject  func(e *faultEnv) []span
+	want    zdv1.Status
+	// faulty: the target is the misbehaving server in this mode, not
+	// the echo server.
+	faulty string
+	// wantClass: a failure class the run must show.
+	wantClass string
+	// wantLoadError: the generator must report it fell behind.
+	wantLoadError bool
+}
+
+// runFaultCase runs one case of the matrix once and returns the checks that
+// did not hold.
+func runFaultCase(t *testing.T, tc faultCase) (problems []string) {
+	t.Helper()
+	e := &faultEnv{t: t, addr: freeAddr(t)}
+	if tc.faulty != "" {
+		e.echo = startFaultyProcess(t, e.addr, tc.faulty)
+	} else {
+		e.echo = startEchoProcess(t, e.addr)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"load", "--target", "http://" + e.addr + "/", "--rate", fmt.Sprint(tc.rate), "--duration", "3s",
+		"--timeout", tc.timeout.String(), "--out", out,
+		// CI runs this beside other packages' tests on 2 cores: the
+		// generator may be descheduled for tens of ms. The stalls
+		// injected here are 300 ms and more.
+		"--max-send-lag", "200ms"}
+	e.started = time.Now()
+	e.gen = child(t, "cli", argsEnv+"="+strings.Join(args, "\x1f"))
+	var faults []span
+	if tc.inject != nil {
+		time.Sleep(time.Second)
+		faults = tc.inject(e)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.gen.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("zerodrop load did not finish a 3 s run within 30 s")
+	}
+	rep, err := zdv1.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatalf("no report: %v", err)
+	}
+	sc := rep.Scenarios[0]
+	var why []string
+	for _, r := range sc.Verdict.Reasons {
+		why = append(why, fmt.Sprintf("%s %s: %s", r.Check, r.Status, r.Message))
+	}
+	if sc.Verdict.Status != tc.want {
+		return append(problems, fmt.Sprintf("verdict %s, want %s\n%s", sc.Verdict.Status, tc.want, strings.Join(why, "\n")))
+	}
+	if tc.wantClass != "" && sc.Results.ErrorClasses[tc.wantClass] == 0 {
+		problems = append(problems, fmt.Sprintf("no %q failures; classes %v\n%s", tc.wantClass, sc.Results.ErrorClasses, strings.Join(why, "\n")))
+	}
+	loadOK := true
+	for _, r := range sc.Verdict.Reasons {
+		if r.Check == "load" && r.Status != zdv1.Pass {
+			loadOK = false
+		}
+	}
+	if loadOK == tc.wantLoadError {
+		problems = append(problems, fmt.Sprintf("load check passed=%v, want passed=%v\n%s", loadOK, !tc.wantLoadError, strings.Join(why, "\n")))
+	}
+	// No false failure: every failure window lies within a fault,
+	// widened by the request timeout before it (a request sent just
+	// before the fault waits into it), a margin for scheduling, and
+	// after it the target's recovery: a target resumed after a stop
+	// first works off the requests that queued meanwhile (rate x
+	// stop), so requests sent in the first moments after the fault
+	// can still time out; under -race that backlog took 300 ms after
+	// a 1 s stop at 500/s. Half the fault's length bounds it.
+	margin := 100 * time.Millisecond
+	for _, w := range sc.FailureWindows {
+		inside := false
+		for _, f := range faults {
+			recovery := margin + f.to.Sub(f.from)/2
+			if !w.Start.Before(f.from.Add(-tc.timeout-margin)) && !w.End.After(f.to.Add(recovery)) {
+				inside = true
+			}
+		}
+		if !inside {
+			problems = append(problems, fmt.Sprintf("failure window %s-%s (%d failed) lies outside every injected fault %v", w.Start.Format("15:04:05.000"),
+				w.End.Format("15:04:05.000"), w.Failed, faults))
+		}
+	}
+	if tc.want == zdv1.Fail && len(faults) > 0 && len(sc.FailureWindows) > 0 {
+		f := faults[0]
+		w := sc.FailureWindows[0]
+		t.Logf("fault %s-%s (%s); window %s-%s (%.0f ms, %d failed %v)", f.from.Format("15:04:05.000"), f.to.Format("15:04:05.000"),
+			f.to.Sub(f.from).Round(time.Millisecond), w.Start.Format("15:04:05.000"), w.End.Format("15:04:05.000"), w.DurationMs, w.Failed, w.Classes)
+	}
+	return problems
 }

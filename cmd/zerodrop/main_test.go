@@ -120,8 +120,7 @@ func TestLoadAndAnalyze(t *testing.T) {
 	refused := "http://" + refusingAddr(t) + "/"
 
 	t.Run("clean run passes", func(t *testing.T) {
-		out := filepath.Join(t.TempDir(), "clean")
-		code, stdout, stderr := runCLI(t, "load", "--target", target, "--rate", "50", "--duration", "1s", "--out", out,
+		out, code, stdout, stderr := measuredLoad(t, filepath.Join(t.TempDir(), "clean"), "--target", target, "--rate", "50", "--duration", "1s",
 			"--expect-client-ip", "127.0.0.1", "--host", "echo.test")
 		if code != 0 {
 			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
@@ -243,4 +242,31 @@ func TestLoadAndAnalyze(t *testing.T) {
 			t.Errorf("exit %d stdout %s", code, stdout)
 		}
 	})
+}
+
+// measuredLoad runs `zerodrop load --out out args...` and, when the
+// instrument refused its own measurement (ERROR on the load check alone,
+// zdv1.Scenario.LoadSpoiled: the generator fell behind its schedule, as on
+// a machine too busy to keep it), runs it again into out-2 and out-3. Such
+// a run is neither a pass nor a failure of what a test checks: after three
+// of them the test is skipped as inconclusive, naming what the instrument
+// said. Any other outcome is returned as it is, with the directory used.
+func measuredLoad(t *testing.T, out string, args ...string) (dir string, code int, stdout, stderr string) {
+	t.Helper()
+	var spoiled []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		dir = out
+		if attempt > 1 {
+			dir = fmt.Sprintf("%s-%d", out, attempt)
+		}
+		code, stdout, stderr = runCLI(t, append([]string{"load", "--out", dir}, args...)...)
+		rep, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil || len(rep.Scenarios) != 1 || !rep.Scenarios[0].LoadSpoiled() {
+			return dir, code, stdout, stderr
+		}
+		spoiled = append(spoiled, rep.Scenarios[0].Verdict.LoadProblem())
+		t.Logf("attempt %d: the load generator refused its own measurement: %s", attempt, spoiled[len(spoiled)-1])
+	}
+	t.Skipf("inconclusive: the load generator could not keep its schedule in 3 runs (machine busy): %s", strings.Join(spoiled, "; "))
+	return dir, code, stdout, stderr
 }

@@ -102,16 +102,26 @@ func TestInFlightCapRecordsUnsent(t *testing.T) {
 		t.Fatal(err)
 	}
 	results, events := sink.snapshot()
-	var unsent int64
+	var unsent, capped int64
 	for _, e := range events {
 		if e.Type == zdv1.EventUnsent {
-			if !strings.Contains(e.Fields["reason"], "in-flight cap 10 reached") {
-				t.Errorf("unsent event reason %q", e.Fields["reason"])
-			}
 			var n int64
 			_, _ = fmt.Sscan(e.Fields["requests"], &n)
 			unsent += n
+			switch reason := e.Fields["reason"]; {
+			case strings.Contains(reason, "in-flight cap 10 reached"):
+				capped += n
+			case strings.Contains(reason, "behind its schedule"):
+				// A busy machine descheduled the generator, and it said so:
+				// the other reason for an unsent request, not a wrong one.
+				t.Logf("unsent for the generator's own lag (machine busy): %q", reason)
+			default:
+				t.Errorf("unsent event reason %q", reason)
+			}
 		}
+	}
+	if capped == 0 {
+		t.Errorf("no request recorded unsent for the in-flight cap")
 	}
 	// 200 due; each slot turns over every 300 ms: about 40 sent.
 	if sum.Unsent == 0 || unsent != sum.Unsent || int64(len(results))+sum.Unsent != 200 {
