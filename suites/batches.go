@@ -59,7 +59,16 @@ func Batches(cells []Cell, budget int) [][]int {
 const cleanupTimeout = 10 * time.Minute
 
 // RunScenario runs sc's body once per batch of cells (Batches with the
-// suite's witness budget) and returns one result per cell, in cells' order.
+// suite's witness budget) and returns one result per cell, in cells' order:
+// RunBatches with that cut. The matrix runs the plan's own batches
+// (Plan.BatchesOf) through RunBatches instead, so what runs is what was
+// planned, estimated and reported as progress.
+func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
+	return s.RunBatches(ctx, sc, cut(cells, Batches(cells, s.Settings.Witnesses)))
+}
+
+// RunBatches runs sc's body once per batch, as given (one disruption each),
+// and returns one result per cell, batch after batch in their order.
 // Each batch's clean-up (its namespaces, a pool it added or removed) runs
 // before the next batch begins, so every batch starts from the default
 // topology; a clean-up that fails leaves the cluster in an unknown state, so
@@ -70,12 +79,16 @@ const cleanupTimeout = 10 * time.Minute
 //
 // A cell whose measurement the load generator spoiled
 // (zdv1.Scenario.LoadSpoiled: ERROR on the load check alone) is measured
-// again under a new disruption (those of one round share it, batched as
-// usual), up to Settings.Remeasure times; its
-// earlier run files move aside (scenario.SetAside) and its result lists
-// them (zdv1.Scenario.Remeasured). Nothing else is measured again: a cell
-// that saw a failure keeps it.
-func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
+// again under a new disruption (those of one round share it, cut by
+// Batches), up to Settings.Remeasure times; its earlier run files move
+// aside (scenario.SetAside) and its result lists them
+// (zdv1.Scenario.Remeasured). Nothing else is measured again: a cell that
+// saw a failure keeps it.
+func (s *Suite) RunBatches(ctx context.Context, sc Scenario, batches [][]Cell) []scenario.Result {
+	var cells []Cell
+	for _, b := range batches {
+		cells = append(cells, b...)
+	}
 	// Earlier measurements left by a run before this one would pass for
 	// this run's (zerodrop analyze attaches a cell's attempt-N).
 	for _, c := range cells {
@@ -83,9 +96,21 @@ func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []sc
 			return failEvery(cells, err)
 		}
 	}
-	out := s.measure(ctx, sc, cells, nil)
+	out := s.measure(ctx, sc, batches, nil)
 	if sc.Control {
 		s.recordControls(cells, out)
+	}
+	return out
+}
+
+// cut groups cells by the index groups of Batches.
+func cut(cells []Cell, groups [][]int) [][]Cell {
+	out := make([][]Cell, len(groups))
+	for k, g := range groups {
+		out[k] = make([]Cell, len(g))
+		for j, i := range g {
+			out[k][j] = cells[i]
+		}
 	}
 	return out
 }
@@ -94,14 +119,19 @@ func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []sc
 // but keeping their earlier measurements: each result lists those of
 // prior (the cells' results so far, in cells' order) first.
 func (s *Suite) RunScenarioAgain(ctx context.Context, sc Scenario, cells []Cell, prior []scenario.Result) []scenario.Result {
-	return s.measure(ctx, sc, cells, prior)
+	return s.measure(ctx, sc, cut(cells, Batches(cells, s.Settings.Witnesses)), prior)
 }
 
-// measure runs cells and measures again those the load spoiled; each
-// result lists prior's earlier measurements (nil: none) before its own.
-func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell, prior []scenario.Result) []scenario.Result {
+// measure runs the batches and measures again the cells whose measurement
+// the load spoiled; each result lists prior's earlier measurements (nil:
+// none) before its own. Results are in the batches' order.
+func (s *Suite) measure(ctx context.Context, sc Scenario, batches [][]Cell, prior []scenario.Result) []scenario.Result {
 	var broken error
-	out := s.runBatches(ctx, sc, cells, &broken)
+	var cells []Cell
+	for _, b := range batches {
+		cells = append(cells, b...)
+	}
+	out := s.runBatches(ctx, sc, batches, &broken)
 	for i := range out {
 		if i < len(prior) {
 			out[i].Scenario.Remeasured = slices.Clone(prior[i].Scenario.Remeasured)
@@ -135,7 +165,7 @@ func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell, prior []
 			s.Env.Logger.Info("measuring again: the load generator spoiled the measurement", "cell", out[i].Scenario.Name,
 				"attempt", len(out[i].Scenario.Remeasured)+2, "reason", out[i].Scenario.Verdict.LoadProblem())
 		}
-		res := s.runBatches(ctx, sc, sub, &broken)
+		res := s.runBatches(ctx, sc, cut(sub, Batches(sub, s.Settings.Witnesses)), &broken)
 		for j, i := range again {
 			r := res[j]
 			r.Scenario.Remeasured = append(slices.Clone(out[i].Scenario.Remeasured), earlier[j])
@@ -145,25 +175,20 @@ func (s *Suite) measure(ctx context.Context, sc Scenario, cells []Cell, prior []
 	return out
 }
 
-// runBatches runs cells batch by batch; once a clean-up fails (*broken),
-// the cells not yet run fail with that error.
-func (s *Suite) runBatches(ctx context.Context, sc Scenario, cells []Cell, broken *error) []scenario.Result {
-	out := make([]scenario.Result, len(cells))
-	for _, batch := range Batches(cells, s.Settings.Witnesses) {
+// runBatches runs the batches one by one; once a clean-up fails
+// (*broken), the cells not yet run fail with that error. Results are in
+// the batches' order.
+func (s *Suite) runBatches(ctx context.Context, sc Scenario, batches [][]Cell, broken *error) []scenario.Result {
+	var out []scenario.Result
+	for _, batch := range batches {
 		began := time.Now()
-		sub := make([]Cell, len(batch))
-		for j, i := range batch {
-			sub[j] = cells[i]
-		}
 		var res []scenario.Result
 		if *broken != nil {
-			res = failEvery(sub, *broken)
+			res = failEvery(batch, *broken)
 		} else {
-			res, *broken = s.runBatch(ctx, sc, sub)
+			res, *broken = s.runBatch(ctx, sc, batch)
 		}
-		for j, i := range batch {
-			out[i] = res[j]
-		}
+		out = append(out, res...)
 		s.Progress.Batch(sc.Name, len(batch), time.Since(began))
 	}
 	return out

@@ -112,6 +112,38 @@ func TestRunScenarioBatches(t *testing.T) {
 	}
 }
 
+// RunBatches runs the batches it is given, each as one disruption, even
+// where Batches would cut the same cells otherwise (a shard's share of a
+// plan dealt longest first), and returns the results in their order.
+func TestRunBatchesRunsThePlansBatches(t *testing.T) {
+	cells := cellsOf("metallb:1", "gcp-nlb:2", "gclb:1")
+	given := [][]Cell{{cells[0], cells[1]}, {cells[2], cells[3]}}
+	var seen [][]string
+	body := func(_ context.Context, _ *Suite, _ Scenario, cells []Cell) []scenario.Result {
+		var names []string
+		out := make([]scenario.Result, len(cells))
+		for i, c := range cells {
+			names = append(names, c.Model.Name)
+			out[i].Err = errors.New("ran " + c.Model.Name)
+		}
+		seen = append(seen, names)
+		return out
+	}
+	s := &Suite{Settings: Settings{Witnesses: 2}, Env: &scenario.Env{OutDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	if cut := Batches(cells, 2); reflect.DeepEqual(cut, [][]int{{0, 1}, {2, 3}}) {
+		t.Fatalf("test setup: Batches cuts these cells as given (%v); the test would not tell them apart", cut)
+	}
+	res := s.RunBatches(context.Background(), Scenario{Name: "drain", Body: body}, given)
+	if want := [][]string{{"metallb", "gcp-nlb"}, {"gcp-nlb", "gclb"}}; !reflect.DeepEqual(seen, want) {
+		t.Errorf("disruptions saw %q, want the batches given %q", seen, want)
+	}
+	for i, want := range []string{"ran metallb", "ran gcp-nlb", "ran gcp-nlb", "ran gclb"} {
+		if res[i].Err == nil || res[i].Err.Error() != want {
+			t.Errorf("result %d: %v, want %q", i, res[i].Err, want)
+		}
+	}
+}
+
 // RunScenario measures again, under a disruption of their own, the cells
 // whose measurement the load generator spoiled, up to Settings.Remeasure
 // times, and keeps each spoiled measurement's evidence; a cell that saw a

@@ -265,6 +265,18 @@ func (p Plan) CellsOf(name string) []Cell {
 	return out
 }
 
+// BatchesOf is the batches of scenario name in the plan, in run order:
+// each is one disruption and the cells that watch it (Suite.RunBatches).
+func (p Plan) BatchesOf(name string) [][]Cell {
+	var out [][]Cell
+	for _, b := range p.Batches {
+		if b.Scenario == name {
+			out = append(out, slices.Clone(b.Cells))
+		}
+	}
+	return out
+}
+
 // Cells counts the plan's cells.
 func (p Plan) Cells() int {
 	n := 0

@@ -61,7 +61,7 @@ var _ = AfterSuite(func(ctx SpecContext) {
 //
 // A scenario is one disruption seen by one witness per cell (a case on one
 // LB model), repeated per batch when there are more cells than the witness
-// budget (Suite.RunScenario): BeforeAll runs them all, then one spec per
+// budget (the plan's batches, Suite.RunBatches): BeforeAll runs them all, then one spec per
 // cell checks its own witness, so JUnit has a line per cell.
 var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 	settings, serr := SettingsFromEnv(os.Getenv, "..")
@@ -92,8 +92,16 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 					DeferCleanup(func(ctx SpecContext) error { return f(ctx) }, NodeTimeout(10*time.Minute))
 				}
 				start := time.Now()
-				run := sc.OnCluster(cells, suite.KubeProxy)
-				out := suite.RunScenario(ctx, sc, run)
+				// The plan's own batches (the disruptions it estimated and
+				// progress counts), with the cluster's limits applied.
+				var batches [][]Cell
+				var run []Cell
+				for _, b := range plan.BatchesOf(sc.Name) {
+					b = sc.OnCluster(b, suite.KubeProxy)
+					batches = append(batches, b)
+					run = append(run, b...)
+				}
+				out := suite.RunBatches(ctx, sc, batches)
 				results = make([]zdv1.Scenario, len(cells))
 				for i, c := range run {
 					results[i] = CellResult(sc, c, out[i])
@@ -104,7 +112,7 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 					again += len(r.Remeasured)
 				}
 				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES), %d measured again (ZERODROP_REMEASURE), in %s",
-					sc.Name, len(cells), len(Batches(cells, suite.Settings.Witnesses)), suite.Settings.Witnesses, again, time.Since(start).Round(time.Second)))
+					sc.Name, len(cells), len(batches), suite.Settings.Witnesses, again, time.Since(start).Round(time.Second)))
 			}, NodeTimeout(Timeout(plan.ScenarioEstimate(sc.Name))))
 			for i, c := range cells {
 				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
