@@ -539,7 +539,8 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	// Documentation cells carry the assertion's criteria too: the hazard
 	// they document is exactly a criterion that does not hold, which the
 	// report then calls "hazard reproduced" rather than a failure.
-	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0)}
+	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0),
+		ExplainWithinMs: zdv1.Float64(float64(explainWithin(c.Model).Milliseconds()))}
 	ka := c.KeepAlive
 	labels := c.reportLabels(sc.Name)
 	labels["provider"] = s.Settings.Provider
@@ -561,6 +562,24 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		SharePods: share,
 	}
 }
+
+// explainWithin is how long before a failure window an event of the
+// disruption may lie and still be its cause (Criteria.ExplainWithinMs):
+// the LB model's longest lag to act on a node (its health checks), plus
+// explainMargin for kube-proxy's sync, endpoint propagation and the
+// workload's own delays.
+func explainWithin(m Model) time.Duration {
+	return max(m.Profile.LongestRemovalLag(), m.Profile.AdditionLag()) + explainMargin
+}
+
+// explainMargin covers what lies between a cause and its drops besides the
+// LB: kube-proxy applies a change within its minSyncPeriod (1 s,
+// k8s.io/kubernetes v1.37.2 pkg/proxy/apis/config/v1alpha1/defaults.go),
+// EndpointSlices reach it in about a second, and a terminating Pod keeps
+// answering through its preStop (5 s in the endpoint-removal recipe; the
+// LB's lag is already counted for the others), its shutdown delay, its 5 s
+// close grace and its drain budget before it stops (docs/recipes.md).
+const explainMargin = 30 * time.Second
 
 // serviceName is cell c's Service over shared Pods: its LB model, policy,
 // profile and keep-alive ("gcp-nlb-local-hardened-noka"), a DNS-1035 label.

@@ -82,6 +82,11 @@ const CheckGround = "ground"
 // column (EventControl) dropped a request or did not pass.
 const CheckControl = "control"
 
+// CheckExplained is the every-window-explained check
+// (Criteria.ExplainWithinMs): ERROR when a failure window after the
+// disruption began has no event of it near enough to be its cause.
+const CheckExplained = "explained"
+
 // CheckEvidence is the evidence check a reader of report.json adds: ERROR
 // when the scenario's run file is missing or its signature does not hold,
 // since a verdict that cannot be recomputed from its figures is a claim,
@@ -320,6 +325,14 @@ type Criteria struct {
 	// moving, an ERROR of the run, never a FAIL of the workload. Runs that
 	// disrupt something mark where with an EventDisruption instead.
 	Undisturbed bool `json:"undisturbed,omitempty"`
+	// ExplainWithinMs, when set, asks every failure window after the
+	// disruption began to be explained: an event of the disruption (from
+	// the harness, Kubernetes, the LB or the user; not the load
+	// generator's own) inside the window or at most this long before its
+	// start, the longest a cause takes to show as drops (the LB's own
+	// lag, kube-proxy's sync). A window with none is unexplained, and the
+	// run ERROR: what dropped it is not what was watched.
+	ExplainWithinMs *float64 `json:"explainWithinMs,omitempty"`
 }
 
 // AfterRemovalLimit is the criterion on one pod's answers after its endpoint
@@ -762,6 +775,10 @@ type FailureWindow struct {
 	// GroundMoved counts the window's failures sent while nothing was
 	// being disrupted (see Results.GroundMoved).
 	GroundMoved int64 `json:"groundMoved,omitempty"`
+	// Unexplained: the window lies after the disruption began, but no event
+	// of it lies inside the window or within Criteria.ExplainWithinMs
+	// before it.
+	Unexplained bool `json:"unexplained,omitempty"`
 	// NearestEvents are the events closest to the window: a few before it,
 	// those during it and a few after, each with its offset from Start.
 	NearestEvents []WindowEvent `json:"nearestEvents"`

@@ -193,6 +193,21 @@ func rechain(t *testing.T, b []byte) []byte {
 	return append(bytes.Join(lines, []byte("\n")), '\n')
 }
 
+// A run file made again where one was removed (a suite run into the same
+// output directory) is signed anew: the stale signature is replaced.
+func TestResignReplacesAStaleSignature(t *testing.T) {
+	k := mustKey(t)
+	dir := t.TempDir()
+	path := signedRun(t, dir, k)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	signedRun(t, dir, k)
+	if _, err := evidence.Verify(context.Background(), path, k.Public()); err != nil {
+		t.Errorf("the second run file does not verify: %v", err)
+	}
+}
+
 func TestKeysRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	k, created, err := evidence.MachineKey(dir)

@@ -52,8 +52,8 @@ func readFacts(path string) (facts, error) {
 	return f, nil
 }
 
-// Seal signs the closed run file at path: it writes SignatureFile(path) and
-// refuses to replace one. It makes Key a runfile.Sealer.
+// Seal signs the closed run file at path: it writes SignatureFile(path),
+// replacing a stale one. It makes Key a runfile.Sealer.
 func (k *Key) Seal(path string) error {
 	f, err := readFacts(path)
 	if err != nil {
@@ -98,7 +98,29 @@ func (k *Key) Seal(path string) error {
 	if err != nil {
 		return fmt.Errorf("encode the envelope for %s: %w", path, err)
 	}
-	return writeNew(SignatureFile(path), append(out, '\n'), 0o644)
+	// The run file was created anew (runfile.Create refuses to replace
+	// one), so a signature already beside it is of a run file that is
+	// gone: it is replaced, atomically, never appended to.
+	return replaceFile(SignatureFile(path), append(out, '\n'))
+}
+
+func replaceFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write signature: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	merr := tmp.Chmod(0o644)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, merr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write signature %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write signature %s: %w", path, err)
+	}
+	return nil
 }
 
 // Verified is what Verify established.

@@ -35,6 +35,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
+	"zerodrop/harness/evidence"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/load"
 	"zerodrop/harness/observe"
@@ -308,7 +309,11 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	}()
 
 	r.RunFile = filepath.Join(r.Dir, "run.jsonl")
-	_ = os.Remove(r.RunFile) // a re-run of the same scenario replaces its old evidence
+	// A re-run of the same scenario replaces its old evidence, its
+	// signature included (a run that breaks before its run file is
+	// signed must not stand beside an old one's).
+	_ = os.Remove(r.RunFile)
+	_ = os.Remove(evidence.SignatureFile(r.RunFile))
 	// The run file's header names the load, which needs the LB address, so
 	// events of the deployment wait in memory until the file exists.
 	r.sink = &deferredSink{}

@@ -290,6 +290,9 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 	for i := range windows {
 		windows[i].NearestEvents = a.nearest(windows[i])
 	}
+	if crit.ExplainWithinMs != nil {
+		a.explain(windows, time.Duration(*crit.ExplainWithinMs*float64(time.Millisecond)))
+	}
 
 	sc := zdv1.Scenario{
 		RunFile:        o.runFile,
@@ -588,6 +591,63 @@ func (a *analysis) nearest(w zdv1.FailureWindow) []zdv1.WindowEvent {
 		}
 	}
 	return out
+}
+
+// explain marks the windows after the disruption began that no event of
+// the disruption explains: none inside the window (or up to
+// watchDelivery after its end) or within before its start
+// (Criteria.ExplainWithinMs). The load generator's own events
+// (load-start, unsent, instrument pauses) and the control's are not the
+// disruption's. a.events is sorted by time. Past the last event kept
+// (maxRetainedEvents) nothing is marked: the events that would explain it
+// were not kept.
+func (a *analysis) explain(ws []zdv1.FailureWindow, within time.Duration) {
+	if a.disruption == 0 {
+		return
+	}
+	ev := a.events
+	var lastKept time.Time
+	if len(ev) > 0 {
+		lastKept = ev[len(ev)-1].Time
+	}
+	for i := range ws {
+		w := &ws[i]
+		if w.Start.UnixNano() < a.disruption || (a.eventsDropped > 0 && !w.Start.Before(lastKept)) {
+			continue // before the disruption: the ground check's
+		}
+		from := w.Start.Add(-within)
+		lo := sort.Search(len(ev), func(k int) bool { return !ev[k].Time.Before(from) })
+		explained := false
+		for _, e := range ev[lo:] {
+			if e.Time.After(w.End.Add(watchDelivery)) {
+				break
+			}
+			if disruptionCause(e) {
+				explained = true
+				break
+			}
+		}
+		w.Unexplained = !explained
+	}
+}
+
+// watchDelivery is how late an event may be stamped after the drops it
+// caused: Kubernetes events are stamped when the watch delivers them,
+// after the API server has already acted (the endpoint removed, the Pod
+// deleted).
+const watchDelivery = time.Second
+
+// disruptionCause says whether e can be a cause of drops: an event of the
+// cluster, the LB, the harness's steps or the user's, not the load
+// generator's own bookkeeping or the control's.
+func disruptionCause(e zdv1.Event) bool {
+	switch e.Source {
+	case zdv1.SourceLoad:
+		return false
+	case zdv1.SourceHarness:
+		return e.Type != zdv1.EventControl && e.Type != zdv1.EventCriteria && e.Type != zdv1.EventInstrumentPause
+	}
+	return e.Type != zdv1.EventInstrumentPause
 }
 
 // reportEvent is e as the report shows it: what the cluster or the LB

@@ -38,6 +38,9 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 	if rs, ok := controlReason(controls); ok {
 		reasons = append(reasons, rs)
 	}
+	if rs, ok := explainedReason(c, ws); ok {
+		reasons = append(reasons, rs)
+	}
 
 	if c.MaxDropped != nil {
 		reasons = append(reasons, limitReason("dropped", float64(r.Dropped), float64(*c.MaxDropped),
@@ -165,6 +168,44 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 	return v
 }
 
+// explainedReason is the every-window-explained check
+// (Criteria.ExplainWithinMs): a window after the disruption began with no
+// event of the disruption inside it or shortly before was dropped by
+// something the run did not watch, so it cannot be charged to the
+// workload: ERROR. ok is false when the criteria do not ask for it.
+func explainedReason(c zdv1.Criteria, ws []zdv1.FailureWindow) (zdv1.Reason, bool) {
+	if c.ExplainWithinMs == nil {
+		return zdv1.Reason{}, false
+	}
+	within := time.Duration(*c.ExplainWithinMs * float64(time.Millisecond)).Round(time.Millisecond)
+	rs := zdv1.Reason{Check: zdv1.CheckExplained, Status: zdv1.Pass, Limit: f64(0)}
+	var b strings.Builder
+	n := 0
+	for i, w := range ws {
+		if !w.Unexplained {
+			continue
+		}
+		rs.Windows = append(rs.Windows, i)
+		if n++; n <= 3 {
+			b.WriteString("; ")
+			b.WriteString(WindowText(w))
+		}
+	}
+	rs.Observed = f64(float64(n))
+	if n == 0 {
+		rs.Message = fmt.Sprintf("every failure window after the disruption began has an event of it inside or within %s before", within)
+		return rs, true
+	}
+	if n > 3 {
+		fmt.Fprintf(&b, "; %d more windows", n-3)
+	}
+	rs.Status = zdv1.Error
+	rs.Message = fmt.Sprintf("unexplained: %d failure window(s) after the disruption began have no event of it inside or within %s before%s. "+
+		"What dropped them is not what the run watched (the cluster, the load balancer or this machine), so they are not the workload's: "+
+		"read the windows' nearest events, and the column's control", n, within, b.String())
+	return rs, true
+}
+
 // groundReason is the still-ground check: a request that failed while
 // nothing was being disrupted (before the run's disruption event, or in a
 // run that disrupts nothing) was dropped by the ground under the workload
@@ -289,6 +330,9 @@ func WindowText(w zdv1.FailureWindow) string {
 		w.Index, clock(w.Start), clock(w.End), w.DurationMs, w.Failed, mapText(w.Classes), w.OK)
 	if w.GroundMoved > 0 {
 		s += fmt.Sprintf(" (%d of them with nothing disrupted)", w.GroundMoved)
+	}
+	if w.Unexplained {
+		s += " (unexplained: no event of the disruption near it)"
 	}
 	var before, during *zdv1.WindowEvent
 	for i := range w.NearestEvents {

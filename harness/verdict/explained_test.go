@@ -1,0 +1,79 @@
+package verdict
+
+import (
+	"strings"
+	"testing"
+
+	zdv1 "zerodrop/apis/v1"
+)
+
+// Every window explained: a failure window after the disruption began
+// needs an event of the disruption inside it, within ExplainWithinMs
+// before it, or stamped up to a watch's delivery after it; the load
+// generator's own events never explain one.
+func TestExplainedCheck(t *testing.T) {
+	disrupt := zdv1.Event{Time: at(1000), Source: zdv1.SourceHarness, Type: zdv1.EventDisruption, Message: "rollout of deployment/echo"}
+	ev := func(ms int, source, typ string) zdv1.Event {
+		return zdv1.Event{Time: at(ms), Source: source, Type: typ, Object: "pod/echo-1"}
+	}
+	failAt := func(from, to int) func(int, *zdv1.Result) *zdv1.Result {
+		return func(ms int, r *zdv1.Result) *zdv1.Result {
+			if ms >= from && ms < to {
+				f := fail(ms, zdv1.ClassRefused)
+				return &f
+			}
+			return r
+		}
+	}
+	within := func(ms float64) zdv1.Criteria {
+		return zdv1.Criteria{MaxDropped: zdv1.Int64(0), ExplainWithinMs: zdv1.Float64(ms)}
+	}
+	tests := []struct {
+		name        string
+		crit        zdv1.Criteria
+		failFrom    int
+		events      []zdv1.Event
+		check       zdv1.Status // "" when absent
+		unexplained bool
+		status      zdv1.Status
+	}{
+		{name: "a window just after a pod began terminating", crit: within(500), failFrom: 1800,
+			events: []zdv1.Event{disrupt, ev(1500, zdv1.SourceKubernetes, zdv1.EventPodTerminating)}, check: zdv1.Pass, status: zdv1.Fail},
+		{name: "an event inside the window explains it", crit: within(100), failFrom: 1800,
+			events: []zdv1.Event{disrupt, ev(1850, zdv1.SourceLB, zdv1.EventLBBackendRemoved)}, check: zdv1.Pass, status: zdv1.Fail},
+		{name: "a Kubernetes event stamped on delivery, just after the window", crit: within(100), failFrom: 1800,
+			events: []zdv1.Event{disrupt, ev(2500, zdv1.SourceKubernetes, zdv1.EventEndpointRemoved)}, check: zdv1.Pass, status: zdv1.Fail},
+		{name: "nothing of the disruption near the window", crit: within(500), failFrom: 2500,
+			events: []zdv1.Event{disrupt, ev(1100, zdv1.SourceKubernetes, zdv1.EventPodTerminating)}, check: zdv1.Error, unexplained: true, status: zdv1.Error},
+		{name: "the load generator's own events explain nothing", crit: within(500), failFrom: 2500,
+			events: []zdv1.Event{disrupt, ev(2450, zdv1.SourceLoad, zdv1.EventUnsent), ev(2460, zdv1.SourceHarness, zdv1.EventControl)},
+			check: zdv1.Error, unexplained: true, status: zdv1.Error},
+		{name: "without the criterion the window is the workload's", crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, failFrom: 2500,
+			events: []zdv1.Event{disrupt}, status: zdv1.Fail},
+		{name: "before the disruption it is the ground check's, not this one's", crit: within(100), failFrom: 500,
+			events: []zdv1.Event{disrupt}, check: zdv1.Pass, status: zdv1.Error},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := analyze(t, runSpec{crit: tt.crit, results: steadyRun(failAt(tt.failFrom, tt.failFrom+50)), events: loadEvents(tt.events...)})
+			rs := reason(sc, zdv1.CheckExplained)
+			switch {
+			case tt.check == "" && rs != nil:
+				t.Fatalf("explained check present: %+v", *rs)
+			case tt.check != "" && rs == nil:
+				t.Fatalf("no explained check; reasons %+v", sc.Verdict.Reasons)
+			case rs != nil && rs.Status != tt.check:
+				t.Fatalf("explained check %s, want %s: %s", rs.Status, tt.check, rs.Message)
+			}
+			if len(sc.FailureWindows) != 1 || sc.FailureWindows[0].Unexplained != tt.unexplained {
+				t.Fatalf("windows %+v, want one with unexplained=%v", sc.FailureWindows, tt.unexplained)
+			}
+			if sc.Verdict.Status != tt.status {
+				t.Errorf("verdict %s, want %s: %+v", sc.Verdict.Status, tt.status, sc.Verdict.Reasons)
+			}
+			if tt.unexplained && (!strings.Contains(rs.Message, "unexplained: 1 failure window") || len(rs.Windows) != 1) {
+				t.Errorf("message %q / windows %v do not name the window", rs.Message, rs.Windows)
+			}
+		})
+	}
+}
