@@ -47,7 +47,7 @@ func TestExplainedCheck(t *testing.T) {
 			events: []zdv1.Event{disrupt, ev(1100, zdv1.SourceKubernetes, zdv1.EventPodTerminating)}, check: zdv1.Error, unexplained: true, status: zdv1.Error},
 		{name: "the load generator's own events explain nothing", crit: within(500), failFrom: 2500,
 			events: []zdv1.Event{disrupt, ev(2450, zdv1.SourceLoad, zdv1.EventUnsent), ev(2460, zdv1.SourceHarness, zdv1.EventControl)},
-			check: zdv1.Error, unexplained: true, status: zdv1.Error},
+			check:  zdv1.Error, unexplained: true, status: zdv1.Error},
 		{name: "without the criterion the window is the workload's", crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, failFrom: 2500,
 			events: []zdv1.Event{disrupt}, status: zdv1.Fail},
 		{name: "before the disruption it is the ground check's, not this one's", crit: within(100), failFrom: 500,
