@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"zerodrop/internal/atomicfile"
 )
 
 // SchemaVersion identifies the layout of Report. Readers should refuse a
@@ -896,21 +897,8 @@ func (r *Report) WriteFile(path string) error {
 		return fmt.Errorf("encode report for %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.json")
-	if err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	_, werr := tmp.Write(data)
-	// CreateTemp makes the file private; a report is for everyone to read.
-	merr := tmp.Chmod(0o644)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, merr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write report %s: %w", path, err)
+	if err := atomicfile.Write(path, data); err != nil {
+		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"zerodrop/harness/evidence"
+	"zerodrop/internal/atomicfile"
 	"zerodrop/reports/render"
 )
 
@@ -163,7 +163,7 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 	}
 	for _, f := range files {
 		path := filepath.Join(*out, f.name)
-		if err := writeFileAtomic(path, f.data.Bytes()); err != nil {
+		if err := atomicfile.Write(path, f.data.Bytes()); err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop report: %v\n", err)
 			return exitBroken
 		}
@@ -190,25 +190,4 @@ func runReport(ctx context.Context, c *cli, args []string) int {
 		return exitFailed
 	}
 	return exitOK
-}
-
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it, so a reader (or an artifact upload) never sees half a page.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := tmp.Write(data)
-	merr := tmp.Chmod(0o644)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, merr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/runfile"
+	"zerodrop/internal/atomicfile"
 )
 
 // SignatureFile is where the DSSE envelope of a run file is written:
@@ -101,24 +102,8 @@ func (k *Key) Seal(path string) error {
 	// The run file was created anew (runfile.Create refuses to replace
 	// one), so a signature already beside it is of a run file that is
 	// gone: it is replaced, atomically, never appended to.
-	return replaceFile(SignatureFile(path), append(out, '\n'))
-}
-
-func replaceFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write signature: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	merr := tmp.Chmod(0o644)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, merr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write signature %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write signature %s: %w", path, err)
+	if err := atomicfile.Write(SignatureFile(path), append(out, '\n')); err != nil {
+		return fmt.Errorf("signature: %w", err)
 	}
 	return nil
 }
