@@ -192,7 +192,11 @@ func explainedReason(c zdv1.Criteria, ws []zdv1.FailureWindow) (zdv1.Reason, boo
 		}
 	}
 	rs.Observed = f64(float64(n))
-	if n == 0 {
+	switch {
+	case len(ws) == 0:
+		rs.Message = "no failure window to explain"
+		return rs, true
+	case n == 0:
 		rs.Message = fmt.Sprintf("every failure window after the disruption began has an event of it inside or within %s before", within)
 		return rs, true
 	}
