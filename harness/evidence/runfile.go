@@ -36,8 +36,17 @@ type facts struct {
 }
 
 func readFacts(path string) (facts, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return facts{}, fmt.Errorf("open run file: %w", err)
+	}
+	defer f.Close()
+	return readFactsFrom(f, path)
+}
+
+func readFactsFrom(src io.Reader, name string) (facts, error) {
 	var f facts
-	stats, err := runfile.ReadFile(path, func(rec runfile.Record) error {
+	stats, err := runfile.Read(src, name, func(rec runfile.Record) error {
 		switch {
 		case rec.Header != nil && f.header == nil:
 			f.header = rec.Header
@@ -132,9 +141,31 @@ func Verify(ctx context.Context, path string, keys ...*PublicKey) (Verified, err
 		return Verified{}, errors.New("no trusted key to verify with")
 	}
 	envPath := SignatureFile(path)
-	env, err := readEnvelope(envPath)
+	envData, err := readEnvelope(envPath)
 	if err != nil {
 		return Verified{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Verified{}, fmt.Errorf("open run file: %w", err)
+	}
+	defer f.Close()
+	v, err := verify(ctx, path, f, envPath, envData, keys)
+	if err != nil {
+		return Verified{}, err
+	}
+	v.Envelope = envPath
+	return v, nil
+}
+
+// verify is Verify on a run file's bytes (from run, named path) and its
+// envelope's (envData, named envPath).
+func verify(ctx context.Context, path string, run io.Reader, envPath string, envData []byte, keys []*PublicKey) (Verified, error) {
+	var env dsse.Envelope
+	dec := json.NewDecoder(bytes.NewReader(envData))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return Verified{}, fmt.Errorf("read signature %s: not a DSSE envelope: %w", envPath, err)
 	}
 	seen := map[string]bool{}
 	var vs []dsse.Verifier
@@ -151,21 +182,21 @@ func Verify(ctx context.Context, path string, keys ...*PublicKey) (Verified, err
 	if env.PayloadType != zdv1.InTotoPayloadType {
 		return Verified{}, fmt.Errorf("%s: payload type %q, want %q", envPath, env.PayloadType, zdv1.InTotoPayloadType)
 	}
-	accepted, err := ev.Verify(ctx, env)
+	accepted, err := ev.Verify(ctx, &env)
 	if err != nil || len(accepted) == 0 {
-		return Verified{}, fmt.Errorf("%s: no signature by a trusted key holds (signed by %s; trusted: %s)", envPath, signers(env), trusted(keys))
+		return Verified{}, fmt.Errorf("%s: no signature by a trusted key holds (signed by %s; trusted: %s)", envPath, signers(&env), trusted(keys))
 	}
 	body, err := env.DecodeB64Payload()
 	if err != nil {
 		return Verified{}, fmt.Errorf("%s: %w", envPath, err)
 	}
 	var st zdv1.Statement
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
+	sdec := json.NewDecoder(bytes.NewReader(body))
+	sdec.DisallowUnknownFields()
+	if err := sdec.Decode(&st); err != nil {
 		return Verified{}, fmt.Errorf("%s: the signed statement does not decode: %w", envPath, err)
 	}
-	f, err := readFacts(path)
+	f, err := readFactsFrom(run, path)
 	if err != nil {
 		return Verified{}, err
 	}
@@ -194,10 +225,10 @@ func Verify(ctx context.Context, path string, keys ...*PublicKey) (Verified, err
 	if len(diffs) > 0 {
 		return Verified{}, fmt.Errorf("%s does not match its signature %s: %s", path, envPath, strings.Join(diffs, "; "))
 	}
-	return Verified{KeyID: keyID, SHA256: f.stats.SHA256, Chain: f.stats.Chain, Envelope: envPath}, nil
+	return Verified{KeyID: keyID, SHA256: f.stats.SHA256, Chain: f.stats.Chain}, nil
 }
 
-func readEnvelope(path string) (*dsse.Envelope, error) {
+func readEnvelope(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s not found", ErrUnsigned, path)
@@ -213,13 +244,7 @@ func readEnvelope(path string) (*dsse.Envelope, error) {
 	if len(data) > maxEnvelope {
 		return nil, fmt.Errorf("read signature %s: larger than %d KiB, not an envelope this tool writes", path, maxEnvelope>>10)
 	}
-	var env dsse.Envelope
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil {
-		return nil, fmt.Errorf("read signature %s: not a DSSE envelope: %w", path, err)
-	}
-	return &env, nil
+	return data, nil
 }
 
 func signers(env *dsse.Envelope) string {

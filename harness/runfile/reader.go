@@ -204,15 +204,20 @@ func ReadFile(path string, fn func(Record) error) (Stats, error) {
 		return Stats{}, fmt.Errorf("open run file: %w", err)
 	}
 	defer f.Close()
+	return Read(f, path, fn)
+}
+
+// Read is ReadFile on a run file's bytes from src; name is used in errors.
+func Read(src io.Reader, name string, fn func(Record) error) (Stats, error) {
 	h := sha256.New()
-	r := NewReader(io.TeeReader(f, h), path)
+	r := NewReader(io.TeeReader(src, h), name)
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			// The reader stops at a cut-off last line; hash what follows so
 			// the digest is the whole file's.
-			if _, err := io.Copy(h, f); err != nil {
-				return Stats{}, fmt.Errorf("read %s: %w", path, err)
+			if _, err := io.Copy(h, src); err != nil {
+				return Stats{}, fmt.Errorf("read %s: %w", name, err)
 			}
 			head, lines := r.Chain()
 			return Stats{Truncated: r.Truncated(), Corrupt: r.Corrupt(), SHA256: hex.EncodeToString(h.Sum(nil)),
