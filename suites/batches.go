@@ -85,10 +85,7 @@ func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []sc
 // (zdv1.Scenario.Remeasured). Nothing else is measured again: a cell that
 // saw a failure keeps it.
 func (s *Suite) RunBatches(ctx context.Context, sc Scenario, batches [][]Cell) []scenario.Result {
-	var cells []Cell
-	for _, b := range batches {
-		cells = append(cells, b...)
-	}
+	cells := slices.Concat(batches...)
 	// Earlier measurements left by a run before this one would pass for
 	// this run's (zerodrop analyze attaches a cell's attempt-N).
 	for _, c := range cells {
@@ -127,10 +124,7 @@ func (s *Suite) RunScenarioAgain(ctx context.Context, sc Scenario, cells []Cell,
 // none) before its own. Results are in the batches' order.
 func (s *Suite) measure(ctx context.Context, sc Scenario, batches [][]Cell, prior []scenario.Result) []scenario.Result {
 	var broken error
-	var cells []Cell
-	for _, b := range batches {
-		cells = append(cells, b...)
-	}
+	cells := slices.Concat(batches...)
 	out := s.runBatches(ctx, sc, batches, &broken)
 	for i := range out {
 		if i < len(prior) {

@@ -5,7 +5,7 @@ import "time"
 // A signed run file is an in-toto attestation (Statement v1,
 // github.com/in-toto/attestation spec/v1/statement.md) in a DSSE envelope
 // (github.com/secure-systems-lab/dsse envelope.md), written next to the run
-// file (SignatureFileName). The statement's subject is the run file and
+// file (harness/evidence SignatureFile). The statement's subject is the run file and
 // its SHA-256; the predicate is RunFilePredicate.
 const (
 	// StatementType is in-toto's Statement v1 type.

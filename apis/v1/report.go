@@ -89,9 +89,9 @@ const CheckControl = "control"
 const CheckExplained = "explained"
 
 // CheckEvidence is the evidence check a reader of report.json adds: ERROR
-// when the scenario's run file is missing or its signature does not hold,
-// since a verdict that cannot be recomputed from its figures is a claim,
-// not a measurement.
+// when the scenario's run file is missing, since a verdict that cannot be
+// recomputed from its figures is a claim, not a measurement. (A run file
+// that contradicts report.json or its signature is refused outright.)
 const CheckEvidence = "evidence"
 
 // Outcome is a scenario's result in the words every output uses (console,

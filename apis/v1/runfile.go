@@ -114,7 +114,7 @@ type End struct {
 	// Error says why the run broke; empty for a clean run.
 	Error string `json:"error,omitempty"`
 	// Chain is the head of the hash chain over every line before this one
-	// (ChainStart, ChainNext), hex: a line removed, added, reordered or
+	// (Chain, from NewChain), hex: a line removed, added, reordered or
 	// changed shows as a different head. "" in run files from before it.
 	Chain string `json:"chain_sha256,omitempty"`
 }

@@ -46,9 +46,8 @@ type Key struct {
 
 // PublicKey is a key a reader trusts to have signed run files.
 type PublicKey struct {
-	pub  ed25519.PublicKey
-	id   string
-	Path string
+	pub ed25519.PublicKey
+	id  string
 }
 
 // KeyIDOf is a public key's ID: the hex SHA-256 of its PKIX (DER) form, as
@@ -184,9 +183,7 @@ func LoadPublicKey(path string) (*PublicKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := k.Public()
-		p.Path = path
-		return p, nil
+		return k.Public(), nil
 	default:
 		return nil, fmt.Errorf("read key %s: a %q PEM block, want PUBLIC KEY (PKIX, Ed25519)", path, block.Type)
 	}
@@ -198,7 +195,7 @@ func LoadPublicKey(path string) (*PublicKey, error) {
 	if !ok {
 		return nil, fmt.Errorf("read key %s: a %T, want an Ed25519 key", path, k)
 	}
-	return &PublicKey{pub: pub, id: KeyIDOf(pub), Path: path}, nil
+	return &PublicKey{pub: pub, id: KeyIDOf(pub)}, nil
 }
 
 // MachineKeyName is the machine key's file in its directory.

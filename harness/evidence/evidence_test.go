@@ -155,6 +155,12 @@ func TestForgeriesRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("sealing a file whose header names no key is refused", func(t *testing.T) {
+		path := signedRun(t, t.TempDir(), nil)
+		if err := k.Seal(path); err == nil || !strings.Contains(err.Error(), "in its header") {
+			t.Errorf("Seal of a run file made without the sealer: %v, want refused (no reader would accept it)", err)
+		}
+	})
 	t.Run("unsigned", func(t *testing.T) {
 		path := signedRun(t, t.TempDir(), nil)
 		if _, err := evidence.Verify(ctx, path, k.Public()); !errors.Is(err, evidence.ErrUnsigned) {

@@ -78,8 +78,11 @@ func (k *Key) Seal(path string) error {
 		return fmt.Errorf("%s has unreadable lines: it is not signed as it is", path)
 	case f.end.Chain != f.stats.Chain:
 		return fmt.Errorf("%s changed while it was closed: its lines chain to %.12s…, its end line says %.12s…", path, f.stats.Chain, f.end.Chain)
-	case f.header.SigningKey != "" && f.header.SigningKey != k.id:
-		return fmt.Errorf("%s names key %.12s… in its header, this is %.12s…", path, f.header.SigningKey, k.id)
+	case f.header.SigningKey != k.id:
+		// Verify holds the header to the key that signed: a file whose
+		// header names no key, or another, would carry a signature no
+		// reader accepts.
+		return fmt.Errorf("%s names key %s in its header, this is %.12s… (runfile.WithSealer names it)", path, short(f.header.SigningKey), k.id)
 	}
 	st := zdv1.Statement{
 		Type:          zdv1.StatementType,

@@ -37,7 +37,6 @@ type Writer struct {
 	flushEach bool
 	scratch   []byte // result line buffer, guarded by mu
 	chain     zdv1.Chain
-	lines     int64
 	sealer    Sealer
 
 	stop     chan struct{}
@@ -225,7 +224,6 @@ func (w *Writer) writeLocked(line []byte, counter *int64) error {
 		return w.err
 	}
 	w.chain.Add(line[:len(line)-1])
-	w.lines++
 	if w.flushEach {
 		if err := w.bw.Flush(); err != nil {
 			w.err = fmt.Errorf("flush %s: %w", w.name, err)
