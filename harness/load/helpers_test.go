@@ -16,6 +16,16 @@ import (
 // returns its traffic address.
 func startEcho(t testing.TB, pod, node string) string {
 	t.Helper()
+	cfg := echo.DefaultConfig()
+	cfg.Identity = echo.Identity{Pod: pod, Node: node, Namespace: "test", PodIP: "127.0.0.1"}
+	return runEcho(t, cfg, make(chan os.Signal))
+}
+
+// runEcho serves cfg on loopback listeners until the test ends (a value on
+// signals starts its termination sequence first) and returns its traffic
+// address. Run must return nil: after a drain, or when the test cancels it.
+func runEcho(t testing.TB, cfg echo.Config, signals <-chan os.Signal, opts ...echo.Option) string {
+	t.Helper()
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("echo traffic listener: %v", err)
@@ -24,20 +34,18 @@ func startEcho(t testing.TB, pod, node string) string {
 	if err != nil {
 		t.Fatalf("echo admin listener: %v", err)
 	}
-	cfg := echo.DefaultConfig()
-	cfg.Identity = echo.Identity{Pod: pod, Node: node, Namespace: "test", PodIP: "127.0.0.1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- echo.Run(ctx, cfg, make(chan os.Signal), echo.WithListeners(tl, al)) }()
+	go func() { done <- echo.Run(ctx, cfg, signals, append(opts, echo.WithListeners(tl, al))...) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("echo server: %v", err)
+				t.Errorf("echo server %s: %v", cfg.Identity.Pod, err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Errorf("echo server did not stop within 10s of cancel")
+			t.Errorf("echo server %s did not stop within 10s of cancel", cfg.Identity.Pod)
 		}
 	})
 	return tl.Addr().String()

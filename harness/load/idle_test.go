@@ -115,33 +115,14 @@ func drainUnderLoad(t *testing.T, grace, idle time.Duration) (left int64, retrie
 // with the given close grace, logging to logs when it is not nil.
 func startDrainableEcho(t *testing.T, pod string, grace time.Duration, sig chan os.Signal, logs *drainLog) string {
 	t.Helper()
-	tl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := echo.DefaultConfig()
 	cfg.Identity = echo.Identity{Pod: pod, Node: "node-0", Namespace: "test", PodIP: "127.0.0.1"}
 	cfg.CloseGrace = &grace
-	opts := []echo.Option{echo.WithListeners(tl, al)}
+	var opts []echo.Option
 	if logs != nil {
 		opts = append(opts, echo.WithLogger(slog.New(logs)))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- echo.Run(ctx, cfg, sig, opts...) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("echo server %s did not stop within 15s of cancel", pod)
-		}
-	})
-	return tl.Addr().String()
+	return runEcho(t, cfg, sig, opts...)
 }
 
 // drainLog is a slog handler that keeps the one record this test reads:
