@@ -90,14 +90,18 @@ func timesOf(c Cell) cellTimes {
 	return t
 }
 
-// settle is a witness's wait for its LB after the disruption (awaitLB):
-// a node that lost its endpoints is dropped after the LB's lag, anything
-// else is quiet within seconds; the margin comes on top.
-func (t cellTimes) settle(tm Timing, nodeLeaves bool) time.Duration {
-	if nodeLeaves {
-		return t.removal + tm.SettleMargin
-	}
-	return 5*time.Second + tm.SettleMargin
+// quiet is a witness's wait for its LB after a disruption that left every
+// node an endpoint (AwaitLB): quiet within seconds, the margin on top.
+func (t cellTimes) quiet(tm Timing) time.Duration { return 5*time.Second + tm.SettleMargin }
+
+// leaves is a witness's wait for its LB (AwaitLB) once a node's last
+// endpoint began terminating since ago: the LB drops the node its lag
+// after that moment, not after the disruption's end (with Local a
+// health-checked LB's check port counts ready endpoints only, so it fails
+// as the Pod starts terminating, while a hardened Pod's preStop keeps it
+// serving), so what is left of the lag, then the margin.
+func (t cellTimes) leaves(tm Timing, since time.Duration) time.Duration {
+	return max(t.removal-since, 5*time.Second) + tm.SettleMargin
 }
 
 // rollout is a rolling replacement of every Pod, one at a time.

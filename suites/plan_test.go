@@ -90,8 +90,10 @@ func TestPlanShardsBalanceAndCover(t *testing.T) {
 }
 
 // The plan's estimates follow the recipes: with Local, gclb's 10 health
-// checks of 60 s make its batches the slowest; with Cluster its cells cost
-// what every other LB's do.
+// checks of 60 s make its batches the slowest (the lag counts from the
+// moment the node's last endpoint began terminating, so a hardened Pod's
+// preStop and the lag overlap); with Cluster its cells cost what every
+// other LB's do.
 func TestPlanEstimatesFollowTheMechanism(t *testing.T) {
 	p, err := PlanFor(planSettings(t, Shard{}), "")
 	if err != nil {
@@ -106,8 +108,9 @@ func TestPlanEstimatesFollowTheMechanism(t *testing.T) {
 			t.Errorf("%s batch %s: estimate %v, %d recipes for %d cells", b.Scenario, models(b.Cells), b.Estimate, b.PodRecipes, len(b.Cells))
 		}
 	}
-	if !strings.Contains(models(slowest.Cells), "gclb") || slowest.Estimate < 20*time.Minute {
-		t.Errorf("slowest batch %s %s (%v), want one of gclb's, over 20 min", slowest.Scenario, models(slowest.Cells), slowest.Estimate)
+	// A Local cell on gclb waits at least its 10 checks of 60 s.
+	if !strings.Contains(models(slowest.Cells), "gclb") || slowest.Estimate < 10*time.Minute {
+		t.Errorf("slowest batch %s %s (%v), want one of gclb's, over its 10-minute lag", slowest.Scenario, models(slowest.Cells), slowest.Estimate)
 	}
 	if to := Timeout(p.Estimate()); to < p.Estimate() {
 		t.Errorf("timeout %v below the estimate %v", to, p.Estimate())

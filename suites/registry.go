@@ -349,11 +349,14 @@ const noTerminatingEndpoints = "kube-proxy here does not send new connections to
 	"(10, its own documented limit of a moving VIP). Kept-alive " +
 	"connections hide it: the same cells with keep-alive dropped nothing on gcp-nlb with the gate off"
 
-// metallbAnnouncerLeaves is why draining the node that announces the VIP
-// cannot be drop-free behind MetalLB L2 with Local, whatever the workload.
+// metallbAnnouncerLeaves is why taking the endpoint of the node that
+// announces the VIP (a drain of that node, a scale-down that takes its
+// Pod) cannot be drop-free behind MetalLB L2 with Local, whatever the
+// workload.
 const metallbAnnouncerLeaves = "MetalLB L2 with externalTrafficPolicy Local announces the VIP only from a node with a " +
 	"serving endpoint (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe, used by speaker/layer2_controller.go " +
-	"ShouldAnnounce). When the drained node's last endpoint stops serving, the VIP moves to another node, and the " +
+	"ShouldAnnounce), and this suite aims its drains and scale-downs at that node. When the announcing node's last " +
+	"endpoint stops serving (its drain, or a scale-down that takes its Pod), the VIP moves to another node, and the " +
 	"TCP connections the client holds open through the old node reach a node with no conntrack entry for them: they " +
 	"are reset. A request sent on one fails (Go's transport re-sends a GET on a new connection by itself, which the " +
 	"suite counts as dropped). No Deployment setting keeps the client's connections off the old node. Measured on this " +

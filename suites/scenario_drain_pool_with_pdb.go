@@ -50,7 +50,7 @@ func drainPoolWithPDB() Scenario {
 			if c.Profile == fixtures.Naive {
 				drain = tm.PoolDrain
 			}
-			return k.PoolAdd + drain + t.settle(tm, true)
+			return k.PoolAdd + drain + t.leaves(tm, drain)
 		},
 	}
 }

@@ -48,11 +48,14 @@ func nodepoolReplacement() Scenario {
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 		},
 		Body: runNodepoolReplacement,
-		// A pool joins, the workload rolls onto it and its LB follows,
-		// then the old pool goes and the LB drops its nodes.
+		// A pool joins, the old one is drained (its Pods keep serving for
+		// their recipe's time, their replacements start one after another
+		// at worst) and deleted, and with Local the LB drops the old nodes
+		// its lag after their endpoints began terminating.
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
 			t := timesOf(c)
-			return k.PoolAdd + t.rollout(k) + t.accepting + t.settle(tm, true) + k.PoolRemove + t.settle(tm, true)
+			d := t.accepting + k.Terminate + t.rollout(k) + k.PoolRemove
+			return k.PoolAdd + d + t.leaves(tm, d)
 		},
 	}
 }
@@ -129,10 +132,12 @@ func runOwnPoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []C
 	for _, n := range nodes {
 		poolOf[n.Name] = n.Pool
 	}
-	// The pool holding endpoints of the most witnesses (then the busiest);
+	// The pool holding endpoints of the most witnesses (then the entry
+	// pool of MetalLB's Local witnesses, then the busiest: sharedTarget);
 	// a node outside every pool (the control plane) is never replaced.
-	old, covers, served := sharedTarget(ctx, ws, func(node string) string { return poolOf[node] }, "pools",
+	choice := sharedTarget(ctx, ws, cells, func(node string) string { return poolOf[node] }, "pools",
 		func(pool string) string { return "nodepool-replacement: replacing " + pool })
+	old := choice.Target
 	if old == "" {
 		return s.abandon(ctx, ws, fmt.Errorf("nodepool-replacement: no witness has an endpoint on a node of a pool"))
 	}
@@ -151,8 +156,8 @@ func runOwnPoolReplacement(ctx context.Context, s *Suite, sc Scenario, cells []C
 	}
 	like := shapeOf(first)
 	k := ws.Kube()
-	k.Note("pool/"+old, fmt.Sprintf("chosen for replacement: endpoints of %d witnesses run there; answers so far per pool: %v; the new pool carries its labels %v and taints %v",
-		covers[old], served, like.Labels, like.Taints))
+	k.Note("pool/"+old, fmt.Sprintf("chosen for replacement: %s; the new pool carries its labels %v and taints %v",
+		choice.Why(), like.Labels, like.Taints))
 	s.Cleanup(func(ctx context.Context) error { return s.RestorePool(ctx, old, len(oldNodes), like) })
 	ws.Disrupt(fmt.Sprintf("%s replaced by pool-c: pool-c joins, %s is cordoned, drained and deleted", old, old))
 	if err := s.AddPool(ctx, ws, "pool-c", len(oldNodes), like); err != nil {

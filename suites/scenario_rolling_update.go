@@ -38,7 +38,7 @@ func rollingUpdate() Scenario {
 		// its recipe's time; the nodes keep endpoints (surge, spread).
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
 			t := timesOf(c)
-			return t.rollout(k) + t.accepting + k.Terminate + t.settle(tm, false)
+			return t.rollout(k) + t.accepting + k.Terminate + t.quiet(tm)
 		},
 	}
 }

@@ -3,11 +3,13 @@ package suites
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 
 	"zerodrop/fixtures"
+	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/scenario"
 )
@@ -31,11 +33,12 @@ func scaleDown() Scenario {
 		Limits: []Limit{
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
+			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 		},
 		Body: runScaleDown,
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
 			t := timesOf(c)
-			return t.accepting + k.Terminate + t.settle(tm, true)
+			return t.accepting + k.Terminate + t.leaves(tm, t.accepting+k.Terminate)
 		},
 	}
 }
@@ -48,6 +51,13 @@ func runScaleDown(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
 		return s.abandon(ctx, ws, err)
 	}
+	// The Deployment controller would pick its victims by its own ranks;
+	// a MetalLB Local witness is only met by one that takes the Pod on the
+	// node announcing its address, so those Pods go first.
+	entries := announcers(ctx, ws, cells)
+	ws.EachWorkload(ctx, func(ctx context.Context, sharers []int, r *scenario.Run) error {
+		return aimScaleDown(ctx, r, cells, sharers, entries, from-to)
+	})
 	ws.Disrupt(fmt.Sprintf("scale every witness's workload from %d to %d replicas", from, to))
 	// Witnesses that share Pods share the scale-down too: the Deployment
 	// controller picks one set of victims for all of them.
@@ -60,4 +70,44 @@ func runScaleDown(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sc
 		return r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.Settings.ReadyTimeout)
 	})
 	return ws.Finish(ctx, s.settleEach(cells))
+}
+
+// aimScaleDown makes a scale-down by n of r's workload take first the
+// Pods on the nodes where its sharers' traffic enters (entries: MetalLB L2
+// with Local; the witnesses that document the hazard first), at most n:
+// each gets a deletion cost below the others' default 0, which the
+// ReplicaSet controller weighs before its own ranks (kube.SetDeletionCost).
+// With shared Pods the victims are one sample for every column; this
+// makes it the one a MetalLB Local witness's hazard needs, and any other
+// column is met by any victim alike.
+func aimScaleDown(ctx context.Context, r *scenario.Run, cells []Cell, sharers []int, entries map[int]string, n int) error {
+	var nodes, whose []string
+	for _, hazard := range []bool{true, false} {
+		for _, i := range sharers {
+			node, ok := entries[i]
+			if !ok || documentsHazard(cells[i]) != hazard || slices.Contains(nodes, node) || len(nodes) == n {
+				continue
+			}
+			nodes, whose = append(nodes, node), append(whose, cells[i].Name())
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	pods, err := r.Pods(ctx)
+	if err != nil {
+		return err
+	}
+	for k, node := range nodes {
+		for _, p := range pods {
+			if p.Spec.NodeName != node || p.DeletionTimestamp != nil {
+				continue
+			}
+			why := fmt.Sprintf("the scale-down takes this Pod first: it runs on %s, where MetalLB announces the address of %s (Local)", node, whose[k])
+			if err := r.Kube.SetDeletionCost(ctx, p.Namespace, p.Name, -1, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

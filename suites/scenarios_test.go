@@ -329,16 +329,30 @@ func TestExpectationsFollowTheLBModel(t *testing.T) {
 	}
 }
 
-// The drain goes where it meets the most witnesses, then the most traffic:
-// the busiest node alone may hold one witness's single replica only.
+// The drain goes where it meets the most witnesses, then where MetalLB
+// announces the Local witnesses that document the hazard, then any
+// announced witness, then the most traffic: the busiest node alone may hold
+// one witness's single replica only.
 func TestDrainTarget(t *testing.T) {
-	covers := map[string]int{"w1": 1, "w2": 2, "w3": 2}
-	served := map[string]int64{"w1": 5000, "w2": 10, "w3": 300}
-	if got := drainTarget(covers, served); got != "w3" {
-		t.Errorf("drainTarget = %q, want w3 (two witnesses, more traffic than w2)", got)
-	}
-	if got := drainTarget(map[string]int{}, served); got != "" {
-		t.Errorf("no endpoints: %q", got)
+	for _, tc := range []struct {
+		name    string
+		weights map[string]placeWeight
+		want    string
+	}{
+		{"none", map[string]placeWeight{}, ""},
+		{"most witnesses, then traffic", map[string]placeWeight{
+			"w1": {covers: 1, served: 5000}, "w2": {covers: 2, served: 10}, "w3": {covers: 2, served: 300}}, "w3"},
+		{"the announcer of a hazard beats traffic", map[string]placeWeight{
+			"w1": {covers: 3, served: 5000}, "w2": {covers: 3, hazards: 1, anchored: 1, served: 10}, "w3": {covers: 3, anchored: 2, served: 300}}, "w2"},
+		{"an announcer beats traffic", map[string]placeWeight{
+			"w1": {covers: 3, served: 5000}, "w2": {covers: 3, served: 10}, "w3": {covers: 3, anchored: 1, served: 300}}, "w3"},
+		{"coverage first", map[string]placeWeight{
+			"w1": {covers: 3}, "w2": {covers: 2, hazards: 2, anchored: 2}}, "w1"},
+		{"ties go to the first by name", map[string]placeWeight{"w2": {covers: 1}, "w1": {covers: 1}}, "w1"},
+	} {
+		if got := drainTarget(tc.weights); got != tc.want {
+			t.Errorf("%s: drainTarget = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -436,15 +450,16 @@ func TestOnClusterTerminatingEndpoints(t *testing.T) {
 					}
 				}
 			}
-			// rolling-update and scale-down on both models, drain-node and
-			// drain-pool-with-pdb on gcp-nlb (MetalLB's drain cells
-			// already document).
-			if want := map[bool]int{true: 6, false: 0}[tc.want]; (limited > 0) != tc.want || (tc.want && limited < want) {
+			// rolling-update on both models, scale-down, drain-node and
+			// drain-pool-with-pdb on gcp-nlb (MetalLB's drain and
+			// scale-down cells already document).
+			if want := map[bool]int{true: 5, false: 0}[tc.want]; (limited > 0) != tc.want || (tc.want && limited < want) {
 				t.Errorf("%d cells limited, want %v", limited, tc.want)
 			}
-			// MetalLB's drain-node and drain-pool-with-pdb Local hardened
-			// cells already document its limit: they get this reason too.
-			if (limitedDoc > 0) != tc.want || (tc.want && limitedDoc < 2) {
+			// MetalLB's drain-node, drain-pool-with-pdb and scale-down Local
+			// hardened cells already document its limit: they get this
+			// reason too.
+			if (limitedDoc > 0) != tc.want || (tc.want && limitedDoc < 3) {
 				t.Errorf("%d documentation cells got the reason too, want %v", limitedDoc, tc.want)
 			}
 		})

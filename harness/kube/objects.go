@@ -141,6 +141,32 @@ func (c *Client) UpdateDeployment(ctx context.Context, namespace, name, why stri
 	return nil
 }
 
+// SetDeletionCost sets a Pod's controller.kubernetes.io/pod-deletion-cost
+// annotation (why says what for): among a ReplicaSet's running, ready
+// Pods, the one of lower cost is deleted first when it scales in
+// (Kubernetes v1.37.2 pkg/controller/controller_utils.go,
+// ActivePodsWithRanks.Less, step 4, ahead of the node-spreading rank;
+// feature gate PodDeletionCost, beta and on by default since v1.22).
+func (c *Client) SetDeletionCost(ctx context.Context, namespace, pod string, cost int32, why string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := c.cs.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[corev1.PodDeletionCost] = fmt.Sprint(cost)
+		_, err = c.cs.CoreV1().Pods(namespace).Update(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set %s=%d on pod %s/%s (%s): %w", corev1.PodDeletionCost, cost, namespace, pod, why, err)
+	}
+	c.emit(zdv1.EventAction, "pod/"+namespace+"/"+pod, fmt.Sprintf("%s=%d: %s", corev1.PodDeletionCost, cost, why), nil)
+	return nil
+}
+
 // Note records a free-form event (what the scenario is about to do, or saw).
 func (c *Client) Note(object, msg string) { c.emit(zdv1.EventNote, object, msg, nil) }
 

@@ -185,29 +185,47 @@ func (c *Client) Pods(ctx context.Context, namespace, selector string) ([]corev1
 // 412 (37 times)"), "" when there is none: what a Pod that never turns
 // ready says about why.
 func (c *Client) LastWarning(ctx context.Context, namespace, pod string) (string, error) {
-	l, err := c.cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod + ",type=" + corev1.EventTypeWarning})
-	if err != nil {
-		return "", fmt.Errorf("list events of pod %s/%s: %w", namespace, pod, err)
-	}
-	var last *corev1.Event
-	for i := range l.Items {
-		e := &l.Items[i]
-		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Name != pod {
-			continue // a client that ignores the field selector (the fake)
-		}
-		if last == nil || eventTime(e).After(eventTime(last)) {
-			last = e
-		}
-	}
-	if last == nil {
-		return "", nil
+	last, err := c.lastEvent(ctx, namespace, "involvedObject.kind=Pod,involvedObject.name="+pod+",type="+corev1.EventTypeWarning,
+		func(e *corev1.Event) bool { return e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == pod })
+	if err != nil || last == nil {
+		return "", err
 	}
 	s := last.Reason + ": " + strings.TrimSpace(last.Message)
 	if last.Count > 1 {
 		s += fmt.Sprintf(" (%d times)", last.Count)
 	}
 	return s, nil
+}
+
+// LastEvent is the latest event with reason about the object of kind and
+// name in namespace (a controller's own account of what it did to it, such
+// as MetalLB's speaker announcing a Service), nil when there is none.
+func (c *Client) LastEvent(ctx context.Context, namespace, kind, name, reason string) (*corev1.Event, error) {
+	return c.lastEvent(ctx, namespace, "involvedObject.kind="+kind+",involvedObject.name="+name+",reason="+reason,
+		func(e *corev1.Event) bool {
+			return e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason
+		})
+}
+
+// lastEvent lists the events of namespace the field selector picks and
+// keeps the latest that match also accepts (a client that ignores field
+// selectors, such as the fake, returns them all).
+func (c *Client) lastEvent(ctx context.Context, namespace, fields string, match func(*corev1.Event) bool) (*corev1.Event, error) {
+	l, err := c.cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields})
+	if err != nil {
+		return nil, fmt.Errorf("list events in %s (%s): %w", namespace, fields, err)
+	}
+	var last *corev1.Event
+	for i := range l.Items {
+		e := &l.Items[i]
+		if !match(e) {
+			continue
+		}
+		if last == nil || eventTime(e).After(eventTime(last)) {
+			last = e
+		}
+	}
+	return last, nil
 }
 
 func eventTime(e *corev1.Event) time.Time {

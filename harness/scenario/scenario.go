@@ -604,10 +604,15 @@ func (r *Run) Snapshot() load.Summary {
 	return r.running.Snapshot()
 }
 
+// Pods are the workload's current Pods, by name.
+func (r *Run) Pods(ctx context.Context) ([]corev1.Pod, error) {
+	return r.Kube.Pods(ctx, r.Target.Namespace, selector(r.Target.Selector))
+}
+
 // ExpectPods adds the workload's current pods to the criteria's expected
 // pods, so one that never gets traffic is reported with zero.
 func (r *Run) ExpectPods(ctx context.Context) ([]corev1.Pod, error) {
-	pods, err := r.Kube.Pods(ctx, r.Target.Namespace, selector(r.Target.Selector))
+	pods, err := r.Pods(ctx)
 	if err != nil {
 		return nil, err
 	}
