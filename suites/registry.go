@@ -36,7 +36,11 @@ type Case struct {
 	Smoke bool
 	// PlatformLimit is set by CasesOn when the LB under test cannot give
 	// this case zero drops; the case then documents instead of asserting.
+	// LimitOpens are the event types that open the limit's windows
+	// (Mechanism.Opens of every limit that holds): the run's criteria ask
+	// every window to be the limit's (Criteria.LimitOpens).
 	PlatformLimit string
+	LimitOpens    []string
 	// StandIn, when set, is a user's workload (harness/standin) the case
 	// deploys instead of the bundled one; Profile is then OwnProfile and
 	// Policy the user's Service's.
@@ -186,7 +190,35 @@ type Limit struct {
 	// per request (ZERODROP_KEEPALIVE=off).
 	NewConnections bool
 	Policy         corev1.ServiceExternalTrafficPolicy
-	Reason         string
+	Reason         Mechanism
+}
+
+// Mechanism is why a platform limit holds: the text the report shows
+// (sources and the runs that measured it), and the event types that open
+// its failure windows in a run (Criteria.LimitOpens), so a run of a limit
+// cell checks that what dropped is the limit's, not the workload's.
+type Mechanism struct {
+	Text  string
+	Opens []string
+}
+
+// limited is c documenting limit m besides any limit it already
+// documents: the texts joined, the opening events of both.
+func limited(c Case, m Mechanism) (Case, bool) {
+	switch {
+	case c.Role == zdv1.RoleAssertion:
+		c.Role, c.PlatformLimit, c.LimitOpens = zdv1.RoleDocumentation, m.Text, slices.Clone(m.Opens)
+	case c.PlatformLimit != "" && !strings.Contains(c.PlatformLimit, m.Text):
+		c.PlatformLimit += " And: " + m.Text
+		for _, o := range m.Opens {
+			if !slices.Contains(c.LimitOpens, o) {
+				c.LimitOpens = append(c.LimitOpens, o)
+			}
+		}
+	default:
+		return c, false
+	}
+	return c, true
 }
 
 // holds reports whether the limit applies on model m.
@@ -207,14 +239,11 @@ func (sc Scenario) OnCluster(cells []Cell, kp KubeProxy) []Cell {
 			if l.Proxy == nil || !l.Proxy(kp) || l.Policy != c.Policy || (l.NewConnections && c.KeepAlive) {
 				continue
 			}
-			switch {
-			case c.Role == zdv1.RoleAssertion:
-				out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
-			case c.PlatformLimit != "" && !strings.Contains(c.PlatformLimit, l.Reason):
-				out[i].PlatformLimit = c.PlatformLimit + " And: " + l.Reason
-			default:
+			lc, ok := limited(c.Case, l.Reason)
+			if !ok {
 				continue
 			}
+			out[i].Case = lc
 			out[i].Expected = sc.expected(out[i].Case, out[i].Model)
 			c = out[i]
 		}
@@ -223,13 +252,18 @@ func (sc Scenario) OnCluster(cells []Cell, kp KubeProxy) []Cell {
 }
 
 // CasesOn is the scenario's cases on one LB model: assertion cases that a
-// Limit covers become documentation and carry its reason.
+// Limit covers become documentation and carry its reason (every limit's
+// that holds: azure-basic both resets an unhealthy node's flows and
+// serves from one pool).
 func (sc Scenario) CasesOn(m Model) []Case {
 	out := append([]Case(nil), sc.Cases...)
-	for i, c := range out {
+	for i := range out {
+		if out[i].Role != zdv1.RoleAssertion {
+			continue
+		}
 		for _, l := range sc.Limits {
-			if l.holds(m) && l.Policy == c.Policy && c.Role == zdv1.RoleAssertion {
-				out[i].Role, out[i].PlatformLimit = zdv1.RoleDocumentation, l.Reason
+			if l.holds(m) && l.Policy == out[i].Policy {
+				out[i], _ = limited(out[i], l.Reason)
 			}
 		}
 	}
@@ -333,7 +367,7 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 
 // noTerminatingEndpoints is why new connections are dropped where a node's
 // endpoints are all terminating, on a kube-proxy without KEP-1669.
-const noTerminatingEndpoints = "kube-proxy here does not send new connections to endpoints that are terminating but " +
+var noTerminatingEndpoints = Mechanism{Opens: []string{zdv1.EventEndpointTerminating}, Text: "kube-proxy here does not send new connections to endpoints that are terminating but " +
 	"still serving (KEP-1669: feature gate ProxyTerminatingEndpoints, on by default from Kubernetes 1.26 and locked " +
 	"on from 1.28; off before 1.26 or where it was turned off). With externalTrafficPolicy Local, a node whose " +
 	"endpoints are all terminating then has none for a new connection (v1.27.4 pkg/proxy/topology.go " +
@@ -347,13 +381,15 @@ const noTerminatingEndpoints = "kube-proxy here does not send new connections to
 	"and 1,261, drain-pool-with-pdb 2,826 and 255 (a second run: 1,484 and 1,571, 2,082 and 1,242, 2,570 and " +
 	"1,566); with the gate on, 0 in each but drain-pool-with-pdb on metallb " +
 	"(10, its own documented limit of a moving VIP). Kept-alive " +
-	"connections hide it: the same cells with keep-alive dropped nothing on gcp-nlb with the gate off"
+	"connections hide it: the same cells with keep-alive dropped nothing on gcp-nlb with the gate off. Its windows open " +
+	"when the node's last endpoint turns terminating (endpoint-terminating): kube-proxy drops it from new connections' " +
+	"endpoints at once (the runs above predate this record of each window's opening event)"}
 
 // metallbAnnouncerLeaves is why taking the endpoint of the node that
 // announces the VIP (a drain of that node, a scale-down that takes its
 // Pod) cannot be drop-free behind MetalLB L2 with Local, whatever the
 // workload.
-const metallbAnnouncerLeaves = "MetalLB L2 with externalTrafficPolicy Local announces the VIP only from a node with a " +
+var metallbAnnouncerLeaves = Mechanism{Opens: []string{zdv1.EventEndpointStoppedServing}, Text: "MetalLB L2 with externalTrafficPolicy Local announces the VIP only from a node with a " +
 	"serving endpoint (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe, used by speaker/layer2_controller.go " +
 	"ShouldAnnounce), and this suite aims its drains and scale-downs at that node. When the announcing node's last " +
 	"endpoint stops serving (its drain, or a scale-down that takes its Pod), the VIP moves to another node, and the " +
@@ -362,7 +398,9 @@ const metallbAnnouncerLeaves = "MetalLB L2 with externalTrafficPolicy Local anno
 	"suite counts as dropped). No Deployment setting keeps the client's connections off the old node. Measured on this " +
 	"suite's kind cluster on 2026-11-23: drain-node/local/hardened 1 request, drain-pool-with-pdb/local/hardened 2 " +
 	"(one per drained node), each reset within 30 ms of the endpoint's 'stopped serving', re-sent after 10-21 dead " +
-	"pooled connections; earlier runs showed 0 only because the transport's retries were not counted."
+	"pooled connections; earlier runs showed 0 only because the transport's retries were not counted. Its windows " +
+	"open when the announcing node's last endpoint stops serving (endpoint-stopped-serving): drain-node on 2026-11-26 " +
+	"(zerodrop 323bc8e), one GET re-sent 15 ms after it."}
 
 // cordonDropsFlows picks the LB models that take a cordoned node out of
 // their backends and close its established flows at once (gke-legacy).
@@ -373,7 +411,7 @@ func cordonDropsFlows(m Model) bool {
 
 // cordonDropsFlowsReason is why a drain cannot be drop-free on such an LB,
 // whatever the workload.
-const cordonDropsFlowsReason = "The LB takes a node out of its backends the moment it is cordoned (the service " +
+var cordonDropsFlowsReason = Mechanism{Opens: []string{zdv1.EventCordon, zdv1.EventLBBackendRemoved}, Text: "The LB takes a node out of its backends the moment it is cordoned (the service " +
 	"controller of Kubernetes 1.18 and older: profile gke-legacy, eligibility.excludeUnschedulable, kubernetes PR 90823 " +
 	"removed the rule in 1.19) and a target pool has no connection draining (flows.onRemoved close, closeAction drop): " +
 	"the flows of the client's open keep-alive connections through that node are dropped at the cordon, before any " +
@@ -381,7 +419,10 @@ const cordonDropsFlowsReason = "The LB takes a node out of its backends the mome
 	"cordon. Measured on this suite's kind cluster on 2026-11-23: drain-node/gke-legacy/cluster/hardened and " +
 	"local/hardened 1 timeout each, sent 101 ms and 20 ms after the LB removed the cordoned node; " +
 	"drain-pool-with-pdb/gke-legacy/local/hardened 452 timeouts in the 2.3 s after the pool's cordon (with no eligible " +
-	"node healthy the LB failed open to the new pool's nodes, which had no endpoint yet)."
+	"node healthy the LB failed open to the new pool's nodes, which had no endpoint yet). Its windows open at the cordon " +
+	"(cordon, and the LB's lb-backend-removed for the node that follows it within milliseconds): on 2026-11-26 (zerodrop " +
+	"323bc8e) drain-node/gke-legacy/cluster/hardened 1 timeout sent 544 ms after the LB removed the cordoned node, " +
+	"drain-pool-with-pdb/gke-legacy/local/hardened 616 timeouts from 45 ms after the second pool-a node's cordon."}
 
 // unhealthyResetsFlows picks the L4 LB models that reset the established
 // flows of a node whose health check fails (aws-nlb, azure-basic).
@@ -391,7 +432,7 @@ func unhealthyResetsFlows(m Model) bool {
 
 // unhealthyResetsFlowsReason is why a node losing its last local endpoint
 // cannot be drop-free on such an LB with Local, whatever the workload.
-const unhealthyResetsFlowsReason = "The LB resets the established flows of a node whose health check fails (flows.onUnhealthy " +
+var unhealthyResetsFlowsReason = Mechanism{Opens: []string{zdv1.EventLBNodeUnhealthy}, Text: "The LB resets the established flows of a node whose health check fails (flows.onUnhealthy " +
 	"close: AWS NLB docs, target-group-health-checks, \"the load balancer sends a TCP RST for packets received on the client " +
 	"connections associated with the target\"; Azure Basic, \"all TCP flows expire\"). With externalTrafficPolicy Local the " +
 	"node's check fails once its last local endpoint terminates, and the LB keeps sending the node new connections until " +
@@ -400,21 +441,25 @@ const unhealthyResetsFlowsReason = "The LB resets the established flows of a nod
 	"through the lag, but no Deployment setting keeps the node healthy once its Pods leave. Measured on this suite's kind " +
 	"cluster, 2026-11-26, 50 requests/s with keep-alive: drain-node/aws-nlb/local/hardened 1 request, scale-down on " +
 	"aws-nlb and azure-basic 1 each, drain-pool-with-pdb on aws-nlb 2, nodepool-replacement on aws-nlb 1, each 41-79 ms " +
-	"after the LB removed the node; a second run of the pool scenarios: 1 and 1 on aws-nlb"
+	"after the LB removed the node; a second run of the pool scenarios: 1 and 1 on aws-nlb. Its windows open at the " +
+	"LB's lb-node-unhealthy for the node: on 2026-11-26 (zerodrop 323bc8e) 43-107 ms after it in every such cell " +
+	"(aws-nlb drain-node, drain-pool-with-pdb twice, nodepool-replacement, scale-down; azure-basic drain-node)"}
 
 // singlePool picks the LB models whose backend is one node pool.
 func singlePool(m Model) bool { return m.Profile.Eligibility.DefaultPool != "" }
 
 // singlePoolReplaced is why replacing the one pool a single-pool LB takes
 // as its backend cannot be drop-free with Local, whatever the workload.
-const singlePoolReplaced = "The LB's backend is one node pool (azure-basic: the Basic SKU's backend pool is one " +
+var singlePoolReplaced = Mechanism{Opens: []string{zdv1.EventLBNodeUnhealthy, zdv1.EventLBBackendRemoved}, Text: "The LB's backend is one node pool (azure-basic: the Basic SKU's backend pool is one " +
 	"availability set or scale set, the nodepool-backend incident), and the pool replaced is that one: the new pool's nodes " +
 	"never become backends, so once the old pool's Pods have moved to the new pool every backend's health check fails " +
 	"(externalTrafficPolicy Local) and nothing is left to send to, until someone points the LB at the new pool. No " +
 	"Deployment or PDB setting adds a backend. Measured on this suite's kind cluster, 2026-11-26: " +
 	"drain-pool-with-pdb/azure-basic/local/hardened 5,048 timeouts in 101 s after the LB removed pool-a's second node, " +
 	"the new pool-c node never added (a second run: 4,696 of 6,421); nodepool-replacement/azure-basic/local/hardened, its " +
-	"Service pointed at pool-b, 3,334 of 5,688 once the workload had moved to pool-c"
+	"Service pointed at pool-b, 3,334 of 5,688 once the workload had moved to pool-c. Its windows open when the LB " +
+	"marks the pool's last node unhealthy and removes it (lb-node-unhealthy, lb-backend-removed): on 2026-11-26 " +
+	"(zerodrop 323bc8e) drain-pool-with-pdb 5,037 timeouts from 44 ms after, nodepool-replacement 2,898 from 23 ms after"}
 
 var (
 	localPolicy   = corev1.ServiceExternalTrafficPolicyLocal
@@ -543,7 +588,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	// they document is exactly a criterion that does not hold, which the
 	// report then calls "hazard reproduced" rather than a failure.
 	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0),
-		ExplainWithinMs: zdv1.Float64(float64(explainWithin(c.Model).Milliseconds()))}
+		ExplainWithinMs: zdv1.Float64(float64(explainWithin(c.Model).Milliseconds())), LimitOpens: c.LimitOpens}
 	ka := c.KeepAlive
 	labels := c.reportLabels(sc.Name)
 	labels["provider"] = s.Settings.Provider

@@ -36,6 +36,9 @@ func drainPoolWithPDB() Scenario {
 		Limits: []Limit{
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
+			// pool-c joins under load: its first endpoint may win MetalLB's
+			// election and take the VIP before pool-a is drained.
+			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},

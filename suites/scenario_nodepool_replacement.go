@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
@@ -18,13 +19,15 @@ import (
 
 // metallbNewAnnouncer is why a hardened Local workload that moves to a node
 // without endpoints cannot be drop-free behind MetalLB L2.
-const metallbNewAnnouncer = "MetalLB L2 with externalTrafficPolicy Local announces the VIP from the first node, by " +
+var metallbNewAnnouncer = Mechanism{Opens: []string{zdv1.EventEndpointAdded}, Text: "MetalLB L2 with externalTrafficPolicy Local announces the VIP from the first node, by " +
 	"sha256(node + \"#\" + VIP), among the nodes with a serving endpoint (metallb v0.15.2 speaker/layer2_controller.go " +
 	"ShouldAnnounce). When the workload's first endpoint on a new node wins that order, the VIP moves there the moment " +
 	"the endpoint turns ready, with the client's open keep-alive connections, before that node's kube-proxy has " +
 	"programmed the endpoint: requests in flight on them time out. No Deployment setting orders the two. Measured " +
 	"on this suite's kind cluster: 1 timeout on a reused connection 67-97 ms after the endpoint on pool-c appeared, " +
-	"in both runs of 2026-11-22; whether it happens depends on the node names and the VIP (the hash)."
+	"in both runs of 2026-11-22; whether it happens depends on the node names and the VIP (the hash). Its windows " +
+	"open when the new node's endpoint turns ready (endpoint-added): on 2026-11-26 (zerodrop 323bc8e) " +
+	"nodepool-replacement 2 GETs re-sent 2.0 s after it (the speaker's reaction), drain-pool-with-pdb 9 re-sent 9 ms after it."}
 
 // nodepoolReplacement moves the workload to a new pool and removes the old
 // one, under load (the drain-local-pdb and nodepool-backend incidents).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/incident"
 	"zerodrop/harness/scenario"
@@ -46,7 +47,7 @@ func rollingUpdate() Scenario {
 // noTerminatingEndpointsRollout is why a rollout with Local can drop new
 // connections on a kube-proxy without KEP-1669: the drain mechanism of
 // noTerminatingEndpoints, met where the new Pods land elsewhere.
-const noTerminatingEndpointsRollout = "kube-proxy here does not send new connections to endpoints that are terminating " +
+var noTerminatingEndpointsRollout = Mechanism{Opens: []string{zdv1.EventEndpointTerminating}, Text: "kube-proxy here does not send new connections to endpoints that are terminating " +
 	"but still serving (KEP-1669, on by default from Kubernetes 1.26; see drain-node). In a rolling update, a node " +
 	"whose old Pods all terminate before a new Pod on it is ready then has no endpoint for a new connection while the " +
 	"LB still sends there (a health-checked LB until its check of the node's healthCheckNodePort fails). Whether a " +
@@ -54,9 +55,9 @@ const noTerminatingEndpointsRollout = "kube-proxy here does not send new connect
 	"1.26 the hardened spread cannot be DoNotSchedule, and matchLabelKeys is honoured only from 1.27). Measured on " +
 	"this suite's kind cluster, a connection per request at 200/s, 2026-11-24: Kubernetes v1.25.4 as released, " +
 	"gcp-nlb 1,762 timeouts in one window of 22.7 s, from 175 ms after the last old Pod on one node began " +
-	"terminating until the LB marked that node unhealthy; a second run 1,371 (windows of 1.1 s and 18.4 s) and " +
+	"terminating (its endpoint-terminating event: what opens these windows) until the LB marked that node unhealthy; a second run 1,371 (windows of 1.1 s and 18.4 s) and " +
 	"MetalLB 1,547 in 7.7 s (0 in two runs before); v1.27.4 with ProxyTerminatingEndpoints=false, 0 in two runs on " +
-	"each LB"
+	"each LB"}
 
 func runRollingUpdate(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec { return s.spec(sc, c, fixtures.WithReplicas(3)) })

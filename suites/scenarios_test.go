@@ -179,12 +179,31 @@ func TestAddPoolLaterNeedsAProvider(t *testing.T) {
 	}
 }
 
+// recordedEventTypes are the event types of the cluster and the LB a run
+// file records (harness/observe, the cloud LB's stream, the harness's own
+// steps).
+var recordedEventTypes = []string{zdv1.EventCordon, zdv1.EventDrainStart, zdv1.EventPodTerminating, zdv1.EventPodDeleted,
+	zdv1.EventPodUnready, zdv1.EventEndpointRemoved, zdv1.EventEndpointAdded, zdv1.EventEndpointTerminating,
+	zdv1.EventEndpointStoppedServing, zdv1.EventNodeRemoved, zdv1.EventLBBackendAdded, zdv1.EventLBBackendRemoved,
+	zdv1.EventLBNodeHealthy, zdv1.EventLBNodeUnhealthy}
+
 func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 	var np Scenario
 	for _, sc := range Scenarios() {
 		for _, l := range sc.Limits {
-			if l.Reason == "" || (l.LB == "" && l.On == nil && l.Proxy == nil) {
+			if l.Reason.Text == "" || (l.LB == "" && l.On == nil && l.Proxy == nil) {
 				t.Errorf("%s: limit without LB, kube-proxy or reason: %+v", sc.Name, l)
+			}
+			// A limit's run checks that its windows are its own: it
+			// names the events that open them, and only events a run
+			// records.
+			if len(l.Reason.Opens) == 0 {
+				t.Errorf("%s: limit names no event that opens its windows: %.60s", sc.Name, l.Reason.Text)
+			}
+			for _, o := range l.Reason.Opens {
+				if !slices.Contains(recordedEventTypes, o) {
+					t.Errorf("%s: limit opened by %q, which no run records", sc.Name, o)
+				}
 			}
 		}
 		if sc.Name == "nodepool-replacement" {
@@ -404,7 +423,7 @@ func TestOnClusterTerminatingEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	off := cluster.FeatureGates{"ProxyTerminatingEndpoints": false}
-	proxyReasons := []string{noTerminatingEndpoints, noTerminatingEndpointsRollout}
+	proxyReasons := []string{noTerminatingEndpoints.Text, noTerminatingEndpointsRollout.Text}
 	for _, tc := range []struct {
 		name string
 		kp   KubeProxy
@@ -430,7 +449,7 @@ func TestOnClusterTerminatingEndpoints(t *testing.T) {
 						was := cells[i]
 						if was.Role == zdv1.RoleDocumentation && was.PlatformLimit != "" && c.PlatformLimit != was.PlatformLimit {
 							// Another limit's cell: this reason is added to it.
-							if !tc.want || c.KeepAlive || c.Policy != localPolicy || c.PlatformLimit != was.PlatformLimit+" And: "+noTerminatingEndpoints ||
+							if !tc.want || c.KeepAlive || c.Policy != localPolicy || c.PlatformLimit != was.PlatformLimit+" And: "+noTerminatingEndpoints.Text ||
 								c.Expected == nil || c.Expected.Why != c.PlatformLimit {
 								t.Errorf("%s %s: limit %q expected %+v, want %q and this one", sc.Name, c.Name(), c.PlatformLimit, c.Expected, was.PlatformLimit)
 							}
@@ -560,5 +579,38 @@ func TestCellsSharePodsPerRecipe(t *testing.T) {
 			t.Errorf("%s: %d Pod recipes for %d cells: sharing saves too little", sc.Name, len(byNS), len(cells))
 		}
 		t.Logf("%s: %d cells, %d Pod recipes", sc.Name, len(cells), len(byNS))
+	}
+}
+
+// Where two limits hold on one model, the cell documents both: their texts
+// joined and the events of both opening its windows, which its run's
+// criteria carry (azure-basic resets an unhealthy node's flows and serves
+// from one pool; drain-pool-with-pdb meets both).
+func TestLimitsMergeAndReachTheCriteria(t *testing.T) {
+	ms, err := Settings{LB: "cloud", LBProfiles: []string{"azure-basic", "gcp-nlb"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Settings: Settings{Rate: 50}, Timing: DefaultTiming()}
+	for _, c := range drainPoolWithPDB().Cells(ms) {
+		if c.Profile != fixtures.Hardened || c.Policy != localPolicy {
+			continue
+		}
+		crit := s.spec(drainPoolWithPDB(), c).Criteria
+		switch c.Model.Name {
+		case "azure-basic":
+			if c.Role != zdv1.RoleDocumentation || !strings.Contains(c.PlatformLimit, unhealthyResetsFlowsReason.Text) ||
+				!strings.Contains(c.PlatformLimit, " And: "+singlePoolReplaced.Text) {
+				t.Errorf("azure-basic: role %s, limit %.80q: want both limits", c.Role, c.PlatformLimit)
+			}
+			want := []string{zdv1.EventLBNodeUnhealthy, zdv1.EventLBBackendRemoved}
+			if !slices.Equal(c.LimitOpens, want) || !slices.Equal(crit.LimitOpens, want) {
+				t.Errorf("azure-basic: opens %v, criteria %v, want %v", c.LimitOpens, crit.LimitOpens, want)
+			}
+		case "gcp-nlb":
+			if c.Role != zdv1.RoleAssertion || c.LimitOpens != nil || crit.LimitOpens != nil {
+				t.Errorf("gcp-nlb: role %s, opens %v, criteria %v: an assertion documents no limit", c.Role, c.LimitOpens, crit.LimitOpens)
+			}
+		}
 	}
 }

@@ -88,6 +88,11 @@ const CheckControl = "control"
 // disruption began has no event of it near enough to be its cause.
 const CheckExplained = "explained"
 
+// CheckLimit is the limit's-own-windows check (Criteria.LimitOpens): ERROR
+// when a failure window of a cell documenting a platform limit is not
+// opened by an event of the limit's mechanism.
+const CheckLimit = "limit"
+
 // CheckEvidence is the evidence check a reader of report.json adds: ERROR
 // when the scenario's run file is missing, since a verdict that cannot be
 // recomputed from its figures is a claim, not a measurement. (A run file
@@ -334,6 +339,15 @@ type Criteria struct {
 	// lag, kube-proxy's sync). A window with none is unexplained, and the
 	// run ERROR: what dropped it is not what was watched.
 	ExplainWithinMs *float64 `json:"explainWithinMs,omitempty"`
+	// LimitOpens, set on a cell that documents a platform limit instead of
+	// asserting, are the event types that open the limit's failure windows
+	// (its mechanism: the LB marking a node unhealthy, MetalLB's announcing
+	// node losing its endpoint). Every window after the disruption began
+	// needs one of them inside it or within ExplainWithinMs before it; a
+	// window without is not the limit's, so the limit cannot excuse it:
+	// the limit check is then ERROR (what dropped is unknown, or the limit's
+	// mechanism is wrong).
+	LimitOpens []string `json:"limitOpens,omitempty"`
 }
 
 // AfterRemovalLimit is the criterion on one pod's answers after its endpoint
@@ -780,6 +794,11 @@ type FailureWindow struct {
 	// of it lies inside the window or within Criteria.ExplainWithinMs
 	// before it.
 	Unexplained bool `json:"unexplained,omitempty"`
+	// OutsideLimit: the run documents a platform limit
+	// (Criteria.LimitOpens), the window lies after the disruption began,
+	// and no event of the limit's mechanism lies inside it or within
+	// Criteria.ExplainWithinMs before it.
+	OutsideLimit bool `json:"outsideLimit,omitempty"`
 	// NearestEvents are the events closest to the window: a few before it,
 	// those during it and a few after, each with its offset from Start.
 	NearestEvents []WindowEvent `json:"nearestEvents"`

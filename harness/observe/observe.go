@@ -389,7 +389,7 @@ func endpointChanges(svc string, prev, now map[string]endpointState) []change {
 		case hadP && !hasN:
 			out = append(out, change{zdv1.EventEndpointRemoved, obj, "endpoint gone from EndpointSlice", fields(p)})
 		case !wasIn && !isIn && hadP && hasN && p.Terminating && p.Serving && !n.Serving:
-			out = append(out, change{zdv1.EventNote, obj, "terminating endpoint stopped serving", fields(n)})
+			out = append(out, change{zdv1.EventEndpointStoppedServing, obj, "terminating endpoint stopped serving", fields(n)})
 		}
 	}
 	return out

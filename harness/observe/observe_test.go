@@ -30,7 +30,7 @@ func TestEndpointChanges(t *testing.T) {
 		{"ready to unready", map[string]endpointState{"p1": ready}, map[string]endpointState{"p1": unready}, []string{zdv1.EventEndpointRemoved}},
 		{"ready endpoint vanishes", map[string]endpointState{"p1": ready}, nil, []string{zdv1.EventEndpointRemoved}},
 		{"terminating endpoint vanishes", map[string]endpointState{"p1": terminating}, nil, []string{zdv1.EventEndpointRemoved}},
-		{"terminating stops serving", map[string]endpointState{"p1": terminating}, map[string]endpointState{"p1": gone}, []string{zdv1.EventNote}},
+		{"terminating stops serving", map[string]endpointState{"p1": terminating}, map[string]endpointState{"p1": gone}, []string{zdv1.EventEndpointStoppedServing}},
 		{"no change", map[string]endpointState{"p1": ready}, map[string]endpointState{"p1": ready}, nil},
 		{"unready back to ready", map[string]endpointState{"p1": unready}, map[string]endpointState{"p1": ready}, []string{zdv1.EventEndpointAdded}},
 	}

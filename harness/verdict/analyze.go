@@ -291,7 +291,9 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 		windows[i].NearestEvents = a.nearest(windows[i])
 	}
 	if crit.ExplainWithinMs != nil {
-		a.explain(windows, time.Duration(*crit.ExplainWithinMs*float64(time.Millisecond)))
+		within := time.Duration(*crit.ExplainWithinMs * float64(time.Millisecond))
+		a.explain(windows, within)
+		a.limitOpens(windows, within, crit.LimitOpens)
 	}
 
 	sc := zdv1.Scenario{
@@ -602,6 +604,25 @@ func (a *analysis) nearest(w zdv1.FailureWindow) []zdv1.WindowEvent {
 // (maxRetainedEvents) nothing is marked: the events that would explain it
 // were not kept.
 func (a *analysis) explain(ws []zdv1.FailureWindow, within time.Duration) {
+	a.mark(ws, within, disruptionCause, func(w *zdv1.FailureWindow) { w.Unexplained = true })
+}
+
+// limitOpens marks, for a run documenting a platform limit, the windows
+// after the disruption began that no event of a type in opens (the
+// limit's mechanism, Criteria.LimitOpens) opens, within the same reach as
+// explain.
+func (a *analysis) limitOpens(ws []zdv1.FailureWindow, within time.Duration, opens []string) {
+	if len(opens) == 0 {
+		return
+	}
+	a.mark(ws, within, func(e zdv1.Event) bool { return e.Source != zdv1.SourceLoad && slices.Contains(opens, e.Type) },
+		func(w *zdv1.FailureWindow) { w.OutsideLimit = true })
+}
+
+// mark calls unmet on every window after the disruption began with no
+// event that cause accepts inside it (up to watchDelivery after its end)
+// or within before its start.
+func (a *analysis) mark(ws []zdv1.FailureWindow, within time.Duration, cause func(zdv1.Event) bool, unmet func(*zdv1.FailureWindow)) {
 	if a.disruption == 0 {
 		return
 	}
@@ -617,17 +638,19 @@ func (a *analysis) explain(ws []zdv1.FailureWindow, within time.Duration) {
 		}
 		from := w.Start.Add(-within)
 		lo := sort.Search(len(ev), func(k int) bool { return !ev[k].Time.Before(from) })
-		explained := false
+		met := false
 		for _, e := range ev[lo:] {
 			if e.Time.After(w.End.Add(watchDelivery)) {
 				break
 			}
-			if disruptionCause(e) {
-				explained = true
+			if cause(e) {
+				met = true
 				break
 			}
 		}
-		w.Unexplained = !explained
+		if !met {
+			unmet(w)
+		}
 	}
 }
 

@@ -77,3 +77,70 @@ func TestExplainedCheck(t *testing.T) {
 		})
 	}
 }
+
+// A cell documenting a platform limit drops only where the limit's
+// mechanism acts: a window that no event of the limit's types opens
+// (inside it, within ExplainWithinMs before, or stamped on delivery just
+// after) is not the limit's, and the cell is ERROR, even though another
+// event of the disruption explains the window.
+func TestLimitOpensCheck(t *testing.T) {
+	disrupt := zdv1.Event{Time: at(1000), Source: zdv1.SourceHarness, Type: zdv1.EventDisruption, Message: "drain of node w1"}
+	ev := func(ms int, source, typ string) zdv1.Event {
+		return zdv1.Event{Time: at(ms), Source: source, Type: typ, Object: "node/w1"}
+	}
+	failAt := func(from int) func(int, *zdv1.Result) *zdv1.Result {
+		return func(ms int, r *zdv1.Result) *zdv1.Result {
+			if ms >= from && ms < from+50 {
+				f := fail(ms, zdv1.ClassReset)
+				return &f
+			}
+			return r
+		}
+	}
+	limit := func(opens ...string) zdv1.Criteria {
+		return zdv1.Criteria{ExplainWithinMs: zdv1.Float64(500), LimitOpens: opens}
+	}
+	tests := []struct {
+		name     string
+		crit     zdv1.Criteria
+		failFrom int
+		events   []zdv1.Event
+		check    zdv1.Status // "" when absent
+		outside  bool
+	}{
+		{name: "the LB marked the node unhealthy just before", crit: limit(zdv1.EventLBNodeUnhealthy), failFrom: 1800,
+			events: []zdv1.Event{disrupt, ev(1700, zdv1.SourceLB, zdv1.EventLBNodeUnhealthy)}, check: zdv1.Pass},
+		{name: "one of several types, stamped on delivery after the window", crit: limit(zdv1.EventEndpointStoppedServing, zdv1.EventEndpointAdded),
+			failFrom: 1800, events: []zdv1.Event{disrupt, ev(2400, zdv1.SourceKubernetes, zdv1.EventEndpointAdded)}, check: zdv1.Pass},
+		{name: "explained by the disruption, but not by the limit's mechanism", crit: limit(zdv1.EventLBNodeUnhealthy), failFrom: 1800,
+			events: []zdv1.Event{disrupt, ev(1700, zdv1.SourceKubernetes, zdv1.EventPodTerminating)}, check: zdv1.Error, outside: true},
+		{name: "the limit's event long before the window", crit: limit(zdv1.EventLBNodeUnhealthy), failFrom: 2500,
+			events: []zdv1.Event{disrupt, ev(1100, zdv1.SourceLB, zdv1.EventLBNodeUnhealthy), ev(2450, zdv1.SourceHarness, zdv1.EventCordon)},
+			check:  zdv1.Error, outside: true},
+		{name: "a load event of the same name opens nothing", crit: limit(zdv1.EventLBNodeUnhealthy), failFrom: 1800,
+			events: []zdv1.Event{disrupt, ev(1790, zdv1.SourceLoad, zdv1.EventLBNodeUnhealthy), ev(1795, zdv1.SourceHarness, zdv1.EventCordon)},
+			check:  zdv1.Error, outside: true},
+		{name: "no limit documented: no check", crit: zdv1.Criteria{ExplainWithinMs: zdv1.Float64(500)}, failFrom: 1800,
+			events: []zdv1.Event{disrupt, ev(1700, zdv1.SourceKubernetes, zdv1.EventPodTerminating)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := analyze(t, runSpec{crit: tt.crit, results: steadyRun(failAt(tt.failFrom)), events: loadEvents(tt.events...)})
+			rs := reason(sc, zdv1.CheckLimit)
+			switch {
+			case tt.check == "" && rs != nil:
+				t.Fatalf("limit check present: %+v", *rs)
+			case tt.check != "" && rs == nil:
+				t.Fatalf("no limit check; reasons %+v", sc.Verdict.Reasons)
+			case rs != nil && rs.Status != tt.check:
+				t.Fatalf("limit check %s, want %s: %s", rs.Status, tt.check, rs.Message)
+			}
+			if len(sc.FailureWindows) != 1 || sc.FailureWindows[0].OutsideLimit != tt.outside {
+				t.Fatalf("windows %+v, want one with outsideLimit=%v", sc.FailureWindows, tt.outside)
+			}
+			if tt.outside && (sc.Verdict.Status != zdv1.Error || !strings.Contains(rs.Message, "outside the limit: 1 failure window") || len(rs.Windows) != 1) {
+				t.Errorf("verdict %s, message %q, windows %v: want ERROR naming the window", sc.Verdict.Status, rs.Message, rs.Windows)
+			}
+		})
+	}
+}

@@ -41,6 +41,9 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 	if rs, ok := explainedReason(c, ws); ok {
 		reasons = append(reasons, rs)
 	}
+	if rs, ok := limitOpensReason(c, ws); ok {
+		reasons = append(reasons, rs)
+	}
 
 	if c.MaxDropped != nil {
 		reasons = append(reasons, limitReason("dropped", float64(r.Dropped), float64(*c.MaxDropped),
@@ -166,6 +169,50 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 		v.Status = zdv1.Worst(v.Status, rs.Status)
 	}
 	return v
+}
+
+// limitOpensReason is the limit's-own-windows check (Criteria.LimitOpens):
+// a cell that documents a platform limit instead of asserting may drop
+// only where the limit's mechanism acts, so a window after the disruption
+// began that no event of the mechanism opens is not the limit's, and the
+// limit cannot excuse it: ERROR. ok is false when the run documents no
+// limit (or asks for no explanation).
+func limitOpensReason(c zdv1.Criteria, ws []zdv1.FailureWindow) (zdv1.Reason, bool) {
+	if len(c.LimitOpens) == 0 || c.ExplainWithinMs == nil {
+		return zdv1.Reason{}, false
+	}
+	within := time.Duration(*c.ExplainWithinMs * float64(time.Millisecond)).Round(time.Millisecond)
+	opens := strings.Join(c.LimitOpens, ", ")
+	rs := zdv1.Reason{Check: zdv1.CheckLimit, Status: zdv1.Pass, Limit: f64(0)}
+	var b strings.Builder
+	n := 0
+	for i, w := range ws {
+		if !w.OutsideLimit {
+			continue
+		}
+		rs.Windows = append(rs.Windows, i)
+		if n++; n <= 3 {
+			b.WriteString("; ")
+			b.WriteString(WindowText(w))
+		}
+	}
+	rs.Observed = f64(float64(n))
+	switch {
+	case len(ws) == 0:
+		rs.Message = "no failure window for the platform limit to open"
+		return rs, true
+	case n == 0:
+		rs.Message = fmt.Sprintf("every failure window after the disruption began is the platform limit's: opened by %s inside it or within %s before", opens, within)
+		return rs, true
+	}
+	if n > 3 {
+		fmt.Fprintf(&b, "; %d more windows", n-3)
+	}
+	rs.Status = zdv1.Error
+	rs.Message = fmt.Sprintf("outside the limit: %d failure window(s) after the disruption began have no event of the platform limit's mechanism (%s) inside or within %s before%s. "+
+		"The limit does not excuse them: they are the workload's or something the run did not watch, and the cell cannot document the limit. "+
+		"Read the windows' nearest events; if the limit's mechanism opens them by another event, its text and its events are wrong", n, opens, within, b.String())
+	return rs, true
 }
 
 // explainedReason is the every-window-explained check
@@ -337,6 +384,9 @@ func WindowText(w zdv1.FailureWindow) string {
 	}
 	if w.Unexplained {
 		s += " (unexplained: no event of the disruption near it)"
+	}
+	if w.OutsideLimit {
+		s += " (outside the limit: no event of its mechanism near it)"
 	}
 	var before, during *zdv1.WindowEvent
 	for i := range w.NearestEvents {
