@@ -197,7 +197,8 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 			// A limit's run checks that its windows are its own: it
 			// names the events that open them, and only events a run
 			// records.
-			if len(l.Reason.Opens) == 0 {
+			// source-ip disrupts nothing: its limit is about addresses.
+			if len(l.Reason.Opens) == 0 && sc.Name != "source-ip" {
 				t.Errorf("%s: limit names no event that opens its windows: %.60s", sc.Name, l.Reason.Text)
 			}
 			for _, o := range l.Reason.Opens {
@@ -611,6 +612,25 @@ func TestLimitsMergeAndReachTheCriteria(t *testing.T) {
 			if c.Role != zdv1.RoleAssertion || c.LimitOpens != nil || crit.LimitOpens != nil {
 				t.Errorf("gcp-nlb: role %s, opens %v, criteria %v: an assertion documents no limit", c.Role, c.LimitOpens, crit.LimitOpens)
 			}
+		}
+	}
+}
+
+// Behind an HTTP proxy (gclb) the Pod's peer is the proxy whatever the
+// policy: source-ip's Local cell documents that instead of asserting; on
+// an L4 LB it still asserts the client's address.
+func TestSourceIPBehindAProxy(t *testing.T) {
+	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gclb", "gcp-nlb"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sourceIP().Cells(ms) {
+		want := zdv1.RoleAssertion
+		if c.Model.Name == "gclb" && c.Policy == localPolicy {
+			want = zdv1.RoleDocumentation
+		}
+		if c.Role != want || (want == zdv1.RoleDocumentation) != (c.PlatformLimit == proxyReplacesSource.Text) {
+			t.Errorf("%s: role %s, limit %.60q; want %s", c.Name(), c.Role, c.PlatformLimit, want)
 		}
 	}
 }
