@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 	"zerodrop/harness/recipe"
 )
@@ -76,12 +77,19 @@ type cellTimes struct {
 	// removal is the LB's lag to drop a node that lost its endpoints
 	// (Local), addition its first verdict on a node before the load starts.
 	removal, addition time.Duration
+	// lagFromExit: the LB's check passes while a terminating endpoint
+	// still serves, so its lag starts when the Pod exits (leaves).
+	lagFromExit bool
 }
 
 func timesOf(c Cell) cellTimes {
 	t := cellTimes{replicas: 3, addition: c.Model.Profile.HealthCheckFor(c.Policy).AdditionTime()}
 	if c.Policy == corev1.ServiceExternalTrafficPolicyLocal {
 		t.removal = c.Model.Profile.RemovalLag()
+		switch c.Model.Profile.HealthCheckFor(c.Policy).Target {
+		case profiles.TargetNodePort, profiles.TargetServing:
+			t.lagFromExit = true
+		}
 	}
 	if c.Profile == fixtures.Hardened && c.StandIn == nil {
 		r := recipe.Hardened(recipe.FromProfile(c.Model.Profile), c.Policy)
@@ -95,12 +103,23 @@ func timesOf(c Cell) cellTimes {
 func (t cellTimes) quiet(tm Timing) time.Duration { return 5*time.Second + tm.SettleMargin }
 
 // leaves is a witness's wait for its LB (AwaitLB) once a node's last
-// endpoint began terminating since ago: the LB drops the node its lag
-// after that moment, not after the disruption's end (with Local a
-// health-checked LB's check port counts ready endpoints only, so it fails
-// as the Pod starts terminating, while a hardened Pod's preStop keeps it
-// serving), so what is left of the lag, then the margin.
-func (t cellTimes) leaves(tm Timing, since time.Duration) time.Duration {
+// endpoint began terminating sinceTerm ago and its Pod exited sinceExit
+// ago: the LB drops the node its lag after the moment its check starts
+// failing, not after the disruption's end, so what is left of the lag,
+// then the margin. A check of the healthCheckNodePort counts ready
+// endpoints only (Kubernetes v1.37.2 pkg/proxy/endpointschangetracker.go,
+// LocalReadyEndpoints), so it fails as the Pod starts terminating, while
+// a hardened Pod's preStop keeps it serving; a check through the NodePort
+// itself (gclb) reaches the terminating endpoint while it serves
+// (pkg/proxy/topology.go, CategorizeEndpoints), and one that follows the
+// serving condition (MetalLB) keeps the node too: theirs starts at the
+// exit (measured, gclb drain-node 2026-11-26: the node still healthy 10
+// minutes after the eviction, marked unhealthy 10 minutes after the exit).
+func (t cellTimes) leaves(tm Timing, sinceTerm, sinceExit time.Duration) time.Duration {
+	since := sinceTerm
+	if t.lagFromExit {
+		since = sinceExit
+	}
 	return max(t.removal-since, 5*time.Second) + tm.SettleMargin
 }
 

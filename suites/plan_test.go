@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"zerodrop/fixtures"
 )
 
 func planSettings(t *testing.T, shard Shard) Settings {
@@ -90,10 +92,8 @@ func TestPlanShardsBalanceAndCover(t *testing.T) {
 }
 
 // The plan's estimates follow the recipes: with Local, gclb's 10 health
-// checks of 60 s make its batches the slowest (the lag counts from the
-// moment the node's last endpoint began terminating, so a hardened Pod's
-// preStop and the lag overlap); with Cluster its cells cost what every
-// other LB's do.
+// checks of 60 s make its batches the slowest; with Cluster its cells cost
+// what every other LB's do.
 func TestPlanEstimatesFollowTheMechanism(t *testing.T) {
 	p, err := PlanFor(planSettings(t, Shard{}), "")
 	if err != nil {
@@ -135,4 +135,45 @@ func TestPlanFollowsTheLabelFilter(t *testing.T) {
 	if _, err := PlanFor(s, "(("); err == nil {
 		t.Error("a bad label filter was accepted")
 	}
+}
+
+// The LB's lag runs from the moment its check starts failing: at the
+// start of termination for a check of the healthCheckNodePort (ready
+// endpoints only), at the Pod's exit for a check through the NodePort
+// (gclb), which reaches a terminating endpoint while it serves. A
+// hardened drain on gcp-nlb overlaps its preStop with the lag; on gclb
+// the two add up (measured 2026-11-26: 22.3 minutes).
+func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
+	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gcp-nlb", "gclb"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, k := DefaultTiming(), DefaultCosts()
+	got := map[string]time.Duration{}
+	for _, c := range drainNode().Cells(ms) {
+		if c.Policy == localPolicy && c.Profile == fixtures.Hardened {
+			got[c.Model.Name] = drainNode().cost(tm, k, c)
+			tc := timesOf(c)
+			if want := c.Model.Name == "gclb"; tc.lagFromExit != want {
+				t.Errorf("%s: lag from the exit %v, want %v", c.Model.Name, tc.lagFromExit, want)
+			}
+		}
+	}
+	if g := timesOfModel(t, ms, "gcp-nlb"); got["gcp-nlb"] >= g.accepting+k.Terminate+k.PodStart+g.minReady+g.removal+tm.SettleMargin {
+		t.Errorf("gcp-nlb: %v, its drain and its lag one after the other: they overlap", got["gcp-nlb"])
+	}
+	if g := timesOfModel(t, ms, "gclb"); got["gclb"] < g.accepting+g.removal {
+		t.Errorf("gclb: %v, less than its preStop (%v) and lag (%v) one after the other", got["gclb"], g.accepting, g.removal)
+	}
+}
+
+func timesOfModel(t *testing.T, ms []Model, name string) cellTimes {
+	t.Helper()
+	for _, c := range drainNode().Cells(ms) {
+		if c.Model.Name == name && c.Policy == localPolicy && c.Profile == fixtures.Hardened {
+			return timesOf(c)
+		}
+	}
+	t.Fatalf("no %s local hardened cell", name)
+	return cellTimes{}
 }

@@ -38,7 +38,7 @@ func drainNode() Scenario {
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
 			t := timesOf(c)
 			d := t.accepting + k.Terminate + k.PodStart + t.minReady
-			return d + t.leaves(tm, d)
+			return d + t.leaves(tm, d, k.PodStart+t.minReady)
 		},
 	}
 }

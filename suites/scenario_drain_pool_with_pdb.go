@@ -53,7 +53,7 @@ func drainPoolWithPDB() Scenario {
 			if c.Profile == fixtures.Naive {
 				drain = tm.PoolDrain
 			}
-			return k.PoolAdd + drain + t.leaves(tm, drain)
+			return k.PoolAdd + drain + t.leaves(tm, drain, 0)
 		},
 	}
 }

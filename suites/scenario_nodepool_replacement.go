@@ -58,7 +58,7 @@ func nodepoolReplacement() Scenario {
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
 			t := timesOf(c)
 			d := t.accepting + k.Terminate + t.rollout(k) + k.PoolRemove
-			return k.PoolAdd + d + t.leaves(tm, d)
+			return k.PoolAdd + d + t.leaves(tm, d, t.rollout(k)+k.PoolRemove)
 		},
 	}
 }

@@ -38,7 +38,7 @@ func scaleDown() Scenario {
 		Body: runScaleDown,
 		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
 			t := timesOf(c)
-			return t.accepting + k.Terminate + t.leaves(tm, t.accepting+k.Terminate)
+			return t.accepting + k.Terminate + t.leaves(tm, t.accepting+k.Terminate, 0)
 		},
 	}
 }
