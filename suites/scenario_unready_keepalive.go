@@ -38,6 +38,11 @@ func unreadyKeepalive() Scenario {
 	}
 }
 
+// unreadyLanes is how many kept-alive connections the load uses in turn:
+// over 3 Pods, each very likely holds some, and at 50/s each connection
+// carries a request every 120 ms, far inside the generator's idle timeout.
+const unreadyLanes = 6
+
 func runUnreadyKeepalive(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
 	// A fast readiness probe, so the endpoint goes within seconds of the flip
 	// and the run measures the keep-alive effect rather than probe timing.
@@ -45,6 +50,16 @@ func runUnreadyKeepalive(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
 		sp := s.spec(sc, c, fixtures.WithReplicas(3), fixtures.WithReadiness(fast))
 		sp.Connections = 12
+		if c.KeepAlive {
+			// Kept-alive connections used in turn: with Go's own pool one
+			// connection carries almost every request and the others idle
+			// out (load.WithRotation), so whether the Pod turned unready
+			// still held a busy connection was chance (2026-11-26: 2 of 9
+			// columns reproduced, one run after 8 of 8). In turn, each of
+			// the Pod's connections stays busy after its endpoint goes,
+			// which is what the incident's proxy did.
+			sp.RotateConnections = unreadyLanes
+		}
 		return sp
 	})
 	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {

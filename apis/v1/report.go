@@ -399,6 +399,11 @@ type LoadSettings struct {
 	// sooner races the next request on them. 0 in run files from before
 	// it was recorded (Go's default then: 90 s).
 	IdleTimeoutMs float64 `json:"idleTimeoutMs,omitempty"`
+	// RotateConnections, when set, is how many kept-alive connections the
+	// generator held and used in turn, one request on each (as a proxy or
+	// a client with a round-robin pool does); 0 is Go's pool, which reuses
+	// the most recently used idle connection first, so the others idle out.
+	RotateConnections int `json:"rotateConnections,omitempty"`
 	// MaxInFlight caps the requests in flight, which bounds the load
 	// generator's memory; a request due while the cap is full is not sent
 	// and is recorded as unsent. 0 in run files from before the cap.

@@ -75,6 +75,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	keepAlive := fs.Bool("keepalive", true, "reuse connections (--keepalive=false opens one per request)")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout, connect to last byte")
 	idleTimeout := fs.Duration("idle-timeout", load.DefaultIdleTimeout, "close a keep-alive connection idle this long (keep it under the server's own idle close)")
+	rotate := fs.Int("rotate-connections", 0, "keep N kept-alive connections and send each request on the next in turn, as a proxy's pool does (0: Go's pool, most recently used first)")
 	maxInFlight := fs.Int("max-in-flight", load.DefaultMaxInFlight, "cap on requests in flight (bounds memory); requests due while it is full are unsent")
 	maxLag := fs.Duration("max-send-lag", 0, "latest a request may leave after its scheduled time (default: 3 intervals, at least 50ms)")
 	maxP99 := fs.Duration("max-p99", 0, "fail when the 99th percentile latency exceeds this (0: no latency criterion)")
@@ -128,7 +129,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	opts := []load.Option{
 		load.WithTargets(targets...), load.WithRate(*rate), load.WithDuration(*duration),
 		load.WithConnections(*connections), load.WithMaxConnections(*maxConns), load.WithKeepAlive(*keepAlive),
-		load.WithTimeout(*timeout), load.WithIdleTimeout(*idleTimeout), load.WithHost(*host), load.WithMaxInFlight(*maxInFlight), load.WithMaxSendLag(*maxLag),
+		load.WithTimeout(*timeout), load.WithIdleTimeout(*idleTimeout), load.WithRotation(*rotate), load.WithHost(*host), load.WithMaxInFlight(*maxInFlight), load.WithMaxSendLag(*maxLag),
 	}
 	if *insecure {
 		opts = append(opts, load.WithInsecureTLS())

@@ -123,6 +123,7 @@ type config struct {
 	keepAlive      bool
 	timeout        time.Duration
 	idleTimeout    time.Duration
+	rotate         int
 	insecure       bool
 	maxInFlight    int
 	maxLag         time.Duration
@@ -164,6 +165,17 @@ func WithKeepAlive(on bool) Option { return func(c *config) { c.keepAlive = on }
 // WithTimeout sets the per-request timeout, connect to last body byte
 // (default 5s). A request that exceeds it is a "timeout" failure.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithRotation keeps n kept-alive connections per target and sends each
+// request on the next of them in turn (0, the default: Go's pool). Go's
+// pool hands out the most recently used idle connection first, so at a
+// steady rate one connection carries almost everything and the rest idle
+// out; a proxy spreading requests over its pool, or a client with a
+// round-robin pool, keeps every connection busy, and which Pods those
+// connections reach stays what kube-proxy chose when each was opened.
+// Rotation needs keep-alive; a request waits for its connection while
+// the one before it on that connection is in flight.
+func WithRotation(n int) Option { return func(c *config) { c.rotate = n } }
 
 // WithIdleTimeout sets how long an idle keep-alive connection is kept
 // before the generator closes it (default DefaultIdleTimeout).
@@ -207,6 +219,8 @@ const (
 	MaxRate     = 100_000
 	MaxDuration = 7 * 24 * time.Hour
 	MaxTimeout  = 5 * time.Minute
+	// MaxRotation bounds WithRotation: each lane is a transport of its own.
+	MaxRotation = 1024
 )
 
 // Load is a validated load configuration. Start (or Run) it once.
@@ -280,6 +294,12 @@ func New(opts ...Option) (*Load, error) {
 	if c.maxInFlight < 1 {
 		errs = append(errs, fmt.Errorf("max in flight %d: must be at least 1", c.maxInFlight))
 	}
+	if c.rotate < 0 || c.rotate > MaxRotation {
+		errs = append(errs, fmt.Errorf("rotate connections %d: from 0 (Go's pool) to %d", c.rotate, MaxRotation))
+	}
+	if c.rotate > 0 && !c.keepAlive {
+		errs = append(errs, fmt.Errorf("rotate connections %d: rotation needs keep-alive (a connection per request has nothing to rotate)", c.rotate))
+	}
 	if c.maxLag < 0 {
 		errs = append(errs, fmt.Errorf("max send lag %s: must not be negative (0 means the default)", c.maxLag))
 	}
@@ -314,19 +334,20 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		targets[i] = zdv1.RedactString(t)
 	}
 	return zdv1.LoadSettings{
-		Targets:        targets,
-		Host:           l.cfg.host,
-		Rate:           l.cfg.rate,
-		DurationMs:     float64(l.cfg.duration) / float64(time.Millisecond),
-		Connections:    l.cfg.connections,
-		MaxConnections: l.cfg.maxConnections,
-		KeepAlive:      l.cfg.keepAlive,
-		TimeoutMs:      float64(l.cfg.timeout) / float64(time.Millisecond),
-		IdleTimeoutMs:  float64(l.cfg.idleTimeout) / float64(time.Millisecond),
-		MaxInFlight:    l.cfg.maxInFlight,
-		MaxSendLagMs:   float64(l.cfg.maxLag) / float64(time.Millisecond),
-		Scheduling:     l.scheduling,
-		LocalPorts:     l.cfg.ports.String(),
+		Targets:           targets,
+		Host:              l.cfg.host,
+		Rate:              l.cfg.rate,
+		DurationMs:        float64(l.cfg.duration) / float64(time.Millisecond),
+		Connections:       l.cfg.connections,
+		MaxConnections:    l.cfg.maxConnections,
+		KeepAlive:         l.cfg.keepAlive,
+		TimeoutMs:         float64(l.cfg.timeout) / float64(time.Millisecond),
+		IdleTimeoutMs:     float64(l.cfg.idleTimeout) / float64(time.Millisecond),
+		RotateConnections: l.cfg.rotate,
+		MaxInFlight:       l.cfg.maxInFlight,
+		MaxSendLagMs:      float64(l.cfg.maxLag) / float64(time.Millisecond),
+		Scheduling:        l.scheduling,
+		LocalPorts:        l.cfg.ports.String(),
 	}
 }
 
@@ -376,8 +397,11 @@ func (l *Load) Run(ctx context.Context, sink ResultSink) (Summary, error) {
 
 // Running is a load in progress.
 type Running struct {
-	load   *Load
-	tr     *http.Transport
+	load *Load
+	tr   *http.Transport
+	// lanes are the rotation's transports (WithRotation), one connection
+	// per target each.
+	lanes  []*http.Transport
 	rt     *roundTripper
 	events runfile.EventSink
 	// unwatch ends this load's share of the pause watch, which records
@@ -419,6 +443,12 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	}
 	c := &l.cfg
 	tr := newTransport(c)
+	var lanes []*http.Transport
+	for range c.rotate {
+		lane := newTransport(c)
+		lane.MaxConnsPerHost, lane.MaxIdleConnsPerHost = 1, 1
+		lanes = append(lanes, lane)
+	}
 	events := c.events
 	if events == nil {
 		events, _ = sink.(runfile.EventSink)
@@ -429,7 +459,8 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	r := &Running{
 		load:    l,
 		tr:      tr,
-		rt:      &roundTripper{base: tr, timeout: c.timeout, host: c.host},
+		lanes:   lanes,
+		rt:      &roundTripper{base: tr, lanes: lanes, timeout: c.timeout, host: c.host},
 		events:  events,
 		reqCtx:  reqCtx,
 		abort:   abort,
@@ -715,7 +746,12 @@ func (s *Summary) count(res *zdv1.Result, lagBound time.Duration) {
 
 func (r *Running) consume(sink ResultSink) {
 	defer close(r.done)
-	defer r.tr.CloseIdleConnections()
+	defer func() {
+		r.tr.CloseIdleConnections()
+		for _, l := range r.lanes {
+			l.CloseIdleConnections()
+		}
+	}()
 	var failed bool
 	lagBound := r.load.cfg.maxLag
 	for res := range r.results {

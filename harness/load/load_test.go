@@ -29,6 +29,9 @@ func TestNewValidates(t *testing.T) {
 		{"zero timeout", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithTimeout(0)}, "timeout"},
 		{"port out of range", []load.Option{load.WithTargets("http://127.0.0.1:70000/"), load.WithRate(1)}, "port 70000"},
 		{"zero in-flight cap", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithMaxInFlight(0)}, "max in flight 0"},
+		{"negative rotation", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithRotation(-1)}, "rotate connections -1"},
+		{"rotation past its bound", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithRotation(load.MaxRotation + 1)}, "rotate connections 1025"},
+		{"rotation without keep-alive", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithRotation(4), load.WithKeepAlive(false)}, "rotation needs keep-alive"},
 		{"negative lag bound", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithMaxSendLag(-time.Millisecond)}, "max send lag"},
 		// A rate whose interval rounds to nothing once divided by zero in
 		// the pacer; one past the bound is refused with the bound.

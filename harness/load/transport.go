@@ -129,10 +129,22 @@ func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 // with a cause we can recognise, errors classified from the error chain
 // before they are flattened to text, and the transport's own retries.
 type roundTripper struct {
-	base    *http.Transport
+	base *http.Transport
+	// lanes, when set, take the requests in turn (WithRotation).
+	lanes   []*http.Transport
+	next    atomic.Uint64
 	timeout time.Duration
 	host    string
 	bufs    sync.Pool
+}
+
+// transport is the one the next request goes through: the next lane in
+// turn, or the shared pool.
+func (rt *roundTripper) transport() *http.Transport {
+	if len(rt.lanes) == 0 {
+		return rt.base
+	}
+	return rt.lanes[(rt.next.Add(1)-1)%uint64(len(rt.lanes))]
 }
 
 // do sends a GET to u with the given request id and returns its result (not
@@ -155,7 +167,7 @@ func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) zdv1.R
 	req = req.WithContext(ctx)
 
 	res := zdv1.Result{ID: id, Time: time.Now()}
-	resp, err := rt.base.RoundTrip(req)
+	resp, err := rt.transport().RoundTrip(req)
 	var body []byte
 	if err == nil {
 		res.Status = resp.StatusCode

@@ -108,6 +108,9 @@ type Spec struct {
 	KeepAlive *bool
 	// Connections caps open connections per target (0: load's default).
 	Connections int
+	// RotateConnections, when set, keeps that many kept-alive connections
+	// and sends each request on the next in turn (load.WithRotation).
+	RotateConnections int
 	// SkipLoad deploys and observes without starting load (for scenarios
 	// that start it themselves).
 	SkipLoad bool
@@ -295,6 +298,9 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	}
 	if env.Pauses != nil {
 		opts = append(opts, load.WithPauseWatch(env.Pauses))
+	}
+	if spec.RotateConnections > 0 {
+		opts = append(opts, load.WithRotation(spec.RotateConnections))
 	}
 	if spec.Connections > 0 {
 		opts = append(opts, load.WithMaxConnections(spec.Connections))
