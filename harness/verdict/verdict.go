@@ -183,20 +183,7 @@ func limitOpensReason(c zdv1.Criteria, ws []zdv1.FailureWindow) (zdv1.Reason, bo
 	}
 	within := time.Duration(*c.ExplainWithinMs * float64(time.Millisecond)).Round(time.Millisecond)
 	opens := strings.Join(c.LimitOpens, ", ")
-	rs := zdv1.Reason{Check: zdv1.CheckLimit, Status: zdv1.Pass, Limit: f64(0)}
-	var b strings.Builder
-	n := 0
-	for i, w := range ws {
-		if !w.OutsideLimit {
-			continue
-		}
-		rs.Windows = append(rs.Windows, i)
-		if n++; n <= 3 {
-			b.WriteString("; ")
-			b.WriteString(WindowText(w))
-		}
-	}
-	rs.Observed = f64(float64(n))
+	rs, n, listed := windowsWhere(zdv1.CheckLimit, ws, func(w zdv1.FailureWindow) bool { return w.OutsideLimit })
 	switch {
 	case len(ws) == 0:
 		rs.Message = "no failure window for the platform limit to open"
@@ -205,14 +192,35 @@ func limitOpensReason(c zdv1.Criteria, ws []zdv1.FailureWindow) (zdv1.Reason, bo
 		rs.Message = fmt.Sprintf("every failure window after the disruption began is the platform limit's: opened by %s inside it or within %s before", opens, within)
 		return rs, true
 	}
-	if n > 3 {
-		fmt.Fprintf(&b, "; %d more windows", n-3)
-	}
 	rs.Status = zdv1.Error
 	rs.Message = fmt.Sprintf("outside the limit: %d failure window(s) after the disruption began have no event of the platform limit's mechanism (%s) inside or within %s before%s. "+
 		"The limit does not excuse them: they are the workload's or something the run did not watch, and the cell cannot document the limit. "+
-		"Read the windows' nearest events; if the limit's mechanism opens them by another event, its text and its events are wrong", n, opens, within, b.String())
+		"Read the windows' nearest events; if the limit's mechanism opens them by another event, its text and its events are wrong", n, opens, within, listed)
 	return rs, true
+}
+
+// windowsWhere starts check's reason (PASS, limit 0) with the windows
+// marked (their indices and count observed), and returns how many there
+// are and the first three described, each after "; " (then how many more).
+func windowsWhere(check string, ws []zdv1.FailureWindow, marked func(zdv1.FailureWindow) bool) (zdv1.Reason, int, string) {
+	rs := zdv1.Reason{Check: check, Status: zdv1.Pass, Limit: f64(0)}
+	var b strings.Builder
+	n := 0
+	for i, w := range ws {
+		if !marked(w) {
+			continue
+		}
+		rs.Windows = append(rs.Windows, i)
+		if n++; n <= 3 {
+			b.WriteString("; ")
+			b.WriteString(WindowText(w))
+		}
+	}
+	if n > 3 {
+		fmt.Fprintf(&b, "; %d more windows", n-3)
+	}
+	rs.Observed = f64(float64(n))
+	return rs, n, b.String()
 }
 
 // explainedReason is the every-window-explained check
@@ -225,20 +233,7 @@ func explainedReason(c zdv1.Criteria, ws []zdv1.FailureWindow) (zdv1.Reason, boo
 		return zdv1.Reason{}, false
 	}
 	within := time.Duration(*c.ExplainWithinMs * float64(time.Millisecond)).Round(time.Millisecond)
-	rs := zdv1.Reason{Check: zdv1.CheckExplained, Status: zdv1.Pass, Limit: f64(0)}
-	var b strings.Builder
-	n := 0
-	for i, w := range ws {
-		if !w.Unexplained {
-			continue
-		}
-		rs.Windows = append(rs.Windows, i)
-		if n++; n <= 3 {
-			b.WriteString("; ")
-			b.WriteString(WindowText(w))
-		}
-	}
-	rs.Observed = f64(float64(n))
+	rs, n, listed := windowsWhere(zdv1.CheckExplained, ws, func(w zdv1.FailureWindow) bool { return w.Unexplained })
 	switch {
 	case len(ws) == 0:
 		rs.Message = "no failure window to explain"
@@ -247,13 +242,10 @@ func explainedReason(c zdv1.Criteria, ws []zdv1.FailureWindow) (zdv1.Reason, boo
 		rs.Message = fmt.Sprintf("every failure window after the disruption began has an event of it inside or within %s before", within)
 		return rs, true
 	}
-	if n > 3 {
-		fmt.Fprintf(&b, "; %d more windows", n-3)
-	}
 	rs.Status = zdv1.Error
 	rs.Message = fmt.Sprintf("unexplained: %d failure window(s) after the disruption began have no event of it inside or within %s before%s. "+
 		"What dropped them is not what the run watched (the cluster, the load balancer or this machine), so they are not the workload's: "+
-		"read the windows' nearest events, and the column's control", n, within, b.String())
+		"read the windows' nearest events, and the column's control", n, within, listed)
 	return rs, true
 }
 
