@@ -17,7 +17,10 @@
 #   ZERODROP_REALTIME=off   leave the load in the default scheduler
 #   ZERODROP_REMEASURE=N    measure a cell the load generator spoiled again, up to N times (default 1)
 #   CLUSTER_NAME=zerodrop   ZERODROP_KUBECONFIG=out/kubeconfig
-#   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain).
+#   LABELS='...'            a Ginkgo label filter selecting cells, spaces allowed
+#                           (e.g. LABELS='scenario:control || scenario:drain-node')
+#   GINKGO_ARGS="..." passes extra Ginkgo flags (e.g. --ginkgo.focus=drain),
+#                           split at spaces: every word must be a flag.
 #   KUBERNETES_VERSIONS=v1.35.8,v1.36.4,v1.37.2 runs the selection once per
 #   version, one cluster at a time (each made and removed), into
 #   ZERODROP_OUT/<version>, and merges them with `zerodrop report` into
@@ -58,9 +61,25 @@ export PROVIDER LB
 # test binary's timeout follows from it, so no run outgrows its own timeout.
 plan_filter=""
 if [ "$what" = smoke ]; then plan_filter=smoke; fi
+# GINKGO_ARGS is split at spaces, so a label filter with spaces in it would
+# reach Ginkgo cut short and run fewer cells than asked, silently: refuse
+# any word that is not a flag.
+read -r -a ginkgo_args <<<"${GINKGO_ARGS:-}"
+for w in "${ginkgo_args[@]}"; do
+  case "$w" in
+    -*) ;;
+    *) echo "run-e2e: GINKGO_ARGS is split at spaces, and '$w' is not a flag; put a label filter with spaces in LABELS='...' instead (e.g. LABELS='scenario:control || scenario:drain-node')" >&2; exit 2 ;;
+  esac
+done
 case "${GINKGO_ARGS:-}" in
   *label-filter=*) plan_filter="$(printf '%s\n' "$GINKGO_ARGS" | sed -n 's/.*label-filter=\([^ ]*\).*/\1/p')" ;;
 esac
+if [ -n "${LABELS:-}" ]; then
+  case "$plan_filter" in
+    "") plan_filter="$LABELS" ;;
+    *) echo "run-e2e: a label filter both in LABELS and in GINKGO_ARGS (or the smoke target's own); give it once" >&2; exit 2 ;;
+  esac
+fi
 if [ "$what" != workload ] && [ -z "${KUBERNETES_VERSIONS:-}" ]; then
   make -s build
   say "plan (label filter: ${plan_filter:-none})"
@@ -174,6 +193,7 @@ if [ "$what" = workload ]; then
 fi
 filter=()
 if [ "$what" = smoke ]; then filter=(-ginkgo.label-filter=smoke); fi
+if [ -n "${LABELS:-}" ]; then filter=("-ginkgo.label-filter=$LABELS"); fi
 say "scenarios ($what) -> $ZERODROP_OUT"
 # shellcheck disable=SC2086
 say "timeout ${timeout_min}m (from the plan)"
