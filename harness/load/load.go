@@ -397,11 +397,8 @@ func (l *Load) Run(ctx context.Context, sink ResultSink) (Summary, error) {
 
 // Running is a load in progress.
 type Running struct {
-	load *Load
-	tr   *http.Transport
-	// lanes are the rotation's transports (WithRotation), one connection
-	// per target each.
-	lanes  []*http.Transport
+	load   *Load
+	tr     *http.Transport
 	rt     *roundTripper
 	events runfile.EventSink
 	// unwatch ends this load's share of the pause watch, which records
@@ -459,7 +456,6 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	r := &Running{
 		load:    l,
 		tr:      tr,
-		lanes:   lanes,
 		rt:      &roundTripper{base: tr, lanes: lanes, timeout: c.timeout, host: c.host},
 		events:  events,
 		reqCtx:  reqCtx,
@@ -748,7 +744,7 @@ func (r *Running) consume(sink ResultSink) {
 	defer close(r.done)
 	defer func() {
 		r.tr.CloseIdleConnections()
-		for _, l := range r.lanes {
+		for _, l := range r.rt.lanes {
 			l.CloseIdleConnections()
 		}
 	}()

@@ -130,7 +130,8 @@ func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 // before they are flattened to text, and the transport's own retries.
 type roundTripper struct {
 	base *http.Transport
-	// lanes, when set, take the requests in turn (WithRotation).
+	// lanes, when set, take the requests in turn (WithRotation), one
+	// connection per target each.
 	lanes   []*http.Transport
 	next    atomic.Uint64
 	timeout time.Duration
