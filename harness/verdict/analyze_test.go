@@ -25,6 +25,18 @@ func fail(ms int, class string) zdv1.Result {
 	return zdv1.Result{Time: at(ms), Latency: 300 * time.Millisecond, Class: class, Error: class}
 }
 
+// failBetween edits a steadyRun: the requests sent from ms from until ms
+// to fail with class.
+func failBetween(from, to int, class string) func(int, *zdv1.Result) *zdv1.Result {
+	return func(ms int, r *zdv1.Result) *zdv1.Result {
+		if ms >= from && ms < to {
+			f := fail(ms, class)
+			return &f
+		}
+		return r
+	}
+}
+
 func status(ms, code int) zdv1.Result {
 	return zdv1.Result{Time: at(ms), Latency: time.Millisecond, Status: code}
 }

@@ -17,13 +17,7 @@ func TestExplainedCheck(t *testing.T) {
 		return zdv1.Event{Time: at(ms), Source: source, Type: typ, Object: "pod/echo-1"}
 	}
 	failAt := func(from, to int) func(int, *zdv1.Result) *zdv1.Result {
-		return func(ms int, r *zdv1.Result) *zdv1.Result {
-			if ms >= from && ms < to {
-				f := fail(ms, zdv1.ClassRefused)
-				return &f
-			}
-			return r
-		}
+		return failBetween(from, to, zdv1.ClassRefused)
 	}
 	within := func(ms float64) zdv1.Criteria {
 		return zdv1.Criteria{MaxDropped: zdv1.Int64(0), ExplainWithinMs: zdv1.Float64(ms)}
@@ -89,13 +83,7 @@ func TestLimitOpensCheck(t *testing.T) {
 		return zdv1.Event{Time: at(ms), Source: source, Type: typ, Object: "node/w1"}
 	}
 	failAt := func(from int) func(int, *zdv1.Result) *zdv1.Result {
-		return func(ms int, r *zdv1.Result) *zdv1.Result {
-			if ms >= from && ms < from+50 {
-				f := fail(ms, zdv1.ClassReset)
-				return &f
-			}
-			return r
-		}
+		return failBetween(from, from+50, zdv1.ClassReset)
 	}
 	limit := func(opens ...string) zdv1.Criteria {
 		return zdv1.Criteria{ExplainWithinMs: zdv1.Float64(500), LimitOpens: opens}

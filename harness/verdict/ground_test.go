@@ -15,13 +15,7 @@ func TestGroundCheck(t *testing.T) {
 		return zdv1.Event{Time: at(ms), Source: zdv1.SourceHarness, Type: zdv1.EventDisruption, Message: "drain node n1"}
 	}
 	failAt := func(from, to int) func(int, *zdv1.Result) *zdv1.Result {
-		return func(ms int, r *zdv1.Result) *zdv1.Result {
-			if ms >= from && ms < to {
-				f := fail(ms, zdv1.ClassTimeout)
-				return &f
-			}
-			return r
-		}
+		return failBetween(from, to, zdv1.ClassTimeout)
 	}
 	crit := zdv1.Criteria{MaxDropped: zdv1.Int64(0)}
 	undisturbed := zdv1.Criteria{MaxDropped: zdv1.Int64(0), Undisturbed: true}
