@@ -130,7 +130,7 @@ type sharedChoice struct {
 	weights map[string]placeWeight
 	// entries is, per witness announced from one node, that node's place.
 	entries map[int]string
-	names   []string
+	cells   []Cell
 }
 
 // Why says how the target was chosen, for the run files.
@@ -142,14 +142,14 @@ func (sc sharedChoice) Why() string {
 		var at []string
 		for _, i := range slices.Sorted(maps.Keys(sc.entries)) {
 			if sc.entries[i] == sc.Target {
-				at = append(at, sc.names[i])
+				at = append(at, sc.cells[i].Name())
 			}
 		}
 		fmt.Fprintf(&b, "; it is where the traffic of %s enters (MetalLB L2 with Local announces their addresses from it)", strings.Join(at, ", "))
 	}
 	for _, i := range slices.Sorted(maps.Keys(sc.entries)) {
 		if sc.entries[i] != sc.Target {
-			fmt.Fprintf(&b, "; %s enters at %s, which this disruption does not take", sc.names[i], sc.entries[i])
+			fmt.Fprintf(&b, "; %s enters at %s, which this disruption does not take", sc.cells[i].Name(), sc.entries[i])
 		}
 	}
 	served := map[string]int64{}
@@ -168,10 +168,7 @@ func (sc sharedChoice) Why() string {
 // any place.
 func sharedTarget(ctx context.Context, ws *scenario.Witnesses, cells []Cell, where func(node string) string, kind string, missed func(target string) string) sharedChoice {
 	holds, served := endpointNodes(ctx, ws, where)
-	ch := sharedChoice{weights: map[string]placeWeight{}, entries: map[int]string{}}
-	for _, c := range cells {
-		ch.names = append(ch.names, c.Name())
-	}
+	ch := sharedChoice{weights: map[string]placeWeight{}, entries: map[int]string{}, cells: cells}
 	for _, h := range holds {
 		for at := range h {
 			if at != "" {
