@@ -82,7 +82,7 @@ type cellTimes struct {
 	lagFromExit bool
 }
 
-func timesOf(c Cell) cellTimes {
+func timesOf(c Cell, fate recipe.Fate) cellTimes {
 	t := cellTimes{replicas: 3, addition: c.Model.Profile.HealthCheckFor(c.Policy).AdditionTime()}
 	if c.Policy == corev1.ServiceExternalTrafficPolicyLocal {
 		t.removal = c.Model.Profile.RemovalLag()
@@ -92,7 +92,7 @@ func timesOf(c Cell) cellTimes {
 		}
 	}
 	if c.Profile == fixtures.Hardened && c.StandIn == nil {
-		r := recipe.Hardened(recipe.FromProfile(c.Model.Profile), c.Policy)
+		r := recipe.For(recipe.FromProfile(c.Model.Profile), c.Policy, fate)
 		t.accepting, t.minReady = r.Accepting(), r.MinReady
 	}
 	return t
@@ -130,12 +130,13 @@ func (t cellTimes) rollout(k Costs) time.Duration {
 
 // CellCost is a scenario's estimate of one cell's disruption and settling
 // (from the end of the baseline to the end of its load): what the batch
-// waits for, the longest of its cells.
-type CellCost func(tm Timing, k Costs, c Cell) time.Duration
+// waits for, the longest of its cells. t is what the cell's workload and
+// LB make its waits in this scenario (timesOf with the scenario's Fate).
+type CellCost func(tm Timing, k Costs, c Cell, t cellTimes) time.Duration
 
 // observeCost is a scenario that disrupts nothing and watches for d.
 func observeCost(d func(Timing) time.Duration) CellCost {
-	return func(tm Timing, _ Costs, _ Cell) time.Duration { return d(tm) }
+	return func(tm Timing, _ Costs, _ Cell, _ cellTimes) time.Duration { return d(tm) }
 }
 
 // batchEstimate is a batch of cells of sc: deployed, settled by their LB,
@@ -143,7 +144,7 @@ func observeCost(d func(Timing) time.Duration) CellCost {
 func batchEstimate(sc Scenario, tm Timing, k Costs, cells []Cell) time.Duration {
 	var settle, longest time.Duration
 	for _, c := range cells {
-		settle = max(settle, timesOf(c).addition)
+		settle = max(settle, timesOf(c, sc.Fate).addition)
 		longest = max(longest, sc.cost(tm, k, c))
 	}
 	return k.Deploy + settle + tm.Baseline + longest + k.Cleanup
@@ -153,7 +154,7 @@ func (sc Scenario) cost(tm Timing, k Costs, c Cell) time.Duration {
 	if sc.Cost == nil {
 		return tm.Observe
 	}
-	return sc.Cost(tm, k, c)
+	return sc.Cost(tm, k, c, timesOf(c, sc.Fate))
 }
 
 // podRecipes counts the Deployments a batch of cells of sc deploys.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"zerodrop/fixtures"
+	"zerodrop/harness/recipe"
 )
 
 func planSettings(t *testing.T, shard Shard) Settings {
@@ -142,7 +143,9 @@ func TestPlanFollowsTheLabelFilter(t *testing.T) {
 // endpoints only), at the Pod's exit for a check through the NodePort
 // (gclb), which reaches a terminating endpoint while it serves. A
 // hardened drain on gcp-nlb overlaps its preStop with the lag; on gclb
-// the two add up (measured 2026-11-26: 22.3 minutes).
+// a preStop would add to it (measured 2026-11-26: 22.3 minutes with the
+// rollout's 605 s hook), so a drain, whose node never gets the workload
+// back, gives gclb's hardened Pods kube-proxy's margin only.
 func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
 	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gcp-nlb", "gclb"}}.Models()
 	if err != nil {
@@ -153,25 +156,36 @@ func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
 	for _, c := range drainNode().Cells(ms) {
 		if c.Policy == localPolicy && c.Profile == fixtures.Hardened {
 			got[c.Model.Name] = drainNode().cost(tm, k, c)
-			tc := timesOf(c)
+			tc := timesOf(c, drainNode().Fate)
 			if want := c.Model.Name == "gclb"; tc.lagFromExit != want {
 				t.Errorf("%s: lag from the exit %v, want %v", c.Model.Name, tc.lagFromExit, want)
 			}
 		}
 	}
-	if g := timesOfModel(t, ms, "gcp-nlb"); got["gcp-nlb"] >= g.accepting+k.Terminate+k.PodStart+g.minReady+g.removal+tm.SettleMargin {
+	if g := timesOfModel(t, ms, "gcp-nlb", recipe.Leaves); got["gcp-nlb"] >= g.accepting+k.Terminate+k.PodStart+g.minReady+g.removal+tm.SettleMargin {
 		t.Errorf("gcp-nlb: %v, its drain and its lag one after the other: they overlap", got["gcp-nlb"])
 	}
-	if g := timesOfModel(t, ms, "gclb"); got["gclb"] < g.accepting+g.removal {
+	g := timesOfModel(t, ms, "gclb", recipe.Leaves)
+	if got["gclb"] < g.accepting+g.removal {
 		t.Errorf("gclb: %v, less than its preStop (%v) and lag (%v) one after the other", got["gclb"], g.accepting, g.removal)
+	}
+	if g.accepting != recipe.KubeProxyMargin {
+		t.Errorf("gclb drain: hardened Pods accept %v after their signal, want kube-proxy's margin %v", g.accepting, recipe.KubeProxyMargin)
+	}
+	// A rollout brings Pods back to the node: there the hook keeps it.
+	if r := timesOfModel(t, ms, "gclb", rollingUpdate().Fate); r.accepting < r.removal {
+		t.Errorf("gclb rollout: hardened Pods accept %v, want at least the LB's lag %v", r.accepting, r.removal)
+	}
+	if drainNode().Fate != recipe.Leaves || rollingUpdate().Fate != recipe.Replaced {
+		t.Error("drain-node must leave the node, rolling-update replace its Pods")
 	}
 }
 
-func timesOfModel(t *testing.T, ms []Model, name string) cellTimes {
+func timesOfModel(t *testing.T, ms []Model, name string, fate recipe.Fate) cellTimes {
 	t.Helper()
 	for _, c := range drainNode().Cells(ms) {
 		if c.Model.Name == name && c.Policy == localPolicy && c.Profile == fixtures.Hardened {
-			return timesOf(c)
+			return timesOf(c, fate)
 		}
 	}
 	t.Fatalf("no %s local hardened cell", name)

@@ -17,6 +17,7 @@ import (
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/recipe"
 	"zerodrop/harness/scenario"
 	"zerodrop/harness/standin"
 )
@@ -147,7 +148,12 @@ type Scenario struct {
 	// (scenario.Spec.SharePods), so a disruption costs one set of Pod
 	// starts however many LB models and policies watch it.
 	OwnPods string
-	Cases   []Case
+	// Fate is what the disruption does to a terminating Pod's node
+	// (harness/recipe): Leaves where the node loses the workload for good
+	// (a drain, a scale-down, a drained pool). The hardened Pods and the
+	// plan both follow it.
+	Fate  recipe.Fate
+	Cases []Case
 	// Hazard is what the documentation cases reproduce, in a reader's
 	// words.
 	Hazard string
@@ -445,6 +451,28 @@ var unhealthyResetsFlowsReason = Mechanism{Opens: []string{zdv1.EventLBNodeUnhea
 	"LB's lb-node-unhealthy for the node: on 2026-11-26 (zerodrop 323bc8e) 43-107 ms after it in every such cell " +
 	"(aws-nlb drain-node, drain-pool-with-pdb twice, nodepool-replacement, scale-down; azure-basic drain-node)"}
 
+// checksThroughNodePort picks the LB models whose check of a Local
+// Service's node goes through the Service's NodePort (gclb's instance-group
+// check), where kube-proxy gives it to a terminating endpoint that serves.
+func checksThroughNodePort(m Model) bool { return recipe.FromProfile(m.Profile).ChecksThroughNodePort }
+
+// lastEndpointSeenAtExit is why a node that loses the workload for good
+// cannot be drop-free on such an LB with Local, whatever the Deployment.
+var lastEndpointSeenAtExit = Mechanism{Opens: []string{zdv1.EventPodUnready, zdv1.EventEndpointRemoved}, Text: "The LB's check of a node goes " +
+	"through the Service's NodePort (ingress-gce builds an instance-group check from the serving port and path, whatever the " +
+	"traffic policy: kubernetes/ingress-gce pkg/healthchecks, pkg/translator/healthchecks.go; interval 60 s, unhealthy " +
+	"threshold 10). With externalTrafficPolicy Local, kube-proxy gives that check, like the traffic, to the node's " +
+	"terminating endpoint while it serves (KEP-1669; kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints), so " +
+	"the node's check starts failing only when the Pod stops serving, and the LB keeps sending the node new connections " +
+	"for its 10 minutes after that, which kube-proxy drops (no local endpoint). A preStop only moves the moment; when the " +
+	"node never gets the workload back (a drain, a scale-down) no Deployment or PDB setting covers the lag. What would is " +
+	"a check that fails before the app stops serving, on a path the app fails at its signal while its readiness holds " +
+	"(GKE: a BackendConfig's healthCheck.requestPath), or container-native load balancing; this suite's cloud LB reads " +
+	"no BackendConfig, so that fix is not measured here. Measured on this suite's kind cluster, 2026-11-26 (zerodrop " +
+	"75eb128, gclb's drain-node alone, the hardened Pod's preStop 605 s): drain-node/gclb/local/hardened 10,099 of " +
+	"60,804 dropped in one window from the Pod's exit to 10 minutes later. Its windows open when the Pod stops " +
+	"serving (pod-unready, endpoint-removed): 79 and 92 ms after the window's first request in that run."}
+
 // singlePool picks the LB models whose backend is one node pool.
 func singlePool(m Model) bool { return m.Profile.Eligibility.DefaultPool != "" }
 
@@ -545,6 +573,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		fixtures.WithLB(c.Model.Profile),
 		fixtures.WithKeepAlive(c.KeepAlive),
 		fixtures.WithKubernetes(s.Kubernetes),
+		fixtures.WithFate(sc.Fate),
 	}
 	var hooks scenario.LBHooks
 	if c.Model.Cloud {

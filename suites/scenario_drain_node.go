@@ -10,6 +10,7 @@ import (
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/recipe"
 	"zerodrop/harness/scenario"
 )
 
@@ -23,6 +24,8 @@ func drainNode() Scenario {
 		Triggers:    []incident.Trigger{incident.PodTermination, incident.Eviction},
 		Own:         true,
 		Cases:       matrix(clusterPolicy, localPolicy),
+		// The drained node gets no Pod back while the LB still counts it.
+		Fate: recipe.Leaves,
 		Hazard: "evicted pods that exit at once refuse what is still sent to them; with Local, the drained node " +
 			"keeps getting the LB's traffic until its health check fails",
 		Limits: []Limit{
@@ -31,12 +34,12 @@ func drainNode() Scenario {
 			{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
+			{On: checksThroughNodePort, Policy: localPolicy, Reason: lastEndpointSeenAtExit},
 		},
 		Body: runDrainNode,
 		// The drain waits for the evicted Pod's exit, its replacement
 		// starts, and with Local the drained node leaves the LB.
-		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
-			t := timesOf(c)
+		Cost: func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {
 			d := t.accepting + k.Terminate + k.PodStart + t.minReady
 			return d + t.leaves(tm, d, k.PodStart+t.minReady)
 		},

@@ -9,6 +9,7 @@ import (
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/recipe"
 	"zerodrop/harness/scenario"
 )
 
@@ -25,6 +26,8 @@ func drainPoolWithPDB() Scenario {
 		Own:            true,
 		NeedsNodepools: true,
 		Cases:          matrix(localPolicy),
+		// The cordoned pool gets no Pod back while the LB still counts it.
+		Fate: recipe.Leaves,
 		Hazard: "the LB drops the cordoned nodes from its backends while the PDB keeps every pod on them: with Local " +
 			"no other node has an endpoint, so the Service is blackholed",
 		Prevented: []Prevention{{
@@ -41,14 +44,14 @@ func drainPoolWithPDB() Scenario {
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
+			{On: checksThroughNodePort, Policy: localPolicy, Reason: lastEndpointSeenAtExit},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 		},
 		Body: runDrainPoolWithPDB,
 		// A pool joins; a naive witness's blocking budget holds the drain
 		// to its bound, a hardened one lets it through; the old nodes leave
 		// the LB.
-		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
-			t := timesOf(c)
+		Cost: func(tm Timing, k Costs, c Cell, t cellTimes) time.Duration {
 			drain := t.accepting + k.Terminate
 			if c.Profile == fixtures.Naive {
 				drain = tm.PoolDrain

@@ -55,8 +55,7 @@ func nodepoolReplacement() Scenario {
 		// their recipe's time, their replacements start one after another
 		// at worst) and deleted, and with Local the LB drops the old nodes
 		// its lag after their endpoints began terminating.
-		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
-			t := timesOf(c)
+		Cost: func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {
 			d := t.accepting + k.Terminate + t.rollout(k) + k.PoolRemove
 			return k.PoolAdd + d + t.leaves(tm, d, t.rollout(k)+k.PoolRemove)
 		},

@@ -37,8 +37,7 @@ func rollingUpdate() Scenario {
 		Body: runRollingUpdate,
 		// Every Pod replaced in turn; the last old one keeps serving for
 		// its recipe's time; the nodes keep endpoints (surge, spread).
-		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
-			t := timesOf(c)
+		Cost: func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {
 			return t.rollout(k) + t.accepting + k.Terminate + t.quiet(tm)
 		},
 	}

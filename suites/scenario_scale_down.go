@@ -11,6 +11,7 @@ import (
 	"zerodrop/fixtures"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/recipe"
 	"zerodrop/harness/scenario"
 )
 
@@ -27,17 +28,19 @@ func scaleDown() Scenario {
 		Seeds:    []string{incident.SourceIPDilemma, incident.RollingUpdateLocal},
 		Triggers: []incident.Trigger{incident.PodTermination},
 		Cases:    matrix(clusterPolicy, localPolicy),
+		// The nodes of the Pods removed get none back.
+		Fate: recipe.Leaves,
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them; with Local, the nodes left " +
 			"without an endpoint keep getting the LB's traffic until their health check fails (the window between " +
 			"'endpoint removed' and 'LB marked the node unhealthy')",
 		Limits: []Limit{
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
+			{On: checksThroughNodePort, Policy: localPolicy, Reason: lastEndpointSeenAtExit},
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 		},
 		Body: runScaleDown,
-		Cost: func(tm Timing, k Costs, c Cell) time.Duration {
-			t := timesOf(c)
+		Cost: func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {
 			return t.accepting + k.Terminate + t.leaves(tm, t.accepting+k.Terminate, 0)
 		},
 	}

@@ -32,7 +32,7 @@ func unreadyKeepalive() Scenario {
 		// may hold none of another's, which would then measure nothing.
 		OwnPods: "the Pod turned unready is the witness's own busiest, which must carry its keep-alive connections",
 		Body:    runUnreadyKeepalive,
-		Cost: func(tm Timing, k Costs, _ Cell) time.Duration {
+		Cost: func(tm Timing, k Costs, _ Cell, _ cellTimes) time.Duration {
 			return k.Terminate + tm.Observe
 		},
 	}

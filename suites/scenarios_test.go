@@ -15,6 +15,7 @@ import (
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
+	"zerodrop/harness/recipe"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
 	"zerodrop/internal/kubeversion"
@@ -631,6 +632,33 @@ func TestSourceIPBehindAProxy(t *testing.T) {
 		}
 		if c.Role != want || (want == zdv1.RoleDocumentation) != (c.PlatformLimit == proxyReplacesSource.Text) {
 			t.Errorf("%s: role %s, limit %.60q; want %s", c.Name(), c.Role, c.PlatformLimit, want)
+		}
+	}
+}
+
+// gclb's check goes through the NodePort and sees a node's last endpoint
+// only when it stops serving: the hardened Local cells of the disruptions
+// whose nodes never get the workload back document that limit, opened by
+// the Pod's exit; a rollout's, whose nodes get new Pods, still asserts,
+// and so does every cell of an LB that checks the healthCheckNodePort.
+func TestNodeLeavingBehindATrafficCheck(t *testing.T) {
+	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gclb", "gke-l4"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []Scenario{drainNode(), scaleDown(), drainPoolWithPDB(), rollingUpdate()} {
+		for _, c := range sc.Cells(ms) {
+			if c.Profile != fixtures.Hardened {
+				continue
+			}
+			limited := sc.Fate == recipe.Leaves && c.Model.Name == "gclb" && c.Policy == localPolicy
+			has := strings.Contains(c.PlatformLimit, lastEndpointSeenAtExit.Text)
+			if has != limited || (limited && c.Role != zdv1.RoleDocumentation) {
+				t.Errorf("%s: role %s, limit %.60q; want the limit %v", sc.CellName(c), c.Role, c.PlatformLimit, limited)
+			}
+			if limited && !slices.Contains(c.LimitOpens, zdv1.EventEndpointRemoved) {
+				t.Errorf("%s: limit opened by %v, want the endpoint's removal among them", sc.CellName(c), c.LimitOpens)
+			}
 		}
 	}
 }

@@ -272,11 +272,13 @@ func printProfiles(c *cli, format doctor.Format) int {
 
 // printRecipes prints harness/recipe's hardened timing for every profile
 // and both policies: what the doctor's fixes and the bundled hardened
-// workload apply.
+// workload apply, and where it differs, what the bundled workload gets in
+// a disruption whose nodes never get it back (fate "leaves").
 func printRecipes(c *cli, format doctor.Format) int {
 	type row struct {
 		Profile       string `json:"profile"`
 		Policy        string `json:"policy"`
+		Fate          string `json:"fate"`
 		Mechanism     string `json:"mechanism"`
 		PreStop       string `json:"preStop"`
 		UnreadyOnTerm bool   `json:"unreadyOnTerm"`
@@ -290,19 +292,24 @@ func printRecipes(c *cli, format doctor.Format) int {
 	for _, p := range doctor.Profiles() {
 		lb := p.RecipeLB()
 		for _, policy := range []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
-			r := recipe.Hardened(lb, policy)
-			rows = append(rows, row{Profile: p.Name, Policy: string(policy), Mechanism: string(r.Mechanism), PreStop: r.PreStop.String(),
-				UnreadyOnTerm: r.UnreadyOnTerm, ShutdownDelay: r.ShutdownDelay.String(), Grace: r.Grace.String(),
-				Readiness: fmt.Sprintf("%v x %d", r.ReadinessPeriod, r.ReadinessFailureThreshold), MinReady: r.MinReady.String(), Why: r.Why})
+			for _, fate := range []recipe.Fate{recipe.Replaced, recipe.Leaves} {
+				r := recipe.For(lb, policy, fate)
+				if fate != recipe.Replaced && r == recipe.Hardened(lb, policy) {
+					continue
+				}
+				rows = append(rows, row{Profile: p.Name, Policy: string(policy), Fate: fate.String(), Mechanism: string(r.Mechanism), PreStop: r.PreStop.String(),
+					UnreadyOnTerm: r.UnreadyOnTerm, ShutdownDelay: r.ShutdownDelay.String(), Grace: r.Grace.String(),
+					Readiness: fmt.Sprintf("%v x %d", r.ReadinessPeriod, r.ReadinessFailureThreshold), MinReady: r.MinReady.String(), Why: r.Why})
+			}
 		}
 	}
 	if format != doctor.FormatText {
 		return printJSON(c, rows)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tPOLICY\tMECHANISM\tPRESTOP\tUNREADY ON TERM\tSHUTDOWN DELAY\tGRACE\tREADINESS\tMIN READY")
+	fmt.Fprintln(tw, "PROFILE\tPOLICY\tFATE\tMECHANISM\tPRESTOP\tUNREADY ON TERM\tSHUTDOWN DELAY\tGRACE\tREADINESS\tMIN READY")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", r.Profile, r.Policy, r.Mechanism, r.PreStop, r.UnreadyOnTerm,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", r.Profile, r.Policy, r.Fate, r.Mechanism, r.PreStop, r.UnreadyOnTerm,
 			r.ShutdownDelay, r.Grace, r.Readiness, r.MinReady)
 	}
 	if err := tw.Flush(); err != nil {

@@ -64,7 +64,8 @@ func (p LBProfile) RemovalLag() time.Duration {
 // RecipeLB is what harness/recipe needs of the profile: its lags as the
 // doctor judges them (a Service's annotations may have changed them).
 func (p LBProfile) RecipeLB() recipe.LB {
-	return recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing}
+	return recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing,
+		ChecksThroughNodePort: recipe.FromProfile(p.Profile).ChecksThroughNodePort}
 }
 
 // AdditionLag is interval x healthy threshold.

@@ -4,7 +4,7 @@
 // doctor --fix, zerodrop test --prove-fix) both read, so they cannot
 // disagree about the same fact.
 //
-// Three mechanisms stop new connections from reaching a Pod that is
+// Four mechanisms stop new connections from reaching a Pod that is
 // terminating, and each asks for its own numbers:
 //
 //   - EndpointRemoval (externalTrafficPolicy Cluster, any LB): the LB keeps
@@ -23,6 +23,18 @@
 //     unhealthyThreshold; the Pod must keep serving that long plus the
 //     margin (the rolling-update-local incident's "delay ... until the load
 //     balancer health check has failed").
+//   - TrafficCheck (Local behind an LB whose check goes through the
+//     Service's NodePort, an L7 LB's instance-group check: ingress-gce
+//     builds it from the serving port and path whatever the traffic
+//     policy, kubernetes/ingress-gce pkg/healthchecks): kube-proxy gives
+//     the check, like the traffic, to the node's terminating endpoint while
+//     it serves (kubernetes v1.37.2 pkg/proxy/topology.go
+//     CategorizeEndpoints), so the node's check fails only when the Pod
+//     stops serving, and the LB keeps sending for interval x
+//     unhealthyThreshold after that. The preStop keeps the node's check
+//     passing until a rollout has put a new Pod there (Replaced); when the
+//     node loses the workload for good (Leaves) no hook covers the lag, and
+//     the recipe keeps kube-proxy's margin only.
 //   - ServingCondition (Local behind an LB that follows the EndpointSlices'
 //     serving condition, MetalLB L2): the node keeps the address while one
 //     of its endpoints serves (metallb v0.15.2 internal/k8s/epslices
@@ -55,10 +67,35 @@ const (
 	// HealthCheck: the LB's check of the node's healthCheckNodePort fails
 	// and the LB moves after its lag (Local, health-checked LB).
 	HealthCheck Mechanism = "lb-health-check"
+	// TrafficCheck: the LB's check goes through the Service's NodePort,
+	// reaches the terminating endpoint while it serves, and fails only when
+	// the Pod stops serving (Local, gclb).
+	TrafficCheck Mechanism = "lb-traffic-check"
 	// ServingCondition: the LB follows the EndpointSlices' serving
 	// condition (Local, MetalLB L2).
 	ServingCondition Mechanism = "serving-condition"
 )
+
+// Fate is what a disruption does to the node of a terminating Pod, as far
+// as the workload is concerned. It matters only where the LB cannot see a
+// node's last endpoint terminate (TrafficCheck).
+type Fate int
+
+const (
+	// Replaced: the disruption brings the workload back to the node (a
+	// rollout's new Pods land on every node while the old ones terminate).
+	Replaced Fate = iota
+	// Leaves: the node loses the workload for good while the LB still
+	// counts it (a drain, a scale-down, a drained pool).
+	Leaves
+)
+
+func (f Fate) String() string {
+	if f == Leaves {
+		return "leaves"
+	}
+	return "replaced"
+}
 
 // Fixed parts of every hardened recipe.
 const (
@@ -106,11 +143,17 @@ type LB struct {
 	// serving (interval x healthyThreshold).
 	AdditionLag    time.Duration
 	FollowsServing bool
+	// ChecksThroughNodePort: with Local the LB's check asks the Service's
+	// NodePort (an L7 LB's instance-group check), so it passes while
+	// kube-proxy still gives the node's connections to a terminating
+	// endpoint that serves.
+	ChecksThroughNodePort bool
 }
 
 // FromProfile is the LB of a profile of clusters/lb/profiles.
 func FromProfile(p profiles.Profile) LB {
-	return LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing()}
+	return LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing(),
+		ChecksThroughNodePort: p.HealthCheckFor(corev1.ServiceExternalTrafficPolicyLocal).Target == profiles.TargetNodePort}
 }
 
 // Recipe is the hardened timing of a workload behind one LB with one
@@ -142,8 +185,16 @@ type Recipe struct {
 }
 
 // Hardened is the recipe for a workload behind lb with the given traffic
-// policy ("" is Cluster, the API default).
+// policy ("" is Cluster, the API default) that a disruption may replace on
+// its node (For with Replaced): what a workload's own manifest holds for
+// every disruption, and what the doctor's fixes write.
 func Hardened(lb LB, policy corev1.ServiceExternalTrafficPolicy) Recipe {
+	return For(lb, policy, Replaced)
+}
+
+// For is the recipe for a workload behind lb with the given traffic policy
+// in a disruption that does fate to a terminating Pod's node.
+func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 	r := Recipe{Drain: Drain}
 	switch {
 	case policy != corev1.ServiceExternalTrafficPolicyLocal:
@@ -170,6 +221,26 @@ func Hardened(lb LB, policy corev1.ServiceExternalTrafficPolicy) Recipe {
 			"condition (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe): the node keeps the address while "+
 			"the terminating endpoint serves, so the app fails readiness on its signal and keeps accepting for "+
 			"the probe's %s x %d, the LB's %s and the margin", lb.Name, ServingProbePeriod, ServingProbeFailureThreshold, lb.RemovalLag)
+	case lb.ChecksThroughNodePort:
+		r.Mechanism = TrafficCheck
+		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
+		r.MinReady = ceilSecond(max(lb.AdditionLag, MinReadyFloor))
+		check := fmt.Sprintf("externalTrafficPolicy Local behind %s, whose check goes through the Service's NodePort "+
+			"(ingress-gce builds an instance-group check from the serving port and path whatever the traffic policy, "+
+			"kubernetes/ingress-gce pkg/healthchecks): kube-proxy gives it, like the traffic, to the node's terminating "+
+			"endpoint while that serves (KEP-1669; kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints), so "+
+			"the node's check fails only when the Pod stops serving, and the LB keeps sending for its %s after that", lb.Name, lb.RemovalLag)
+		if fate == Leaves {
+			r.PreStop = KubeProxyMargin
+			r.Why = check + "; when the node loses the workload for good (a drain, a scale-down, a drained pool) no " +
+				"hook covers that lag, only a check that fails before the app stops serving (on GKE a BackendConfig " +
+				"healthCheck.requestPath the app fails at its signal while its readiness holds, or container-native " +
+				"load balancing), so the hook is kube-proxy's margin and the LB's lag is a platform limit here"
+			break
+		}
+		r.PreStop = ceilSecond(lb.RemovalLag + KubeProxyMargin)
+		r.Why = check + fmt.Sprintf("; the preStop keeps the node's check passing until a rollout has put a new Pod "+
+			"on it, and a rollout waits the LB's addition lag %s before it moves on", lb.AdditionLag)
 	default:
 		r.Mechanism = HealthCheck
 		r.PreStop = ceilSecond(lb.RemovalLag + KubeProxyMargin)

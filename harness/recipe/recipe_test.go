@@ -11,34 +11,48 @@ import (
 
 func TestHardened(t *testing.T) {
 	local, cluster := corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster
-	gclb := LB{Name: "gclb", RemovalLag: 600 * time.Second, AdditionLag: 60 * time.Second}
+	gclb := LB{Name: "gclb", RemovalLag: 600 * time.Second, AdditionLag: 60 * time.Second, ChecksThroughNodePort: true}
+	gke := LB{Name: "gke-l4", RemovalLag: 6 * time.Second, AdditionLag: 3 * time.Second}
 	metallb := LB{Name: "metallb", RemovalLag: time.Second, AdditionLag: time.Second, FollowsServing: true}
 	fractional := LB{Name: "x", RemovalLag: 2500 * time.Millisecond, AdditionLag: 1500 * time.Millisecond}
 	tests := []struct {
 		name   string
 		lb     LB
 		policy corev1.ServiceExternalTrafficPolicy
+		fate   Fate
 		want   Recipe
 	}{
 		// The case that cost the matrix most: Cluster needs kube-proxy's
 		// margin only, whatever the LB's lag.
-		{"gclb Cluster", gclb, cluster, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
+		{"gclb Cluster", gclb, cluster, Replaced, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
 			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
-		{"gclb, the API default policy is Cluster", gclb, "", Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
+		{"gclb, the API default policy is Cluster", gclb, "", Leaves, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
 			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
-		{"gclb Local", gclb, local, Recipe{Mechanism: HealthCheck, PreStop: 605 * time.Second, Drain: Drain,
+		// gclb's check reaches the terminating endpoint: a long preStop
+		// keeps the node until a rollout brings a Pod back to it, and buys
+		// nothing when the node loses the workload for good.
+		{"gclb Local, rollout", gclb, local, Replaced, Recipe{Mechanism: TrafficCheck, PreStop: 605 * time.Second, Drain: Drain,
 			Grace: 620 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 60 * time.Second}},
-		{"metallb Local", metallb, local, Recipe{Mechanism: ServingCondition, PreStop: 6 * time.Second, UnreadyOnTerm: true,
+		{"gclb Local, node leaves", gclb, local, Leaves, Recipe{Mechanism: TrafficCheck, PreStop: 5 * time.Second, Drain: Drain,
+			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 60 * time.Second}},
+		// A check of the healthCheckNodePort fails as the Pod starts
+		// terminating: the same recipe whatever becomes of the node.
+		{"gke-l4 Local, node leaves", gke, local, Leaves, Recipe{Mechanism: HealthCheck, PreStop: 11 * time.Second, Drain: Drain,
+			Grace: 26 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+		{"metallb Local", metallb, local, Leaves, Recipe{Mechanism: ServingCondition, PreStop: 6 * time.Second, UnreadyOnTerm: true,
 			ShutdownDelay: 9 * time.Second, Drain: Drain, Grace: 30 * time.Second, ReadinessPeriod: time.Second,
 			ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
-		{"metallb Cluster", metallb, cluster, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
+		{"metallb Cluster", metallb, cluster, Replaced, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
 			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
-		{"fractional lags round up", fractional, local, Recipe{Mechanism: HealthCheck, PreStop: 8 * time.Second, Drain: Drain,
+		{"fractional lags round up", fractional, local, Replaced, Recipe{Mechanism: HealthCheck, PreStop: 8 * time.Second, Drain: Drain,
 			Grace: 23 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Hardened(tc.lb, tc.policy)
+			got := For(tc.lb, tc.policy, tc.fate)
+			if tc.fate == Replaced && got != Hardened(tc.lb, tc.policy) {
+				t.Error("Hardened is not For with Replaced")
+			}
 			if got.Why == "" {
 				t.Error("no Why")
 			}
@@ -51,7 +65,9 @@ func TestHardened(t *testing.T) {
 }
 
 // TestEveryStockProfile: every recipe lets the app accept for at least what
-// its mechanism needs and keeps the kubelet's kill after the drain.
+// its mechanism needs (with Local the LB's lag, except where the LB sees
+// the node's last endpoint only at its exit and the node never gets the
+// workload back) and keeps the kubelet's kill after the drain.
 func TestEveryStockProfile(t *testing.T) {
 	stock, err := profiles.Stock()
 	if err != nil {
@@ -60,14 +76,17 @@ func TestEveryStockProfile(t *testing.T) {
 	for _, name := range stock.Names() {
 		lb := FromProfile(stock[name])
 		for _, policy := range []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
+			for _, fate := range []Fate{Replaced, Leaves} {
+				r := For(lb, policy, fate)
+				need := KubeProxyMargin
+				if policy == corev1.ServiceExternalTrafficPolicyLocal && (fate == Replaced || !lb.ChecksThroughNodePort) {
+					need += lb.RemovalLag
+				}
+				if r.Accepting() < need {
+					t.Errorf("%s %s %s: accepts for %v, needs %v", name, policy, fate, r.Accepting(), need)
+				}
+			}
 			r := Hardened(lb, policy)
-			need := KubeProxyMargin
-			if policy == corev1.ServiceExternalTrafficPolicyLocal {
-				need += lb.RemovalLag
-			}
-			if r.Accepting() < need {
-				t.Errorf("%s %s: accepts for %v, needs %v", name, policy, r.Accepting(), need)
-			}
 			if r.Grace < r.Accepting()+r.Drain+GraceSlack {
 				t.Errorf("%s %s: grace %v < accepting %v + drain %v + slack", name, policy, r.Grace, r.Accepting(), r.Drain)
 			}
