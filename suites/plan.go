@@ -82,6 +82,8 @@ type cellTimes struct {
 	lagFromExit bool
 }
 
+// timesOf is c's times in a disruption that does fate to a terminating
+// Pod's node (its scenario's Fate): the hardened Pods' recipe follows it.
 func timesOf(c Cell, fate recipe.Fate) cellTimes {
 	t := cellTimes{replicas: 3, addition: c.Model.Profile.HealthCheckFor(c.Policy).AdditionTime()}
 	if c.Policy == corev1.ServiceExternalTrafficPolicyLocal {

@@ -465,13 +465,19 @@ var lastEndpointSeenAtExit = Mechanism{Opens: []string{zdv1.EventPodUnready, zdv
 	"terminating endpoint while it serves (KEP-1669; kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints), so " +
 	"the node's check starts failing only when the Pod stops serving, and the LB keeps sending the node new connections " +
 	"for its 10 minutes after that, which kube-proxy drops (no local endpoint). A preStop only moves the moment; when the " +
-	"node never gets the workload back (a drain, a scale-down) no Deployment or PDB setting covers the lag. What would is " +
+	"node never gets the workload back (a drain, a scale-down) no Deployment or PDB setting covers the lag, and when the " +
+	"node is deleted with its pool the hook can hold it only until the pool's drain, which waits for the Pod's exit: the " +
+	"node serves nothing from that exit until the LB drops the deleted node. What would cover either is " +
 	"a check that fails before the app stops serving, on a path the app fails at its signal while its readiness holds " +
 	"(GKE: a BackendConfig's healthCheck.requestPath), or container-native load balancing; this suite's cloud LB reads " +
 	"no BackendConfig, so that fix is not measured here. Measured on this suite's kind cluster, 2026-11-26 (zerodrop " +
 	"75eb128, gclb's drain-node alone, the hardened Pod's preStop 605 s): drain-node/gclb/local/hardened 10,099 of " +
-	"60,804 dropped in one window from the Pod's exit to 10 minutes later. Its windows open when the Pod stops " +
-	"serving (pod-unready, endpoint-removed): 79 and 92 ms after the window's first request in that run."}
+	"60,804 dropped in one window from the Pod's exit to 10 minutes later; on 2026-11-26 (zerodrop f338a84, gclb's " +
+	"node-level scenarios alone, the hook kube-proxy's margin where the node gets no Pod back) drain-node 10,775 of " +
+	"33,162, scale-down 20,008 of 30,526 (two nodes), drain-pool-with-pdb 21,529 of 32,771, and nodepool-replacement, " +
+	"whose 605 s hook held pool-b's node until the pool's removal, 163 of 38,075 in the 6.5 s from the last old Pod's " +
+	"exit to the LB's removal of the deleted node. Its windows open when the Pod stops serving (pod-unready, " +
+	"endpoint-removed): 79 and 92 ms after the window's first request in the first run, 106 and 111 ms in the last."}
 
 // singlePool picks the LB models whose backend is one node pool.
 func singlePool(m Model) bool { return m.Profile.Eligibility.DefaultPool != "" }

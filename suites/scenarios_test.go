@@ -15,7 +15,6 @@ import (
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/incident"
-	"zerodrop/harness/recipe"
 	"zerodrop/harness/runfile"
 	"zerodrop/harness/scenario"
 	"zerodrop/internal/kubeversion"
@@ -638,20 +637,21 @@ func TestSourceIPBehindAProxy(t *testing.T) {
 
 // gclb's check goes through the NodePort and sees a node's last endpoint
 // only when it stops serving: the hardened Local cells of the disruptions
-// whose nodes never get the workload back document that limit, opened by
-// the Pod's exit; a rollout's, whose nodes get new Pods, still asserts,
-// and so does every cell of an LB that checks the healthCheckNodePort.
+// whose nodes never get the workload back, or lose it before they are
+// deleted, document that limit, opened by the Pod's exit; a rollout's,
+// whose nodes get new Pods, still asserts, and so does every cell of an LB
+// that checks the healthCheckNodePort.
 func TestNodeLeavingBehindATrafficCheck(t *testing.T) {
 	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gclb", "gke-l4"}}.Models()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range []Scenario{drainNode(), scaleDown(), drainPoolWithPDB(), rollingUpdate()} {
+	for _, sc := range []Scenario{drainNode(), scaleDown(), drainPoolWithPDB(), nodepoolReplacement(), rollingUpdate()} {
 		for _, c := range sc.Cells(ms) {
 			if c.Profile != fixtures.Hardened {
 				continue
 			}
-			limited := sc.Fate == recipe.Leaves && c.Model.Name == "gclb" && c.Policy == localPolicy
+			limited := sc.Name != "rolling-update" && c.Model.Name == "gclb" && c.Policy == localPolicy
 			has := strings.Contains(c.PlatformLimit, lastEndpointSeenAtExit.Text)
 			if has != limited || (limited && c.Role != zdv1.RoleDocumentation) {
 				t.Errorf("%s: role %s, limit %.60q; want the limit %v", sc.CellName(c), c.Role, c.PlatformLimit, limited)
