@@ -301,3 +301,74 @@ func TestFixSpreadCountsTainted(t *testing.T) {
 		}
 	}
 }
+
+// A Pod is ready only while all its containers are: a sibling whose
+// readiness gates the Pod gets the serving container's preStop sleep, so
+// it does not stop first and take the endpoint out of serving while the
+// LB still sends (NGINX Gateway Fabric: its controller beside nginx). A
+// sibling without a probe, or with a long enough or non-sleep hook, is
+// left alone.
+func TestFixHoldsTheContainersThatGateReadiness(t *testing.T) {
+	const in = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gw}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: gw}}
+  template:
+    metadata: {labels: {app: gw}}
+    spec:
+      containers:
+      - name: controller
+        image: x
+        readinessProbe: {httpGet: {path: /readyz, port: 8081}}
+      - name: nginx
+        image: y
+        ports: [{containerPort: 80}]
+      - name: sidecar
+        image: z
+      - name: agent
+        image: w
+        readinessProbe: {httpGet: {path: /ready, port: 9000}}
+        lifecycle: {preStop: {exec: {command: [agent, drain]}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: gw}
+spec: {type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: gw}, ports: [{port: 80}]}
+`
+	m, err := Read("in.yaml", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, _ := LookupProfile("gke-l4")
+	fixed, applied := Fix(m, WithLBProfile(prof))
+	want := map[string]string{
+		"controller": `{"sleep":{"seconds":11}}`,
+		"nginx":      `{"sleep":{"seconds":11}}`,
+		"sidecar":    `null`,
+		"agent":      `{"exec":{"command":["agent","drain"]}}`,
+	}
+	for _, o := range fixed.Objects {
+		d, ok := o.Obj.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			var hook *corev1.LifecycleHandler
+			if c.Lifecycle != nil {
+				hook = c.Lifecycle.PreStop
+			}
+			if got := show(hook); got != want[c.Name] {
+				t.Errorf("container %s: preStop %s, want %s", c.Name, got, want[c.Name])
+			}
+		}
+	}
+	said := false
+	for _, a := range applied {
+		said = said || strings.Contains(a.Change, "container controller (its readiness gates the Pod's)")
+	}
+	if !said {
+		t.Errorf("the fix does not say it held the controller: %+v", applied)
+	}
+}
