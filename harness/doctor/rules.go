@@ -812,9 +812,23 @@ func evictsAll(t *target) bool {
 	return true
 }
 
+// checkNoReadiness: a serving container without a probe of its own. A Pod
+// is ready only while all its containers are (kubernetes v1.37.2
+// pkg/kubelet/status/generate.go, GenerateContainersReadyCondition), so a
+// sibling's probe takes the endpoint out of rotation when the sibling
+// cannot serve, but it cannot tell whether this container listens: a risk
+// at start, no longer a certain drop (NGINX Gateway Fabric 1.6.2's nginx
+// beside its controller: 0 dropped in a rollout and a drain, 2026-11-26).
 func checkNoReadiness(t *target) []result {
 	if t.c.ReadinessProbe != nil {
 		return nil
+	}
+	for i, c := range t.wl.template.Spec.Containers {
+		if i != t.ci && c.ReadinessProbe != nil {
+			return []result{{sev: Warning, line: t.line(t.cpath()),
+				msg: fmt.Sprintf("container %q has no readinessProbe: the Pod's readiness is container %q's, which takes the "+
+					"endpoint out when that container cannot serve but not when %q does not listen yet or any more", t.c.Name, c.Name, t.c.Name)}}
+		}
 	}
 	return []result{{sev: Error, line: t.line(t.cpath()),
 		msg: fmt.Sprintf("container %q has no readinessProbe: it is an endpoint before it listens and while it cannot serve", t.c.Name)}}

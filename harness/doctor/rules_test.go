@@ -827,3 +827,41 @@ spec:
 		t.Errorf("with a real image: ZD030 = %v, ZD092 = %v; want error and none", got["ZD030"], got["ZD092"])
 	}
 }
+
+// TestReadinessGatedBySibling: a serving container without a probe of its
+// own, beside one whose probe gates the Pod's readiness (a Pod is ready
+// only while all its containers are), is a risk, not a certain drop.
+func TestReadinessGatedBySibling(t *testing.T) {
+	doc := `apiVersion: v1
+kind: Service
+metadata: {name: gw}
+spec:
+  type: LoadBalancer
+  selector: {app: gw}
+  ports: [{port: 80, targetPort: 80}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gw}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: gw}}
+  template:
+    metadata: {labels: {app: gw}}
+    spec:
+      containers:
+      - name: controller
+        image: ctl:1
+        readinessProbe: {httpGet: {path: /readyz, port: 8081}}
+      - name: nginx
+        image: nginx:1
+        ports: [{containerPort: 80}]
+`
+	if got := bySeverity(checkYAML(t, []byte(doc)))["ZD030"]; got != Warning {
+		t.Errorf("ZD030 = %v with the controller's probe gating the Pod, want a warning", got)
+	}
+	alone := strings.Replace(doc, "        readinessProbe: {httpGet: {path: /readyz, port: 8081}}\n", "", 1)
+	if got := bySeverity(checkYAML(t, []byte(alone)))["ZD030"]; got != Error {
+		t.Errorf("ZD030 = %v with no probe in the Pod, want an error", got)
+	}
+}
