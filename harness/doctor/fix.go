@@ -227,77 +227,71 @@ func (t *target) recipe(policy corev1.ServiceExternalTrafficPolicy) recipe.Recip
 // then gets its signal after it). Any other hook does more than wait (kong
 // quit, a script): the fix is left to a person.
 func setPreStop(t *target, d time.Duration) string {
-	what := setServingPreStop(t, d)
-	if held := holdReadinessGates(t, d); held != "" {
-		if what != "" {
-			what += "; "
-		}
-		what += held
+	var changed []string
+	if w := setServingPreStop(t, d); w != "" {
+		changed = append(changed, w)
 	}
-	return what
+	changed = append(changed, holdReadinessGates(t, d)...)
+	if len(changed) == 0 {
+		return ""
+	}
+	if g := ensureGrace(t, d); g != "" {
+		changed = append(changed, g)
+	}
+	return strings.Join(changed, "; ")
 }
 
 // holdReadinessGates gives every other container of the Pod that has a
 // readiness probe the same preStop sleep, so none takes its signal before
-// the serving container does. A Pod is ready only while all its containers
-// are (kubernetes v1.37.2 pkg/kubelet/status/generate.go,
-// GenerateContainersReadyCondition), so a sibling that stops at once
-// (NGINX Gateway Fabric's controller beside its nginx) turns the whole
-// endpoint not serving while the LB still sends the node new connections:
-// measured on 2026-11-26 with NGINX Gateway Fabric 1.6.2's default install
-// behind gke-l4, the fixed rollout and drain still dropped 3 and 25, each
-// window opening 27 and 80 ms after the endpoint stopped serving. A sibling
-// whose hook does more than sleep is left to a person.
-func holdReadinessGates(t *target, d time.Duration) string {
+// the serving container does, and says what it changed. A Pod is ready
+// only while all its containers are (readinessGates), so a sibling that
+// stops at once (NGINX Gateway Fabric's controller beside its nginx) turns
+// the whole endpoint not serving while the LB still sends the node new
+// connections: measured on 2026-11-26 with NGINX Gateway Fabric 1.6.2's
+// default install behind gke-l4, the fixed rollout and drain still dropped
+// 3 and 25, each window opening 27 and 80 ms after the endpoint stopped
+// serving. A sibling whose hook does more than sleep is left to a person.
+func holdReadinessGates(t *target, d time.Duration) []string {
 	if !t.release().HasSleepAction() {
-		return ""
+		return nil
 	}
-	secs := ceilSeconds(d)
 	var held []string
-	cs := t.wl.template.Spec.Containers
-	for i := range cs {
-		c := &cs[i]
-		if i == t.ci || c.ReadinessProbe == nil {
-			continue
-		}
+	for _, c := range readinessGates(t) {
 		if ps := containerPreStop(c); ps.kind != "none" && (ps.kind != "sleep" || ps.duration >= d) {
 			continue
 		}
-		if c.Lifecycle == nil {
-			c.Lifecycle = &corev1.Lifecycle{}
-		}
-		c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
+		secs := setSleep(c, d)
 		held = append(held, fmt.Sprintf("container %s (its readiness gates the Pod's): lifecycle.preStop.sleep.seconds: %d", c.Name, secs))
 	}
-	if len(held) == 0 {
-		return ""
-	}
-	what := strings.Join(held, "; ")
-	if g := ensureGrace(t, d); g != "" {
-		what += "; " + g
-	}
-	return what
+	return held
 }
 
-// setServingPreStop is setPreStop for the serving container alone.
+// setSleep makes c's preStop the kubelet's sleep action for d, in whole
+// seconds, and returns them.
+func setSleep(c *corev1.Container, d time.Duration) int64 {
+	secs := ceilSeconds(d)
+	if c.Lifecycle == nil {
+		c.Lifecycle = &corev1.Lifecycle{}
+	}
+	c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
+	return secs
+}
+
+// setServingPreStop is setPreStop for the serving container alone; the
+// grace period is setPreStop's.
 func setServingPreStop(t *target, d time.Duration) string {
 	ps := containerPreStop(t.c)
 	if ps.known && ps.duration >= d && !ps.signalsApp {
 		return ""
 	}
-	secs := ceilSeconds(d)
-	var what string
 	switch {
 	case ps.kind == "none" || ps.kind == "sleep" || ps.signalsApp:
 		if !t.release().HasSleepAction() {
 			return "" // the release has no sleep action to write
 		}
-		if t.c.Lifecycle == nil {
-			t.c.Lifecycle = &corev1.Lifecycle{}
-		}
-		t.c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: secs}}
-		what = fmt.Sprintf("container %s: lifecycle.preStop.sleep.seconds: %d", t.c.Name, secs)
+		return fmt.Sprintf("container %s: lifecycle.preStop.sleep.seconds: %d", t.c.Name, setSleep(t.c, d))
 	case ps.kind == "exec" && ps.known:
+		secs := ceilSeconds(d)
 		cmd := t.c.Lifecycle.PreStop.Exec.Command
 		done := false
 		for i, arg := range cmd {
@@ -309,14 +303,9 @@ func setServingPreStop(t *target, d time.Duration) string {
 		if !done {
 			return ""
 		}
-		what = fmt.Sprintf("container %s: lifecycle.preStop.exec sleeps %d s (%q)", t.c.Name, secs, strings.Join(cmd, " "))
-	default:
-		return ""
+		return fmt.Sprintf("container %s: lifecycle.preStop.exec sleeps %d s (%q)", t.c.Name, secs, strings.Join(cmd, " "))
 	}
-	if g := ensureGrace(t, d); g != "" {
-		what += "; " + g
-	}
-	return what
+	return ""
 }
 
 // graceSlack is what a grace period keeps above the preStop hook for the

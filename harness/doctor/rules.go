@@ -812,23 +812,35 @@ func evictsAll(t *target) bool {
 	return true
 }
 
-// checkNoReadiness: a serving container without a probe of its own. A Pod
-// is ready only while all its containers are (kubernetes v1.37.2
-// pkg/kubelet/status/generate.go, GenerateContainersReadyCondition), so a
-// sibling's probe takes the endpoint out of rotation when the sibling
-// cannot serve, but it cannot tell whether this container listens: a risk
-// at start, no longer a certain drop (NGINX Gateway Fabric 1.6.2's nginx
-// beside its controller: 0 dropped in a rollout and a drain, 2026-11-26).
+// readinessGates are the Pod's containers besides the serving one whose
+// readiness probe gates the Pod's: a Pod is ready only while all its
+// containers are (kubernetes v1.37.2 pkg/kubelet/status/generate.go,
+// GenerateContainersReadyCondition).
+func readinessGates(t *target) []*corev1.Container {
+	var out []*corev1.Container
+	cs := t.wl.template.Spec.Containers
+	for i := range cs {
+		if i != t.ci && cs[i].ReadinessProbe != nil {
+			out = append(out, &cs[i])
+		}
+	}
+	return out
+}
+
+// checkNoReadiness: a serving container without a probe of its own. A
+// sibling's probe (readinessGates) takes the endpoint out of rotation when
+// the sibling cannot serve, but it cannot tell whether this container
+// listens: a risk at start, no longer a certain drop (NGINX Gateway Fabric
+// 1.6.2's nginx beside its controller: 0 dropped in a rollout and a drain,
+// 2026-11-26).
 func checkNoReadiness(t *target) []result {
 	if t.c.ReadinessProbe != nil {
 		return nil
 	}
-	for i, c := range t.wl.template.Spec.Containers {
-		if i != t.ci && c.ReadinessProbe != nil {
-			return []result{{sev: Warning, line: t.line(t.cpath()),
-				msg: fmt.Sprintf("container %q has no readinessProbe: the Pod's readiness is container %q's, which takes the "+
-					"endpoint out when that container cannot serve but not when %q does not listen yet or any more", t.c.Name, c.Name, t.c.Name)}}
-		}
+	if gates := readinessGates(t); len(gates) > 0 {
+		return []result{{sev: Warning, line: t.line(t.cpath()),
+			msg: fmt.Sprintf("container %q has no readinessProbe: the Pod's readiness is container %q's, which takes the "+
+				"endpoint out when that container cannot serve but not when %q does not listen yet or any more", t.c.Name, gates[0].Name, t.c.Name)}}
 	}
 	return []result{{sev: Error, line: t.line(t.cpath()),
 		msg: fmt.Sprintf("container %q has no readinessProbe: it is an endpoint before it listens and while it cannot serve", t.c.Name)}}
