@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 	"zerodrop/harness/recipe"
 )
@@ -85,16 +84,14 @@ type cellTimes struct {
 // timesOf is c's times in a disruption that does fate to a terminating
 // Pod's node (its scenario's Fate): the hardened Pods' recipe follows it.
 func timesOf(c Cell, fate recipe.Fate) cellTimes {
+	lb := recipe.FromProfile(c.Model.Profile)
 	t := cellTimes{replicas: 3, addition: c.Model.Profile.HealthCheckFor(c.Policy).AdditionTime()}
 	if c.Policy == corev1.ServiceExternalTrafficPolicyLocal {
-		t.removal = c.Model.Profile.RemovalLag()
-		switch c.Model.Profile.HealthCheckFor(c.Policy).Target {
-		case profiles.TargetNodePort, profiles.TargetServing:
-			t.lagFromExit = true
-		}
+		t.removal = lb.RemovalLag
+		t.lagFromExit = lb.ChecksThroughNodePort || lb.FollowsServing
 	}
 	if c.Profile == fixtures.Hardened && c.StandIn == nil {
-		r := recipe.For(recipe.FromProfile(c.Model.Profile), c.Policy, fate)
+		r := recipe.For(lb, c.Policy, fate)
 		t.accepting, t.minReady = r.Accepting(), r.MinReady
 	}
 	return t
