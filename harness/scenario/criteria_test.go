@@ -25,8 +25,8 @@ func TestSetCriteriaRecordsTheCompleteCriteria(t *testing.T) {
 	if got.ForbiddenClientIP != "172.18.0.1" || got.MaxDropped == nil || *got.MaxDropped != 0 {
 		t.Errorf("recorded criteria %+v: want the header's maxDropped and the new forbidden IP", got)
 	}
-	r.finished = true
+	r.stop()
 	if err := r.SetCriteria("too late", func(*zdv1.Criteria) {}); err == nil {
-		t.Error("criteria set after Finish were accepted")
+		t.Error("criteria set after the load stopped were accepted")
 	}
 }

@@ -213,15 +213,20 @@ type Run struct {
 	// shared: the Pods and their namespace are shared with other witnesses
 	// (Spec.SharePods); Cleanup removes the Service only and the witnesses'
 	// Cleanup the namespace.
-	shared   bool
-	runCtx   context.Context
-	w        *runfile.Writer
-	sink     *deferredSink
-	load     *load.Load
-	running  *load.Running
-	cancel   context.CancelFunc
-	bg       sync.WaitGroup
+	shared  bool
+	runCtx  context.Context
+	w       *runfile.Writer
+	sink    *deferredSink
+	load    *load.Load
+	running *load.Running
+	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+	// stopped: the load and background work ended (stop); finished: the
+	// run file is closed too (close). cause is what broke the run, for its
+	// end line.
+	stopped  bool
 	finished bool
+	cause    error
 	log      *slog.Logger
 }
 
@@ -643,8 +648,8 @@ func (r *Run) ExpectPods(ctx context.Context) ([]corev1.Pod, error) {
 // event. The verdict reads the criteria from the run file alone, so
 // re-analysing it gives the suite's verdict. why says what changed.
 func (r *Run) SetCriteria(why string, change func(*zdv1.Criteria)) error {
-	if r.finished {
-		return fmt.Errorf("scenario %s: criteria set after the run finished: %s", r.Spec.Name, why)
+	if r.stopped {
+		return fmt.Errorf("scenario %s: criteria set after the run stopped: %s", r.Spec.Name, why)
 	}
 	change(&r.Spec.Criteria)
 	b, err := json.Marshal(r.Spec.Criteria)
@@ -667,23 +672,56 @@ func (r *Run) Finish(ctx context.Context) (zdv1.Scenario, error) {
 	return r.analyze(ctx)
 }
 
-// end stops the load and the background work and closes the run file: the
-// cheap half of Finish. Witnesses end each run at its own time and analyse
-// them all once every load has stopped, so one witness's analysis (tens of
-// thousands of results) does not starve the load generators of the others.
+// end stops the load and closes the run file: the cheap half of Finish.
 func (r *Run) end() error {
 	if r.finished {
 		return errors.New("scenario already finished")
 	}
-	r.finished = true
+	r.stop()
+	return r.close()
+}
+
+// stop stops the load and the background work (observer, LB event stream)
+// and takes no more events; the run file stays open. Witnesses stop each
+// run at its own time but close the run files only once every load has
+// stopped: closing one seals it, and sealing reads the whole file back
+// (harness/evidence Key.Seal), which while other loads still ran starved
+// their load generators on 2 cores — requests in flight when the first
+// loads of a batch ended waited 1-2 s or timed out (measured in 10- and
+// 30-minute controls, docs/still-ground.md). It is safe to call more than
+// once.
+func (r *Run) stop() {
+	if r.stopped {
+		return
+	}
+	r.stopped = true
 	sum, loadErr := r.stopBackground()
 	if r.running != nil {
 		r.step("load stopped", "results", sum.Results, "dropped", sum.Dropped, "rate", fmt.Sprintf("%.1f", sum.Rate()))
 	}
-	r.sink.close()
-	if loadErr != nil {
-		_ = r.w.CloseWithError(loadErr)
-	} else if err := r.w.Close(); err != nil {
+	if loadErr != nil && r.cause == nil {
+		r.cause = loadErr
+	}
+	if r.sink != nil {
+		r.sink.close()
+	}
+}
+
+// close closes (and seals) the run file of a stopped run, with the error
+// that broke it, if any.
+func (r *Run) close() error {
+	if r.finished {
+		return nil
+	}
+	r.finished = true
+	if r.w == nil {
+		return nil
+	}
+	if r.cause != nil {
+		_ = r.w.CloseWithError(r.cause)
+		return nil
+	}
+	if err := r.w.Close(); err != nil {
 		return fmt.Errorf("scenario %s: close run file: %w", r.Spec.Name, err)
 	}
 	return nil
@@ -719,11 +757,12 @@ func (r *Run) abort(ctx context.Context, cause error) {
 	r.Cleanup(ctx)
 }
 
-// halt ends the run's load and background work and closes its run file
-// with cause, keeping the evidence of what broke.
+// halt ends the run's load and background work; its run file is closed
+// with cause (keeping the evidence of what broke) by close, once the other
+// witnesses' loads have stopped too.
 func (r *Run) halt(cause error) {
-	_, _ = r.stopBackground()
-	r.closeRunFile(cause)
+	r.cause = cause
+	r.stop()
 }
 
 // closeRunFile closes the run file with cause; later events are dropped.
@@ -734,7 +773,7 @@ func (r *Run) closeRunFile(cause error) {
 	if r.w != nil {
 		_ = r.w.CloseWithError(cause)
 	}
-	r.finished = true
+	r.stopped, r.finished = true, true
 }
 
 // stopBackground stops the load and waits for the observer and the LB
@@ -756,8 +795,14 @@ func (r *Run) stopBackground() (sum load.Summary, err error) {
 // and the witnesses' Cleanup the namespace once every one has. It is safe
 // to call more than once and after a failed Begin.
 func (r *Run) Cleanup(ctx context.Context) {
-	if r.running != nil && !r.finished {
-		_, _ = r.running.Stop()
+	if !r.finished && (r.stopped || r.running != nil) {
+		// Cleaned up before Finish closed it: the run file ends with why,
+		// so it reads as a broken run, not a complete one.
+		if r.cause == nil {
+			r.cause = errors.New("the run was cleaned up before it finished")
+		}
+		r.stop()
+		_ = r.close()
 	}
 	if r.cancel != nil {
 		r.cancel()

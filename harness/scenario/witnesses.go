@@ -150,7 +150,7 @@ func (w *Witnesses) Run(i int) (*Run, error) {
 func (w *Witnesses) Live() []int {
 	var out []int
 	for i := range w.specs {
-		if w.errs[i] == nil && w.runs[i] != nil && !w.runs[i].finished {
+		if w.errs[i] == nil && w.runs[i] != nil && !w.runs[i].stopped {
 			out = append(out, i)
 		}
 	}
@@ -165,14 +165,15 @@ func (w *Witnesses) Kube() *kube.Client { return w.kube }
 // provider's steps, a note about a shared choice).
 func (w *Witnesses) Events() runfile.EventSink { return w.fan }
 
-// Fail sets witness i aside: its load stops and its run file is closed with
-// err, which becomes its result. The others go on.
+// Fail sets witness i aside: its load stops now, and its run file is closed
+// with err when the witnesses finish (Finish or Cleanup); err becomes its
+// result. The others go on.
 func (w *Witnesses) Fail(i int, err error) {
 	if w.errs[i] != nil {
 		return
 	}
 	w.errs[i] = err
-	if r := w.runs[i]; r != nil && !r.finished {
+	if r := w.runs[i]; r != nil && !r.stopped {
 		r.halt(err)
 	}
 }
@@ -254,12 +255,13 @@ func (w *Witnesses) Settle(ctx context.Context, d time.Duration) error {
 
 // Finish runs each live witness's settle (Run.AwaitLB for its own LB's lag,
 // say; nil settles nothing) with its load still running, and then stops its
-// load and closes its run file: the witnesses of a fast LB stop early and
-// leave the machine to the slow ones. The verdicts are analysed only once
-// every load has stopped: analysing one witness's run file while others
-// still sent load stalled their load generators by 80-200 ms (measured on 2
-// cores, which the load check then rightly called ERROR). It returns every
-// witness's result, in the order of the specs.
+// load: the witnesses of a fast LB stop early and leave the machine to the
+// slow ones. The run files are closed (and sealed) and the verdicts
+// analysed only once every load has stopped: both read a whole run file,
+// and doing so while other witnesses still sent load stalled their load
+// generators (analysis: 80-200 ms; the seals of the first loads to end: 1-2
+// s, requests timed out; measured on 2 cores). It returns every witness's
+// result, in the order of the specs.
 func (w *Witnesses) Finish(ctx context.Context, settle func(ctx context.Context, i int, r *Run) error) []Result {
 	out := make([]Result, len(w.specs))
 	var wg sync.WaitGroup
@@ -275,13 +277,27 @@ func (w *Witnesses) Finish(ctx context.Context, settle func(ctx context.Context,
 					return
 				}
 			}
-			if err := r.end(); err != nil {
+			r.stop()
+		}()
+	}
+	wg.Wait()
+	// Every load has stopped: closing, sealing and analysing now take
+	// nothing from a measurement. A witness set aside earlier is closed
+	// here too, with its error.
+	for i, r := range w.runs {
+		if r == nil || r.finished {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.stop()
+			if err := r.close(); err != nil {
 				out[i] = Result{Err: err}
 			}
 		}()
 	}
 	wg.Wait()
-	// Every load has stopped: analysing now measures nothing less.
 	for _, i := range live {
 		if w.errs[i] == nil && out[i].Err == nil {
 			sc, err := w.runs[i].analyze(ctx)

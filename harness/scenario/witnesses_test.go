@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,5 +228,92 @@ func TestWitnessesSharePods(t *testing.T) {
 	}
 	if svcs, _ := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}); len(svcs.Items) != 0 {
 		t.Errorf("services left after clean-up: %d", len(svcs.Items))
+	}
+}
+
+// sealTimes is a runfile.Sealer that records when each file was sealed.
+type sealTimes struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (s *sealTimes) KeyID() string { return "test-key" }
+
+func (s *sealTimes) Seal(path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at[filepath.Base(filepath.Dir(path))] = time.Now()
+	return nil
+}
+
+// No run file is closed while another witness's load still runs: sealing
+// reads the whole file back, and the seals of the first loads to end
+// stalled the loads still running for 1-2 s on 2 cores. Witness a settles
+// at once, b for 400 ms, c is set aside before Finish: all three are
+// sealed after b's load stopped, a's and c's loads stopped long before.
+func TestWitnessesCloseOnceEveryLoadStopped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+
+	cs := fakeCluster("zd-a", "zd-b", "zd-c")
+	settled := LBHooks{WaitSettled: func(context.Context, string, string, time.Duration) (string, error) { return "w1", nil }}
+	spec := func(name, ns string) Spec {
+		return Spec{ScenarioSpec: zdv1.ScenarioSpec{Name: name, Role: zdv1.RoleAssertion},
+			Workload: []fixtures.Option{fixtures.WithNamespace(ns), fixtures.WithReplicas(1), fixtures.WithServicePort(int32(port))}, LB: settled}
+	}
+	dir := t.TempDir()
+	seals := &sealTimes{at: map[string]time.Time{}}
+	env := &Env{Clientset: cs, OutDir: dir, ReadyTimeout: 5 * time.Second, Rate: 50, Sealer: seals}
+	ctx := context.Background()
+	ws := BeginWitnesses(ctx, env, []Spec{spec("a", "zd-a"), spec("b", "zd-b"), spec("c", "zd-c")}, 3)
+	defer ws.Cleanup(ctx)
+	if got := ws.Live(); len(got) != 3 {
+		t.Fatalf("live witnesses %v, want all three", got)
+	}
+	ws.Fail(2, errors.New("c's rollout timed out"))
+	if _, ok := seals.at["c"]; ok {
+		t.Fatal("c's run file was sealed when c was set aside, with a and b still measuring")
+	}
+	res := ws.Finish(ctx, func(ctx context.Context, i int, r *Run) error {
+		if i == 1 {
+			return r.Settle(ctx, 400*time.Millisecond)
+		}
+		return nil
+	})
+	if res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("a: %v, b: %v; want both finished", res[0].Err, res[1].Err)
+	}
+	if res[2].Err == nil || !strings.Contains(res[2].Err.Error(), "rollout timed out") {
+		t.Errorf("c: %v, want its own error", res[2].Err)
+	}
+	stops := map[string]time.Time{}
+	for _, name := range []string{"a", "b", "c"} {
+		b, err := os.ReadFile(filepath.Join(dir, name, "run.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var e struct {
+				Kind string    `json:"kind"`
+				Type string    `json:"type"`
+				Time time.Time `json:"time"`
+			}
+			if json.Unmarshal([]byte(line), &e) == nil && e.Kind == zdv1.KindEvent && e.Type == zdv1.EventLoadStop {
+				stops[name] = e.Time
+			}
+		}
+	}
+	if stops["a"].IsZero() || stops["b"].IsZero() || !stops["a"].Before(stops["b"].Add(-300*time.Millisecond)) {
+		t.Fatalf("load stops %v: want a's at once and b's 400 ms later", stops)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		at, ok := seals.at[name]
+		if !ok {
+			t.Errorf("%s's run file never sealed", name)
+		} else if at.Before(stops["b"]) {
+			t.Errorf("%s's run file sealed at %s, before b's load stopped at %s", name, at.Format("15:04:05.000"), stops["b"].Format("15:04:05.000"))
+		}
 	}
 }
