@@ -149,6 +149,10 @@
 // per-node keep-alive pools and X-Forwarded-For. kube-proxy NATs a connection
 // once, when it opens, so requests on a reused connection keep reaching the
 // pod it was NATed to after that pod's endpoint is gone (incident keepalive-unready).
+// A request whose pooled connection closes before its response is answered
+// 502 and not sent again: Go's transport would re-send a GET on a new
+// connection by itself and hide the keep-alive race from every verdict
+// (sendOnce, proxy.go).
 //
 // # Events
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -160,6 +161,7 @@ func (l *l7Listener) handler(log *slog.Logger) http.Handler {
 			pr.SetURL(&url.URL{Scheme: "http", Host: addr})
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
+			sendOnce(pr.Out)
 		},
 		Transport: roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			st := l.state.Load()
@@ -167,7 +169,7 @@ func (l *l7Listener) handler(log *slog.Logger) http.Handler {
 		}),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			log.Warn("L7 proxy: backend failed", "backend", r.URL.Host, "err", err)
-			http.Error(w, "zerodrop-lb: backend "+r.URL.Host+": "+err.Error(), http.StatusBadGateway)
+			http.Error(w, "zerodrop-lb: backend "+r.URL.Host+": "+err.Error()+" (not sent again)", http.StatusBadGateway)
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -181,6 +183,34 @@ func (l *l7Listener) handler(log *slog.Logger) http.Handler {
 		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), backendKey{}, addr)))
 	})
 }
+
+// sendOnce keeps Go's http.Transport from sending a body-less request a
+// second time, on a new connection, when the pooled connection it went out
+// on closes before the response (net/http persistConn.shouldRetryRequest
+// re-sends what Request.isReplayable calls replayable: a GET, HEAD, OPTIONS
+// or TRACE whose Body is nil or NoBody). That re-send would hide, from the
+// client and from every verdict, the race this proxy exists to show: a
+// backend closing a kept-alive connection while the front end reuses it.
+// Google documents that race as the front end's, not as one it absorbs
+// (External Application Load Balancer overview, "Backend HTTP keepalive
+// timeout": backends must keep connections open longer than the LB's 600 s
+// so their OS does not close them under it); nothing we could read says a
+// front end re-sends such a request, so the stand-in does not: the client
+// gets the 502. A Body that is neither nil nor NoBody and has no GetBody is
+// not replayable; the transport finds it empty before writing the request
+// (transferWriter.probeRequestBody), so the request goes out as before,
+// with no body and no Transfer-Encoding (TestL7ProxySendsARequestOnce).
+func sendOnce(out *http.Request) {
+	if out.Body == nil || out.Body == http.NoBody {
+		out.Body, out.GetBody, out.ContentLength = emptyBody{}, nil, 0
+	}
+}
+
+// emptyBody is an empty request body that is not http.NoBody.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 

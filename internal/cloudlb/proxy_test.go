@@ -1,6 +1,7 @@
 package cloudlb
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -145,4 +146,80 @@ func freePort(t *testing.T) uint16 {
 	}
 	defer ln.Close()
 	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// A backend that closes a kept-alive connection after reading the request
+// on it, without answering: Go's transport would send that GET again on a
+// new connection and the client would see a 200. The proxy sends it once,
+// and the client gets the 502 (sendOnce). The requests it does send go out
+// as a client's GET would: no body, no Transfer-Encoding.
+func TestL7ProxySendsARequestOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var conns int
+	var heads []string
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns++
+			mu.Unlock()
+			go func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 1; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					heads = append(heads, fmt.Sprintf("%s te=%v cl=%d", req.Method, req.TransferEncoding, req.ContentLength))
+					mu.Unlock()
+					if n == 2 {
+						return // the pod went away with the request unanswered
+					}
+					fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}(c)
+		}
+	}()
+	be := netip.MustParseAddrPort(ln.Addr().String())
+	p := NewL7Proxy(nil, nil)
+	defer p.Close()
+	svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t), NodePort: be.Port(),
+		Backends: []netip.Addr{be.Addr()}, L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
+	if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
+		t.Fatal(err)
+	}
+	front := "http://" + p.Serving()[0] + "/"
+	var got []int
+	for range 2 {
+		resp, err := http.Get(front)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got = append(got, resp.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got[0] != http.StatusOK || got[1] != http.StatusBadGateway {
+		t.Errorf("statuses %v, want [200 502]: the second GET died with its backend connection and must not be sent again", got)
+	}
+	if conns != 1 || len(heads) != 2 {
+		t.Errorf("backend saw %d connections and requests %v; want the two requests on one connection", conns, heads)
+	}
+	for _, h := range heads {
+		if h != "GET te=[] cl=0" {
+			t.Errorf("backend got %q, want a GET with no body and no Transfer-Encoding", h)
+		}
+	}
 }
