@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -197,8 +198,7 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 			// A limit's run checks that its windows are its own: it
 			// names the events that open them, and only events a run
 			// records.
-			// source-ip disrupts nothing: its limit is about addresses.
-			if len(l.Reason.Opens) == 0 && sc.Name != "source-ip" {
+			if len(l.Reason.Opens) == 0 {
 				t.Errorf("%s: limit names no event that opens its windows: %.60s", sc.Name, l.Reason.Text)
 			}
 			for _, o := range l.Reason.Opens {
@@ -617,20 +617,30 @@ func TestLimitsMergeAndReachTheCriteria(t *testing.T) {
 }
 
 // Behind an HTTP proxy (gclb) the Pod's peer is the proxy whatever the
-// policy: source-ip's Local cell documents that instead of asserting; on
-// an L4 LB it still asserts the client's address.
+// policy, and the client's address must arrive in X-Forwarded-For; on an
+// L4 LB, Local keeps the client's address and Cluster hides it. Every cell
+// asserts.
 func TestSourceIPBehindAProxy(t *testing.T) {
 	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gclb", "gcp-nlb"}}.Models()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range sourceIP().Cells(ms) {
-		want := zdv1.RoleAssertion
-		if c.Model.Name == "gclb" && c.Policy == localPolicy {
-			want = zdv1.RoleDocumentation
-		}
-		if c.Role != want || (want == zdv1.RoleDocumentation) != (c.PlatformLimit == proxyReplacesSource.Text) {
-			t.Errorf("%s: role %s, limit %.60q; want %s", c.Name(), c.Role, c.PlatformLimit, want)
+	const host = "172.19.0.1"
+	want := map[string]zdv1.Criteria{
+		"gclb/local/hardened":      {ForwardedClientIP: host, ForbiddenClientIP: host},
+		"gclb/cluster/hardened":    {ForwardedClientIP: host, ForbiddenClientIP: host},
+		"gcp-nlb/local/hardened":   {ExpectedClientIP: host},
+		"gcp-nlb/cluster/hardened": {ForbiddenClientIP: host},
+	}
+	cells := sourceIP().Cells(ms)
+	if len(cells) != len(want) {
+		t.Fatalf("%d cells, want %d", len(cells), len(want))
+	}
+	for _, c := range cells {
+		var got zdv1.Criteria
+		sourceIPCriteria(c, host)(&got)
+		if c.Role != zdv1.RoleAssertion || c.PlatformLimit != "" || !reflect.DeepEqual(got, want[c.Name()]) {
+			t.Errorf("%s: role %s, limit %.60q, criteria %+v; want an assertion with %+v", c.Name(), c.Role, c.PlatformLimit, got, want[c.Name()])
 		}
 	}
 }

@@ -43,7 +43,8 @@
 //     it was sent), retries and retry_error (attempts the HTTP client made
 //     on its own after a failed one, and that failure: such a request
 //     counts as dropped, class "retried"), and from the echo server's JSON
-//     body: pod, node, client_ip, ready, draining, conn_id, conn_request.
+//     body: pod, node, client_ip, x_forwarded_for (as forwarded_for), ready,
+//     draining, conn_id, conn_request.
 //     Empty fields are omitted; ready and draining are omitted when the
 //     body did not say.
 //   - event: an Event (see the type) from the harness, Kubernetes, the LB or

@@ -146,6 +146,11 @@ func (r *Report) Redact() {
 		redactMap(sc.Config)
 		sc.Criteria.ExpectedClientIP = RedactString(sc.Criteria.ExpectedClientIP)
 		sc.Criteria.ForbiddenClientIP = RedactString(sc.Criteria.ForbiddenClientIP)
+		sc.Criteria.ForwardedClientIP = RedactString(sc.Criteria.ForwardedClientIP)
+		// A proxy's X-Forwarded-For is whatever the proxy wrote.
+		for j := range sc.Results.ForwardedFor {
+			sc.Results.ForwardedFor[j].Name = RedactString(sc.Results.ForwardedFor[j].Name)
+		}
 		for j := range sc.Load.Targets {
 			sc.Load.Targets[j] = RedactString(sc.Load.Targets[j])
 		}

@@ -299,6 +299,11 @@ type Criteria struct {
 	// ForbiddenClientIP, when set, must never be the client_ip seen; used to
 	// assert that an address is hidden (e.g. Cluster policy SNAT).
 	ForbiddenClientIP string `json:"forbiddenClientIP,omitempty"`
+	// ForwardedClientIP, when set, must be one of the addresses in the
+	// X-Forwarded-For header of every attributed response: behind an HTTP
+	// proxy the Pod's peer is the proxy, and the client's address is what
+	// the proxy appends to that header.
+	ForwardedClientIP string `json:"forwardedClientIP,omitempty"`
 	// ExpectedPods lists pods that exist during the run. They are reported
 	// with zero traffic if no result names them, since a pod that got nothing
 	// never appears in the results.
@@ -585,6 +590,13 @@ type Results struct {
 	// ClientIPMismatches counts attributed responses whose client_ip differs
 	// from ExpectedClientIP (only when one is expected).
 	ClientIPMismatches int64 `json:"clientIPMismatches"`
+	// ForwardedFor counts the X-Forwarded-For headers the echo server
+	// reported (absent when none did); ForwardedMismatches the attributed
+	// responses whose header lacks ForwardedClientIP (only when one is
+	// expected).
+	ForwardedFor        []Count `json:"forwardedFor,omitempty"`
+	ForwardedClientIP   string  `json:"forwardedClientIP,omitempty"`
+	ForwardedMismatches int64   `json:"forwardedMismatches,omitempty"`
 	// Retried counts requests the HTTP client re-sent on its own after a
 	// failed attempt; they are dropped (class "retried").
 	Retried int64 `json:"retried"`

@@ -54,22 +54,26 @@ type Header struct {
 
 // Result is one request's outcome. See the package comment for the fields.
 type Result struct {
-	Seq         uint64        `json:"seq"`
-	ID          string        `json:"id"`
-	Target      int           `json:"target,omitempty"`
-	Time        time.Time     `json:"time"`
-	Latency     time.Duration `json:"latency_ns"`
-	Status      int           `json:"status"`
-	Class       string        `json:"class,omitempty"`
-	Error       string        `json:"error,omitempty"`
-	Reused      bool          `json:"reused,omitempty"`
-	Pod         string        `json:"pod,omitempty"`
-	Node        string        `json:"node,omitempty"`
-	ClientIP    string        `json:"client_ip,omitempty"`
-	Ready       *bool         `json:"ready,omitempty"`
-	Draining    *bool         `json:"draining,omitempty"`
-	ConnID      string        `json:"conn_id,omitempty"`
-	ConnRequest int           `json:"conn_request,omitempty"`
+	Seq      uint64        `json:"seq"`
+	ID       string        `json:"id"`
+	Target   int           `json:"target,omitempty"`
+	Time     time.Time     `json:"time"`
+	Latency  time.Duration `json:"latency_ns"`
+	Status   int           `json:"status"`
+	Class    string        `json:"class,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Reused   bool          `json:"reused,omitempty"`
+	Pod      string        `json:"pod,omitempty"`
+	Node     string        `json:"node,omitempty"`
+	ClientIP string        `json:"client_ip,omitempty"`
+	// ForwardedFor is the X-Forwarded-For header the echo server got: an
+	// HTTP proxy in front of the Pod (an L7 LB) carries the client's
+	// address there, since the Pod's peer is the proxy.
+	ForwardedFor string `json:"forwarded_for,omitempty"`
+	Ready        *bool  `json:"ready,omitempty"`
+	Draining     *bool  `json:"draining,omitempty"`
+	ConnID       string `json:"conn_id,omitempty"`
+	ConnRequest  int    `json:"conn_request,omitempty"`
 	// Lag is how long after its scheduled (due) time the request was sent:
 	// due = Time - Lag. A constant-rate load that sends late was not
 	// measuring during the delay.

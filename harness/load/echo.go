@@ -8,13 +8,15 @@ import (
 
 // echoReply is the part of the echo server's answer used for attribution.
 type echoReply struct {
-	Pod         string `json:"pod"`
-	Node        string `json:"node"`
-	ClientIP    string `json:"client_ip"`
-	Ready       *bool  `json:"ready"`
-	Draining    *bool  `json:"draining"`
-	ConnID      string `json:"conn_id"`
-	ConnRequest int    `json:"conn_request"`
+	Pod      string `json:"pod"`
+	Node     string `json:"node"`
+	ClientIP string `json:"client_ip"`
+	// ForwardedFor is the X-Forwarded-For header the server got.
+	ForwardedFor string `json:"x_forwarded_for"`
+	Ready        *bool  `json:"ready"`
+	Draining     *bool  `json:"draining"`
+	ConnID       string `json:"conn_id"`
+	ConnRequest  int    `json:"conn_request"`
 }
 
 // parseEcho decodes the echo server's answer into e and reports whether it
@@ -51,6 +53,8 @@ func echoKey(key []byte) (name string, known, sure bool) {
 		return "node", true, true
 	case "client_ip":
 		return "client_ip", true, true
+	case "x_forwarded_for":
+		return "x_forwarded_for", true, true
 	case "ready":
 		return "ready", true, true
 	case "draining":
@@ -109,6 +113,8 @@ func scanEcho(b []byte, e *echoReply) (ok, sure bool) {
 					e.Node = string(val)
 				case "client_ip":
 					e.ClientIP = string(val)
+				case "x_forwarded_for":
+					e.ForwardedFor = string(val)
 				case "conn_id":
 					e.ConnID = string(val)
 				default:

@@ -42,12 +42,17 @@ func TestParseEcho(t *testing.T) {
 		`{"conn_request":1.5}`, `{"conn_request":-3}`, `{"conn_request":1e3}`, `{"conn_request":01}`, `{"conn_request":99999999999999999999}`,
 		`{"x":{"pod":"nested"}}`, `{"x":[1,2]}`, `{"x":-}`, `{"x":1.}`, `{"x":1e}`, "{\"pod\":\"\xff\"}", "{\"x\":\"\xff\"}",
 		"{\"pod\":\"a\tb\"}", `{"ready":false,"draining":true,"conn_id":"c","conn_request":7,"node":"n","client_ip":"::1"}`,
+		`{"client_ip":"172.19.0.6","x_forwarded_for":"172.19.0.1"}`, `{"x_forwarded_for":"203.0.113.9, 172.19.0.1"}`,
+		`{"x_forwarded_for":true}`, `{"x_forwarded_for":null}`, `{"x_forwarded_for":"a\u002cb"}`,
 	} {
 		checkParse(t, []byte(body))
 	}
 	var e echoReply
 	if !parseEcho([]byte(sampleEcho), &e) || e.Pod != "echo-0" || e.ConnRequest != 42 || e.Ready == nil || !*e.Ready || e.Draining == nil || *e.Draining {
 		t.Errorf("sample decoded to %+v", e)
+	}
+	if !parseEcho([]byte(`{"pod":"p","client_ip":"172.19.0.6","x_forwarded_for":"172.19.0.1"}`), &e) || e.ForwardedFor != "172.19.0.1" || e.ClientIP != "172.19.0.6" {
+		t.Errorf("an answer behind a proxy decoded to %+v, want the proxy as client_ip and the client in ForwardedFor", e)
 	}
 }
 

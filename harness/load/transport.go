@@ -198,7 +198,7 @@ func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) zdv1.R
 	if len(body) > 0 {
 		var e echoReply
 		if parseEcho(body, &e) {
-			res.Pod, res.Node, res.ClientIP = e.Pod, e.Node, e.ClientIP
+			res.Pod, res.Node, res.ClientIP, res.ForwardedFor = e.Pod, e.Node, e.ClientIP, e.ForwardedFor
 			res.Ready, res.Draining = e.Ready, e.Draining
 			res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
 		}

@@ -34,6 +34,7 @@ func appendResultLine(b []byte, r *zdv1.Result) []byte {
 	b = appendOptString(b, `,"pod":`, r.Pod)
 	b = appendOptString(b, `,"node":`, r.Node)
 	b = appendOptString(b, `,"client_ip":`, r.ClientIP)
+	b = appendOptString(b, `,"forwarded_for":`, r.ForwardedFor)
 	b = appendOptBool(b, `,"ready":`, r.Ready)
 	b = appendOptBool(b, `,"draining":`, r.Draining)
 	b = appendOptString(b, `,"conn_id":`, r.ConnID)

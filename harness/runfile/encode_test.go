@@ -52,9 +52,42 @@ func TestAppendResultLine(t *testing.T) {
 		{ID: "x", Class: zdv1.ClassReset, Error: "Get \"http://127.0.0.1:1/\": read: connection reset by peer\n\t<>&\x01\x7f"},
 		{Pod: "p", Node: "n", ClientIP: "::1", Ready: &tr, Draining: &fa, ConnID: "c-1", ConnRequest: 9},
 		{Error: "bad \xff utf8 \u2028 \u2029 é 日本"},
+		{Pod: "p", ClientIP: "172.19.0.6", ForwardedFor: "203.0.113.9, 172.19.0.1"},
+		everyField(t),
 	} {
 		checkEncode(t, &r)
 	}
+}
+
+// everyField is a result with every field set, so a field added to
+// zdv1.Result without its place in appendResultLine fails the test above.
+func everyField(t *testing.T) zdv1.Result {
+	t.Helper()
+	var r zdv1.Result
+	v := reflect.ValueOf(&r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(v.Type().Field(i).Name)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case reflect.Uint64:
+			f.SetUint(uint64(i + 1))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Struct:
+			if f.Type() != reflect.TypeOf(time.Time{}) {
+				t.Fatalf("zdv1.Result.%s: a %s field everyField cannot fill", v.Type().Field(i).Name, f.Type())
+			}
+			f.Set(reflect.ValueOf(time.Date(2026, 11, 26, 13, 0, 0, 0, time.UTC)))
+		default:
+			t.Fatalf("zdv1.Result.%s: a %s field everyField cannot fill", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	return r
 }
 
 func FuzzAppendResultLine(f *testing.F) {

@@ -111,6 +111,9 @@ type analysis struct {
 	pods   map[string]*podAgg
 	nodes  map[string]int64
 	ips    map[string]int64
+	// xff counts the X-Forwarded-For headers of attributed answers ("" for
+	// none).
+	xff map[string]int64
 
 	events        []zdv1.Event
 	eventsDropped int64
@@ -184,6 +187,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 		pods:  map[string]*podAgg{},
 		nodes: map[string]int64{},
 		ips:   map[string]int64{},
+		xff:   map[string]int64{},
 		res: zdv1.Results{
 			ErrorClasses: map[string]int64{},
 			StatusCodes:  map[string]int64{},
@@ -359,6 +363,7 @@ func (a *analysis) addResult(r *zdv1.Result, crit zdv1.Criteria) {
 	// a hostile target's names reach every report and terminal only as
 	// text.
 	r.Pod, r.Node, r.ClientIP = zdv1.SafeText(r.Pod), zdv1.SafeText(r.Node), zdv1.SafeText(r.ClientIP)
+	r.ForwardedFor = zdv1.SafeText(r.ForwardedFor)
 	a.res.Total++
 	if a.deliv != nil {
 		a.deliv.addResult(r)
@@ -430,6 +435,9 @@ func (a *analysis) addResult(r *zdv1.Result, crit zdv1.Criteria) {
 	// criteria event may set them after the first results.
 	if r.ClientIP != "" {
 		a.ips[r.ClientIP]++
+	}
+	if r.Pod != "" {
+		a.xff[r.ForwardedFor]++
 	}
 }
 
@@ -751,8 +759,40 @@ func (a *analysis) results(crit zdv1.Criteria, ws []zdv1.FailureWindow) zdv1.Res
 			}
 		}
 	}
+	r.ForwardedClientIP = crit.ForwardedClientIP
+	headers := map[string]int64{}
+	for h, n := range a.xff {
+		if h != "" {
+			headers[h] = n
+		}
+		if crit.ForwardedClientIP != "" && !forwardedFrom(h, crit.ForwardedClientIP) {
+			r.ForwardedMismatches += n
+		}
+	}
+	if len(headers) > 0 {
+		r.ForwardedFor = counts(headers, share)
+	}
 	r.AfterRemoval = a.afterRemoval
 	return r
+}
+
+// forwardedFrom reports whether the X-Forwarded-For header h names ip as
+// one of its entries. Proxies append differently (AWS's ALB the client's
+// address, docs.aws.amazon.com/elasticloadbalancing/latest/application/
+// x-forwarded-headers.html "Append"; Oracle's LB its last peer,
+// docs.oracle.com/en-us/iaas/Content/Balance/Reference/httpheaders.htm;
+// Google's front ends the client's and then the LB's own,
+// cloud.google.com/load-balancing/docs/https "X-Forwarded-For header"), so
+// the client is an entry, not always the first or the last. The load
+// generator sends no such header, so an entry with its address was written
+// by a proxy.
+func forwardedFrom(h, ip string) bool {
+	for part := range strings.SplitSeq(h, ",") {
+		if strings.TrimSpace(part) == ip {
+			return true
+		}
+	}
+	return false
 }
 
 func cmpString(a, b string) int {

@@ -378,3 +378,50 @@ func TestBuildReport(t *testing.T) {
 		t.Error("missing run file gave no error")
 	}
 }
+
+// Behind an HTTP proxy the Pod's peer is the proxy and the client's
+// address is an entry of X-Forwarded-For, wherever the proxy put it; an
+// answer without the header, or without the client in it, fails the check,
+// and the report counts the headers it saw.
+func TestForwardedClientIP(t *testing.T) {
+	const client, proxy = "172.19.0.1", "172.19.0.6"
+	behind := func(ms int, xff string) zdv1.Result {
+		r := ok(ms, "a", "n1")
+		r.ClientIP, r.ForwardedFor = proxy, xff
+		return r
+	}
+	tests := []struct {
+		name       string
+		results    []zdv1.Result
+		want       zdv1.Status
+		mismatches int64
+	}{
+		{"the proxy appends the client", []zdv1.Result{behind(0, client), behind(10, client)}, zdv1.Pass, 0},
+		{"client, then the LB's own address", []zdv1.Result{behind(0, client+", 34.120.0.9"), behind(10, "203.0.113.5,"+client)}, zdv1.Pass, 0},
+		{"an answer without the header", []zdv1.Result{behind(0, client), behind(10, "")}, zdv1.Fail, 1},
+		{"another client, or a prefix of ours", []zdv1.Result{behind(0, "172.19.0.10"), behind(10, client)}, zdv1.Fail, 1},
+		{"nothing attributed", []zdv1.Result{status(0, 502)}, zdv1.Fail, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := analyze(t, runSpec{crit: zdv1.Criteria{ForwardedClientIP: client, ForbiddenClientIP: client}, results: tc.results})
+			r := reason(sc, "forwarded-client-ip")
+			if r == nil || r.Status != tc.want {
+				t.Fatalf("reason %+v, want status %s", r, tc.want)
+			}
+			if sc.Results.ForwardedMismatches != tc.mismatches || sc.Results.ForwardedClientIP != client {
+				t.Errorf("mismatches %d (want %d), expected %q", sc.Results.ForwardedMismatches, tc.mismatches, sc.Results.ForwardedClientIP)
+			}
+			if f := reason(sc, "forbidden-client-ip"); f == nil || f.Status != zdv1.Pass {
+				t.Errorf("forbidden-client-ip %+v: the Pod's peer is the proxy, never the client", f)
+			}
+		})
+	}
+	sc := analyze(t, runSpec{crit: zdv1.Criteria{}, results: []zdv1.Result{behind(0, client), behind(1, client), behind(2, "")}})
+	if got := sc.Results.ForwardedFor; len(got) != 1 || got[0].Name != client || got[0].Count != 2 {
+		t.Errorf("forwardedFor %+v, want %s counted twice", got, client)
+	}
+	if reason(sc, "forwarded-client-ip") != nil {
+		t.Error("a check of X-Forwarded-For without the criterion")
+	}
+}

@@ -85,6 +85,22 @@ func evaluate(c zdv1.Criteria, problems []string, r zdv1.Results, ws []zdv1.Fail
 		msg := fmt.Sprintf("client IP %s seen by %d responses (must be hidden); seen: %s", c.ForbiddenClientIP, n, countsText(r.ClientIPs))
 		reasons = append(reasons, limitReason("forbidden-client-ip", float64(n), 0, msg, nil))
 	}
+	if c.ForwardedClientIP != "" {
+		rs := zdv1.Reason{Check: "forwarded-client-ip", Observed: f64(float64(r.ForwardedMismatches)), Limit: f64(0)}
+		switch {
+		case attributed == 0:
+			rs.Status = zdv1.Fail
+			rs.Message = fmt.Sprintf("expected client IP %s in X-Forwarded-For, but no response was attributed", c.ForwardedClientIP)
+		case r.ForwardedMismatches > 0:
+			rs.Status = zdv1.Fail
+			rs.Message = fmt.Sprintf("expected client IP %s in X-Forwarded-For; %d responses lacked it; headers seen: %s",
+				c.ForwardedClientIP, r.ForwardedMismatches, quotedCounts(r.ForwardedFor))
+		default:
+			rs.Status = zdv1.Pass
+			rs.Message = fmt.Sprintf("every attributed response (%d) carried client IP %s in X-Forwarded-For", attributed, c.ForwardedClientIP)
+		}
+		reasons = append(reasons, rs)
+	}
 	if l := c.ServedAfterRemoval; l != nil {
 		rs := zdv1.Reason{Check: "served-after-endpoint-removed", Limit: f64(float64(l.Max))}
 		switch ar := r.AfterRemoval; {
@@ -442,6 +458,18 @@ func countsText(cs []zdv1.Count) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
 		parts[i] = fmt.Sprintf("%s %d", c.Name, c.Count)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quotedCounts is countsText for names that may hold commas (headers).
+func quotedCounts(cs []zdv1.Count) string {
+	if len(cs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%q %d", c.Name, c.Count)
 	}
 	return strings.Join(parts, ", ")
 }

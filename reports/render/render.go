@@ -250,7 +250,7 @@ func (sc *Scenario) ownHeadline() string {
 // "3 mismatches (expected 10.0.0.1)", or "" when nothing was checked.
 func (sc *Scenario) clientIPCheck() string {
 	r := sc.Results
-	if r.ExpectedClientIP == "" && sc.Criteria.ForbiddenClientIP == "" {
+	if r.ExpectedClientIP == "" && sc.Criteria.ForbiddenClientIP == "" && r.ForwardedClientIP == "" {
 		return ""
 	}
 	var parts []string
@@ -259,6 +259,13 @@ func (sc *Scenario) clientIPCheck() string {
 			parts = append(parts, "preserved ("+r.ExpectedClientIP+")")
 		} else {
 			parts = append(parts, fmt.Sprintf("%s mismatches (expected %s)", formatCount(r.ClientIPMismatches), r.ExpectedClientIP))
+		}
+	}
+	if r.ForwardedClientIP != "" {
+		if r.ForwardedMismatches == 0 && len(r.ForwardedFor) > 0 {
+			parts = append(parts, "in X-Forwarded-For ("+r.ForwardedClientIP+")")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s without %s in X-Forwarded-For", formatCount(r.ForwardedMismatches), r.ForwardedClientIP))
 		}
 	}
 	if f := sc.Criteria.ForbiddenClientIP; f != "" {
