@@ -468,9 +468,10 @@ var lastEndpointSeenAtExit = Mechanism{Opens: []string{zdv1.EventPodUnready, zdv
 	"node never gets the workload back (a drain, a scale-down) no Deployment or PDB setting covers the lag, and when the " +
 	"node is deleted with its pool the hook can hold it only until the pool's drain, which waits for the Pod's exit: the " +
 	"node serves nothing from that exit until the LB drops the deleted node. What would cover either is " +
-	"a check that fails before the app stops serving, on a path the app fails at its signal while its readiness holds " +
-	"(GKE: a BackendConfig's healthCheck.requestPath), or container-native load balancing; this suite's cloud LB reads " +
-	"no BackendConfig, so that fix is not measured here. Measured on this suite's kind cluster, 2026-11-26 (zerodrop " +
+	"a check that fails when the Pod starts terminating (GKE: a BackendConfig whose healthCheck.port is the Service's " +
+	"healthCheckNodePort, so the LB asks kube-proxy: ingress-gce pkg/translator/healthchecks.go UpdateFromBackendConfig), " +
+	"or container-native load balancing; this suite's cloud LB applies a BackendConfig, but the hardened workload " +
+	"carries none yet, so that fix is not measured in these cells. Measured on this suite's kind cluster, 2026-11-26 (zerodrop " +
 	"75eb128, gclb's drain-node alone, the hardened Pod's preStop 605 s): drain-node/gclb/local/hardened 10,099 of " +
 	"60,804 dropped in one window from the Pod's exit to 10 minutes later; on 2026-11-26 (zerodrop f338a84, gclb's " +
 	"node-level scenarios alone, the hook kube-proxy's margin where the node gets no Pod back) drain-node 10,775 of " +

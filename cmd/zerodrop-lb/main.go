@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -83,6 +84,10 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -111,7 +116,7 @@ func run() error {
 
 	opts := []cloudlb.Option{cloudlb.WithProfiles(profiles), cloudlb.WithDefaultProfile(*profileName),
 		cloudlb.WithClass(*class, *unclassed), cloudlb.WithVIPPool(pool), cloudlb.WithL4(dp), cloudlb.WithL7(proxy),
-		cloudlb.WithEventSink(hub), cloudlb.WithLogger(log)}
+		cloudlb.WithEventSink(hub), cloudlb.WithLogger(log), cloudlb.WithBackendConfigs(dyn)}
 	if *k8sMinor < 0 {
 		return fmt.Errorf("--kubernetes-minor %d: want 0 (ask the API server) or a minor version such as 34", *k8sMinor)
 	}

@@ -24,8 +24,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -41,6 +44,7 @@ import (
 
 type env struct {
 	cs     kubernetes.Interface
+	dyn    dynamic.Interface
 	lb     *lb.KindLB
 	hostIP string
 	nodes  []corev1.Node
@@ -62,6 +66,7 @@ func setup(t *testing.T) *env {
 		t.Fatalf("kubeconfig %s (make cluster LB=cloud): %v", kc, err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
+	dyn := dynamic.NewForConfigOrDie(cfg)
 	l, err := lb.FindKind(ctx, name, "kind")
 	if err != nil || l == nil {
 		t.Fatalf("no cloud LB container for cluster %q (make cluster LB=cloud): %v", name, err)
@@ -81,7 +86,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{cs: cs, lb: l, hostIP: strings.Fields(string(gw))[0], nodes: nl.Items}
+	return &env{cs: cs, dyn: dyn, lb: l, hostIP: strings.Fields(string(gw))[0], nodes: nl.Items}
 }
 
 func (e *env) namespace(t *testing.T, name string) string {
@@ -698,6 +703,63 @@ func TestCluster(t *testing.T) {
 			if !ka && after != 0 {
 				t.Fatal("without keep-alive the unready pod must get nothing once kube-proxy dropped its endpoint")
 			}
+		}
+	})
+
+	// A GKE BackendConfig that points gclb's check at a Local Service's
+	// healthCheckNodePort, every 2 s with 2 failures: the LB asks kube-proxy
+	// there, and a node whose endpoint left is out within the
+	// BackendConfig's 4 s, not the default check's 10 minutes.
+	t.Run("gclb-backendconfig", func(t *testing.T) {
+		ns := e.namespace(t, "zdlb-gclb-bc")
+		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1),
+			fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyLocal), fixtures.WithLBProfile("gclb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Service.Annotations[profiles.BackendConfigAnnotation] = `{"default":"fast"}`
+		e.deploy(t, w)
+		key := ns + "/" + w.Config.Name
+		svc, err := e.cs.CoreV1().Services(ns).Get(ctx, w.Config.Name, metav1.GetOptions{})
+		if err != nil || svc.Spec.HealthCheckNodePort == 0 {
+			t.Fatalf("service %s: %v (healthCheckNodePort %d)", key, err, svc.Spec.HealthCheckNodePort)
+		}
+		hcnp := svc.Spec.HealthCheckNodePort
+		for n, h := range e.state(t, key).Health {
+			if strings.Contains(h.URL, fmt.Sprintf(":%d/", hcnp)) {
+				t.Fatalf("node %s checked at %s before any BackendConfig exists", n, h.URL)
+			}
+		}
+		bc := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": profiles.BackendConfigGroup + "/" + profiles.BackendConfigVersion, "kind": profiles.BackendConfigKind,
+			"metadata": map[string]any{"name": "fast", "namespace": ns},
+			"spec": map[string]any{"healthCheck": map[string]any{"checkIntervalSec": int64(2), "timeoutSec": int64(1),
+				"unhealthyThreshold": int64(2), "port": int64(hcnp), "requestPath": "/healthz"}}}}
+		gvr := schema.GroupVersionResource{Group: profiles.BackendConfigGroup, Version: profiles.BackendConfigVersion, Resource: profiles.BackendConfigResource}
+		if _, err := e.dyn.Resource(gvr).Namespace(ns).Create(ctx, bc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create BackendConfig (the cloud LB installs its CRD): %v", err)
+		}
+		want := fmt.Sprintf(":%d/healthz", hcnp)
+		took := waitT(t, time.Minute, "every node checked at "+want+" and the LB settled again", func() bool {
+			st := e.state(t, key)
+			for _, h := range st.Health {
+				if !strings.HasSuffix(h.URL, want) {
+					return false
+				}
+			}
+			return len(st.Health) > 0 && len(st.Active) == 1 && len(st.Pending) == 0
+		})
+		from := e.state(t, key).Active
+		t.Logf("BackendConfig applied in %s: active %v, checks at %s", took.Round(time.Millisecond), from, want)
+		moved := e.moveToAnotherNode(t, ns, w.Config.Name, key)
+		waitT(t, 2*time.Minute, "the LB to follow the endpoint off "+from[0], func() bool {
+			st := e.state(t, key)
+			return len(st.Active) == 1 && st.Active[0] != from[0]
+		})
+		gone := time.Now()
+		t.Logf("the endpoint moved from %s; the LB followed %s after the patch", from[0], gone.Sub(moved).Round(100*time.Millisecond))
+		if d := gone.Sub(moved); d > 90*time.Second {
+			t.Fatalf("the LB took %s to leave %s: not the BackendConfig's 4 s check", d, from[0])
 		}
 	})
 

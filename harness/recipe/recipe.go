@@ -234,8 +234,10 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			r.PreStop = KubeProxyMargin
 			r.Why = check + "; when the node loses the workload for good (a drain, a scale-down, a drained pool) no " +
 				"hook covers that lag, only a check that fails before the app stops serving (on GKE a BackendConfig " +
-				"healthCheck.requestPath the app fails at its signal while its readiness holds, or container-native " +
-				"load balancing), so the hook is kube-proxy's margin and the LB's lag is a platform limit here"
+				"whose healthCheck.port is the Service's healthCheckNodePort, so the LB asks kube-proxy as other LBs " +
+				"do: kubernetes/ingress-gce pkg/translator/healthchecks.go UpdateFromBackendConfig, USE_FIXED_PORT; " +
+				"or container-native load balancing), so the hook is kube-proxy's margin and the LB's lag is a " +
+				"platform limit here"
 			break
 		}
 		r.PreStop = ceilSecond(lb.RemovalLag + KubeProxyMargin)

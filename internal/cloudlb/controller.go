@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -70,6 +72,11 @@ type Controller struct {
 	mon     *Monitor
 	trigger chan struct{}
 
+	// dyn reads the BackendConfigs a Service may name (WithBackendConfigs);
+	// bcs is their cache once Run has synced it (nil: none are read).
+	dyn dynamic.Interface
+	bcs BackendConfigs
+
 	svcLister   corelisters.ServiceLister
 	nodeLister  corelisters.NodeLister
 	sliceLister discoverylisters.EndpointSliceLister
@@ -112,6 +119,9 @@ type svcState struct {
 	// local: externalTrafficPolicy Local, so only nodes holding a ready
 	// endpoint should pass the health check.
 	local bool
+	// checkNote is what the LB last said about the Service's health check
+	// (checkProfile): a BackendConfig applied or refused.
+	checkNote string
 }
 
 // Option configures a Controller.
@@ -149,6 +159,15 @@ func WithEventSink(s runfile.EventSink) Option { return func(c *Controller) { c.
 func WithKubernetesMinor(minor int) Option {
 	return func(c *Controller) { c.rules, _ = RulesFor(minor); c.rulesSet = true }
 }
+
+// WithBackendConfigs lets Services of profiles that honour a GKE
+// BackendConfig (profiles.Profile.BackendConfig) tune their health check:
+// Run installs the CRD when the cluster lacks it, as GKE clusters have it,
+// and follows the objects.
+func WithBackendConfigs(dyn dynamic.Interface) Option { return func(c *Controller) { c.dyn = dyn } }
+
+// withBackendConfigReader reads BackendConfigs from r instead (tests).
+func withBackendConfigReader(r BackendConfigs) Option { return func(c *Controller) { c.bcs = r } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(c *Controller) { c.log = l } }
@@ -243,17 +262,35 @@ func (c *Controller) Run(ctx context.Context) error {
 	if _, err := nodeInf.Informer().AddEventHandler(nodeH); err != nil {
 		return fmt.Errorf("LB controller: watch: %w", err)
 	}
+	bcSynced := func() bool { return true }
+	if c.dyn != nil {
+		if err := EnsureBackendConfigCRD(ctx, c.dyn, time.Minute); err != nil {
+			c.log.Error("LB controller: Services' BackendConfigs are not applied", "err", err)
+		} else {
+			df := dynamicinformer.NewDynamicSharedInformerFactory(c.dyn, 0)
+			bcInf := df.ForResource(backendConfigs)
+			if _, err := bcInf.Informer().AddEventHandler(h); err != nil {
+				return fmt.Errorf("LB controller: watch: %w", err)
+			}
+			df.Start(ctx.Done())
+			defer df.Shutdown()
+			bcSynced = bcInf.Informer().HasSynced
+			c.mu.Lock()
+			c.bcs = listerConfigs{bcInf.Lister()}
+			c.mu.Unlock()
+		}
+	}
 	f.Start(ctx.Done())
 	defer f.Shutdown()
 	defer c.mon.Stop()
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	synced := cache.WaitForCacheSync(syncCtx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced)
+	synced := cache.WaitForCacheSync(syncCtx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced, bcSynced)
 	cancel()
 	if !synced {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return errors.New("LB controller: the API server's Services, Nodes and EndpointSlices did not sync within 2m: is the kubeconfig right and the API server up?")
+		return errors.New("LB controller: the API server's Services, Nodes, EndpointSlices and BackendConfigs did not sync within 2m: is the kubeconfig right and the API server up?")
 	}
 	c.mu.Lock()
 	c.ready = true
@@ -387,6 +424,8 @@ func svcKey(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
 func probeURL(p profiles.Profile, svc *corev1.Service, ip netip.Addr) (string, error) {
 	hc := p.HealthCheckFor(svc.Spec.ExternalTrafficPolicy)
 	switch hc.Target {
+	case profiles.TargetFixedPort:
+		return fmt.Sprintf("http://%s%s", netip.AddrPortFrom(ip, uint16(hc.Port)), hc.Path), nil
 	case profiles.TargetNodePort, profiles.TargetTrafficPort:
 		for _, port := range svc.Spec.Ports {
 			if port.NodePort != 0 && (port.Protocol == corev1.ProtocolTCP || port.Protocol == "") {
@@ -484,6 +523,16 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				st.profile = prof
 				st.backends.SetFlows(prof.Flows)
 			}
+		}
+		// A BackendConfig may tune the check (GKE's Ingress LBs).
+		prof, note := checkProfile(prof, svc, c.bcs)
+		if note != st.checkNote {
+			msg := note
+			if msg == "" {
+				msg = fmt.Sprintf("LB checks %s with profile %s's own health check again", key, prof.Name)
+			}
+			c.emit(zdv1.EventNote, "service/"+key, msg, map[string]string{"service": key, "check": describeCheck(prof.HealthCheckFor(svc.Spec.ExternalTrafficPolicy))})
+			st.checkNote = note
 		}
 		// Address.
 		if !st.vip.IsValid() {

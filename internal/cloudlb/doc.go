@@ -149,6 +149,14 @@
 // per-node keep-alive pools and X-Forwarded-For. kube-proxy NATs a connection
 // once, when it opens, so requests on a reused connection keep reaching the
 // pod it was NATed to after that pod's endpoint is gone (incident keepalive-unready).
+// A Service of a profile that honours GKE's BackendConfig (gclb) may name one
+// (annotation cloud.google.com/backend-config); its spec.healthCheck replaces
+// the profile's check fields, and a port points the check at that node port,
+// as ingress-gce does (pkg/translator/healthchecks.go UpdateFromBackendConfig).
+// The LB installs the CRD when the cluster lacks it, as GKE clusters have it,
+// and says in a note event which check it runs for the Service and why
+// (backendconfig.go).
+//
 // A request whose pooled connection closes before its response is answered
 // 502 and not sent again: Go's transport would re-send a GET on a new
 // connection by itself and hide the keep-alive race from every verdict

@@ -63,6 +63,11 @@ const (
 	// ready keeps its node in use until it exits; Interval is how quickly
 	// the LB follows a change.
 	TargetServing HealthTarget = "endpoint-serving"
+	// TargetFixedPort asks Path on a fixed port of the node (HealthCheck
+	// Port), as a GKE BackendConfig with healthCheck.port makes the check
+	// do (WithBackendConfig). That port is the Service's
+	// healthCheckNodePort when a Local Service wants kube-proxy to answer.
+	TargetFixedPort HealthTarget = "port"
 )
 
 // FlowAction says what established flows to a node do when it stops taking new ones.
@@ -136,12 +141,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // HealthCheck is a profile's health-check timing.
 type HealthCheck struct {
-	Target             HealthTarget `json:"target"`
-	Path               string       `json:"path,omitempty"`
-	Interval           Duration     `json:"interval"`
-	Timeout            Duration     `json:"timeout"`
-	HealthyThreshold   int          `json:"healthyThreshold"`
-	UnhealthyThreshold int          `json:"unhealthyThreshold"`
+	Target HealthTarget `json:"target"`
+	Path   string       `json:"path,omitempty"`
+	// Port is the node's port TargetFixedPort asks.
+	Port               int      `json:"port,omitempty"`
+	Interval           Duration `json:"interval"`
+	Timeout            Duration `json:"timeout"`
+	HealthyThreshold   int      `json:"healthyThreshold"`
+	UnhealthyThreshold int      `json:"unhealthyThreshold"`
 }
 
 // DetectionTime is how long a node that stopped answering stays in the set:
@@ -214,9 +221,12 @@ type Profile struct {
 	NoHealthyBackends  NoHealthy    `json:"noHealthyBackends"`
 	// SessionAffinity is what a Service's ClientIP affinity becomes at the
 	// LB; empty is AffinityIgnored.
-	SessionAffinity SessionAffinity   `json:"sessionAffinity,omitempty"`
-	L7              *L7               `json:"l7,omitempty"`
-	Sources         map[string]string `json:"sources,omitempty"`
+	SessionAffinity SessionAffinity `json:"sessionAffinity,omitempty"`
+	L7              *L7             `json:"l7,omitempty"`
+	// BackendConfig: a Service may tune the health check with a GKE
+	// BackendConfig (WithBackendConfig), as GKE's Ingress LBs let it.
+	BackendConfig bool              `json:"backendConfig,omitempty"`
+	Sources       map[string]string `json:"sources,omitempty"`
 }
 
 // HealthCheckFor returns the check the LB runs for a Service with the given
@@ -339,12 +349,15 @@ func (p Profile) validateHealthCheck(field string, h HealthCheck, bad func(strin
 		if p.Mode != ModeAnnounce {
 			bad("%s.target %s belongs to mode announce", field, TargetServing)
 		}
-	case TargetNodePort, TargetPod:
+	case TargetNodePort, TargetPod, TargetFixedPort:
 		if !strings.HasPrefix(h.Path, "/") {
 			bad("%s.path %q: target %s needs an absolute path", field, h.Path, h.Target)
 		}
+		if h.Target == TargetFixedPort && (h.Port < 1 || h.Port > 65535) {
+			bad("%s.port %d: target %s needs a port", field, h.Port, h.Target)
+		}
 	default:
-		bad("%s.target %q: want kube-proxy, traffic-port, nodeport, pod or %s", field, h.Target, TargetServing)
+		bad("%s.target %q: want kube-proxy, traffic-port, nodeport, pod, port or %s", field, h.Target, TargetServing)
 	}
 	if h.Interval.D() <= 0 {
 		bad("%s.interval must be > 0", field)

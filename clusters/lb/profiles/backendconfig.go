@@ -1,0 +1,125 @@
+package profiles
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// GKE's BackendConfig (API group cloud.google.com, version v1) lets a
+// Service tune the health check ingress-gce builds for its backend service.
+// A Service names one with an annotation, for all its ports or per port
+// (kubernetes/ingress-gce pkg/annotations/service.go, BackendConfigKey):
+//
+//	cloud.google.com/backend-config: '{"default": "web"}'
+//	cloud.google.com/backend-config: '{"ports": {"80": "web"}}'
+//
+// and each field it sets replaces the default check's
+// (pkg/translator/healthchecks.go, UpdateFromBackendConfig); a port also
+// makes the check ask that fixed port on the node instead of the Service's
+// NodePort (portSpecification USE_FIXED_PORT).
+const (
+	BackendConfigAnnotation = "cloud.google.com/backend-config"
+	BackendConfigGroup      = "cloud.google.com"
+	BackendConfigVersion    = "v1"
+	BackendConfigResource   = "backendconfigs"
+	BackendConfigKind       = "BackendConfig"
+)
+
+// BackendConfigHealthCheck is spec.healthCheck of a BackendConfig
+// (kubernetes/ingress-gce pkg/apis/backendconfig/v1 HealthCheckConfig):
+// every field optional, in seconds, as the GCE API takes them.
+type BackendConfigHealthCheck struct {
+	CheckIntervalSec   *int64  `json:"checkIntervalSec,omitempty"`
+	TimeoutSec         *int64  `json:"timeoutSec,omitempty"`
+	HealthyThreshold   *int64  `json:"healthyThreshold,omitempty"`
+	UnhealthyThreshold *int64  `json:"unhealthyThreshold,omitempty"`
+	Type               *string `json:"type,omitempty"`
+	Port               *int64  `json:"port,omitempty"`
+	RequestPath        *string `json:"requestPath,omitempty"`
+}
+
+// BackendConfigName returns the BackendConfig a Service's annotation names
+// for servicePort ("" when it names none): the port's own entry, else the
+// default.
+func BackendConfigName(annotation string, servicePort int32) (string, error) {
+	if strings.TrimSpace(annotation) == "" {
+		return "", nil
+	}
+	var a struct {
+		Default string            `json:"default"`
+		Ports   map[string]string `json:"ports"`
+	}
+	if err := json.Unmarshal([]byte(annotation), &a); err != nil {
+		return "", fmt.Errorf("annotation %s %q: want {\"default\": NAME} or {\"ports\": {PORT: NAME}}: %w", BackendConfigAnnotation, annotation, err)
+	}
+	if n, ok := a.Ports[fmt.Sprint(servicePort)]; ok {
+		return n, nil
+	}
+	return a.Default, nil
+}
+
+// WithBackendConfig returns the profile with hc applied to the health check
+// of both traffic policies (ingress-gce builds one check per backend
+// service, whatever the Service's policy). Only profiles that honour a
+// BackendConfig (BackendConfig: true) take one; a check the cloud LB cannot
+// run is an error, so a Service never gets a check other than the one it
+// asked for.
+func (p Profile) WithBackendConfig(hc BackendConfigHealthCheck) (Profile, error) {
+	if !p.BackendConfig {
+		return p, fmt.Errorf("profile %s does not honour a BackendConfig (only GKE's Ingress LBs do)", p.Name)
+	}
+	c := p.HealthCheck
+	var errs []error
+	sec := func(field string, v *int64, set func(time.Duration)) {
+		if v == nil {
+			return
+		}
+		if *v < 1 || *v > 300 {
+			errs = append(errs, fmt.Errorf("healthCheck.%s %d: want 1 to 300 seconds", field, *v))
+			return
+		}
+		set(time.Duration(*v) * time.Second)
+	}
+	sec("checkIntervalSec", hc.CheckIntervalSec, func(d time.Duration) { c.Interval = Duration(d) })
+	sec("timeoutSec", hc.TimeoutSec, func(d time.Duration) { c.Timeout = Duration(d) })
+	count := func(field string, v *int64, set func(int)) {
+		if v == nil {
+			return
+		}
+		if *v < 1 || *v > 10 {
+			errs = append(errs, fmt.Errorf("healthCheck.%s %d: want 1 to 10", field, *v))
+			return
+		}
+		set(int(*v))
+	}
+	count("healthyThreshold", hc.HealthyThreshold, func(n int) { c.HealthyThreshold = n })
+	count("unhealthyThreshold", hc.UnhealthyThreshold, func(n int) { c.UnhealthyThreshold = n })
+	if hc.Type != nil && !strings.EqualFold(*hc.Type, "HTTP") {
+		errs = append(errs, fmt.Errorf("healthCheck.type %q: the cloud LB runs HTTP checks only", *hc.Type))
+	}
+	if hc.RequestPath != nil {
+		if !strings.HasPrefix(*hc.RequestPath, "/") {
+			errs = append(errs, fmt.Errorf("healthCheck.requestPath %q: want an absolute path", *hc.RequestPath))
+		}
+		c.Path = *hc.RequestPath
+	}
+	if hc.Port != nil {
+		if *hc.Port < 1 || *hc.Port > 65535 {
+			errs = append(errs, fmt.Errorf("healthCheck.port %d: want 1 to 65535", *hc.Port))
+		} else {
+			c.Target, c.Port = TargetFixedPort, int(*hc.Port)
+		}
+	}
+	if c.Timeout.D() > c.Interval.D() {
+		// GCE refuses a check whose timeout exceeds its interval.
+		errs = append(errs, fmt.Errorf("healthCheck.timeoutSec %v exceeds checkIntervalSec %v", c.Timeout.D(), c.Interval.D()))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return p, fmt.Errorf("BackendConfig for profile %s: %w", p.Name, err)
+	}
+	p.HealthCheck, p.ClusterHealthCheck = c, nil
+	return p, nil
+}
