@@ -29,10 +29,7 @@ import (
 // settles), one fails in its own step, one finishes. A shared step reaches
 // the run file of every witness still running, and only those.
 func TestWitnessesShareOneDisruption(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
-	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	port := okServerPort(t)
 
 	cs := fakeCluster("zd-a", "zd-b", "zd-c")
 	settled := LBHooks{WaitSettled: func(context.Context, string, string, time.Duration) (string, error) { return "w1", nil }}
@@ -84,15 +81,26 @@ func TestWitnessesShareOneDisruption(t *testing.T) {
 	}
 }
 
+// okServerPort starts a server that answers 200 to everything, for the
+// test's whole life, and returns its port: the "Service" the loads hit.
+func okServerPort(t *testing.T) int {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	t.Cleanup(srv.Close)
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
 // AwaitLB waits out the LB's whole lag only when the LB never says it is
 // done: a quiet LB ends the wait after two quiet checks in a row, one that
 // stays busy (or a terminating pod) keeps the load running to the bound, and
 // neither is an error. What happened is in the run file.
 func TestAwaitLB(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
-	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	port := okServerPort(t)
 
 	for _, tc := range []struct {
 		name        string
@@ -164,10 +172,7 @@ func TestAwaitLB(t *testing.T) {
 // namespace is not begun; a workload-level step runs once for the
 // sharers; clean-up removes the Services, then the namespace.
 func TestWitnessesSharePods(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
-	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	port := okServerPort(t)
 
 	const ns = "zd-shared"
 	ready := true
@@ -252,10 +257,7 @@ func (s *sealTimes) Seal(path string) error {
 // at once, b for 400 ms, c is set aside before Finish: all three are
 // sealed after b's load stopped, a's and c's loads stopped long before.
 func TestWitnessesCloseOnceEveryLoadStopped(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
-	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	port := okServerPort(t)
 
 	cs := fakeCluster("zd-a", "zd-b", "zd-c")
 	settled := LBHooks{WaitSettled: func(context.Context, string, string, time.Duration) (string, error) { return "w1", nil }}
