@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"zerodrop/clusters/lb/profiles"
+	"zerodrop/internal/waitfor"
 )
 
 // backendConfigs is the BackendConfig resource (GKE's, cloud.google.com/v1).
@@ -41,21 +42,14 @@ func EnsureBackendConfigCRD(ctx context.Context, dyn dynamic.Interface, timeout 
 	if _, err := crds.Create(ctx, &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("install the BackendConfig CRD (%s): %w", crd.GetName(), err)
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		got, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{})
-		if err == nil && established(got) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the BackendConfig CRD %s was not established within %s (last error: %v)", crd.GetName(), timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return waitfor.Until(ctx, "the BackendConfig CRD "+crd.GetName()+" to be established", timeout, 200*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			got, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return established(got), "not established yet", nil
+		})
 }
 
 func established(crd *unstructured.Unstructured) bool {

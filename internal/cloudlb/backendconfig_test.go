@@ -2,6 +2,7 @@ package cloudlb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -13,12 +14,16 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/lb"
+	"zerodrop/internal/waitfor"
 )
 
 // mapConfigs is BackendConfigs from a map "ns/name" -> health check.
@@ -165,4 +170,23 @@ func TestControllerAppliesBackendConfig(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// The CRD is installed once and waited for until established; one that
+// never gets there is a timeout that says what it waited for.
+func TestEnsureBackendConfigCRD(t *testing.T) {
+	lists := map[schema.GroupVersionResource]string{crdResource: "CustomResourceDefinitionList"}
+	ctx := context.Background()
+	if err := EnsureBackendConfigCRD(ctx, dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists), 300*time.Millisecond); err == nil ||
+		!strings.Contains(err.Error(), "BackendConfig CRD backendconfigs.cloud.google.com to be established") || !errors.Is(err, waitfor.ErrTimeout) {
+		t.Errorf("a CRD never established: %v, want a timeout naming it", err)
+	}
+	ready := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "backendconfigs.cloud.google.com"},
+		"status":   map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": "True"}}}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, ready)
+	if err := EnsureBackendConfigCRD(ctx, dyn, time.Second); err != nil {
+		t.Errorf("an established CRD someone installed: %v", err)
+	}
 }
