@@ -451,25 +451,20 @@ func non2xxText(codes map[string]int64) string {
 	return mapText(m)
 }
 
-func countsText(cs []zdv1.Count) string {
-	if len(cs) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = fmt.Sprintf("%s %d", c.Name, c.Count)
-	}
-	return strings.Join(parts, ", ")
-}
+func countsText(cs []zdv1.Count) string { return joinCounts(cs, "%s %d") }
 
 // quotedCounts is countsText for names that may hold commas (headers).
-func quotedCounts(cs []zdv1.Count) string {
+func quotedCounts(cs []zdv1.Count) string { return joinCounts(cs, "%q %d") }
+
+// joinCounts writes each count with format (its name, then its count),
+// "none" for none.
+func joinCounts(cs []zdv1.Count, format string) string {
 	if len(cs) == 0 {
 		return "none"
 	}
 	parts := make([]string, len(cs))
 	for i, c := range cs {
-		parts[i] = fmt.Sprintf("%q %d", c.Name, c.Count)
+		parts[i] = fmt.Sprintf(format, c.Name, c.Count)
 	}
 	return strings.Join(parts, ", ")
 }
