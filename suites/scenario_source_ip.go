@@ -45,9 +45,6 @@ func runSourceIP(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []sce
 		if err != nil {
 			return err
 		}
-		// Local must keep the client's address; Cluster replaces it with a
-		// node's (incident nodepool-backend: "better load balancing, but we
-		// lose the proper source IP").
 		return r.SetCriteria(fmt.Sprintf("the load generator reaches %s from %s", r.Address, host), sourceIPCriteria(cells[i], host))
 	})
 	return ws.Finish(ctx, settleFor(s.Timing.Observe))

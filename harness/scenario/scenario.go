@@ -753,7 +753,11 @@ func (r *Run) abort(ctx context.Context, cause error) {
 		// far as its load.
 		_ = r.createRunFile(nil)
 	}
-	r.closeRunFile(cause)
+	if r.sink != nil {
+		r.sink.close()
+	}
+	r.stopped, r.cause = true, cause
+	_ = r.close()
 	r.Cleanup(ctx)
 }
 
@@ -763,17 +767,6 @@ func (r *Run) abort(ctx context.Context, cause error) {
 func (r *Run) halt(cause error) {
 	r.cause = cause
 	r.stop()
-}
-
-// closeRunFile closes the run file with cause; later events are dropped.
-func (r *Run) closeRunFile(cause error) {
-	if r.sink != nil {
-		r.sink.close()
-	}
-	if r.w != nil {
-		_ = r.w.CloseWithError(cause)
-	}
-	r.stopped, r.finished = true, true
 }
 
 // stopBackground stops the load and waits for the observer and the LB
