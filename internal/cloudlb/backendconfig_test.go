@@ -39,14 +39,12 @@ func (m *mapConfigs) HealthCheck(ns, name string) (profiles.BackendConfigHealthC
 	return hc, ok, nil
 }
 
-func i64(v int64) *int64 { return &v }
-
 func TestCheckProfile(t *testing.T) {
 	ps, err := profiles.Stock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast := profiles.BackendConfigHealthCheck{CheckIntervalSec: i64(5), TimeoutSec: i64(5), UnhealthyThreshold: i64(2), Port: i64(32000)}
+	fast := profiles.BackendConfigHealthCheck{CheckIntervalSec: ptr[int64](5), TimeoutSec: ptr[int64](5), UnhealthyThreshold: ptr[int64](2), Port: ptr[int64](32000)}
 	bcs := &mapConfigs{m: map[string]profiles.BackendConfigHealthCheck{"web/fast": fast, "web/tcp": {Type: ptr("TCP")}}}
 	svc := func(ann string) *corev1.Service {
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "web", Annotations: map[string]string{}},
@@ -135,7 +133,7 @@ func TestControllerAppliesBackendConfig(t *testing.T) {
 		return r
 	}
 	bcs := &mapConfigs{m: map[string]profiles.BackendConfigHealthCheck{"default/fast": {
-		CheckIntervalSec: i64(1), TimeoutSec: i64(1), UnhealthyThreshold: i64(2), Port: i64(32000), RequestPath: ptr("/healthz")}}}
+		CheckIntervalSec: ptr[int64](1), TimeoutSec: ptr[int64](1), UnhealthyThreshold: ptr[int64](2), Port: ptr[int64](32000), RequestPath: ptr("/healthz")}}}
 	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
 	l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
 	c, err := NewController(cs, WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
