@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/fixtures"
 	"zerodrop/harness/recipe"
 )
@@ -79,13 +80,20 @@ type cellTimes struct {
 	// lagFromExit: the LB's check passes while a terminating endpoint
 	// still serves, so its lag starts when the Pod exits (leaves).
 	lagFromExit bool
+	// watch bounds the wait for the LB after a disruption
+	// (Timing.HazardWatch for a documentation cell whose LB is slower).
+	watch time.Duration
 }
 
 // timesOf is c's times in a disruption that does fate to a terminating
 // Pod's node (its scenario's Fate): the hardened Pods' recipe follows it.
-func timesOf(c Cell, fate recipe.Fate) cellTimes {
-	lb := recipe.FromProfile(c.Model.Profile)
-	t := cellTimes{replicas: 3, addition: c.Model.Profile.HealthCheckFor(c.Policy).AdditionTime()}
+func timesOf(tm Timing, c Cell, fate recipe.Fate) cellTimes {
+	p := lbOf(c)
+	lb := recipe.FromProfile(p)
+	t := cellTimes{replicas: 3, addition: p.HealthCheckFor(c.Policy).AdditionTime(), watch: p.LongestRemovalLag()}
+	if c.Role == zdv1.RoleDocumentation {
+		t.watch = min(t.watch, tm.HazardWatch)
+	}
 	if c.Policy == corev1.ServiceExternalTrafficPolicyLocal {
 		t.removal = lb.RemovalLag
 		t.lagFromExit = lb.ChecksThroughNodePort || lb.FollowsServing
@@ -119,7 +127,7 @@ func (t cellTimes) leaves(tm Timing, sinceTerm, sinceExit time.Duration) time.Du
 	if t.lagFromExit {
 		since = sinceExit
 	}
-	return max(t.removal-since, 5*time.Second) + tm.SettleMargin
+	return min(max(t.removal-since, 5*time.Second), max(t.watch, 5*time.Second)) + tm.SettleMargin
 }
 
 // rollout is a rolling replacement of every Pod, one at a time.
@@ -143,7 +151,7 @@ func observeCost(d func(Timing) time.Duration) CellCost {
 func batchEstimate(sc Scenario, tm Timing, k Costs, cells []Cell) time.Duration {
 	var settle, longest time.Duration
 	for _, c := range cells {
-		settle = max(settle, timesOf(c, sc.Fate).addition)
+		settle = max(settle, timesOf(tm, c, sc.Fate).addition)
 		longest = max(longest, sc.cost(tm, k, c))
 	}
 	return k.Deploy + settle + tm.Baseline + longest + k.Cleanup
@@ -153,7 +161,7 @@ func (sc Scenario) cost(tm Timing, k Costs, c Cell) time.Duration {
 	if sc.Cost == nil {
 		return tm.Observe
 	}
-	return sc.Cost(tm, k, c, timesOf(c, sc.Fate))
+	return sc.Cost(tm, k, c, timesOf(tm, c, sc.Fate))
 }
 
 // podRecipes counts the Deployments a batch of cells of sc deploys.

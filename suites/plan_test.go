@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 	"zerodrop/harness/recipe"
 )
@@ -92,26 +93,31 @@ func TestPlanShardsBalanceAndCover(t *testing.T) {
 	}
 }
 
-// The plan's estimates follow the recipes: with Local, gclb's 10 health
-// checks of 60 s make its batches the slowest; with Cluster its cells cost
-// what every other LB's do.
+// The plan's estimates follow the recipes: no batch waits out gclb's
+// default 10 x 60 s check, since its hardened Local cells ask for
+// kube-proxy's check (a BackendConfig) and its naive ones, documenting,
+// watch at most Timing.HazardWatch; a naive gclb Local drain still waits
+// that watch.
 func TestPlanEstimatesFollowTheMechanism(t *testing.T) {
 	p, err := PlanFor(planSettings(t, Shard{}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var slowest PlannedBatch
+	tm, k := DefaultTiming(), DefaultCosts()
 	for _, b := range p.Batches {
-		if b.Estimate > slowest.Estimate {
-			slowest = b
-		}
 		if b.Estimate <= 0 || b.PodRecipes < 1 || b.PodRecipes > len(b.Cells) {
 			t.Errorf("%s batch %s: estimate %v, %d recipes for %d cells", b.Scenario, models(b.Cells), b.Estimate, b.PodRecipes, len(b.Cells))
 		}
-	}
-	// A Local cell on gclb waits at least its 10 checks of 60 s.
-	if !strings.Contains(models(slowest.Cells), "gclb") || slowest.Estimate < 10*time.Minute {
-		t.Errorf("slowest batch %s %s (%v), want one of gclb's, over its 10-minute lag", slowest.Scenario, models(slowest.Cells), slowest.Estimate)
+		if b.Estimate >= 10*time.Minute {
+			t.Errorf("%s batch %s: estimate %v, the length of gclb's default lag", b.Scenario, models(b.Cells), b.Estimate)
+		}
+		for _, c := range b.Cells {
+			if b.Scenario == "drain-node" && c.Model.Name == "gclb" && c.Policy == localPolicy && c.Profile == fixtures.Naive {
+				if got := drainNode().cost(tm, k, c); got < tm.HazardWatch {
+					t.Errorf("naive gclb Local drain costs %v, less than the hazard watch %v it waits", got, tm.HazardWatch)
+				}
+			}
+		}
 	}
 	if to := Timeout(p.Estimate()); to < p.Estimate() {
 		t.Errorf("timeout %v below the estimate %v", to, p.Estimate())
@@ -141,11 +147,11 @@ func TestPlanFollowsTheLabelFilter(t *testing.T) {
 // The LB's lag runs from the moment its check starts failing: at the
 // start of termination for a check of the healthCheckNodePort (ready
 // endpoints only), at the Pod's exit for a check through the NodePort
-// (gclb), which reaches a terminating endpoint while it serves. A
-// hardened drain on gcp-nlb overlaps its preStop with the lag; on gclb
-// a preStop would add to it (measured 2026-11-26: 22.3 minutes with the
-// rollout's 605 s hook), so a drain, whose node never gets the workload
-// back, gives gclb's hardened Pods kube-proxy's margin only.
+// (gclb's default), which reaches a terminating endpoint while it serves.
+// A hardened drain on gcp-nlb overlaps its preStop with the lag; gclb's
+// hardened Pods ask for kube-proxy's check (a BackendConfig) and meet the
+// same mechanism on gke-l4's timing; its naive Pods keep the default check
+// and, documenting, are watched for Timing.HazardWatch, not its 10 minutes.
 func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
 	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gcp-nlb", "gclb"}}.Models()
 	if err != nil {
@@ -154,27 +160,31 @@ func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
 	tm, k := DefaultTiming(), DefaultCosts()
 	got := map[string]time.Duration{}
 	for _, c := range drainNode().Cells(ms) {
-		if c.Policy == localPolicy && c.Profile == fixtures.Hardened {
+		if c.Policy != localPolicy {
+			continue
+		}
+		tc := timesOf(tm, c, drainNode().Fate)
+		fromExit := c.Model.Name == "gclb" && c.Profile == fixtures.Naive
+		if tc.lagFromExit != fromExit {
+			t.Errorf("%s: lag from the exit %v, want %v", c.Name(), tc.lagFromExit, fromExit)
+		}
+		if fromExit && tc.watch != tm.HazardWatch {
+			t.Errorf("%s: watched %v, want the hazard watch %v", c.Name(), tc.watch, tm.HazardWatch)
+		}
+		if c.Profile == fixtures.Hardened {
 			got[c.Model.Name] = drainNode().cost(tm, k, c)
-			tc := timesOf(c, drainNode().Fate)
-			if want := c.Model.Name == "gclb"; tc.lagFromExit != want {
-				t.Errorf("%s: lag from the exit %v, want %v", c.Model.Name, tc.lagFromExit, want)
-			}
 		}
 	}
 	if g := timesOfModel(t, ms, "gcp-nlb", recipe.Leaves); got["gcp-nlb"] >= g.accepting+k.Terminate+k.PodStart+g.minReady+g.removal+tm.SettleMargin {
 		t.Errorf("gcp-nlb: %v, its drain and its lag one after the other: they overlap", got["gcp-nlb"])
 	}
-	g := timesOfModel(t, ms, "gclb", recipe.Leaves)
-	if got["gclb"] < g.accepting+g.removal {
-		t.Errorf("gclb: %v, less than its preStop (%v) and lag (%v) one after the other", got["gclb"], g.accepting, g.removal)
-	}
-	if g.accepting != recipe.KubeProxyMargin {
-		t.Errorf("gclb drain: hardened Pods accept %v after their signal, want kube-proxy's margin %v", g.accepting, recipe.KubeProxyMargin)
-	}
-	// A rollout brings Pods back to the node: there the hook keeps it.
-	if r := timesOfModel(t, ms, "gclb", rollingUpdate().Fate); r.accepting < r.removal {
-		t.Errorf("gclb rollout: hardened Pods accept %v, want at least the LB's lag %v", r.accepting, r.removal)
+	check := profiles.KubeProxyCheck()
+	for _, fate := range []recipe.Fate{recipe.Leaves, recipe.Replaced} {
+		g := timesOfModel(t, ms, "gclb", fate)
+		if g.removal != check.DetectionTime() || g.accepting != check.DetectionTime()+recipe.KubeProxyMargin {
+			t.Errorf("gclb %s: lag %v, hardened Pods accept %v; want kube-proxy's check %v and that plus the margin",
+				fate, g.removal, g.accepting, check.DetectionTime())
+		}
 	}
 	if drainNode().Fate != recipe.Leaves || rollingUpdate().Fate != recipe.Replaced {
 		t.Error("drain-node must leave the node, rolling-update replace its Pods")
@@ -185,7 +195,7 @@ func timesOfModel(t *testing.T, ms []Model, name string, fate recipe.Fate) cellT
 	t.Helper()
 	for _, c := range drainNode().Cells(ms) {
 		if c.Model.Name == name && c.Policy == localPolicy && c.Profile == fixtures.Hardened {
-			return timesOf(c, fate)
+			return timesOf(DefaultTiming(), c, fate)
 		}
 	}
 	t.Fatalf("no %s local hardened cell", name)

@@ -34,7 +34,6 @@ func drainNode() Scenario {
 			{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
-			{On: checksThroughNodePort, Policy: localPolicy, Reason: lastEndpointSeenAtExit},
 		},
 		Body: runDrainNode,
 		// The drain waits for the evicted Pod's exit, its replacement

@@ -44,7 +44,6 @@ func drainPoolWithPDB() Scenario {
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
-			{On: checksThroughNodePort, Policy: localPolicy, Reason: lastEndpointSeenAtExit},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 		},
 		Body: runDrainPoolWithPDB,

@@ -48,7 +48,6 @@ func nodepoolReplacement() Scenario {
 		Limits: []Limit{
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
-			{On: checksThroughNodePort, Policy: localPolicy, Reason: lastEndpointSeenAtExit},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 		},
 		Body: runNodepoolReplacement,

@@ -36,7 +36,6 @@ func scaleDown() Scenario {
 		Limits: []Limit{
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
-			{On: checksThroughNodePort, Policy: localPolicy, Reason: lastEndpointSeenAtExit},
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 		},
 		Body: runScaleDown,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
@@ -645,29 +646,41 @@ func TestSourceIPBehindAProxy(t *testing.T) {
 	}
 }
 
-// gclb's check goes through the NodePort and sees a node's last endpoint
-// only when it stops serving: the hardened Local cells of the disruptions
-// whose nodes never get the workload back, or lose it before they are
-// deleted, document that limit, opened by the Pod's exit; a rollout's,
-// whose nodes get new Pods, still asserts, and so does every cell of an LB
-// that checks the healthCheckNodePort.
-func TestNodeLeavingBehindATrafficCheck(t *testing.T) {
+// gclb's default check goes through the NodePort and sees a node's last
+// endpoint only when it stops serving; its hardened Local Pods name a
+// BackendConfig that points the check at kube-proxy on the
+// healthCheckNodePort, so in every node-level disruption they assert zero
+// drops as on gke-l4, whose timing they take; its naive ones keep the
+// default check.
+func TestGCLBHardenedLocalAsksKubeProxy(t *testing.T) {
 	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gclb", "gke-l4"}}.Models()
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := profiles.KubeProxyCheck()
+	s := &Suite{Settings: Settings{Rate: 50}, Timing: DefaultTiming()}
 	for _, sc := range []Scenario{drainNode(), scaleDown(), drainPoolWithPDB(), nodepoolReplacement(), rollingUpdate()} {
 		for _, c := range sc.Cells(ms) {
-			if c.Profile != fixtures.Hardened {
+			if c.Model.Name != "gclb" || c.Policy != localPolicy {
 				continue
 			}
-			limited := sc.Name != "rolling-update" && c.Model.Name == "gclb" && c.Policy == localPolicy
-			has := strings.Contains(c.PlatformLimit, lastEndpointSeenAtExit.Text)
-			if has != limited || (limited && c.Role != zdv1.RoleDocumentation) {
-				t.Errorf("%s: role %s, limit %.60q; want the limit %v", sc.CellName(c), c.Role, c.PlatformLimit, limited)
-			}
-			if limited && !slices.Contains(c.LimitOpens, zdv1.EventEndpointRemoved) {
-				t.Errorf("%s: limit opened by %v, want the endpoint's removal among them", sc.CellName(c), c.LimitOpens)
+			got := lbOf(c).HealthCheckFor(c.Policy)
+			switch c.Profile {
+			case fixtures.Hardened:
+				if c.Role != zdv1.RoleAssertion || c.PlatformLimit != "" {
+					t.Errorf("%s: role %s, limit %.60q; want an assertion", sc.CellName(c), c.Role, c.PlatformLimit)
+				}
+				if got != want {
+					t.Errorf("%s: the LB checks %+v, want kube-proxy's check %+v", sc.CellName(c), got, want)
+				}
+				cfg, err := fixtures.NewConfig(s.spec(sc, c).Workload...)
+				if err != nil || cfg.LBCheck == nil || *cfg.LBCheck != want {
+					t.Errorf("%s: the workload asks for %v (%v), want %+v", sc.CellName(c), cfg.LBCheck, err, want)
+				}
+			case fixtures.Naive:
+				if got != c.Model.Profile.HealthCheck {
+					t.Errorf("%s: naive cell checked %+v, want the profile's default", sc.CellName(c), got)
+				}
 			}
 		}
 	}

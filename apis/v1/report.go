@@ -807,6 +807,11 @@ type FailureWindow struct {
 	// GroundMoved counts the window's failures sent while nothing was
 	// being disrupted (see Results.GroundMoved).
 	GroundMoved int64 `json:"groundMoved,omitempty"`
+	// OpenAtEnd: the run's last request failed in this window, so the
+	// window was still open when the load stopped: its end is where the
+	// measurement stopped, not where the failures did, and DurationMs is a
+	// lower bound.
+	OpenAtEnd bool `json:"openAtEnd,omitempty"`
 	// Unexplained: the window lies after the disruption began, but no event
 	// of it lies inside the window or within Criteria.ExplainWithinMs
 	// before it.

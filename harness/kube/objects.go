@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,7 +12,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -78,6 +82,36 @@ func (c *Client) create(ctx context.Context, shared bool, objs []runtime.Object)
 			c.emit(zdv1.EventAction, what, "created", nil)
 		}
 	}
+	return nil
+}
+
+// CreateCustom creates obj, a namespaced object of a custom resource
+// (resource is its plural name, as in the API path: "backendconfigs"),
+// through the clientset's own connection, so a caller needs no second
+// client for the one object of a CRD a workload carries (a GKE
+// BackendConfig).
+func (c *Client) CreateCustom(ctx context.Context, resource string, obj *unstructured.Unstructured) error {
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	what := strings.ToLower(obj.GetKind()) + "/" + obj.GetNamespace() + "/" + obj.GetName()
+	switch {
+	case err != nil:
+		return fmt.Errorf("create %s: apiVersion %q: %w", what, obj.GetAPIVersion(), err)
+	case gv.Group == "" || obj.GetNamespace() == "" || resource == "":
+		return fmt.Errorf("create %s: want a namespaced object of a custom resource (group %q, resource %q)", what, gv.Group, resource)
+	}
+	rc := c.cs.Discovery().RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() {
+		return fmt.Errorf("create %s: this client has no REST connection for custom resources", what)
+	}
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("create %s: %w", what, err)
+	}
+	path := "/apis/" + gv.Group + "/" + gv.Version + "/namespaces/" + obj.GetNamespace() + "/" + resource
+	if err := rc.Post().AbsPath(path).SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error(); err != nil {
+		return fmt.Errorf("create %s: %w", what, err)
+	}
+	c.emit(zdv1.EventAction, what, "created", nil)
 	return nil
 }
 

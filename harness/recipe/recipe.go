@@ -22,9 +22,13 @@
 //     sending the node new connections only after interval x
 //     unhealthyThreshold; the Pod must keep serving that long plus the
 //     margin (the rolling-update-local incident's "delay ... until the load
-//     balancer health check has failed").
+//     balancer health check has failed"). An LB whose default check goes
+//     through the NodePort but lets the Service choose its check (gclb
+//     and a GKE BackendConfig) gets this mechanism too: the recipe asks
+//     for kube-proxy's check on the healthCheckNodePort (Recipe.LBCheck).
 //   - TrafficCheck (Local behind an LB whose check goes through the
-//     Service's NodePort, an L7 LB's instance-group check: ingress-gce
+//     Service's NodePort and cannot be pointed elsewhere; gclb's default
+//     instance-group check is one: ingress-gce
 //     builds it from the serving port and path whatever the traffic
 //     policy, kubernetes/ingress-gce pkg/healthchecks): kube-proxy gives
 //     the check, like the traffic, to the node's terminating endpoint while
@@ -148,12 +152,16 @@ type LB struct {
 	// kube-proxy still gives the node's connections to a terminating
 	// endpoint that serves.
 	ChecksThroughNodePort bool
+	// BackendConfig: a Service may choose the LB's check (a GKE
+	// BackendConfig), so a workload can point it at kube-proxy.
+	BackendConfig bool
 }
 
 // FromProfile is the LB of a profile of clusters/lb/profiles.
 func FromProfile(p profiles.Profile) LB {
 	return LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing(),
-		ChecksThroughNodePort: p.HealthCheckFor(corev1.ServiceExternalTrafficPolicyLocal).Target == profiles.TargetNodePort}
+		ChecksThroughNodePort: p.HealthCheckFor(corev1.ServiceExternalTrafficPolicyLocal).Target == profiles.TargetNodePort,
+		BackendConfig:         p.BackendConfig}
 }
 
 // Recipe is the hardened timing of a workload behind one LB with one
@@ -180,8 +188,26 @@ type Recipe struct {
 	// MinReady is minReadySeconds: how long a new Pod stays ready before a
 	// rollout moves on.
 	MinReady time.Duration
+	// LBCheck, when set, is the check the workload asks its LB to run
+	// instead of the LB's default (a GKE BackendConfig the Service names):
+	// kube-proxy's answer on the Service's healthCheckNodePort
+	// (profiles.KubeProxyCheck; its Port is that port, known once the
+	// Service exists). The recipe's numbers hold only with it.
+	LBCheck *profiles.HealthCheck
 	// Why says, with its source, what the numbers cover.
 	Why string
+}
+
+// LB is the profile p as a Service of this recipe sees it: with LBCheck,
+// the check it asks for (on port, its healthCheckNodePort; 0 while the
+// Service has none), for both policies.
+func (r Recipe) LB(p profiles.Profile, port int) profiles.Profile {
+	if r.LBCheck == nil {
+		return p
+	}
+	h := *r.LBCheck
+	h.Port = port
+	return p.WithCheck(h)
 }
 
 // Hardened is the recipe for a workload behind lb with the given traffic
@@ -221,6 +247,23 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			"condition (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe): the node keeps the address while "+
 			"the terminating endpoint serves, so the app fails readiness on its signal and keeps accepting for "+
 			"the probe's %s x %d, the LB's %s and the margin", lb.Name, ServingProbePeriod, ServingProbeFailureThreshold, lb.RemovalLag)
+	case lb.ChecksThroughNodePort && lb.BackendConfig:
+		// The Service points the LB's check at kube-proxy, which fails as
+		// the last local endpoint starts terminating: the L4 LBs' mechanism
+		// on the check's own timing, whatever the disruption does to the
+		// node.
+		hc := profiles.KubeProxyCheck()
+		r.LBCheck = &hc
+		healthChecked(&r, hc.DetectionTime(), hc.AdditionTime())
+		r.Why = fmt.Sprintf("externalTrafficPolicy Local behind %s, whose default check goes through the Service's "+
+			"NodePort and so passes while a terminating endpoint serves (kubernetes/ingress-gce pkg/healthchecks; KEP-1669): "+
+			"the Service names a BackendConfig whose healthCheck.port is its healthCheckNodePort (ingress-gce "+
+			"pkg/translator/healthchecks.go UpdateFromBackendConfig, USE_FIXED_PORT), with the timing GKE's L4 LBs give "+
+			"that port (ingress-gce pkg/l4/healthchecks/healthchecksl4.go: %s x %d), so kube-proxy's answer fails when the "+
+			"last local endpoint starts terminating (kubernetes v1.37.2 pkg/proxy/endpointschangetracker.go "+
+			"LocalReadyEndpoints) and the LB moves %s later; the app stays ready while it drains, and a rollout waits "+
+			"the check's addition lag %s before it moves on", lb.Name, hc.Interval.D(), hc.UnhealthyThreshold,
+			hc.DetectionTime(), hc.AdditionTime())
 	case lb.ChecksThroughNodePort:
 		r.Mechanism = TrafficCheck
 		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
@@ -244,10 +287,7 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 		r.Why = check + fmt.Sprintf("; the preStop keeps the node's check passing until a rollout has put a new Pod "+
 			"on it, and a rollout waits the LB's addition lag %s before it moves on", lb.AdditionLag)
 	default:
-		r.Mechanism = HealthCheck
-		r.PreStop = ceilSecond(lb.RemovalLag + KubeProxyMargin)
-		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
-		r.MinReady = ceilSecond(max(lb.AdditionLag, MinReadyFloor))
+		healthChecked(&r, lb.RemovalLag, lb.AdditionLag)
 		r.Why = fmt.Sprintf("externalTrafficPolicy Local behind %s: the node's healthCheckNodePort fails when its last "+
 			"local endpoint terminates and the LB moves only after its health check's %s (the rolling-update-local "+
 			"incident); the app stays ready while it drains, so kube-proxy keeps giving the node's new connections "+
@@ -256,6 +296,16 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 	}
 	r.Grace = r.PreStop + r.ShutdownDelay + r.Drain + GraceSlack
 	return r
+}
+
+// healthChecked sets r's numbers for a check of the node's
+// healthCheckNodePort that drops it removal after its last local endpoint
+// starts terminating and adds it addition after a new one is ready.
+func healthChecked(r *Recipe, removal, addition time.Duration) {
+	r.Mechanism = HealthCheck
+	r.PreStop = ceilSecond(removal + KubeProxyMargin)
+	r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
+	r.MinReady = ceilSecond(max(addition, MinReadyFloor))
 }
 
 // Accepting is how long after termination begins the app still accepts

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	zdv1 "zerodrop/apis/v1"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
 	"zerodrop/harness/evidence"
 	"zerodrop/harness/kube"
@@ -353,6 +354,9 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 		if err := r.Kube.Create(ctx, fixtures.BuildService(cfg)); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 		}
+		if err := r.createBackendConfig(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
 	}
 	if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
@@ -411,6 +415,26 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
 	return r, nil
+}
+
+// createBackendConfig creates the BackendConfig cfg's Service names, if its
+// recipe asks the LB for a check of its own (fixtures.Config.LBCheck): on
+// the healthCheckNodePort the API server gave the Service.
+func (r *Run) createBackendConfig(ctx context.Context, cfg fixtures.Config) error {
+	if cfg.LBCheck == nil {
+		return nil
+	}
+	svc, err := r.Env.Clientset.CoreV1().Services(cfg.Namespace).Get(ctx, cfg.Service(), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read service %s/%s for its healthCheckNodePort: %w", cfg.Namespace, cfg.Service(), err)
+	}
+	port := svc.Spec.HealthCheckNodePort
+	if port == 0 {
+		return fmt.Errorf("service %s/%s has no healthCheckNodePort (externalTrafficPolicy %q), which its BackendConfig's check asks",
+			cfg.Namespace, cfg.Service(), svc.Spec.ExternalTrafficPolicy)
+	}
+	r.step("backend-config", "service", cfg.Service(), "healthCheckNodePort", port)
+	return r.Kube.CreateCustom(ctx, profiles.BackendConfigResource, fixtures.BuildBackendConfig(cfg, port))
 }
 
 // startLoad starts the run's load (none with Spec.SkipLoad); on error the

@@ -504,6 +504,10 @@ func (a *analysis) windows() []zdv1.FailureWindow {
 	if out == nil {
 		out = []zdv1.FailureWindow{}
 	}
+	if n := len(out); n > 0 && cur.max == a.last {
+		// Nothing was sent after the last window's last failure.
+		out[n-1].OpenAtEnd = true
+	}
 	return out
 }
 

@@ -425,3 +425,40 @@ func TestForwardedClientIP(t *testing.T) {
 		t.Error("a check of X-Forwarded-For without the criterion")
 	}
 }
+
+// A window whose failures last until the run's last request was still
+// open when the load stopped: its length is a lower bound, and the report
+// must say so; one the run saw close is not.
+func TestWindowOpenAtTheEnd(t *testing.T) {
+	tests := []struct {
+		name     string
+		failFrom int
+		failTo   int
+		want     bool
+	}{
+		{"failing to the last request", 2000, 3000, true},
+		{"closed before the end", 1000, 1500, false},
+		{"the last request alone", 2990, 3000, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs []zdv1.Result
+			for ms := 0; ms < 3000; ms += 10 {
+				if ms >= tc.failFrom && ms < tc.failTo {
+					rs = append(rs, fail(ms, zdv1.ClassTimeout))
+				} else {
+					rs = append(rs, ok(ms, "a", "n1"))
+				}
+			}
+			// The last timeouts complete after answers sent later would.
+			rs = append(rs[len(rs)/2:], rs[:len(rs)/2]...)
+			sc := analyze(t, runSpec{crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, results: rs})
+			if len(sc.FailureWindows) != 1 {
+				t.Fatalf("windows %+v, want one", sc.FailureWindows)
+			}
+			if got := sc.FailureWindows[0].OpenAtEnd; got != tc.want {
+				t.Errorf("open at the end %v, want %v (window %v to %v)", got, tc.want, sc.FailureWindows[0].Start, sc.FailureWindows[0].End)
+			}
+		})
+	}
+}

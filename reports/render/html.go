@@ -116,6 +116,7 @@ type earlierView struct {
 type windowView struct {
 	zdv1.FailureWindow
 	Start   string
+	Length  string
 	Classes string
 	// Causes are the events inside the window and around its edges,
 	// ranked (see windowCauses); More counts those cut; Nearest, when none
@@ -255,7 +256,7 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 		palette, _ = markerLegend(sc.Timeline.Markers)
 	}
 	for _, w := range sc.FailureWindows {
-		wv := windowView{FailureWindow: w, Start: w.Start.UTC().Format("15:04:05.000"), Classes: classesText(w.Classes), Margin: v.Margin}
+		wv := windowView{FailureWindow: w, Start: w.Start.UTC().Format("15:04:05.000"), Length: windowLength(w), Classes: classesText(w.Classes), Margin: v.Margin}
 		near, more, nearest := windowCauses(w, margin)
 		for _, c := range near {
 			wv.Causes = append(wv.Causes, causeView{Place: c.Place, Where: causeWhere(c), Type: c.Type,

@@ -140,7 +140,7 @@ func reasonsText(sc *Scenario) string {
 	}
 	for _, w := range sc.FailureWindows {
 		fmt.Fprintf(&b, "window W%d %s +%s: %d failed (%s)", w.Index, w.Start.UTC().Format("15:04:05.000"),
-			formatMs(w.DurationMs), w.Failed, classesText(w.Classes))
+			windowLength(w), w.Failed, classesText(w.Classes))
 		fmt.Fprintf(&b, "; events: %s\n", causesText(w, edgeMargin(&sc.Scenario), 200))
 	}
 	return b.String()

@@ -161,7 +161,7 @@ func markdown(runs []*Run, opt MarkdownOptions, details bool) []byte {
 					break
 				}
 				fmt.Fprintf(&b, "- W%d at %s for %s: %s failed (%s)", w.Index, w.Start.UTC().Format("15:04:05.000"),
-					formatMs(w.DurationMs), formatCount(w.Failed), classesText(w.Classes))
+					windowLength(w), formatCount(w.Failed), classesText(w.Classes))
 				fmt.Fprintf(&b, "; events inside it or within ±%s of its edges, closest to its start first: %s\n",
 					formatMs(msOf(edgeMargin(&sc.Scenario))), mdCell(causesText(w, edgeMargin(&sc.Scenario), 120)))
 			}

@@ -539,3 +539,12 @@ func formatMs(ms float64) string {
 		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
 	}
 }
+
+// windowLength is a failure window's duration, said to be a lower bound
+// when the window was still open as the load stopped (OpenAtEnd).
+func windowLength(w zdv1.FailureWindow) string {
+	if w.OpenAtEnd {
+		return formatMs(w.DurationMs) + " or more (still open when the load stopped)"
+	}
+	return formatMs(w.DurationMs)
+}

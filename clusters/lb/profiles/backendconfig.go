@@ -120,6 +120,43 @@ func (p Profile) WithBackendConfig(hc BackendConfigHealthCheck) (Profile, error)
 	if err := errors.Join(errs...); err != nil {
 		return p, fmt.Errorf("BackendConfig for profile %s: %w", p.Name, err)
 	}
-	p.HealthCheck, p.ClusterHealthCheck = c, nil
-	return p, nil
+	return p.WithCheck(c), nil
+}
+
+// KubeProxyCheck is the check that lets an LB whose default check of a
+// Local Service goes through the NodePort (gclb) see a node's last local
+// endpoint terminate: kube-proxy's answer on the Service's
+// healthCheckNodePort (TargetFixedPort; Port is that port once the Service
+// has one), with the timing GKE's own L4 LBs give that same port (the
+// gke-l4 profile's healthCheck: kubernetes/ingress-gce
+// pkg/l4/healthchecks/healthchecksl4.go, written once there). kube-proxy
+// answers any path there (kubernetes v1.37.2
+// pkg/proxy/healthcheck/service_health.go, hcHandler.ServeHTTP).
+func KubeProxyCheck() HealthCheck {
+	h := MustStock("gke-l4").HealthCheck
+	h.Target, h.Port = TargetFixedPort, 0
+	if h.Path == "" {
+		h.Path = "/healthz"
+	}
+	return h
+}
+
+// BackendConfig is h as a BackendConfig's spec.healthCheck asking port on
+// every node: what a Service writes to get h from an LB that honours one
+// (WithBackendConfig applied to it gives h back, on port).
+func (h HealthCheck) BackendConfig(port int32) BackendConfigHealthCheck {
+	sec := func(d Duration) *int64 { v := int64(d.D() / time.Second); return &v }
+	n := func(v int) *int64 { x := int64(v); return &x }
+	typ, path, p := "HTTP", h.Path, int64(port)
+	return BackendConfigHealthCheck{CheckIntervalSec: sec(h.Interval), TimeoutSec: sec(h.Timeout),
+		HealthyThreshold: n(h.HealthyThreshold), UnhealthyThreshold: n(h.UnhealthyThreshold),
+		Type: &typ, Port: &p, RequestPath: &path}
+}
+
+// WithCheck returns the profile with h as its check for both traffic
+// policies: what a BackendConfig does (ingress-gce builds one check per
+// backend service, whatever the Service's policy).
+func (p Profile) WithCheck(h HealthCheck) Profile {
+	p.HealthCheck, p.ClusterHealthCheck = h, nil
+	return p
 }

@@ -87,3 +87,27 @@ func TestWithBackendConfig(t *testing.T) {
 		t.Error("an L4 profile took a BackendConfig")
 	}
 }
+
+// TestKubeProxyCheckRoundTrips: the BackendConfig a hardened workload
+// writes for the kube-proxy check gives that check back through the cloud
+// LB's reading of it, on the Service's port, with gke-l4's Local timing.
+func TestKubeProxyCheckRoundTrips(t *testing.T) {
+	h := KubeProxyCheck()
+	l4 := MustStock("gke-l4").HealthCheck
+	if h.Target != TargetFixedPort || h.Interval != l4.Interval || h.UnhealthyThreshold != l4.UnhealthyThreshold ||
+		h.HealthyThreshold != l4.HealthyThreshold || h.Timeout != l4.Timeout || h.Path != "/healthz" {
+		t.Fatalf("KubeProxyCheck() = %+v, want gke-l4's timing %+v on a fixed port at /healthz", h, l4)
+	}
+	got, err := MustStock("gclb").WithBackendConfig(h.BackendConfig(32123))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := h
+	want.Port = 32123
+	if got.HealthCheck != want || got.ClusterHealthCheck != nil {
+		t.Fatalf("gclb with the BackendConfig checks %+v (cluster %v), want %+v for both policies", got.HealthCheck, got.ClusterHealthCheck, want)
+	}
+	if got.RemovalLag() != l4.DetectionTime() {
+		t.Fatalf("removal lag %v, want gke-l4's %v", got.RemovalLag(), l4.DetectionTime())
+	}
+}
