@@ -1,10 +1,8 @@
 package cloudlb
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -90,22 +88,13 @@ func (b listerConfigs) HealthCheck(ns, name string) (profiles.BackendConfigHealt
 	return hc, true, err
 }
 
-// healthCheckOf decodes spec.healthCheck strictly: a misspelt field is an
-// error the Service's events show, not a default check nobody asked for.
+// healthCheckOf decodes spec.healthCheck strictly (profiles
+// DecodeBackendConfigHealthCheck): a misspelt field is an error the
+// Service's events show, not a default check nobody asked for.
 func healthCheckOf(u *unstructured.Unstructured) (profiles.BackendConfigHealthCheck, error) {
-	var hc profiles.BackendConfigHealthCheck
-	raw, found, err := unstructured.NestedMap(u.Object, "spec", "healthCheck")
-	if err != nil || !found {
-		return hc, err
-	}
-	b, err := json.Marshal(raw)
+	hc, _, err := profiles.DecodeBackendConfigHealthCheck(u.Object)
 	if err != nil {
-		return hc, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&hc); err != nil {
-		return hc, fmt.Errorf("BackendConfig %s/%s spec.healthCheck: %w", u.GetNamespace(), u.GetName(), err)
+		return hc, fmt.Errorf("BackendConfig %s/%s %w", u.GetNamespace(), u.GetName(), err)
 	}
 	return hc, nil
 }
@@ -120,14 +109,7 @@ func checkProfile(prof profiles.Profile, svc *corev1.Service, bcs BackendConfigs
 		return prof, ""
 	}
 	key := svcKey(svc)
-	var port int32
-	for _, p := range svc.Spec.Ports {
-		if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
-			port = p.Port
-			break
-		}
-	}
-	name, err := profiles.BackendConfigName(ann, port)
+	name, err := profiles.ServiceBackendConfig(svc)
 	switch {
 	case err != nil:
 		return prof, fmt.Sprintf("LB keeps profile %s's health check for %s: %v", prof.Name, key, err)

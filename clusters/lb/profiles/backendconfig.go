@@ -1,11 +1,14 @@
 package profiles
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // GKE's BackendConfig (API group cloud.google.com, version v1) lets a
@@ -159,4 +162,52 @@ func (h HealthCheck) BackendConfig(port int32) BackendConfigHealthCheck {
 func (p Profile) WithCheck(h HealthCheck) Profile {
 	p.HealthCheck, p.ClusterHealthCheck = h, nil
 	return p
+}
+
+// ServiceBackendConfig returns the BackendConfig svc's annotation names for
+// the backend the LB serves (the Service's first TCP port, the one an
+// Ingress or the cloud LB sends to), "" when it names none.
+func ServiceBackendConfig(svc *corev1.Service) (string, error) {
+	ann := svc.Annotations[BackendConfigAnnotation]
+	if strings.TrimSpace(ann) == "" {
+		return "", nil
+	}
+	var port int32
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
+			port = p.Port
+			break
+		}
+	}
+	return BackendConfigName(ann, port)
+}
+
+// DecodeBackendConfigHealthCheck reads spec.healthCheck of a BackendConfig
+// object (its decoded JSON) strictly: a misspelt field is an error, not a
+// default check nobody asked for. found is false when it sets none.
+func DecodeBackendConfigHealthCheck(obj map[string]any) (hc BackendConfigHealthCheck, found bool, err error) {
+	spec, _ := obj["spec"].(map[string]any)
+	raw, ok := spec["healthCheck"]
+	if !ok || raw == nil {
+		return hc, false, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return hc, true, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&hc); err != nil {
+		return hc, true, fmt.Errorf("spec.healthCheck: %w", err)
+	}
+	return hc, true, nil
+}
+
+// AsksKubeProxy reports whether p, as a Local Service with the given
+// healthCheckNodePort meets it, checks that port: kube-proxy answers
+// there (a BackendConfig whose healthCheck.port is the Service's
+// healthCheckNodePort, WithBackendConfig).
+func (p Profile) AsksKubeProxy(healthCheckNodePort int32) bool {
+	h := p.HealthCheck
+	return h.Target == TargetFixedPort && healthCheckNodePort != 0 && h.Port == int(healthCheckNodePort)
 }
