@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -286,7 +288,10 @@ func printRecipes(c *cli, format doctor.Format) int {
 		Grace         string `json:"terminationGracePeriod"`
 		Readiness     string `json:"readiness"`
 		MinReady      string `json:"minReadySeconds"`
-		Why           string `json:"why"`
+		// LBCheck is the check the recipe asks the LB for (a GKE
+		// BackendConfig), "" for the LB's own.
+		LBCheck string `json:"lbCheck,omitempty"`
+		Why     string `json:"why"`
 	}
 	var rows []row
 	for _, p := range doctor.Profiles() {
@@ -294,12 +299,16 @@ func printRecipes(c *cli, format doctor.Format) int {
 		for _, policy := range []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
 			for _, fate := range []recipe.Fate{recipe.Replaced, recipe.Leaves} {
 				r := recipe.For(lb, policy, fate)
-				if fate != recipe.Replaced && r == recipe.Hardened(lb, policy) {
+				if fate != recipe.Replaced && reflect.DeepEqual(r, recipe.Hardened(lb, policy)) {
 					continue
+				}
+				var check string
+				if h := r.LBCheck; h != nil {
+					check = fmt.Sprintf("BackendConfig: %s on the healthCheckNodePort, %v x %d", h.Path, h.Interval.D(), h.UnhealthyThreshold)
 				}
 				rows = append(rows, row{Profile: p.Name, Policy: string(policy), Fate: fate.String(), Mechanism: string(r.Mechanism), PreStop: r.PreStop.String(),
 					UnreadyOnTerm: r.UnreadyOnTerm, ShutdownDelay: r.ShutdownDelay.String(), Grace: r.Grace.String(),
-					Readiness: fmt.Sprintf("%v x %d", r.ReadinessPeriod, r.ReadinessFailureThreshold), MinReady: r.MinReady.String(), Why: r.Why})
+					Readiness: fmt.Sprintf("%v x %d", r.ReadinessPeriod, r.ReadinessFailureThreshold), MinReady: r.MinReady.String(), LBCheck: check, Why: r.Why})
 			}
 		}
 	}
@@ -307,10 +316,10 @@ func printRecipes(c *cli, format doctor.Format) int {
 		return printJSON(c, rows)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tPOLICY\tFATE\tMECHANISM\tPRESTOP\tUNREADY ON TERM\tSHUTDOWN DELAY\tGRACE\tREADINESS\tMIN READY")
+	fmt.Fprintln(tw, "PROFILE\tPOLICY\tFATE\tMECHANISM\tPRESTOP\tUNREADY ON TERM\tSHUTDOWN DELAY\tGRACE\tREADINESS\tMIN READY\tLB CHECK")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", r.Profile, r.Policy, r.Fate, r.Mechanism, r.PreStop, r.UnreadyOnTerm,
-			r.ShutdownDelay, r.Grace, r.Readiness, r.MinReady)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", r.Profile, r.Policy, r.Fate, r.Mechanism, r.PreStop, r.UnreadyOnTerm,
+			r.ShutdownDelay, r.Grace, r.Readiness, r.MinReady, cmp.Or(r.LBCheck, "the LB's"))
 	}
 	if err := tw.Flush(); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)

@@ -90,7 +90,7 @@ func TestDoctorCommand(t *testing.T) {
 		{name: "list profiles", args: []string{"--list-profiles"}, code: 0, stdout: []string{"gcp-nlb", "24s", "ingress-gce"}},
 		// The recipe per profile and policy: with Cluster the kube-proxy
 		// margin whatever the LB, with Local the LB's lag.
-		{name: "list recipes", args: []string{"--list-recipes"}, code: 0, stdout: []string{"endpoint-removal", "lb-health-check", "serving-condition", "lb-traffic-check", "10m5s", "leaves"}},
+		{name: "list recipes", args: []string{"--list-recipes"}, code: 0, stdout: []string{"endpoint-removal", "lb-health-check", "serving-condition", "BackendConfig: /healthz on the healthCheckNodePort, 3s x 2", "LB CHECK"}},
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"Usage: zerodrop doctor", "--lb-profile"}},
 	}
 	for _, tc := range tests {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -250,10 +251,8 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		if !proving {
 			return nil
 		}
-		// The fix is judged against the longest lag of the columns: what
-		// holds for it holds for the others.
 		var applied []doctor.Applied
-		fixedMs, applied = doctor.Fix(ms, doctor.WithLBProfile(worstProfile(models)), doctor.WithKubernetesMinor(kubeMinor))
+		fixedMs, applied = fixForEvery(ms, models, kubeMinor)
 		same := again && fmt.Sprint(applied) == lastApplied
 		lastApplied = fmt.Sprint(applied)
 		if len(applied) == 0 {
@@ -487,16 +486,26 @@ func measure(ctx context.Context, sess *suites.Session, scs []suites.Scenario, p
 	return out
 }
 
-// worstProfile is the doctor's profile of the column with the longest
-// removal lag.
-func worstProfile(models []suites.Model) doctor.LBProfile {
-	var worst doctor.LBProfile
+// fixForEvery is the doctor's fix of ms for every column's LB in turn,
+// the longest lag first: a fix only adds or lengthens (a preStop is never
+// shortened), so what one column needs stays for the next, and a column
+// whose LB wants a change of its own (gclb's BackendConfig, which points
+// its check at kube-proxy) gets it besides the longest preStop.
+func fixForEvery(ms *doctor.Manifests, models []suites.Model, kubeMinor int) (*doctor.Manifests, []doctor.Applied) {
+	var ps []doctor.LBProfile
 	for _, m := range models {
-		if p, ok := doctor.LookupProfile(m.Name); ok && p.RemovalLag() >= worst.RemovalLag() {
-			worst = p
+		if p, ok := doctor.LookupProfile(m.Name); ok {
+			ps = append(ps, p)
 		}
 	}
-	return worst
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].RemovalLag() > ps[j].RemovalLag() })
+	fixed, all := ms, []doctor.Applied(nil)
+	for _, p := range ps {
+		var applied []doctor.Applied
+		fixed, applied = doctor.Fix(fixed, doctor.WithLBProfile(p), doctor.WithKubernetesMinor(kubeMinor))
+		all = append(all, applied...)
+	}
+	return fixed, all
 }
 
 // writeFixed writes the objects Fix changed, whole, with the changes as a

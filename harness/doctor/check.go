@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
 	"zerodrop/internal/kubeversion"
 
@@ -246,6 +247,7 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 		v.l7Via = r.Ref()
 	}
 	v.choice, v.problems = serviceProfile(v.svc, explicit)
+	v.choice, v.problems = withBackendConfig(so, ix, v.choice, v.problems)
 	prof := v.choice.profiles[0] // the worst lag of the plausible ones
 	if v.l7Via == "" && prof.L7 {
 		v.l7Via = "LB profile " + prof.Name
@@ -278,17 +280,17 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 		return nil
 	}
 	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via,
-		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl)}
+		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig}
 }
 
 // classified is the input sorted by what the rules read of it, namespaces
 // defaulted and later definitions winning.
 type classified struct {
-	services, workloads, pdbs, routes, hpas []*Object
-	skipped                                 []Skip
+	services, workloads, pdbs, routes, hpas, bcs []*Object
+	skipped                                      []Skip
 }
 
-func (c *classified) index() *index { return newIndex(c.workloads, c.pdbs, c.hpas, c.routes) }
+func (c *classified) index() *index { return newIndex(c.workloads, c.pdbs, c.hpas, c.routes, c.bcs) }
 
 // classify copies the objects (so defaulting the namespace leaves the input
 // untouched) and sorts them; like kubectl apply, a later definition of the
@@ -322,6 +324,8 @@ func classify(m *Manifests, namespace string) *classified {
 				c.pdbs = append(c.pdbs, o)
 			} else if _, ok := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
 				c.hpas = append(c.hpas, o)
+			} else if backendConfigOf(o) != nil {
+				c.bcs = append(c.bcs, o)
 			} else if _, ok := asWorkload(o); ok {
 				c.workloads = append(c.workloads, o)
 			}
@@ -338,6 +342,9 @@ func classify(m *Manifests, namespace string) *classified {
 type Subject struct {
 	Service  *Object
 	Backends []Backend
+	// BackendConfig is the GKE BackendConfig the Service names, when the
+	// input holds it (nil otherwise).
+	BackendConfig *Object
 }
 
 // Backend is one workload behind a Subject's Service.
@@ -369,6 +376,9 @@ func Subjects(m *Manifests, namespace string) []Subject {
 			continue
 		}
 		sub := Subject{Service: so}
+		if name, err := profiles.ServiceBackendConfig(svc); err == nil && name != "" {
+			sub.BackendConfig = ix.backendConfig(so.Namespace, name)
+		}
 		for _, wo := range ix.selected(svc, so.Namespace) {
 			wl, _ := asWorkload(wo)
 			ci, _ := wl.servingContainer(svc)

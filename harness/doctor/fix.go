@@ -39,6 +39,7 @@ var fixers = map[string]func(t *target) string{
 		return setPreStop(t, t.recipe(corev1.ServiceExternalTrafficPolicyCluster).PreStop)
 	},
 	"ZD006": fixGrace,
+	"ZD007": fixCheckThroughNodePort,
 	"ZD010": fixSpread,
 	"ZD013": fixSpreadCountsTainted,
 	"ZD012": func(t *target) string {
@@ -75,6 +76,7 @@ var fixers = map[string]func(t *target) string{
 // object and what it is. A budget the Pods already have is changed
 // instead (fixPDBs), so no two budgets select them (ZD021).
 var adders = map[string]func(t *target) (*Object, string){
+	"ZD007": addBackendConfig,
 	"ZD024": func(t *target) (*Object, string) {
 		if len(t.pdbs) > 0 {
 			return nil, ""

@@ -93,7 +93,9 @@ func TestFixtureProfiles(t *testing.T) {
 func TestHardenedMatchesEveryProfile(t *testing.T) {
 	for _, p := range Profiles() {
 		t.Run(p.Name, func(t *testing.T) {
-			r := fixtureReport(t, []fixtures.Option{fixtures.WithLB(p.Profile)}, WithLBProfile(p))
+			// A Service whose recipe names a BackendConfig (gclb Local) pins
+			// its healthCheckNodePort, so the whole workload carries it.
+			r := fixtureReport(t, []fixtures.Option{fixtures.WithLB(p.Profile), fixtures.WithHealthCheckNodePort(31234)}, WithLBProfile(p))
 			if got := ids(r, Error); len(got) > 0 {
 				t.Errorf("hardened fixture for %s has errors %v; %s", p.Name, got, summary(r))
 			}
@@ -178,6 +180,32 @@ func TestFixesAreTheRecipe(t *testing.T) {
 				}
 				if policy == corev1.ServiceExternalTrafficPolicyLocal && d.Spec.MinReadySeconds != hard.MinReadySeconds {
 					t.Errorf("fixed minReadySeconds %d, hardened fixture %d (applied %v)", d.Spec.MinReadySeconds, hard.MinReadySeconds, applied)
+				}
+				// The check the recipe asks the LB for comes with the fix: a
+				// BackendConfig on the Service's pinned healthCheckNodePort.
+				var bc *Object
+				var svc *corev1.Service
+				for _, o := range fixed.Objects {
+					if backendConfigOf(o) != nil {
+						bc = o
+					}
+					if s, ok := o.Obj.(*corev1.Service); ok {
+						svc = s
+					}
+				}
+				if (bc != nil) != (hard.LBCheck != nil) {
+					t.Fatalf("fixed manifests carry BackendConfig %v, the hardened fixture asks for %v (applied %v)", bc != nil, hard.LBCheck, applied)
+				}
+				if bc != nil {
+					hc, _, err := profiles.DecodeBackendConfigHealthCheck(backendConfigOf(bc).Object)
+					eff, werr := p.Profile.WithBackendConfig(hc)
+					if err != nil || werr != nil || !eff.AsksKubeProxy(svc.Spec.HealthCheckNodePort) || eff.RemovalLag() != hard.LBCheck.DetectionTime() {
+						t.Errorf("fixed BackendConfig %+v (%v, %v) on Service port %d: want the recipe's check %+v on it",
+							hc, err, werr, svc.Spec.HealthCheckNodePort, *hard.LBCheck)
+					}
+					if name, _ := profiles.ServiceBackendConfig(svc); name != bc.Name {
+						t.Errorf("the fixed Service names BackendConfig %q, the fix added %q", name, bc.Name)
+					}
 				}
 			})
 		}

@@ -21,13 +21,18 @@ type index struct {
 	hpas map[string]*Object
 	// routes by namespace/service name.
 	routes map[string]*Object
+	// bcs are GKE BackendConfigs by namespace/name.
+	bcs map[string]*Object
 	// order is each workload's and PDB's position in the input.
 	order map[*Object]int
 }
 
-func newIndex(workloads, pdbs, hpas, routes []*Object) *index {
+func newIndex(workloads, pdbs, hpas, routes, bcs []*Object) *index {
 	ix := &index{workloads: map[string]map[string][]*Object{}, pdbs: map[string]map[string][]*Object{},
-		hpas: map[string]*Object{}, routes: map[string]*Object{}, order: map[*Object]int{}}
+		hpas: map[string]*Object{}, routes: map[string]*Object{}, bcs: map[string]*Object{}, order: map[*Object]int{}}
+	for _, o := range bcs {
+		ix.bcs[o.Namespace+"/"+o.Name] = o
+	}
 	for i, o := range workloads {
 		ix.order[o] = i
 		wl, _ := asWorkload(o)
@@ -125,6 +130,9 @@ func (ix *index) hpaOf(wl *workload) *Object {
 
 // routeTo returns an Ingress or route that sends to Service ns/name, or nil.
 func (ix *index) routeTo(ns, name string) *Object { return ix.routes[ns+"/"+name] }
+
+// backendConfig is BackendConfig ns/name of the input, nil when absent.
+func (ix *index) backendConfig(ns, name string) *Object { return ix.bcs[ns+"/"+name] }
 
 // inOrder restores the input's order, which map lookups lose, so findings
 // come out the same on every run.

@@ -21,6 +21,9 @@ import (
 	extv1beta1 "k8s.io/api/extensions/v1beta1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"zerodrop/clusters/lb/profiles"
 )
 
 // MaxFileSize bounds one input so a wrong path (a log, a disk image) fails
@@ -816,6 +819,10 @@ func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 		// (serviceName/servicePort), the Ingress of incident keepalive-unready.
 		ing := &extv1beta1.Ingress{}
 		v, routes = ing, func() []string { return legacyIngressServices(ing) }
+	case obj.Kind == profiles.BackendConfigKind && group == profiles.BackendConfigGroup:
+		// GKE's BackendConfig: the health check a Service may choose
+		// (backendconfig.go); decoded whole, so a fix writes it back whole.
+		v = &unstructured.Unstructured{}
 	case (obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute") && group == "gateway.networking.k8s.io":
 		rt := &gatewayRoute{}
 		v, routes = rt, rt.services

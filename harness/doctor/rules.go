@@ -65,6 +65,8 @@ type target struct {
 	// kubeMinor is the Kubernetes minor version the rules judge for; 0
 	// when not given (every supported release, >= 1.28).
 	kubeMinor int
+	// bcs finds a GKE BackendConfig of the input by namespace and name.
+	bcs func(ns, name string) *Object
 }
 
 // release is the Kubernetes release the rules judge for: the zero Version
@@ -199,6 +201,25 @@ var catalogue = []Rule{
 			"kube-proxy still send it new ones.",
 		Fix:   "Remove the field (default 30 s) or set it above the preStop hook plus the app's drain time.",
 		check: checkZeroGrace,
+	},
+	{
+		ID: "ZD007", Name: "lb-check-passes-while-terminating", Severity: Error, Seeds: []string{incident.DrainLocalPDB, incident.RollingUpdateLocal},
+		Triggers: []incident.Trigger{incident.PodTermination},
+		Summary:  "with Local, the LB checks nodes through the Service's NodePort, which a terminating Pod keeps passing",
+		Description: "An L7 LB's instance-group check (gclb: ingress-gce builds it from the serving port and path, 60 s x 10 " +
+			"by default, kubernetes/ingress-gce pkg/healthchecks) asks the Service's NodePort, and with externalTrafficPolicy " +
+			"Local kube-proxy gives it, like the traffic, to the node's terminating endpoint while it serves (KEP-1669; " +
+			"kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints). The node's check fails only after the Pod exits, " +
+			"and the LB keeps sending the node new connections for its whole lag after that, which kube-proxy drops: a preStop " +
+			"only moves the moment, and a node that never gets a Pod back (a drain, a scale-down) is blackholed for the lag. " +
+			"GKE lets the Service point the check elsewhere: a BackendConfig whose healthCheck.port is the Service's " +
+			"healthCheckNodePort makes the LB ask kube-proxy, which fails as the node's last endpoint starts terminating, " +
+			"as the L4 LBs' checks do (ingress-gce pkg/translator/healthchecks.go UpdateFromBackendConfig, USE_FIXED_PORT).",
+		Fix: "Pin spec.healthCheckNodePort, name a BackendConfig (annotation cloud.google.com/backend-config: " +
+			"{\"default\": NAME}) whose spec.healthCheck asks that port (path /healthz, the timing of GKE's L4 checks: " +
+			"3 s x 2, `zerodrop doctor --list-recipes`), and give the Pods the recipe's preStop; or use container-native " +
+			"load balancing.",
+		check: checkThroughNodePort,
 	},
 	{
 		ID: "ZD010", Name: "local-without-spread", Severity: Warning, Seeds: []string{incident.NodepoolBackend},
@@ -397,9 +418,11 @@ var catalogue = []Rule{
 	{
 		ID: "ZD091", Name: "lb-annotation-invalid", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "an LB profile or health-check annotation cannot be used",
-		Description: "The Service names an unknown zerodrop.dev/lb-profile or a health-check annotation that is not " +
-			"a number; the doctor used the default timing instead.",
-		Fix: "Use a profile from `zerodrop doctor --list-profiles` and numeric health-check annotations.",
+		Description: "The Service names an unknown zerodrop.dev/lb-profile, a health-check annotation that is not " +
+			"a number, or a GKE BackendConfig the doctor cannot read (absent from the input, invalid, or asking a node " +
+			"port that is not the Service's pinned healthCheckNodePort); the doctor used the default timing instead.",
+		Fix: "Use a profile from `zerodrop doctor --list-profiles` and numeric health-check annotations; give the " +
+			"doctor the BackendConfig the Service names, and pin spec.healthCheckNodePort when it asks that port.",
 	},
 }
 

@@ -19,6 +19,7 @@ type m struct {
 	SvcType        string // LoadBalancer
 	Policy         string // Local
 	SvcAnnotations string // "key: value" lines
+	SvcSpec        string // further Service spec lines
 	Kind           string // Deployment
 	Replicas       string // 3; "-" omits the field
 	MinReady       string // 20; "-" omits
@@ -49,6 +50,9 @@ metadata:
 spec:
   type: {{or .SvcType "LoadBalancer"}}
   externalTrafficPolicy: {{or .Policy "Local"}}
+{{- if .SvcSpec}}
+{{indent 2 .SvcSpec}}
+{{- end}}
   selector:
     app: web
   ports:
@@ -341,6 +345,16 @@ func TestRules(t *testing.T) {
 			fire: map[string]Severity{"ZD005": Info}},
 		{name: "ZD005 warns on exec without sleep", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/usr/local/bin/drain.sh\"]"},
 			fire: map[string]Severity{"ZD005": Warning}, quiet: []string{"ZD002"}},
+		// ZD007: gclb's default check passes while a terminating Pod serves.
+		{name: "ZD007 fires behind gclb with Local, on the Service", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 605", Grace: "620"},
+			fire: map[string]Severity{"ZD007": Error}, quiet: []string{"ZD002"}, lineHas: "annotations"},
+		{name: "ZD007 quiet behind gclb with Cluster", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: gclb"},
+			quiet: []string{"ZD007"}},
+		{name: "ZD007 quiet behind gclb with a BackendConfig that asks kube-proxy",
+			in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb\ncloud.google.com/backend-config: '{\"default\": \"hc\"}'", SvcSpec: "healthCheckNodePort: 31000",
+				Extra: bcDoc("hc", "    port: 31000\n    checkIntervalSec: 3\n    timeoutSec: 1\n    unhealthyThreshold: 2")},
+			quiet: []string{"ZD007", "ZD002", "ZD091"}},
+		{name: "ZD007 quiet behind an L4 LB", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"}, quiet: []string{"ZD007"}},
 		// ingress-nginx: /wait-shutdown keeps nginx accepting only for --shutdown-grace-period (default 0).
 		{name: "ZD002 fires on ingress-nginx's /wait-shutdown with the default grace period", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/wait-shutdown\"]"},
 			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},

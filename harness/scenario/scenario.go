@@ -30,6 +30,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
@@ -349,14 +350,27 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	if err := create(ctx, objs...); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
+	var bcErr error
 	if spec.StandIn == nil {
 		// The Service is the witness's own, shared Pods or not.
 		if err := r.Kube.Create(ctx, fixtures.BuildService(cfg)); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 		}
-		if err := r.createBackendConfig(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		if cfg.LBCheck != nil {
+			bcErr = r.createBackendConfig(ctx, target.Namespace, target.Service, func(port int32) (*unstructured.Unstructured, error) {
+				if port == 0 {
+					return nil, errors.New("its BackendConfig's check asks the Service's healthCheckNodePort, and it has none (externalTrafficPolicy Local gives one)")
+				}
+				return fixtures.BuildBackendConfig(cfg, port), nil
+			})
 		}
+	} else if spec.StandIn.BackendConfig != nil {
+		bcErr = r.createBackendConfig(ctx, target.Namespace, target.Service, func(port int32) (*unstructured.Unstructured, error) {
+			return spec.StandIn.BackendConfigFor(port), nil
+		})
+	}
+	if bcErr != nil {
+		return nil, fmt.Errorf("scenario %s: %w", spec.Name, bcErr)
 	}
 	if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
@@ -417,24 +431,23 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	return r, nil
 }
 
-// createBackendConfig creates the BackendConfig cfg's Service names, if its
-// recipe asks the LB for a check of its own (fixtures.Config.LBCheck): on
-// the healthCheckNodePort the API server gave the Service.
-func (r *Run) createBackendConfig(ctx context.Context, cfg fixtures.Config) error {
-	if cfg.LBCheck == nil {
-		return nil
-	}
-	svc, err := r.Env.Clientset.CoreV1().Services(cfg.Namespace).Get(ctx, cfg.Service(), metav1.GetOptions{})
+// createBackendConfig creates the GKE BackendConfig the Service ns/name
+// names, as build makes it from the healthCheckNodePort the API server gave
+// the Service (a check that asks kube-proxy needs that port, known only
+// once the Service exists: fixtures.BuildBackendConfig, standin
+// BackendConfigFor).
+func (r *Run) createBackendConfig(ctx context.Context, ns, name string, build func(healthCheckNodePort int32) (*unstructured.Unstructured, error)) error {
+	svc, err := r.Env.Clientset.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read service %s/%s for its healthCheckNodePort: %w", cfg.Namespace, cfg.Service(), err)
+		return fmt.Errorf("read service %s/%s for its healthCheckNodePort: %w", ns, name, err)
 	}
 	port := svc.Spec.HealthCheckNodePort
-	if port == 0 {
-		return fmt.Errorf("service %s/%s has no healthCheckNodePort (externalTrafficPolicy %q), which its BackendConfig's check asks",
-			cfg.Namespace, cfg.Service(), svc.Spec.ExternalTrafficPolicy)
+	bc, err := build(port)
+	if err != nil {
+		return fmt.Errorf("service %s/%s: %w", ns, name, err)
 	}
-	r.step("backend-config", "service", cfg.Service(), "healthCheckNodePort", port)
-	return r.Kube.CreateCustom(ctx, profiles.BackendConfigResource, fixtures.BuildBackendConfig(cfg, port))
+	r.step("backend-config", "service", name, "healthCheckNodePort", port, "backendconfig", bc.GetName())
+	return r.Kube.CreateCustom(ctx, profiles.BackendConfigResource, bc)
 }
 
 // startLoad starts the run's load (none with Spec.SkipLoad); on error the

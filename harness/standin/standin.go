@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -148,6 +149,14 @@ type StandIn struct {
 	ServiceObj  *corev1.Service
 	WorkloadObj runtime.Object
 	PDBs        []*policyv1.PodDisruptionBudget
+	// BackendConfig is the GKE BackendConfig the user's Service names, in
+	// the stand-in's namespace (nil when the input holds none): it is
+	// created once the Service exists (BackendConfigFor), since a check
+	// that asks the input Service's own pinned healthCheckNodePort asks
+	// the port the test cluster allocates instead
+	// (BackendConfigAsksHealthCheckNodePort).
+	BackendConfig                        *unstructured.Unstructured
+	BackendConfigAsksHealthCheckNodePort bool
 	// Own: the user's images run as written (Options.OwnImage); Images are
 	// they, and Referenced what their Pods name, copied from the input.
 	Own        bool
@@ -326,6 +335,9 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 		return nil, fail("%v", err)
 	}
 	out.svc, s.ServiceObj, s.Port = svc, svc, port
+	if sub.BackendConfig != nil {
+		s.BackendConfig, s.BackendConfigAsksHealthCheckNodePort = backendConfig(sub.BackendConfig, svcIn, opts.Namespace, change)
+	}
 	// The doctor's choice (doctor.Backend.Container): containers keep
 	// their order in the stand-in.
 	si := b.Container
@@ -466,6 +478,48 @@ func service(in *corev1.Service, ns string, change func(obj, field, was, now, wh
 	return svc, loadPort(spec.Ports), nil
 }
 
+// backendConfig copies the BackendConfig bo the user's Service in names
+// into ns; asks: its check asks in's pinned healthCheckNodePort, which the
+// stand-in's Service does not keep (the test cluster allocates one).
+func backendConfig(bo *doctor.Object, in *corev1.Service, ns string, change func(obj, field, was, now, why string)) (*unstructured.Unstructured, bool) {
+	u, ok := bo.Obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false
+	}
+	meta := cleanMeta(metav1.ObjectMeta{Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations()}, ns)
+	cp := &unstructured.Unstructured{Object: map[string]any{}}
+	cp.SetAPIVersion(u.GetAPIVersion())
+	cp.SetKind(u.GetKind())
+	cp.SetName(meta.Name)
+	cp.SetNamespace(ns)
+	cp.SetLabels(meta.Labels)
+	cp.SetAnnotations(meta.Annotations)
+	if spec, found, _ := unstructured.NestedMap(u.Object, "spec"); found {
+		_ = unstructured.SetNestedMap(cp.Object, spec, "spec")
+	}
+	port, found, _ := unstructured.NestedInt64(cp.Object, "spec", "healthCheck", "port")
+	asks := found && in.Spec.HealthCheckNodePort != 0 && port == int64(in.Spec.HealthCheckNodePort)
+	if asks {
+		change("backendconfig/"+ns+"/"+cp.GetName(), "spec.healthCheck.port", strconv.FormatInt(port, 10), "the Service's healthCheckNodePort",
+			"the input's check asks its Service's healthCheckNodePort, which the test cluster allocates anew")
+	}
+	return cp, asks
+}
+
+// BackendConfigFor is the stand-in's BackendConfig once its Service has
+// healthCheckNodePort port (nil when it has none): a check that asked the
+// input Service's own port asks this one.
+func (s *StandIn) BackendConfigFor(port int32) *unstructured.Unstructured {
+	if s.BackendConfig == nil {
+		return nil
+	}
+	u := s.BackendConfig.DeepCopy()
+	if s.BackendConfigAsksHealthCheckNodePort {
+		_ = unstructured.SetNestedField(u.Object, int64(port), "spec", "healthCheck", "port")
+	}
+	return u
+}
+
 // loadPort is where the load goes: the port named "http", else port 80,
 // else the first.
 func loadPort(ports []corev1.ServicePort) int32 {
@@ -546,6 +600,10 @@ func (s *StandIn) In(ns string) *StandIn {
 	cp.WorkloadObj = s.WorkloadObj.DeepCopyObject()
 	if m, ok := cp.WorkloadObj.(metav1.Object); ok {
 		m.SetNamespace(ns)
+	}
+	if s.BackendConfig != nil {
+		cp.BackendConfig = s.BackendConfig.DeepCopy()
+		cp.BackendConfig.SetNamespace(ns)
 	}
 	cp.PDBs = nil
 	for _, p := range s.PDBs {

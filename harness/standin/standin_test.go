@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"zerodrop/fixtures"
 	"zerodrop/harness/doctor"
@@ -732,5 +733,55 @@ func TestPreStopSleepPerRelease(t *testing.T) {
 				t.Errorf("preStop %+v, want %+v", c.Lifecycle, tc.want)
 			}
 		})
+	}
+}
+
+// The BackendConfig a user's Service names comes with its stand-in, in
+// the stand-in's namespace; a check that asked the input Service's pinned
+// healthCheckNodePort asks the one the test cluster allocates, any other
+// port stays as written.
+func TestBackendConfigComesAlong(t *testing.T) {
+	svc := func(hcnp string) string {
+		return strings.Replace(strings.Replace(every, "  externalTrafficPolicy: Local\n", "  externalTrafficPolicy: Local\n"+hcnp, 1),
+			"annotations: {service.beta.kubernetes.io/aws-load-balancer-type: nlb,",
+			"annotations: {cloud.google.com/backend-config: '{\"default\": \"hc\"}',", 1)
+	}
+	bc := func(port string) string {
+		return "---\napiVersion: cloud.google.com/v1\nkind: BackendConfig\nmetadata: {name: hc, namespace: prod}\n" +
+			"spec: {healthCheck: {port: " + port + ", requestPath: /healthz, checkIntervalSec: 3, timeoutSec: 1}, timeoutSec: 40}\n"
+	}
+	tests := []struct {
+		name string
+		in   string
+		asks bool
+		want int64 // the port of BackendConfigFor(31555)
+	}{
+		{"asks the pinned healthCheckNodePort", svc("  healthCheckNodePort: 30123\n") + bc("30123"), true, 31555},
+		{"asks another port", svc("  healthCheckNodePort: 30123\n") + bc("30999"), false, 30999},
+		{"the port is not pinned", svc("") + bc("30123"), false, 30123},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := build(t, tc.in, Options{})
+			if s.BackendConfig == nil || s.BackendConfigAsksHealthCheckNodePort != tc.asks {
+				t.Fatalf("BackendConfig %v, asks the healthCheckNodePort %v; want one, %v", s.BackendConfig, s.BackendConfigAsksHealthCheckNodePort, tc.asks)
+			}
+			if s.ServiceObj.Spec.HealthCheckNodePort != 0 {
+				t.Errorf("the stand-in's Service pins healthCheckNodePort %d", s.ServiceObj.Spec.HealthCheckNodePort)
+			}
+			w := s.In("zd-cell")
+			u := w.BackendConfigFor(31555)
+			port, _, _ := unstructured.NestedInt64(u.Object, "spec", "healthCheck", "port")
+			other, _, _ := unstructured.NestedInt64(u.Object, "spec", "timeoutSec")
+			if u.GetNamespace() != "zd-cell" || u.GetName() != "hc" || port != tc.want || other != 40 {
+				t.Errorf("BackendConfigFor: %s/%s port %d, spec.timeoutSec %d; want zd-cell/hc, port %d, 40", u.GetNamespace(), u.GetName(), port, other, tc.want)
+			}
+			if s.BackendConfig.GetNamespace() != "zd-test" {
+				t.Errorf("In changed the original's namespace to %q", s.BackendConfig.GetNamespace())
+			}
+		})
+	}
+	if s := build(t, every, Options{}); s.BackendConfig != nil {
+		t.Errorf("a Service that names none got %v", s.BackendConfig)
 	}
 }
