@@ -31,6 +31,7 @@ import (
 	"zerodrop/clusters/lb/profiles"
 	"zerodrop/harness/contract"
 	"zerodrop/internal/cloudlb"
+	"zerodrop/internal/sched"
 )
 
 func main() {
@@ -52,6 +53,7 @@ func run() error {
 		unclassed   = flag.Bool("claim-unclassed", true, "also implement LoadBalancer Services without a loadBalancerClass (turn off when MetalLB runs too)")
 		listProf    = flag.Bool("list-profiles", false, "print the profiles (stock and --profile-dir) as JSON and exit")
 		k8sMinor    = flag.Int("kubernetes-minor", 0, "apply the node rules of the Kubernetes 1.N service controller (0: the API server's version)")
+		realtime    = flag.Bool("realtime", true, "run in a real-time scheduling class where the kernel allows it (internal/sched): the LB stands in for one outside the cluster, whose CPUs the cluster's Pods do not share")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -89,6 +91,18 @@ func run() error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 
+	if *realtime {
+		// A cloud LB does not share the cluster's CPUs; this one runs on
+		// them, and its L7 proxy and health checks are user space: under
+		// the default scheduler a busy node set (a rollout of every
+		// column's Pods on 2 cores) delayed its answers by seconds, and
+		// the client timed them out as if the workload had dropped them.
+		if p, err := sched.Raise(); err != nil {
+			log.Warn("scheduling stays "+p.String()+": a busy cluster can delay the LB's proxy and health checks", "err", err)
+		} else {
+			log.Info("scheduling: " + p.String() + " (real-time, ahead of the cluster's tasks; --realtime=false leaves it)")
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"zerodrop/clusters/lb/profiles"
+	"zerodrop/internal/sched"
 )
 
 // Runner runs a command with stdin and returns its combined output. It is how
@@ -32,7 +33,13 @@ func ExecRunner(netns string) Runner {
 		if stdin != "" {
 			cmd.Stdin = strings.NewReader(stdin)
 		}
-		out, err := cmd.CombinedOutput()
+		// A command runs in the default scheduling class even when the LB
+		// runs in a real-time one (sched.Normal).
+		var out []byte
+		err := sched.Normal(func() (err error) {
+			out, err = cmd.CombinedOutput()
+			return err
+		})
 		if err != nil {
 			return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
 		}
