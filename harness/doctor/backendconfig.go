@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"zerodrop/clusters/lb/profiles"
 )
@@ -172,9 +171,8 @@ func fixCheckThroughNodePort(t *target) string {
 		changes = append(changes, fmt.Sprintf("annotation %s: %s", profiles.BackendConfigAnnotation, svc.Annotations[profiles.BackendConfigAnnotation]))
 	}
 	if bo := t.bcs(t.svcObj.Namespace, name); bo != nil {
-		if err := setBackendConfigCheck(backendConfigOf(bo), *r.LBCheck, svc.Spec.HealthCheckNodePort); err == nil {
-			changes = append(changes, fmt.Sprintf("BackendConfig %s/%s: %s", t.svcObj.Namespace, name, describeLBCheck(*r.LBCheck, svc.Spec.HealthCheckNodePort)))
-		}
+		profiles.SetBackendConfigHealthCheck(backendConfigOf(bo), r.LBCheck.BackendConfig(svc.Spec.HealthCheckNodePort))
+		changes = append(changes, fmt.Sprintf("BackendConfig %s/%s: %s", t.svcObj.Namespace, name, describeLBCheck(*r.LBCheck, svc.Spec.HealthCheckNodePort)))
 	}
 	if len(changes) == 0 {
 		return ""
@@ -190,28 +188,10 @@ func addBackendConfig(t *target) (*Object, string) {
 	if r.LBCheck == nil || err != nil || name == "" || t.svc.Spec.HealthCheckNodePort == 0 || t.bcs(t.svcObj.Namespace, name) != nil {
 		return nil, ""
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetAPIVersion(profiles.BackendConfigGroup + "/" + profiles.BackendConfigVersion)
-	u.SetKind(profiles.BackendConfigKind)
-	u.SetName(name)
-	u.SetNamespace(t.svcObj.Namespace)
-	if err := setBackendConfigCheck(u, *r.LBCheck, t.svc.Spec.HealthCheckNodePort); err != nil {
-		return nil, ""
-	}
+	u := profiles.BackendConfigObject(t.svcObj.Namespace, name, r.LBCheck.BackendConfig(t.svc.Spec.HealthCheckNodePort))
 	o := &Object{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: name, Obj: u,
 		Source: Source{File: t.svcObj.Source.File}}
 	return o, fmt.Sprintf("new BackendConfig %s/%s: %s", u.GetNamespace(), name, describeLBCheck(*r.LBCheck, t.svc.Spec.HealthCheckNodePort))
-}
-
-// setBackendConfigCheck makes u's spec.healthCheck h on port, keeping the
-// rest of its spec.
-func setBackendConfigCheck(u *unstructured.Unstructured, h profiles.HealthCheck, port int32) error {
-	bc := h.BackendConfig(port)
-	hc, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&bc)
-	if err != nil {
-		return err
-	}
-	return unstructured.SetNestedMap(u.Object, hc, "spec", "healthCheck")
 }
 
 func describeLBCheck(h profiles.HealthCheck, port int32) string {

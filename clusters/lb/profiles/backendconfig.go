@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // GKE's BackendConfig (API group cloud.google.com, version v1) lets a
@@ -201,6 +203,34 @@ func DecodeBackendConfigHealthCheck(obj map[string]any) (hc BackendConfigHealthC
 		return hc, true, fmt.Errorf("spec.healthCheck: %w", err)
 	}
 	return hc, true, nil
+}
+
+// BackendConfigObject is BackendConfig namespace/name asking hc, as the API
+// takes it (cloud.google.com/v1): what the hardened workload and the
+// doctor's fix both write.
+func BackendConfigObject(namespace, name string, hc BackendConfigHealthCheck) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(BackendConfigGroup + "/" + BackendConfigVersion)
+	u.SetKind(BackendConfigKind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	SetBackendConfigHealthCheck(u, hc)
+	return u
+}
+
+// SetBackendConfigHealthCheck makes u's spec.healthCheck hc, keeping the
+// rest of its spec (DecodeBackendConfigHealthCheck reads it back).
+func SetBackendConfigHealthCheck(u *unstructured.Unstructured, hc BackendConfigHealthCheck) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&hc)
+	if err == nil {
+		err = unstructured.SetNestedMap(u.Object, m, "spec", "healthCheck")
+	}
+	if err != nil {
+		// A struct of pointers to numbers and strings always converts,
+		// and SetNestedMap fails only on a spec that is not a map, which
+		// a decoded BackendConfig cannot have.
+		panic(fmt.Sprintf("profiles: BackendConfig %s/%s spec.healthCheck: %v", u.GetNamespace(), u.GetName(), err))
+	}
 }
 
 // AsksKubeProxy reports whether p, as a Local Service with the given

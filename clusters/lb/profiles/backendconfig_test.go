@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +110,25 @@ func TestKubeProxyCheckRoundTrips(t *testing.T) {
 	}
 	if got.RemovalLag() != l4.DetectionTime() {
 		t.Fatalf("removal lag %v, want gke-l4's %v", got.RemovalLag(), l4.DetectionTime())
+	}
+}
+
+// The object a workload or a fix writes reads back as the check it was
+// given, and setting the check again keeps the rest of the spec.
+func TestBackendConfigObjectReadsBack(t *testing.T) {
+	hc := KubeProxyCheck().BackendConfig(31000)
+	u := BackendConfigObject("shop", "web", hc)
+	if u.GetAPIVersion() != "cloud.google.com/v1" || u.GetKind() != "BackendConfig" || u.GetNamespace() != "shop" || u.GetName() != "web" {
+		t.Fatalf("object %s %s %s/%s", u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())
+	}
+	got, found, err := DecodeBackendConfigHealthCheck(u.Object)
+	if err != nil || !found || !reflect.DeepEqual(got, hc) {
+		t.Fatalf("read back %+v (found %v, %v), want %+v", got, found, err, hc)
+	}
+	u.Object["spec"].(map[string]any)["timeoutSec"] = int64(40)
+	other := KubeProxyCheck().BackendConfig(32000)
+	SetBackendConfigHealthCheck(u, other)
+	if got, _, _ := DecodeBackendConfigHealthCheck(u.Object); !reflect.DeepEqual(got, other) || u.Object["spec"].(map[string]any)["timeoutSec"] != int64(40) {
+		t.Errorf("after setting the check again: %+v, spec %v", got, u.Object["spec"])
 	}
 }
