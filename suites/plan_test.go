@@ -179,11 +179,15 @@ func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
 		t.Errorf("gcp-nlb: %v, its drain and its lag one after the other: they overlap", got["gcp-nlb"])
 	}
 	check := profiles.KubeProxyCheck()
+	// The hook covers the check and the margin; then the app goes unready
+	// and keeps accepting until kube-proxy has seen it (the fast probe's
+	// three failures and the margin again).
+	unreadySeen := recipe.ServingProbePeriod*recipe.ServingProbeFailureThreshold + recipe.KubeProxyMargin
 	for _, fate := range []recipe.Fate{recipe.Leaves, recipe.Replaced} {
 		g := timesOfModel(t, ms, "gclb", fate)
-		if g.removal != check.DetectionTime() || g.accepting != check.DetectionTime()+recipe.KubeProxyMargin {
-			t.Errorf("gclb %s: lag %v, hardened Pods accept %v; want kube-proxy's check %v and that plus the margin",
-				fate, g.removal, g.accepting, check.DetectionTime())
+		if want := check.DetectionTime() + recipe.KubeProxyMargin + unreadySeen; g.removal != check.DetectionTime() || g.accepting != want {
+			t.Errorf("gclb %s: lag %v, hardened Pods accept %v; want kube-proxy's check %v and accepting %v",
+				fate, g.removal, g.accepting, check.DetectionTime(), want)
 		}
 	}
 	if drainNode().Fate != recipe.Leaves || rollingUpdate().Fate != recipe.Replaced {

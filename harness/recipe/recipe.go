@@ -171,7 +171,8 @@ type Recipe struct {
 	// PreStop holds the termination signal back (a preStop sleep).
 	PreStop time.Duration
 	// UnreadyOnTerm: the app fails readiness when the signal arrives
-	// (ServingCondition); otherwise it stays ready while it drains.
+	// (ServingCondition, and with Local after the hook: readinessFirst);
+	// otherwise it stays ready while it drains.
 	UnreadyOnTerm bool
 	// ShutdownDelay is how long the app keeps accepting after the signal
 	// before it drains (ECHO_SHUTDOWN_DELAY).
@@ -261,7 +262,7 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			"pkg/translator/healthchecks.go UpdateFromBackendConfig, USE_FIXED_PORT), with the timing GKE's L4 LBs give "+
 			"that port (ingress-gce pkg/l4/healthchecks/healthchecksl4.go: %s x %d), so kube-proxy's answer fails when the "+
 			"last local endpoint starts terminating (kubernetes v1.37.2 pkg/proxy/endpointschangetracker.go "+
-			"LocalReadyEndpoints) and the LB moves %s later; the app stays ready while it drains, and a rollout waits "+
+			"LocalReadyEndpoints) and the LB moves %s later; the app stays ready through its hook, and a rollout waits "+
 			"the check's addition lag %s before it moves on", lb.Name, hc.Interval.D(), hc.UnhealthyThreshold,
 			hc.DetectionTime(), hc.AdditionTime())
 	case lb.ChecksThroughNodePort:
@@ -290,12 +291,41 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 		healthChecked(&r, lb.RemovalLag, lb.AdditionLag)
 		r.Why = fmt.Sprintf("externalTrafficPolicy Local behind %s: the node's healthCheckNodePort fails when its last "+
 			"local endpoint terminates and the LB moves only after its health check's %s (the rolling-update-local "+
-			"incident); the app stays ready while it drains, so kube-proxy keeps giving the node's new connections "+
+			"incident); the app stays ready through its hook, so kube-proxy keeps giving the node's new connections "+
 			"to the terminating endpoint until then (KEP-1669), and a rollout waits the LB's addition lag %s "+
 			"before it moves on", lb.Name, lb.RemovalLag, lb.AdditionLag)
 	}
+	if policy == corev1.ServiceExternalTrafficPolicyLocal && r.Mechanism != ServingCondition {
+		readinessFirst(&r)
+	}
 	r.Grace = r.PreStop + r.ShutdownDelay + r.Drain + GraceSlack
 	return r
+}
+
+// readinessFirst makes a Local recipe's app, once its hook is over, fail
+// readiness and keep accepting until kube-proxy has seen it, before it
+// drains. A node whose local endpoints are all terminating (two Pods of a
+// drained node, a rollout's old Pods on one node) gets new connections
+// spread over every one of them that still serves (kubernetes v1.37.2
+// pkg/proxy/topology.go CategorizeEndpoints), and an endpoint serves until
+// the kubelet reports its Pod unready (serving is the Pod's Ready
+// condition, which a terminating Pod keeps while its readiness probe
+// passes: k8s.io/endpointslice v0.37.2 utils.go podToEndpoint). An app that
+// stayed ready and stopped accepting after its hook would be sent
+// connections it refuses, then, once it exits, connections to an address
+// that is gone, until its exit reaches kube-proxy. The LB has no part in
+// it: the node's check already failed when its last endpoint started
+// terminating. Cluster needs none of it: there a terminating endpoint gets
+// new connections only when no endpoint anywhere is ready.
+func readinessFirst(r *Recipe) {
+	r.UnreadyOnTerm = true
+	r.ReadinessPeriod, r.ReadinessFailureThreshold = ServingProbePeriod, ServingProbeFailureThreshold
+	r.ShutdownDelay = ceilSecond(ServingProbePeriod*ServingProbeFailureThreshold + KubeProxyMargin)
+	r.Why += fmt.Sprintf("; after its hook the app fails readiness and keeps accepting for the probe's %s x %d and "+
+		"kube-proxy's margin before it drains, because a node whose local endpoints are all terminating spreads new "+
+		"connections over every one that still serves (kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints), "+
+		"and serving is the Pod's Ready condition (k8s.io/endpointslice v0.37.2 podToEndpoint)",
+		ServingProbePeriod, ServingProbeFailureThreshold)
 }
 
 // healthChecked sets r's numbers for a check of the node's

@@ -35,30 +35,36 @@ func TestHardened(t *testing.T) {
 		// gclb's default check reaches the terminating endpoint: a long
 		// preStop keeps the node until a rollout brings a Pod back to it,
 		// and buys nothing when the node loses the workload for good.
-		{"gclb Local, rollout", gclb, local, Replaced, Recipe{Mechanism: TrafficCheck, PreStop: 605 * time.Second, Drain: Drain,
-			Grace: 620 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 60 * time.Second}},
-		{"gclb Local, node leaves", gclb, local, Leaves, Recipe{Mechanism: TrafficCheck, PreStop: 5 * time.Second, Drain: Drain,
-			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 60 * time.Second}},
+		{"gclb Local, rollout", gclb, local, Replaced, Recipe{Mechanism: TrafficCheck, PreStop: 605 * time.Second, UnreadyOnTerm: true,
+			ShutdownDelay: 8 * time.Second, Drain: Drain,
+			Grace: 628 * time.Second, ReadinessPeriod: time.Second, ReadinessFailureThreshold: 3, MinReady: 60 * time.Second}},
+		{"gclb Local, node leaves", gclb, local, Leaves, Recipe{Mechanism: TrafficCheck, PreStop: 5 * time.Second, UnreadyOnTerm: true,
+			ShutdownDelay: 8 * time.Second, Drain: Drain,
+			Grace: 28 * time.Second, ReadinessPeriod: time.Second, ReadinessFailureThreshold: 3, MinReady: 60 * time.Second}},
 		// Where the Service may choose the check (a BackendConfig), the
 		// recipe asks for kube-proxy's on gke-l4's timing (3s x 2 = 6s,
 		// addition 3s) and is gke-l4's, whatever becomes of the node.
-		{"gclb with BackendConfig Local, rollout", gclbBC, local, Replaced, Recipe{Mechanism: HealthCheck, PreStop: 11 * time.Second, Drain: Drain,
-			Grace: 26 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second, LBCheck: &kubeProxy}},
-		{"gclb with BackendConfig Local, node leaves", gclbBC, local, Leaves, Recipe{Mechanism: HealthCheck, PreStop: 11 * time.Second, Drain: Drain,
-			Grace: 26 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second, LBCheck: &kubeProxy}},
+		{"gclb with BackendConfig Local, rollout", gclbBC, local, Replaced, Recipe{Mechanism: HealthCheck, PreStop: 11 * time.Second, UnreadyOnTerm: true,
+			ShutdownDelay: 8 * time.Second, Drain: Drain,
+			Grace: 34 * time.Second, ReadinessPeriod: time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second, LBCheck: &kubeProxy}},
+		{"gclb with BackendConfig Local, node leaves", gclbBC, local, Leaves, Recipe{Mechanism: HealthCheck, PreStop: 11 * time.Second, UnreadyOnTerm: true,
+			ShutdownDelay: 8 * time.Second, Drain: Drain,
+			Grace: 34 * time.Second, ReadinessPeriod: time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second, LBCheck: &kubeProxy}},
 		{"gclb with BackendConfig Cluster", gclbBC, cluster, Leaves, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
 			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
 		// A check of the healthCheckNodePort fails as the Pod starts
 		// terminating: the same recipe whatever becomes of the node.
-		{"gke-l4 Local, node leaves", gke, local, Leaves, Recipe{Mechanism: HealthCheck, PreStop: 11 * time.Second, Drain: Drain,
-			Grace: 26 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+		{"gke-l4 Local, node leaves", gke, local, Leaves, Recipe{Mechanism: HealthCheck, PreStop: 11 * time.Second, UnreadyOnTerm: true,
+			ShutdownDelay: 8 * time.Second, Drain: Drain,
+			Grace: 34 * time.Second, ReadinessPeriod: time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
 		{"metallb Local", metallb, local, Leaves, Recipe{Mechanism: ServingCondition, PreStop: 6 * time.Second, UnreadyOnTerm: true,
 			ShutdownDelay: 9 * time.Second, Drain: Drain, Grace: 30 * time.Second, ReadinessPeriod: time.Second,
 			ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
 		{"metallb Cluster", metallb, cluster, Replaced, Recipe{Mechanism: EndpointRemoval, PreStop: 5 * time.Second, Drain: Drain,
 			Grace: 20 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
-		{"fractional lags round up", fractional, local, Replaced, Recipe{Mechanism: HealthCheck, PreStop: 8 * time.Second, Drain: Drain,
-			Grace: 23 * time.Second, ReadinessPeriod: 10 * time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
+		{"fractional lags round up", fractional, local, Replaced, Recipe{Mechanism: HealthCheck, PreStop: 8 * time.Second, UnreadyOnTerm: true,
+			ShutdownDelay: 8 * time.Second, Drain: Drain,
+			Grace: 31 * time.Second, ReadinessPeriod: time.Second, ReadinessFailureThreshold: 3, MinReady: 5 * time.Second}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +115,15 @@ func TestEveryStockProfile(t *testing.T) {
 				}
 				if r.Accepting() < need {
 					t.Errorf("%s %s %s: accepts for %v, needs %v", name, policy, fate, r.Accepting(), need)
+				}
+				// With Local a node may be left with terminating endpoints
+				// only, which kube-proxy keeps sending to while they serve:
+				// the app must go unready and keep accepting until kube-proxy
+				// has seen it.
+				unreadySeen := r.ReadinessPeriod*time.Duration(r.ReadinessFailureThreshold) + KubeProxyMargin
+				if policy == corev1.ServiceExternalTrafficPolicyLocal && (!r.UnreadyOnTerm || r.ShutdownDelay < unreadySeen) {
+					t.Errorf("%s %s %s: unready on its signal %t, accepting %v after it; want unready and %v",
+						name, policy, fate, r.UnreadyOnTerm, r.ShutdownDelay, unreadySeen)
 				}
 			}
 			r := Hardened(lb, policy)
