@@ -240,6 +240,10 @@ const defaultRate = 50
 // 50/s each, 1,800/s, over shared Pods (9 Deployments): every hardened cell
 // 0 dropped, no load-generator stall; before the Pods were shared the same
 // 36 witnesses started 108 Pods at once and every hardened cell dropped.
+// It is the bench's saturation knee, not a margin: swept with the host's
+// CPU sampled (docs/matrix-runs.md, "The stream budget, swept"), that
+// rollout left 9 % of the CPU idle at 1,800/s (under 2 % for a third of
+// it), 35 % at 900/s, and none at 3,600/s, where the rollouts stalled.
 const loadPerCPU = 900
 
 // Timing is the scenario bodies' timing with the settings' overrides.
