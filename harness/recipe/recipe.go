@@ -120,9 +120,10 @@ const (
 	// to stay ready that long before a rollout moves on.
 	MinReadyFloor = 5 * time.Second
 	// ServingProbePeriod and ServingProbeFailureThreshold are the readiness
-	// timing behind an LB that follows the serving condition: fast enough
-	// that the LB moves within seconds of the signal, three failures so one
-	// slow probe on a busy node does not.
+	// timing of an app that fails readiness before it stops accepting
+	// (every Local recipe, readinessFirst): fast enough that kube-proxy and
+	// an LB that follows the serving condition move within seconds of the
+	// signal, three failures so one slow probe on a busy node does not.
 	ServingProbePeriod           = time.Second
 	ServingProbeFailureThreshold = 3
 	// DefaultProbePeriod and DefaultProbeFailureThreshold are the API's
@@ -240,9 +241,7 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 	case lb.FollowsServing:
 		r.Mechanism = ServingCondition
 		r.PreStop = ceilSecond(lb.RemovalLag + KubeProxyMargin)
-		r.UnreadyOnTerm = true
-		r.ReadinessPeriod, r.ReadinessFailureThreshold = ServingProbePeriod, ServingProbeFailureThreshold
-		r.ShutdownDelay = ceilSecond(ServingProbePeriod*ServingProbeFailureThreshold + lb.RemovalLag + KubeProxyMargin)
+		readinessFirst(&r, lb.RemovalLag)
 		r.MinReady = ceilSecond(max(lb.AdditionLag, MinReadyFloor))
 		r.Why = fmt.Sprintf("externalTrafficPolicy Local behind %s, which follows the EndpointSlices' serving "+
 			"condition (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe): the node keeps the address while "+
@@ -267,7 +266,6 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			hc.DetectionTime(), hc.AdditionTime())
 	case lb.ChecksThroughNodePort:
 		r.Mechanism = TrafficCheck
-		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
 		r.MinReady = ceilSecond(max(lb.AdditionLag, MinReadyFloor))
 		check := fmt.Sprintf("externalTrafficPolicy Local behind %s, whose check goes through the Service's NodePort "+
 			"(ingress-gce builds an instance-group check from the serving port and path whatever the traffic policy, "+
@@ -296,7 +294,12 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			"before it moves on", lb.Name, lb.RemovalLag, lb.AdditionLag)
 	}
 	if policy == corev1.ServiceExternalTrafficPolicyLocal && r.Mechanism != ServingCondition {
-		readinessFirst(&r)
+		readinessFirst(&r, 0)
+		r.Why += fmt.Sprintf("; after its hook the app fails readiness and keeps accepting for the probe's %s x %d and "+
+			"kube-proxy's margin before it drains, because a node whose local endpoints are all terminating spreads new "+
+			"connections over every one that still serves (kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints), "+
+			"and serving is the Pod's Ready condition (k8s.io/endpointslice v0.37.2 podToEndpoint)",
+			ServingProbePeriod, ServingProbeFailureThreshold)
 	}
 	r.Grace = r.PreStop + r.ShutdownDelay + r.Drain + GraceSlack
 	return r
@@ -317,15 +320,14 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 // it: the node's check already failed when its last endpoint started
 // terminating. Cluster needs none of it: there a terminating endpoint gets
 // new connections only when no endpoint anywhere is ready.
-func readinessFirst(r *Recipe) {
+//
+// lag is how long the LB itself takes to follow the unready endpoint on top
+// (ServingCondition: the LB moves on the serving condition, so the app
+// keeps accepting for its lag too); 0 where the LB already moved.
+func readinessFirst(r *Recipe, lag time.Duration) {
 	r.UnreadyOnTerm = true
 	r.ReadinessPeriod, r.ReadinessFailureThreshold = ServingProbePeriod, ServingProbeFailureThreshold
-	r.ShutdownDelay = ceilSecond(ServingProbePeriod*ServingProbeFailureThreshold + KubeProxyMargin)
-	r.Why += fmt.Sprintf("; after its hook the app fails readiness and keeps accepting for the probe's %s x %d and "+
-		"kube-proxy's margin before it drains, because a node whose local endpoints are all terminating spreads new "+
-		"connections over every one that still serves (kubernetes v1.37.2 pkg/proxy/topology.go CategorizeEndpoints), "+
-		"and serving is the Pod's Ready condition (k8s.io/endpointslice v0.37.2 podToEndpoint)",
-		ServingProbePeriod, ServingProbeFailureThreshold)
+	r.ShutdownDelay = ceilSecond(ServingProbePeriod*ServingProbeFailureThreshold + lag + KubeProxyMargin)
 }
 
 // healthChecked sets r's numbers for a check of the node's
@@ -334,7 +336,6 @@ func readinessFirst(r *Recipe) {
 func healthChecked(r *Recipe, removal, addition time.Duration) {
 	r.Mechanism = HealthCheck
 	r.PreStop = ceilSecond(removal + KubeProxyMargin)
-	r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
 	r.MinReady = ceilSecond(max(addition, MinReadyFloor))
 }
 
