@@ -95,7 +95,8 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if settings.PauseTraces > 0 {
 		// Half the send-lag bound: a pause that long is the same stall as
 		// one that breaks the bound, caught far more often.
-		bound := zdv1.LoadSettings{Rate: settings.Rate}.SendLagBound() / 2
+		// The highest rate has the tightest bound.
+		bound := zdv1.LoadSettings{Rate: max(settings.Rate, settings.AssertionRate)}.SendLagBound() / 2
 		if err := pauses.WithTrace(load.PauseTrace{Dir: filepath.Join(settings.OutDir, "pause-traces"), Min: bound, Max: settings.PauseTraces}); err != nil {
 			return nil, fmt.Errorf("ZERODROP_PAUSE_TRACE: %w", err)
 		}
@@ -168,7 +169,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
 		KubeProxyFeatureGates: gates.String(),
 		LBImplementation:      modelNames(models), Start: time.Now(),
-		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate),
+		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps (assertions %d rps)", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate, settings.AssertionRate),
 	})
 	return sess, nil
 }

@@ -39,6 +39,9 @@ type PlannedBatch struct {
 	// Estimate is how long the batch should take, clean-up included
 	// (batchEstimate).
 	Estimate time.Duration
+	// Load is what its cells stream together, in requests per second
+	// (Settings.RateFor each).
+	Load int
 	// Shard is the part of the matrix that runs it (1-based; 1 of 1 when
 	// not sharded).
 	Shard int
@@ -200,8 +203,12 @@ func (s *Suite) MakePlan(scenarios []Scenario, cellsOf func(Scenario) []Cell) Pl
 			for j, i := range b {
 				sub[j] = cells[i]
 			}
+			load := 0
+			for _, c := range sub {
+				load += s.Settings.RateFor(c.Role)
+			}
 			p.Batches = append(p.Batches, PlannedBatch{Scenario: sc.Name, Pos: pos, Cells: sub,
-				PodRecipes: s.podRecipes(sc, sub), Estimate: batchEstimate(sc, s.Timing, k, sub), Shard: 1})
+				PodRecipes: s.podRecipes(sc, sub), Estimate: batchEstimate(sc, s.Timing, k, sub), Load: load, Shard: 1})
 		}
 	}
 	p.deal(s.Settings.Shard, scenarios)
@@ -371,10 +378,11 @@ const Slack = 2
 func Timeout(d time.Duration) time.Duration { return Slack*d + 10*time.Minute }
 
 // Write prints the plan: a line per scenario (cells, batches, Pod
-// recipes, estimate), the slowest batches, and the whole.
+// recipes, the heaviest batch's load, estimate), the slowest batches, and
+// the whole.
 func (p Plan) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tCELLS\tDISRUPTIONS\tDEPLOYMENTS\tESTIMATE\tSLOWEST BATCH")
+	fmt.Fprintln(tw, "SCENARIO\tCELLS\tDISRUPTIONS\tDEPLOYMENTS\tLOAD\tESTIMATE\tSLOWEST BATCH")
 	var order []string
 	for _, b := range p.Batches {
 		if !slices.Contains(order, b.Scenario) {
@@ -382,7 +390,7 @@ func (p Plan) Write(w io.Writer) error {
 		}
 	}
 	for _, name := range order {
-		cells, batches, pods := 0, 0, 0
+		cells, batches, pods, load := 0, 0, 0, 0
 		var slowest PlannedBatch
 		for _, b := range p.Batches {
 			if b.Scenario != name {
@@ -391,14 +399,15 @@ func (p Plan) Write(w io.Writer) error {
 			cells += len(b.Cells)
 			batches++
 			pods += b.PodRecipes
+			load = max(load, b.Load)
 			if b.Estimate > slowest.Estimate {
 				slowest = b
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s (%s)\n", name, cells, batches, pods, minutes(p.ScenarioEstimate(name)),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d/s\t%s\t%s (%s)\n", name, cells, batches, pods, load, minutes(p.ScenarioEstimate(name)),
 			minutes(slowest.Estimate), models(slowest.Cells))
 	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t\t%s\ttimeout %s\n", p.Cells(), len(p.Batches), minutes(p.Estimate()), minutes(Timeout(p.Estimate())))
+	fmt.Fprintf(tw, "total\t%d\t%d\t\t\t%s\ttimeout %s\n", p.Cells(), len(p.Batches), minutes(p.Estimate()), minutes(Timeout(p.Estimate())))
 	return tw.Flush()
 }
 

@@ -601,7 +601,8 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	// Documentation cells carry the assertion's criteria too: the hazard
 	// they document is exactly a criterion that does not hold, which the
 	// report then calls "hazard reproduced" rather than a failure.
-	crit := zdv1.Criteria{MinRequests: int64(float64(s.Settings.Rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0),
+	rate := s.Settings.RateFor(c.Role)
+	crit := zdv1.Criteria{MinRequests: int64(float64(rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0),
 		ExplainWithinMs: zdv1.Float64(float64(explainWithin(lbOf(c)).Milliseconds())), LimitOpens: c.LimitOpens}
 	ka := c.KeepAlive
 	labels := c.reportLabels(sc.Name)
@@ -619,6 +620,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		},
 		Workload:  opts,
 		StandIn:   own,
+		Rate:      rate,
 		KeepAlive: &ka,
 		LB:        hooks,
 		SharePods: share,

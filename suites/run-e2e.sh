@@ -12,6 +12,9 @@
 #   ZERODROP_WITNESSES=8    witnesses per disruption (default: the load budget,
 #                           900 requests/s per CPU, over ZERODROP_RATE, 50); a
 #                           scenario with more cells repeats its disruption
+#   ZERODROP_RATE=50        requests/s of a documentation cell
+#   ZERODROP_ASSERTION_RATE=25  of an assertion cell and a control (default:
+#                           half of ZERODROP_RATE)
 #   ZERODROP_KEEPALIVE=off  a connection per request in every cell
 #   ZERODROP_PAUSE_TRACE=N  keep execution traces of the test process's pauses
 #   ZERODROP_REALTIME=off   leave the load in the default scheduler

@@ -53,7 +53,7 @@ func runControl(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scen
 		sp.Criteria.Undisturbed = true
 		// A control that measured too little to be still ground says
 		// nothing: it needs its whole span's requests.
-		sp.Criteria.MinRequests = int64(float64(s.Settings.Rate) * s.Timing.Control.Seconds() * 0.9)
+		sp.Criteria.MinRequests = int64(float64(sp.Rate) * s.Timing.Control.Seconds() * 0.9)
 		return sp
 	}, false)
 	return ws.Finish(ctx, settleFor(s.Timing.Control))

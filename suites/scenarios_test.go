@@ -685,3 +685,28 @@ func TestGCLBHardenedLocalAsksKubeProxy(t *testing.T) {
 		}
 	}
 }
+
+// Each cell streams at its role's rate and asks for the requests that rate
+// gives: assertions (limits documented by a hardened cell included, which
+// are documentation) at the assertion rate, documentation at the full one.
+func TestCellsStreamAtTheirRolesRate(t *testing.T) {
+	ms, err := Settings{LB: "cloud", LBProfiles: []string{"azure-basic", "gcp-nlb"}}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Settings: Settings{Rate: 50, AssertionRate: 20}, Timing: DefaultTiming()}
+	seen := map[zdv1.Role]bool{}
+	for _, sc := range []Scenario{rollingUpdate(), drainPoolWithPDB()} {
+		for _, c := range sc.Cells(ms) {
+			sp := s.spec(sc, c)
+			want := map[zdv1.Role]int{zdv1.RoleAssertion: 20, zdv1.RoleDocumentation: 50}[c.Role]
+			if sp.Rate != want || sp.Criteria.MinRequests != int64(float64(want)*s.Timing.Baseline.Seconds()) {
+				t.Errorf("%s %s: rate %d/s, min requests %d; want %d/s", sc.Name, c.Name(), sp.Rate, sp.Criteria.MinRequests, want)
+			}
+			seen[c.Role] = true
+		}
+	}
+	if !seen[zdv1.RoleAssertion] || !seen[zdv1.RoleDocumentation] {
+		t.Errorf("roles seen %v: want both", seen)
+	}
+}

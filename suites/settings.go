@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/evidence"
@@ -41,8 +42,13 @@ type Settings struct {
 	Kubeconfig string
 	// OutDir receives the report and every run file (ZERODROP_OUT).
 	OutDir string
-	// Rate is the load in requests per second (ZERODROP_RATE).
+	// Rate is the load of a documentation cell (and the most of any
+	// witness), in requests per second (ZERODROP_RATE).
 	Rate int
+	// AssertionRate is the load of an assertion cell and of every
+	// control, in requests per second (ZERODROP_ASSERTION_RATE; default
+	// half of Rate): RateFor.
+	AssertionRate int
 	// Witnesses bounds how many witnesses watch one disruption
 	// (ZERODROP_WITNESSES; default the load budget loadPerCPU per CPU over
 	// the rate): a scenario with
@@ -139,6 +145,10 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	if p := intSetting(getenv, "ZERODROP_RATE", "requests per second", 1, 5000, &s.Rate); p != "" {
 		problems = append(problems, p)
 	}
+	s.AssertionRate = max(s.Rate/2, 1)
+	if p := intSetting(getenv, "ZERODROP_ASSERTION_RATE", "requests per second of an assertion cell,", 1, 5000, &s.AssertionRate); p != "" {
+		problems = append(problems, p)
+	}
 	s.Witnesses = max(loadPerCPU*runtime.NumCPU()/s.Rate, 1)
 	if p := intSetting(getenv, "ZERODROP_WITNESSES", "how many witnesses may watch one disruption,", 1, 500, &s.Witnesses); p != "" {
 		problems = append(problems, p)
@@ -226,16 +236,35 @@ func onOffSetting(getenv func(string) string, name, want string, dst *bool) stri
 	return ""
 }
 
-// defaultRate is the load per witness, in requests per second: at 50/s the
-// whole default matrix of a scenario (9 LB models x 4 cases) watches one
-// disruption within the load budget, and every naive rolling-update cell
-// still reproduced its hazard (18 of 18, 2026-11-26; README,
-// "Interference").
+// defaultRate is the load of a documentation cell, in requests per second:
+// at 50/s the whole default matrix of a scenario (9 LB models x 4 cases)
+// watches one disruption, and every naive rolling-update cell reproduced
+// its hazard (18 of 18); at 25/s 8 of 18 missed it, since a naive Pod that
+// exits at once is met only by what is in flight in its last moments
+// (docs/matrix-runs.md, "The stream budget, swept").
 const defaultRate = 50
+
+// RateFor is the load of a cell of the role, in requests per second. An
+// assertion's evidence is zero dropped over thousands of requests, which
+// half the rate still gives (a rollout's cell sends about 2,000 at 25/s);
+// a documentation cell's is the few requests in flight when its hazard
+// strikes, which needs the rate. The controls judge the ground for every
+// cell of their column and are assertions: zero dropped while nothing is
+// disrupted. Halving the assertions' streams keeps the bench off its
+// saturation knee (loadPerCPU), where a saturated machine, not the
+// workload, answers late.
+func (s Settings) RateFor(role zdv1.Role) int {
+	if role == zdv1.RoleAssertion && s.AssertionRate > 0 {
+		return s.AssertionRate
+	}
+	return s.Rate
+}
 
 // loadPerCPU is the default load budget, in requests per second per CPU:
 // the witnesses of one disruption (ZERODROP_WITNESSES, default this budget
-// over the rate) stream at most that much together. Measured on a 2-core
+// over the documentation rate) stream at most that much together, and
+// three quarters of it when half of them are assertions at half the rate
+// (RateFor). Measured on a 2-core
 // machine (README, "Interference"): 36 witnesses of one rollout restart at
 // 50/s each, 1,800/s, over shared Pods (9 Deployments): every hardened cell
 // 0 dropped, no load-generator stall; before the Pods were shared the same

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	zdv1 "zerodrop/apis/v1"
 	"zerodrop/harness/contract"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
 			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
-				s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.Remeasure != 1 {
+				s.AssertionRate != 25 || s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.Remeasure != 1 {
 				t.Errorf("defaults: %+v", s)
 			}
 		}},
@@ -30,6 +31,23 @@ func TestSettingsFromEnv(t *testing.T) {
 				t.Errorf("rate %d, witnesses %d", s.Rate, s.Witnesses)
 			}
 		}},
+		// Assertions stream at half the documentation rate unless told.
+		{name: "rate halves for assertions", env: map[string]string{"ZERODROP_RATE": "200"}, check: func(t *testing.T, s Settings) {
+			if s.RateFor(zdv1.RoleAssertion) != 100 || s.RateFor(zdv1.RoleDocumentation) != 200 {
+				t.Errorf("assertion %d/s, documentation %d/s", s.RateFor(zdv1.RoleAssertion), s.RateFor(zdv1.RoleDocumentation))
+			}
+		}},
+		{name: "assertion rate", env: map[string]string{"ZERODROP_ASSERTION_RATE": "50"}, check: func(t *testing.T, s Settings) {
+			if s.RateFor(zdv1.RoleAssertion) != 50 || s.RateFor(zdv1.RoleDocumentation) != 50 {
+				t.Errorf("assertion %d/s, documentation %d/s", s.RateFor(zdv1.RoleAssertion), s.RateFor(zdv1.RoleDocumentation))
+			}
+		}},
+		{name: "a rate of one", env: map[string]string{"ZERODROP_RATE": "1"}, check: func(t *testing.T, s Settings) {
+			if s.AssertionRate != 1 {
+				t.Errorf("assertion rate %d, want 1", s.AssertionRate)
+			}
+		}},
+		{name: "bad assertion rate", env: map[string]string{"ZERODROP_ASSERTION_RATE": "0"}, wantErr: "ZERODROP_ASSERTION_RATE"},
 		{name: "existing takes KUBECONFIG", env: map[string]string{"PROVIDER": "existing", "KUBECONFIG": "/k"}, check: func(t *testing.T, s Settings) {
 			if s.Kubeconfig != "/k" {
 				t.Errorf("kubeconfig %q", s.Kubeconfig)

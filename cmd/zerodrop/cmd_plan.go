@@ -16,10 +16,11 @@ func planCommand() command {
 const planDescription = `
 Prints the plan of the main job for the settings in the environment (the
 variables make e2e reads: LB, LB_PROFILE, SHARD, ZERODROP_WITNESSES,
-ZERODROP_RATE, ZERODROP_KEEPALIVE, ZERODROP_CONTROL, PROVIDER): per scenario
-its cells, the disruptions they watch (batches of at most
-ZERODROP_WITNESSES cells), the Deployments they deploy (cells of one Pod
-recipe share theirs) and the estimated minutes, then the whole and the
+ZERODROP_RATE, ZERODROP_ASSERTION_RATE, ZERODROP_KEEPALIVE, ZERODROP_CONTROL,
+PROVIDER): per scenario its cells, the disruptions they watch (batches of at
+most ZERODROP_WITNESSES cells), the Deployments they deploy (cells of one Pod
+recipe share theirs), the load of its heaviest disruption (requests/s, each
+cell at its role's rate) and the estimated minutes, then the whole and the
 timeout the run takes from it. The estimate is for this 2-core machine with
 warm caches, cluster creation not included; a run's progress.txt says how it
 compares.

@@ -53,7 +53,8 @@ type Env struct {
 	// OutDir receives one directory per scenario run (run file and
 	// scenario.json).
 	OutDir string
-	// Rate is the load in requests per second (default 200).
+	// Rate is the load in requests per second of a run whose Spec sets
+	// none (default 200).
 	Rate int
 	// RequestTimeout is the per-request timeout (default 2s: a blackholed
 	// request should count as dropped well before the scenario moves on).
@@ -108,6 +109,11 @@ type Spec struct {
 	// KeepAlive turns connection reuse by the load generator on or off
 	// (default on, as browsers and most clients do).
 	KeepAlive *bool
+	// Rate is this run's load in requests per second (0: Env.Rate). A
+	// suite gives runs whose evidence is different things different
+	// rates: zero dropped of thousands needs fewer per second than a
+	// hazard that only the few requests in flight at one moment meet.
+	Rate int
 	// Connections caps open connections per target (0: load's default).
 	Connections int
 	// RotateConnections, when set, keeps that many kept-alive connections
@@ -128,6 +134,14 @@ type Spec struct {
 	// Pod starts and one disruption of them serve every LB model and
 	// traffic policy. A user's stand-in never shares.
 	SharePods bool
+}
+
+// rate is the run's load in requests per second (Spec.Rate, else env's).
+func (s Spec) rate(env *Env) int {
+	if s.Rate > 0 {
+		return s.Rate
+	}
+	return env.Rate
 }
 
 // keepAlive is whether the load reuses connections (Spec.KeepAlive, default on).
@@ -299,7 +313,7 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	keepAlive := spec.keepAlive()
 	// The load is built before anything is deployed so that a bad setting
 	// fails without touching the cluster; the target is filled in below.
-	opts := []load.Option{load.WithRate(env.Rate), load.WithTimeout(env.RequestTimeout), load.WithKeepAlive(keepAlive)}
+	opts := []load.Option{load.WithRate(spec.rate(env)), load.WithTimeout(env.RequestTimeout), load.WithKeepAlive(keepAlive)}
 	if env.Ports != nil {
 		opts = append(opts, load.WithPorts(env.Ports))
 	}
@@ -461,7 +475,7 @@ func (r *Run) startLoad() error {
 		return fmt.Errorf("scenario %s: start load: %w", r.Spec.Name, err)
 	}
 	r.running = running
-	r.step("load started", "rate", r.Env.Rate, "keepalive", r.Spec.keepAlive())
+	r.step("load started", "rate", r.Spec.rate(r.Env), "keepalive", r.Spec.keepAlive())
 	return nil
 }
 
