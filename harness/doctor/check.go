@@ -58,6 +58,20 @@ type Report struct {
 	Services   []ServiceSummary `json:"services"`
 	Findings   []Finding        `json:"findings"`
 	Skipped    []Skip           `json:"skipped,omitempty"`
+	// Warnings are what the input said that was read otherwise (a key
+	// defined twice: the last value, as kubectl applies it).
+	Warnings []Skip `json:"warnings,omitempty"`
+	// NotJudged are the Services the input names (its own, and those an
+	// Ingress or route sends to) that no rule read, each with why.
+	NotJudged []NotJudged `json:"notJudged,omitempty"`
+}
+
+// NotJudged is a Service the doctor did not judge and why.
+type NotJudged struct {
+	Service string `json:"service"`
+	// Source is where the Service, or the reference to it, is.
+	Source Source `json:"source"`
+	Reason string `json:"reason"`
 }
 
 // Max is the highest severity found (SeverityNone when clean).
@@ -147,7 +161,8 @@ func Check(m *Manifests, opts ...Option) *Report {
 	if cfg.kubeMinor > 0 {
 		kube = fmt.Sprintf("1.%d", cfg.kubeMinor)
 	}
-	rep := &Report{Profile: prof, Kubernetes: kube, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...)}
+	rep := &Report{Profile: prof, Kubernetes: kube, Services: []ServiceSummary{}, Findings: []Finding{}, Skipped: append([]Skip(nil), m.Skipped...),
+		Warnings: append([]Skip(nil), m.Warnings...)}
 
 	in := classify(m, cfg.namespace)
 	rep.Skipped = append(rep.Skipped, in.skipped...)
@@ -167,12 +182,18 @@ func Check(m *Manifests, opts ...Option) *Report {
 	for _, so := range services {
 		v := viewService(so, ix, cfg.profile)
 		if !v.judged() {
+			typ := v.svc.Spec.Type
+			if typ == "" {
+				typ = corev1.ServiceTypeClusterIP
+			}
+			rep.NotJudged = append(rep.NotJudged, NotJudged{Service: so.Ref(), Source: so.Source,
+				Reason: fmt.Sprintf("type %s, and no Ingress or Gateway API route in the input sends to it", typ)})
 			continue
 		}
 		svc, choice := v.svc, v.choice
 		sum := ServiceSummary{
 			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: choice.names(),
-			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Via, Workloads: []string{}, Source: so.Source,
+			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Summary(), Workloads: []string{}, Source: so.Source,
 		}
 		if v.local() {
 			sum.Policy = "Local"
@@ -205,7 +226,11 @@ func Check(m *Manifests, opts ...Option) *Report {
 					if line == 0 {
 						line = obj.Source.Line
 					}
-					emit(finding(rule, h.res.sev, so, obj, line, h.res.msg+h.suffix))
+					r := rule
+					if h.res.fix != "" {
+						r.Fix = h.res.fix
+					}
+					emit(finding(r, h.res.sev, so, obj, line, h.res.msg+h.suffix))
 				}
 			}
 		}
@@ -217,6 +242,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 		rep.Services = append(rep.Services, sum)
 	}
 
+	rep.NotJudged = append(rep.NotJudged, missingBackends(in)...)
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]
 		if a.Severity != b.Severity {
@@ -239,6 +265,11 @@ type serviceView struct {
 	choice   lbChoice
 	problems []string
 	l7Via    string // "ingress/ns/name" or the L7 profile, "" for none
+	// podDirect: the front end sends to Pods without kube-proxy
+	// (container-native load balancing), so no NATed connection outlives
+	// a Pod's readiness and the keep-alive rules (ZD040, ZD041) do not
+	// apply; the Service is judged all the same.
+	podDirect bool
 }
 
 func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
@@ -255,9 +286,17 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	if prof.PodBackends || negIngress(v.svc) {
 		// Container-native load balancing: the proxy reaches Pods without
 		// kube-proxy, so no NATed connection outlives a Pod's readiness.
-		v.l7Via = ""
+		v.podDirect = true
 	}
 	return v
+}
+
+// l7Summary is the front end as the summary names it.
+func (v serviceView) l7Summary() string {
+	if v.podDirect && v.l7Via != "" {
+		return v.l7Via + " (container-native: to Pods directly)"
+	}
+	return v.l7Via
 }
 
 // judged: a Service of type LoadBalancer, or one an L7 front end sends to.
@@ -279,7 +318,7 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 	if c == nil {
 		return nil
 	}
-	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via,
+	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via, podDirect: v.podDirect,
 		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig}
 }
 
@@ -428,10 +467,13 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 		}
 		return out
 	}
+	// One finding per line and object, whatever the profiles make of it:
+	// the worst severity any gives, and the others said in the suffix.
 	type group struct {
 		res    result
 		fired  []string
-		varies bool // the message differs between profiles: the rule reads the LB
+		sevs   []Severity // of fired, in order
+		varies bool       // the message differs between profiles: the rule reads the LB
 	}
 	var order []string
 	groups := map[string]*group{}
@@ -442,7 +484,7 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 			if r.obj != nil {
 				objRef = r.obj.Ref()
 			}
-			key := fmt.Sprintf("%d|%d|%s", r.sev, r.line, objRef)
+			key := fmt.Sprintf("%d|%s", r.line, objRef)
 			g := groups[key]
 			if g == nil {
 				g = &group{res: r}
@@ -450,7 +492,11 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 				order = append(order, key)
 			}
 			g.fired = append(g.fired, p.Name)
+			g.sevs = append(g.sevs, r.sev)
 			g.varies = g.varies || r.msg != g.res.msg
+			if r.sev > g.res.sev {
+				g.res = r
+			}
 		}
 	}
 	t.profile = choice.profiles[0]
@@ -463,18 +509,74 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 				safe = append(safe, p.Name)
 			}
 		}
+		fired := strings.Join(g.fired, ", ")
+		if lesser := lesserSeverities(g.fired, g.sevs, g.res.sev); lesser != "" {
+			fired = fmt.Sprintf("%s (%s)", fired, lesser)
+		}
 		suffix := ""
 		if g.varies {
 			suffix = fmt.Sprintf(" [no LB named: holds on every plausible one (%s). Name yours with --lb-profile or the %s annotation]",
-				strings.Join(g.fired, ", "), contract.LBProfileAnnotation)
+				fired, contract.LBProfileAnnotation)
 		}
 		if len(safe) > 0 {
 			suffix = fmt.Sprintf(" [no LB named: holds on %s; not on %s. Name yours with --lb-profile or the %s annotation]",
-				strings.Join(g.fired, ", "), strings.Join(safe, ", "), contract.LBProfileAnnotation)
+				fired, strings.Join(safe, ", "), contract.LBProfileAnnotation)
 		}
 		out = append(out, hit{res: g.res, suffix: suffix})
 	}
 	return out
+}
+
+// missingBackends are the Services an Ingress or route of the input sends
+// to that the input does not hold: judged nowhere, and said so, since a
+// Service in another file or only in the cluster is the usual reason.
+func missingBackends(in *classified) []NotJudged {
+	have := map[string]bool{}
+	for _, so := range in.services {
+		have[so.Namespace+"/"+so.Name] = true
+	}
+	var out []NotJudged
+	seen := map[string]bool{}
+	for _, r := range in.routes {
+		for _, s := range r.routes {
+			key := s
+			if !strings.Contains(s, "/") {
+				key = r.Namespace + "/" + s
+			}
+			if have[key] || seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, NotJudged{Service: "service/" + key, Source: r.Source,
+				Reason: fmt.Sprintf("%s sends to it, but the input has no such Service (give its file too, or check the cluster with --cluster)", r.Ref())})
+		}
+	}
+	return out
+}
+
+// lesserSeverities says which profiles gave a finding a lower severity than
+// the one reported ("a warning on gke-l4"), "" when all agree.
+func lesserSeverities(profiles []string, sevs []Severity, worst Severity) string {
+	by := map[Severity][]string{}
+	for i, sev := range sevs {
+		if sev < worst {
+			by[sev] = append(by[sev], profiles[i])
+		}
+	}
+	var out []string
+	for sev := worst - 1; sev > SeverityNone; sev-- {
+		if len(by[sev]) > 0 {
+			out = append(out, fmt.Sprintf("%s on %s", article(sev.String()), strings.Join(by[sev], ", ")))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }
 
 func mustRule(id string) Rule {

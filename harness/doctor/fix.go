@@ -62,6 +62,7 @@ var fixers = map[string]func(t *target) string{
 		})
 	},
 	"ZD024": fixBudgetAllowsAll,
+	"ZD030": fixNoReadiness,
 	"ZD032": fixRollout,
 	"ZD033": func(t *target) string {
 		secs := int32(ceilSeconds(t.recipe(corev1.ServiceExternalTrafficPolicyLocal).MinReady))
@@ -389,6 +390,59 @@ func fixPDBs(t *target, what string, f func(*policyv1.PodDisruptionBudget)) stri
 		return ""
 	}
 	return fmt.Sprintf("%d PodDisruptionBudget(s): %s", n, what)
+}
+
+// fixNoReadiness gives the serving container a readiness probe that needs
+// no path: a TCP connect to the port the Service sends to, as often and as
+// patient as the hardened recipe's (harness/recipe ServingProbePeriod and
+// ServingProbeFailureThreshold). It cannot tell a listening app that
+// cannot serve, but it keeps a Pod out of rotation until it listens and
+// takes it out once it stops, which is ZD030's drop.
+func fixNoReadiness(t *target) string {
+	if t.c.ReadinessProbe != nil {
+		return ""
+	}
+	port, ok := servingPort(t)
+	if !ok {
+		return ""
+	}
+	t.c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: port}},
+		PeriodSeconds:    int32(recipe.ServingProbePeriod / time.Second),
+		FailureThreshold: recipe.ServingProbeFailureThreshold,
+	}
+	return fmt.Sprintf("container %s: readinessProbe tcpSocket port %s, every %s, unready after %d failures",
+		t.c.Name, port.String(), recipe.ServingProbePeriod, recipe.ServingProbeFailureThreshold)
+}
+
+// servingPort is the serving container's port the Service sends to: a
+// target port the container declares (by name or number), else the first
+// Service port's target (a container need not declare the ports it
+// listens on).
+func servingPort(t *target) (intstr.IntOrString, bool) {
+	var first *intstr.IntOrString
+	for _, sp := range t.svc.Spec.Ports {
+		tp := sp.TargetPort
+		if tp.Type == intstr.Int && tp.IntVal == 0 {
+			tp = intstr.FromInt32(sp.Port)
+		}
+		if first == nil {
+			first = &tp
+		}
+		for _, cp := range t.c.Ports {
+			if (tp.Type == intstr.String && cp.Name == tp.StrVal) || (tp.Type == intstr.Int && cp.ContainerPort == tp.IntVal) {
+				return tp, true
+			}
+		}
+	}
+	if first == nil || (first.Type == intstr.String && first.StrVal == "") {
+		return intstr.IntOrString{}, false
+	}
+	if first.Type == intstr.String {
+		// A name the container does not declare cannot be probed.
+		return intstr.IntOrString{}, false
+	}
+	return *first, true
 }
 
 func fixRollout(t *target) string {

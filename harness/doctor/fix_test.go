@@ -372,3 +372,41 @@ spec: {type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: gw}, po
 		t.Errorf("the fix does not say it held the controller: %+v", applied)
 	}
 }
+
+// ZD030's fix is a readiness probe that needs no path: a TCP connect to
+// the port the Service sends to, by the name the container gives it, or
+// the Service's number when the container declares none.
+func TestFixGivesAReadinessProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name, ports, target, want string
+	}{
+		{"a declared port by name", "ports: [{name: http, containerPort: 8080}]", "http", "http"},
+		{"an undeclared port by number", "env: []", "8080", "8080"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n" +
+				"  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: x\n        " + tc.ports + "\n" +
+				"---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  type: LoadBalancer\n  selector: {app: web}\n  ports: [{port: 80, targetPort: " + tc.target + "}]\n"
+			m, err := Read("in.yaml", strings.NewReader(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prof, _ := LookupProfile("gcp-nlb")
+			fixed, applied := Fix(m, WithLBProfile(prof))
+			for _, f := range Check(fixed, WithLBProfile(prof)).Findings {
+				if f.RuleID == "ZD030" {
+					t.Errorf("ZD030 still found after Fix (applied %v): %s", applied, f.Message)
+				}
+			}
+			var p *corev1.Probe
+			for _, o := range fixed.Objects {
+				if d, ok := o.Obj.(*appsv1.Deployment); ok {
+					p = d.Spec.Template.Spec.Containers[0].ReadinessProbe
+				}
+			}
+			if p == nil || p.TCPSocket == nil || p.TCPSocket.Port.String() != tc.want || p.PeriodSeconds != 1 || p.FailureThreshold != 3 {
+				t.Errorf("readiness probe %+v, want tcpSocket %s every 1 s, 3 failures", p, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"sort"
+	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -67,8 +68,12 @@ func newIndex(workloads, pdbs, hpas, routes, bcs []*Object) *index {
 	}
 	for _, r := range routes {
 		for _, s := range r.routes {
-			if _, dup := ix.routes[r.Namespace+"/"+s]; !dup {
-				ix.routes[r.Namespace+"/"+s] = r
+			key := s
+			if !strings.Contains(s, "/") {
+				key = r.Namespace + "/" + s
+			}
+			if _, dup := ix.routes[key]; !dup {
+				ix.routes[key] = r
 			}
 		}
 	}

@@ -269,8 +269,18 @@ func containerPreStop(c *corev1.Container) preStop {
 // Kong's `kong quit` (Kong/kong kong/cmd/quit.lua) waits --wait seconds
 // (default 0), then sends nginx SIGQUIT, a graceful quit that closes the
 // listeners at once: the Pod accepts for any sleep before it plus --wait.
+//
+// nginx's own `nginx -s quit` (and `-s stop`) only signals the master and
+// returns: on QUIT every worker closes its listening sockets at once and
+// finishes what it has (nginx/nginx src/os/unix/ngx_process_cycle.c,
+// ngx_worker_process_cycle: ngx_close_listening_sockets on ngx_quit;
+// nginx.org/en/docs/control.html), on TERM it exits. The Pod accepts for
+// any sleep before it and no longer.
 func knownShutdownHook(c *corev1.Container, cmd []string) (preStop, bool) {
 	if p, ok := kongQuitHook(cmd); ok {
+		return p, true
+	}
+	if p, ok := nginxSignalHook(cmd); ok {
 		return p, true
 	}
 	if len(cmd) == 0 || !strings.HasSuffix(cmd[0], "/wait-shutdown") {
@@ -308,6 +318,29 @@ func kongQuitHook(cmd []string) (preStop, bool) {
 		what = fmt.Sprintf("sleep %d, then Kong `kong quit` with --wait=%d", before, wait)
 	}
 	return preStop{kind: "exec", duration: d, known: true, what: what, accepts: "Kong keeps accepting"}, true
+}
+
+// nginxSignalRE finds `nginx -s quit` or `nginx -s stop` (other options,
+// such as -c or -p and their values, may stand between) in an exec hook
+// such as ["/bin/sh", "-c", "sleep 5 && nginx -s quit"].
+var nginxSignalRE = regexp.MustCompile(`(?:^|[\s;&|(/"'])nginx((?:\s+-[cgpe]\s+\S+)*)\s+-s\s*(quit|stop)\b`)
+
+func nginxSignalHook(cmd []string) (preStop, bool) {
+	line := strings.Join(cmd, " ")
+	loc := nginxSignalRE.FindStringSubmatchIndex(line)
+	if loc == nil {
+		return preStop{}, false
+	}
+	before := 0
+	if sm := sleepRE.FindStringSubmatch(line[:loc[0]+1]); sm != nil {
+		before, _ = strconv.Atoi(sm[1])
+	}
+	signal := line[loc[4]:loc[5]]
+	what := fmt.Sprintf("`nginx -s %s`", signal)
+	if before > 0 {
+		what = fmt.Sprintf("sleep %d, then `nginx -s %s`", before, signal)
+	}
+	return preStop{kind: "exec", duration: time.Duration(before) * time.Second, known: true, what: what, accepts: "nginx keeps accepting"}, true
 }
 
 // nginxShutdownGrace reads ingress-nginx's --shutdown-grace-period (seconds,

@@ -73,6 +73,17 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		ew.printf("\n")
 	}
+	for i, n := range r.NotJudged {
+		if i == maxNotJudged {
+			// A cluster read whole names every ClusterIP Service it has.
+			ew.printf("not judged: %d more (-o json lists every one)\n", len(r.NotJudged)-i)
+			break
+		}
+		ew.printf("not judged %s (%s): %s\n", n.Service, n.Source, n.Reason)
+	}
+	for _, s := range r.Warnings {
+		ew.printf("warning %s: %s\n", s.Source, s.Reason)
+	}
 	for _, s := range r.Skipped {
 		ew.printf("skipped %s: %s\n", s.Source, s.Reason)
 	}
@@ -80,6 +91,9 @@ func WriteText(w io.Writer, r *Report) error {
 		r.Count(Error), r.Count(Warning), r.Count(Info), len(r.Services), r.Profile, r.Kubernetes)
 	return ew.err
 }
+
+// maxNotJudged bounds the Services the text lists as not judged.
+const maxNotJudged = 20
 
 type errWriter struct {
 	w   io.Writer

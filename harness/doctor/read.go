@@ -71,7 +71,8 @@ type Object struct {
 	Name       string
 	Obj        any
 	Source     Source
-	// routes are the Services an Ingress or a Gateway API route sends to.
+	// routes are the Services an Ingress or a Gateway API route sends to:
+	// a name in the object's namespace, or "namespace/name".
 	routes []string
 	// lines is the shape of the object's YAML tree, for field lines.
 	lines *lineNode
@@ -200,6 +201,9 @@ type Skip struct {
 type Manifests struct {
 	Objects []*Object
 	Skipped []Skip
+	// Warnings are what was read differently from how it is written, as
+	// the API server would (a key defined twice: the last value).
+	Warnings []Skip
 	// Referenced are the ConfigMaps, Secrets and ServiceAccounts of the
 	// input, decoded but not analysed (each is in Skipped too): what a Pod
 	// template may need to run as written (`zerodrop test --image=own`).
@@ -514,6 +518,12 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: "not a Kubernetes object (the document is not a mapping)"})
 		return nil
 	}
+	if depth == 0 {
+		for _, d := range dropDuplicateKeys(n, 0) {
+			m.Warnings = append(m.Warnings, Skip{Source: Source{File: file, Line: d.line},
+				Reason: fmt.Sprintf("key %q is defined again at line %d; the last value is read, as kubectl applies it", d.key, d.again)})
+		}
+	}
 	// The header is read from the tree, not decoded: decoding a List
 	// would decode every item twice.
 	h, line, err := nodeHeader(n)
@@ -574,6 +584,50 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 	}
 	m.Objects = append(m.Objects, obj)
 	return nil
+}
+
+type duplicate struct {
+	key         string
+	line, again int
+}
+
+// dropDuplicateKeys keeps the last of every key a mapping defines twice
+// and says which: kubectl and the API server read a manifest with
+// sigs.k8s.io/yaml, which converts YAML to JSON keeping the last value,
+// and a stricter reader would refuse manifests the cluster applies. Aliases
+// are not followed (their anchors are walked where they stand); depth
+// bounds the walk like the decoder's.
+func dropDuplicateKeys(n *yaml.Node, depth int) []duplicate {
+	if n == nil || depth > 10000 {
+		return nil
+	}
+	var out []duplicate
+	if n.Kind == yaml.MappingNode {
+		last := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag != "!!merge" {
+				last[k.Value] = i
+			}
+		}
+		kept := n.Content[:0:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if j, ok := last[k.Value]; ok && k.Kind == yaml.ScalarNode && k.Tag != "!!merge" && j != i {
+				out = append(out, duplicate{key: k.Value, line: k.Line, again: n.Content[j].Line})
+				continue
+			}
+			kept = append(kept, k, n.Content[i+1])
+		}
+		if len(kept) != len(n.Content) {
+			n.Content = kept
+		}
+	}
+	for _, c := range n.Content {
+		if c.Kind != yaml.AliasNode {
+			out = append(out, dropDuplicateKeys(c, depth+1)...)
+		}
+	}
+	return out
 }
 
 // nodeHeader reads apiVersion, kind, metadata.name and metadata.namespace
@@ -668,6 +722,14 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 // typeErrorLine finds the line of the field a JSON type error names
 // ("spec.replicas"), falling back to the object's line.
 func typeErrorLine(o *Object, err error) int {
+	var pe *placeholderError
+	if errors.As(err, &pe) {
+		var path []any
+		for _, p := range strings.Split(pe.field, ".") {
+			path = append(path, p)
+		}
+		return o.Line(path...)
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		var path []any
@@ -750,12 +812,41 @@ func decodeTyped(obj *Object, raw []byte) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
+	if svc, ok := v.(*corev1.Service); ok {
+		if err := placeholders(svc); err != nil {
+			return err
+		}
+	}
 	if routes != nil {
 		obj.routes = routes()
 	} else {
 		obj.Obj = v
 	}
 	return nil
+}
+
+// placeholders refuses a Service whose type or traffic policy is a
+// template placeholder left in quotes ("{{ .Values.service.type }}"): read
+// as it stands, it is no LoadBalancer and no Local, and the answer would be
+// "nothing to check" for a chart that may well drop requests. An unquoted
+// placeholder is already a YAML error; a quoted one is as unreadable.
+func placeholders(svc *corev1.Service) error {
+	for _, f := range []struct{ field, v string }{
+		{"spec.type", string(svc.Spec.Type)},
+		{"spec.externalTrafficPolicy", string(svc.Spec.ExternalTrafficPolicy)},
+	} {
+		if strings.Contains(f.v, "{{") {
+			return &placeholderError{field: f.field, value: f.v}
+		}
+	}
+	return nil
+}
+
+type placeholderError struct{ field, value string }
+
+func (e *placeholderError) Error() string {
+	return fmt.Sprintf("%s is a template placeholder (%q), which the doctor cannot judge: render the template first "+
+		"(helm template ... | zerodrop doctor -) and check what it renders", e.field, e.value)
 }
 
 // referencedTarget is what obj decodes into when it is a kind a Pod
@@ -824,8 +915,10 @@ func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 		// (backendconfig.go); decoded whole, so a fix writes it back whole.
 		v = &unstructured.Unstructured{}
 	case (obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute") && group == "gateway.networking.k8s.io":
+		// A closure, as for the Ingresses: the route's backends are read
+		// once it is decoded, not from the empty route it decodes into.
 		rt := &gatewayRoute{}
-		v, routes = rt, rt.services
+		v, routes = rt, func() []string { return rt.services(obj.Namespace) }
 	default:
 		return nil, nil, false
 	}
@@ -876,20 +969,29 @@ type gatewayRoute struct {
 	Spec struct {
 		Rules []struct {
 			BackendRefs []struct {
-				Group *string `json:"group"`
-				Kind  *string `json:"kind"`
-				Name  string  `json:"name"`
+				Group     *string `json:"group"`
+				Kind      *string `json:"kind"`
+				Name      string  `json:"name"`
+				Namespace *string `json:"namespace"`
 			} `json:"backendRefs"`
 		} `json:"rules"`
 	} `json:"spec"`
 }
 
-func (r gatewayRoute) services() []string {
+// services are the Services the route sends to, each "namespace/name": a
+// backendRef without a namespace names one in the route's own (Gateway API
+// v1 BackendObjectReference; one in another namespace is allowed by a
+// ReferenceGrant there, which the doctor takes as given).
+func (r gatewayRoute) services(ns string) []string {
 	out := []string{}
 	for _, rule := range r.Spec.Rules {
 		for _, b := range rule.BackendRefs {
 			if (b.Kind == nil || *b.Kind == "Service") && (b.Group == nil || *b.Group == "") && b.Name != "" {
-				out = append(out, b.Name)
+				in := ns
+				if b.Namespace != nil && *b.Namespace != "" {
+					in = *b.Namespace
+				}
+				out = append(out, in+"/"+b.Name)
 			}
 		}
 	}

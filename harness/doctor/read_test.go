@@ -85,11 +85,20 @@ func TestRead(t *testing.T) {
 			errMatch: "replicas",
 		},
 		{
-			name:     "duplicate key",
-			in:       "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b\n",
-			errLine:  5,
-			errMatch: "already defined",
+			// Quoted, a placeholder is a string: read as it stands it would
+			// be no LoadBalancer, and the chart "nothing to check".
+			name:     "a quoted template placeholder as the Service type",
+			in:       "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  type: \"{{ .Values.service.type }}\"\n",
+			errLine:  6,
+			errMatch: "spec.type is a template placeholder",
 		},
+		{
+			name:     "a quoted template placeholder as the traffic policy",
+			in:       "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  type: LoadBalancer\n  externalTrafficPolicy: '{{ .Values.policy }}'\n",
+			errLine:  7,
+			errMatch: "spec.externalTrafficPolicy is a template placeholder",
+		},
+
 		{
 			name:     "kind of the wrong type",
 			in:       "apiVersion: v1\nkind: [Service]\n",
@@ -414,5 +423,35 @@ metadata: {name: other}
 	}
 	if cm := ms.Referenced[0].Obj.(*corev1.ConfigMap); cm.Data["a"] != "b" {
 		t.Errorf("ConfigMap data %v", cm.Data)
+	}
+}
+
+// A key defined twice is read as kubectl applies it, the last value, with a
+// warning naming both lines; nested mappings and List items alike.
+func TestDuplicateKeysReadAsTheClusterDoes(t *testing.T) {
+	in := "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b\nspec:\n  type: ClusterIP\n  ports: [{port: 80, port: 81}]\n  type: LoadBalancer\n"
+	ms, err := Read("in.yaml", strings.NewReader(in))
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if len(ms.Objects) != 1 || ms.Objects[0].Name != "b" {
+		t.Fatalf("objects %+v, want service b", ms.Objects)
+	}
+	svc := ms.Objects[0].Obj.(*corev1.Service)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 81 {
+		t.Errorf("spec %+v, want the last values", svc.Spec)
+	}
+	want := []string{`in.yaml:4: key "name" is defined again at line 5`, `in.yaml:7: key "type" is defined again at line 9`, `in.yaml:8: key "port" is defined again at line 8`}
+	var got []string
+	for _, w := range ms.Warnings {
+		got = append(got, w.Source.String()+": "+w.Reason)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("warnings %q, want %d", got, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("warning %d: %q, want %q...", i, got[i], want[i])
+		}
 	}
 }

@@ -49,6 +49,9 @@ type result struct {
 	msg  string
 	obj  *Object // nil: the workload
 	line int     // 0: the object's line
+	// fix replaces the rule's Fix where this object needs another (a
+	// StatefulSet has no surge to suggest); "" keeps the rule's.
+	fix string
 }
 
 // target is one (Service, workload) pair and everything the rules read.
@@ -58,10 +61,13 @@ type target struct {
 	local   bool
 	profile LBProfile
 	l7Via   string // "ingress/ns/name" or the L7 profile, "" for none
-	wl      *workload
-	ci      int
-	c       *corev1.Container
-	pdbs    []*Object
+	// podDirect: the front end reaches Pods without kube-proxy
+	// (serviceView.podDirect).
+	podDirect bool
+	wl        *workload
+	ci        int
+	c         *corev1.Container
+	pdbs      []*Object
 	// kubeMinor is the Kubernetes minor version the rules judge for; 0
 	// when not given (every supported release, >= 1.28).
 	kubeMinor int
@@ -925,8 +931,14 @@ func checkRollout(t *target) []result {
 			unavail = 1
 		}
 		if err == nil && replicas > 0 && unavail >= replicas {
+			// A StatefulSet cannot surge: its RollingUpdateStatefulSetStrategy
+			// has partition and maxUnavailable only (k8s.io/api apps/v1),
+			// and it replaces a Pod of one ordinal by deleting it first.
 			return []result{{sev: Error, line: t.line([]any{"spec", "updateStrategy"}, []any{"spec", "replicas"}),
-				msg: fmt.Sprintf("a StatefulSet rolling update replaces %d of %d replica(s) at a time without surge: every endpoint goes down", unavail, replicas)}}
+				msg: fmt.Sprintf("a StatefulSet rolling update replaces %d of %d replica(s) at a time without surge: every endpoint goes down", unavail, replicas),
+				fix: "A StatefulSet cannot surge (its updateStrategy has maxUnavailable and partition only; each Pod is deleted before its " +
+					"replacement starts): run at least 2 replicas, keep maxUnavailable below the replica count (1, the default), and add a " +
+					"PodDisruptionBudget with maxUnavailable: 1."}}
 		}
 	case *appsv1.DaemonSet:
 		if !t.local {
@@ -985,7 +997,7 @@ func keepAliveCanReachUnready(t *target) bool {
 // checkKeepAliveL4 is ZD041: the clients' own connections, where no L7
 // front end stands between (that is ZD040).
 func checkKeepAliveL4(t *target) []result {
-	if t.l7Via != "" || !keepAliveCanReachUnready(t) {
+	if t.l7Via != "" || t.podDirect || !keepAliveCanReachUnready(t) {
 		return nil
 	}
 	// Info, not a warning: the fix is in the app or its clients, which the
@@ -997,7 +1009,7 @@ func checkKeepAliveL4(t *target) []result {
 }
 
 func checkKeepAlive(t *target) []result {
-	if t.l7Via == "" || !keepAliveCanReachUnready(t) {
+	if t.l7Via == "" || t.podDirect || !keepAliveCanReachUnready(t) {
 		return nil
 	}
 	return []result{{sev: Warning, line: t.line(t.cpath("readinessProbe"), t.cpath()),

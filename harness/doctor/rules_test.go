@@ -227,6 +227,17 @@ spec:
           serviceName: web
           servicePort: 80`
 
+// httpRoute is a Gateway API HTTPRoute in namespace shop sending to
+// Service web (backendRef namespace ns when given).
+func httpRoute(kind, ns string) string {
+	ref := "    - name: web\n      port: 80"
+	if ns != "" {
+		ref += "\n      namespace: " + ns
+	}
+	return "apiVersion: gateway.networking.k8s.io/v1\nkind: " + kind + "\nmetadata:\n  name: web\n  namespace: shop\nspec:\n" +
+		"  parentRefs:\n  - name: gw\n  rules:\n  - backendRefs:\n" + ref
+}
+
 // hpa is an autoscaling/v2 HPA scaling Deployment name with minReplicas min.
 func hpa(name string, min int) string {
 	return fmt.Sprintf("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: %s\n  namespace: shop\nspec:\n"+
@@ -337,6 +348,18 @@ func TestRules(t *testing.T) {
 		{name: "ZD004 quiet on kong quit --wait=5", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"kong\", \"quit\", \"--wait=5\"]"},
 			quiet: []string{"ZD004", "ZD005"}},
 		{name: "ZD004 quiet with Local (ZD002 covers it)", in: m{Lifecycle: "-"}, quiet: []string{"ZD004"}},
+		// nginx -s quit signals the master and returns; the workers close
+		// their listeners at once.
+		{name: "ZD004 fires on `nginx -s quit` (listeners close at once)", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"nginx\", \"-s\", \"quit\"]"},
+			fire: map[string]Severity{"ZD004": Warning}, quiet: []string{"ZD005"}, lineHas: "preStop"},
+		{name: "ZD004 fires on `nginx -c /etc/nginx/nginx.conf -s stop` in a shell", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"/usr/sbin/nginx -c /etc/nginx/nginx.conf -s stop\"]"},
+			fire: map[string]Severity{"ZD004": Warning}, quiet: []string{"ZD005"}},
+		{name: "ZD004 quiet on `sleep 5; nginx -s quit`", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"sleep 5; nginx -s quit\"]"},
+			quiet: []string{"ZD004", "ZD005"}},
+		{name: "ZD002 fires on `sleep 5 && nginx -s quit` behind gcp-nlb (5 < 24)", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"sleep 5 && nginx -s quit\"]", Grace: "40", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},
+		{name: "ZD005 still warns on `nginx -s reload` (not a shutdown)", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"nginx\", \"-s\", \"reload\"]"},
+			fire: map[string]Severity{"ZD005": Warning}},
 
 		// ZD005: unknown hook duration.
 		{name: "ZD005 fires as a warning on an httpGet hook behind Local", in: m{Lifecycle: "lifecycle:\n  preStop:\n    httpGet:\n      path: /shutdown\n      port: 8080"},
@@ -505,8 +528,23 @@ func TestRules(t *testing.T) {
 			fire: map[string]Severity{"ZD040": Warning}},
 		{name: "ZD040 quiet with container-native (NEG) backends", in: m{Extra: ingress, SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'"}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet with the gclb-neg profile", in: m{Extra: ingress, SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040"}},
+		// Container-native backends skip only the kube-proxy keep-alive
+		// rules: the Service is still judged.
+		{name: "ZD030 fires on a ClusterIP Service behind a NEG Ingress", in: m{SvcType: "ClusterIP", Policy: "Cluster", Extra: ingress,
+			SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'", Readiness: "-"},
+			fire: map[string]Severity{"ZD030": Error}, quiet: []string{"ZD040", "ZD041"}},
+		{name: "ZD041 quiet with container-native backends", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040", "ZD041"}},
 		{name: "ZD040 quiet with keep-alive off", in: m{Extra: ingress, Env: "env:\n- name: ECHO_KEEPALIVE\n  value: \"false\""}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet without L7", in: m{}, quiet: []string{"ZD040"}},
+		// A route's backends are read from the decoded route, so a Service
+		// behind one is judged like a Service behind an Ingress.
+		{name: "ZD040 fires behind an HTTPRoute on a ClusterIP Service", in: m{SvcType: "ClusterIP", Policy: "Cluster", Extra: httpRoute("HTTPRoute", "")},
+			fire: map[string]Severity{"ZD040": Warning}},
+		{name: "ZD030 fires behind an HTTPRoute on a ClusterIP Service without readiness", in: m{SvcType: "ClusterIP", Policy: "Cluster", Readiness: "-", Extra: httpRoute("HTTPRoute", "")},
+			fire: map[string]Severity{"ZD030": Error}},
+		{name: "ZD040 fires behind a GRPCRoute", in: m{Extra: httpRoute("GRPCRoute", "")}, fire: map[string]Severity{"ZD040": Warning}},
+		{name: "ZD040 fires behind a route naming the Service's namespace", in: m{Extra: httpRoute("HTTPRoute", "shop")}, fire: map[string]Severity{"ZD040": Warning}},
+		{name: "ZD040 quiet behind a route to the same name in another namespace", in: m{Extra: httpRoute("HTTPRoute", "other")}, quiet: []string{"ZD040"}},
 
 		// ZD041: the clients' own keep-alive behind an L4 LB.
 		{name: "ZD041 fires (info) behind an L4 LB", in: m{}, fire: map[string]Severity{"ZD041": Info}, lineHas: "readinessProbe"},
@@ -877,5 +915,79 @@ spec:
 	alone := strings.Replace(doc, "        readinessProbe: {httpGet: {path: /readyz, port: 8081}}\n", "", 1)
 	if got := bySeverity(checkYAML(t, []byte(alone)))["ZD030"]; got != Error {
 		t.Errorf("ZD030 = %v with no probe in the Pod, want an error", got)
+	}
+}
+
+// A rule the plausible LBs judge differently is one finding at its worst
+// severity, the milder ones said beside it, not one finding per severity.
+func TestOneFindingWhateverTheProfilesMakeOfIt(t *testing.T) {
+	sev := map[string]Severity{"a": Error, "b": Warning, "c": Warning}
+	rule := Rule{check: func(t *target) []result {
+		if s, ok := sev[t.profile.Name]; ok {
+			return []result{{sev: s, line: 7, msg: "too slow for " + t.profile.Name}}
+		}
+		return nil
+	}}
+	choice := lbChoice{profiles: []LBProfile{{Name: "b"}, {Name: "a"}, {Name: "c"}, {Name: "d"}}}
+	hits := runRule(rule, &target{}, choice)
+	if len(hits) != 1 {
+		t.Fatalf("%d findings, want 1: %+v", len(hits), hits)
+	}
+	h := hits[0]
+	want := "holds on b, a, c (a warning on b, c); not on d."
+	if h.res.sev != Error || h.res.msg != "too slow for a" || !strings.Contains(h.suffix, want) {
+		t.Errorf("got %s %q%s, want error %q with %q", h.res.sev, h.res.msg, h.suffix, "too slow for a", want)
+	}
+}
+
+// A StatefulSet has no maxSurge: ZD032's fix for one says what it can do
+// instead; a Deployment's keeps the surge.
+func TestRolloutFixFollowsTheKind(t *testing.T) {
+	for _, tc := range []struct {
+		kind, want, not string
+	}{
+		{"StatefulSet", "cannot surge", "maxSurge"},
+		{"Deployment", "maxSurge 1", "cannot surge"},
+	} {
+		in := m{Kind: tc.kind, Replicas: "1", PDB: "-"}
+		if tc.kind == "Deployment" {
+			in.Strategy = "strategy:\n  type: Recreate"
+		}
+		r := checkYAML(t, in.yaml(t))
+		var fix string
+		for _, f := range r.Findings {
+			if f.RuleID == "ZD032" {
+				fix = f.Fix
+			}
+		}
+		if !strings.Contains(fix, tc.want) || strings.Contains(fix, tc.not) {
+			t.Errorf("%s: ZD032 fix %q, want %q and not %q", tc.kind, fix, tc.want, tc.not)
+		}
+	}
+}
+
+// Every Service the input names is judged or said not to be, with why: a
+// ClusterIP Service nothing fronts, and a Service an Ingress or route sends
+// to that the input does not hold.
+func TestNotJudgedSaysWhy(t *testing.T) {
+	doc := "apiVersion: v1\nkind: Service\nmetadata:\n  name: internal\n  namespace: shop\nspec:\n  selector:\n    app: x\n---\n" +
+		strings.Replace(ingress, "name: web\n            port", "name: api\n            port", 1) + "\n---\n" + httpRoute("HTTPRoute", "other")
+	r := checkYAML(t, []byte(doc))
+	want := map[string]string{
+		"service/shop/internal": "type ClusterIP, and no Ingress or Gateway API route",
+		"service/shop/api":      "ingress/shop/web sends to it, but the input has no such Service",
+		"service/other/web":     "httproute/shop/web sends to it, but the input has no such Service",
+	}
+	if len(r.NotJudged) != len(want) {
+		t.Fatalf("not judged %+v, want %d", r.NotJudged, len(want))
+	}
+	for _, n := range r.NotJudged {
+		if w, ok := want[n.Service]; !ok || !strings.Contains(n.Reason, w) {
+			t.Errorf("%s: %q, want %q", n.Service, n.Reason, w)
+		}
+	}
+	var buf strings.Builder
+	if err := WriteText(&buf, r); err != nil || !strings.Contains(buf.String(), "not judged service/shop/api") {
+		t.Errorf("text output (err %v) does not say what was not judged:\n%s", err, buf.String())
 	}
 }
