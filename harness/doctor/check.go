@@ -283,9 +283,12 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	if v.l7Via == "" && prof.L7 {
 		v.l7Via = "LB profile " + prof.Name
 	}
-	if prof.PodBackends || negIngress(v.svc) {
+	if prof.PodBackends || (negIngress(v.svc) && v.l7Via != "") {
 		// Container-native load balancing: the proxy reaches Pods without
 		// kube-proxy, so no NATed connection outlives a Pod's readiness.
+		// The NEG annotation alone says how an Ingress would reach the
+		// Pods (GKE puts it on Services by default); a LoadBalancer
+		// Service's own clients still go through kube-proxy.
 		v.podDirect = true
 	}
 	return v
@@ -510,15 +513,20 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 			}
 		}
 		fired := strings.Join(g.fired, ", ")
-		if lesser := lesserSeverities(g.fired, g.sevs, g.res.sev); lesser != "" {
-			fired = fmt.Sprintf("%s (%s)", fired, lesser)
-		}
+		lesser := lesserSeverities(g.fired, g.sevs, g.res.sev)
 		suffix := ""
-		if g.varies {
+		if g.varies || lesser != "" {
+			if lesser != "" {
+				fired += "; " + lesser
+			}
 			suffix = fmt.Sprintf(" [no LB named: holds on every plausible one (%s). Name yours with --lb-profile or the %s annotation]",
 				fired, contract.LBProfileAnnotation)
 		}
 		if len(safe) > 0 {
+			fired := strings.Join(g.fired, ", ")
+			if lesser != "" {
+				fired += " (" + lesser + ")"
+			}
 			suffix = fmt.Sprintf(" [no LB named: holds on %s; not on %s. Name yours with --lb-profile or the %s annotation]",
 				fired, strings.Join(safe, ", "), contract.LBProfileAnnotation)
 		}

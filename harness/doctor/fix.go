@@ -187,7 +187,7 @@ func Fix(m *Manifests, opts ...Option) (*Manifests, []Applied) {
 // copyManifests deep-copies the typed objects; Objects keep their source
 // lines, so findings on the copy point at the user's file.
 func copyManifests(m *Manifests) *Manifests {
-	out := &Manifests{Skipped: slices.Clone(m.Skipped)}
+	out := &Manifests{Skipped: slices.Clone(m.Skipped), Warnings: slices.Clone(m.Warnings)}
 	clone := func(o *Object) *Object {
 		cp := *o
 		if ro, ok := o.Obj.(runtime.Object); ok {
@@ -420,29 +420,35 @@ func fixNoReadiness(t *target) string {
 // Service port's target (a container need not declare the ports it
 // listens on).
 func servingPort(t *target) (intstr.IntOrString, bool) {
-	var first *intstr.IntOrString
+	var number *intstr.IntOrString
 	for _, sp := range t.svc.Spec.Ports {
+		if sp.Protocol != "" && sp.Protocol != corev1.ProtocolTCP {
+			// A TCP probe of a UDP port never succeeds: the Pod would
+			// never be ready.
+			continue
+		}
 		tp := sp.TargetPort
 		if tp.Type == intstr.Int && tp.IntVal == 0 {
 			tp = intstr.FromInt32(sp.Port)
 		}
-		if first == nil {
-			first = &tp
-		}
 		for _, cp := range t.c.Ports {
+			if cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
+				continue
+			}
 			if (tp.Type == intstr.String && cp.Name == tp.StrVal) || (tp.Type == intstr.Int && cp.ContainerPort == tp.IntVal) {
 				return tp, true
 			}
 		}
+		// A name the container does not declare cannot be probed; a
+		// number can, declared or not.
+		if number == nil && tp.Type == intstr.Int {
+			number = &tp
+		}
 	}
-	if first == nil || (first.Type == intstr.String && first.StrVal == "") {
+	if number == nil {
 		return intstr.IntOrString{}, false
 	}
-	if first.Type == intstr.String {
-		// A name the container does not declare cannot be probed.
-		return intstr.IntOrString{}, false
-	}
-	return *first, true
+	return *number, true
 }
 
 func fixRollout(t *target) string {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -308,10 +309,7 @@ func kongQuitHook(cmd []string) (preStop, bool) {
 	if w := kongWaitRE.FindStringSubmatch(m[1]); w != nil {
 		wait, _ = strconv.Atoi(w[1])
 	}
-	before := 0
-	if sm := sleepRE.FindStringSubmatch(line[:strings.Index(line, m[0])+1]); sm != nil {
-		before, _ = strconv.Atoi(sm[1])
-	}
+	before := sleepsBefore(line[:strings.Index(line, m[0])+1])
 	d := time.Duration(before+wait) * time.Second
 	what := fmt.Sprintf("Kong `kong quit` with --wait=%d", wait)
 	if before > 0 {
@@ -320,27 +318,59 @@ func kongQuitHook(cmd []string) (preStop, bool) {
 	return preStop{kind: "exec", duration: d, known: true, what: what, accepts: "Kong keeps accepting"}, true
 }
 
-// nginxSignalRE finds `nginx -s quit` or `nginx -s stop` (other options,
-// such as -c or -p and their values, may stand between) in an exec hook
-// such as ["/bin/sh", "-c", "sleep 5 && nginx -s quit"].
-var nginxSignalRE = regexp.MustCompile(`(?:^|[\s;&|(/"'])nginx((?:\s+-[cgpe]\s+\S+)*)\s+-s\s*(quit|stop)\b`)
+// nginxSignalRE finds `nginx -s quit` or `nginx -s stop` in a shell line
+// such as "sleep 5 && nginx -s quit"; options may stand between (-c, -p,
+// -e and -g with a value, quoted or not; -q, -t, -T, -v, -V alone).
+var nginxSignalRE = regexp.MustCompile(`(?:^|[\s;&|(/"'])nginx(?:-debug)?(?:\s+-[cgpe]\s+(?:'[^']*'|"[^"]*"|\S+)|\s+-[qtTvV])*\s+-s\s*(quit|stop)\b`)
 
+// nginxSignalHook reads a preStop that has nginx quit or stop, in an exec
+// of nginx itself (["nginx", "-g", "daemon off;", "-s", "quit"]) or in a
+// shell line; a line that only prints it (echo, printf) is not one.
 func nginxSignalHook(cmd []string) (preStop, bool) {
-	line := strings.Join(cmd, " ")
-	loc := nginxSignalRE.FindStringSubmatchIndex(line)
-	if loc == nil {
-		return preStop{}, false
+	signal, before := "", 0
+	if len(cmd) > 1 && (path.Base(cmd[0]) == "nginx" || path.Base(cmd[0]) == "nginx-debug") {
+		for i := 1; i+1 < len(cmd); i++ {
+			if cmd[i] == "-s" && (cmd[i+1] == "quit" || cmd[i+1] == "stop") {
+				signal = cmd[i+1]
+			}
+		}
 	}
-	before := 0
-	if sm := sleepRE.FindStringSubmatch(line[:loc[0]+1]); sm != nil {
-		before, _ = strconv.Atoi(sm[1])
+	if signal == "" {
+		line := strings.Join(cmd, " ")
+		loc := nginxSignalRE.FindStringSubmatchIndex(line)
+		if loc == nil {
+			return preStop{}, false
+		}
+		seg := line[:loc[0]+1]
+		if i := strings.LastIndexAny(seg, ";&|("); i >= 0 {
+			seg = seg[i+1:]
+		}
+		for _, f := range strings.Fields(seg) {
+			if f == "echo" || f == "printf" {
+				return preStop{}, false
+			}
+		}
+		signal, before = line[loc[2]:loc[3]], sleepsBefore(line[:loc[0]+1])
 	}
-	signal := line[loc[4]:loc[5]]
 	what := fmt.Sprintf("`nginx -s %s`", signal)
+	if signal == "stop" {
+		what += " (a fast shutdown: requests in flight are cut too)"
+	}
 	if before > 0 {
-		what = fmt.Sprintf("sleep %d, then `nginx -s %s`", before, signal)
+		what = fmt.Sprintf("sleep %d, then %s", before, what)
 	}
 	return preStop{kind: "exec", duration: time.Duration(before) * time.Second, known: true, what: what, accepts: "nginx keeps accepting"}, true
+}
+
+// sleepsBefore sums the shell sleeps in a command line's prefix ("sleep 5;
+// sleep 10; nginx -s quit" waits 15 s before nginx quits).
+func sleepsBefore(prefix string) int {
+	n := 0
+	for _, m := range sleepRE.FindAllStringSubmatch(prefix, -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
 }
 
 // nginxShutdownGrace reads ingress-nginx's --shutdown-grace-period (seconds,

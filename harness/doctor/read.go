@@ -226,6 +226,7 @@ func (m *Manifests) SetDefaultNamespace(ns string) {
 func (m *Manifests) add(o *Manifests) {
 	m.Objects = append(m.Objects, o.Objects...)
 	m.Skipped = append(m.Skipped, o.Skipped...)
+	m.Warnings = append(m.Warnings, o.Warnings...)
 	m.Referenced = append(m.Referenced, o.Referenced...)
 }
 
@@ -521,7 +522,7 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 	if depth == 0 {
 		for _, d := range dropDuplicateKeys(n, 0) {
 			m.Warnings = append(m.Warnings, Skip{Source: Source{File: file, Line: d.line},
-				Reason: fmt.Sprintf("key %q is defined again at line %d; the last value is read, as kubectl applies it", d.key, d.again)})
+				Reason: fmt.Sprintf("key %q is defined again at line %d; the last value is read, as kubectl apply -f applies it", d.key, d.again)})
 		}
 	}
 	// The header is read from the tree, not decoded: decoding a List
@@ -614,6 +615,11 @@ func dropDuplicateKeys(n *yaml.Node, depth int) []duplicate {
 			k := n.Content[i]
 			if j, ok := last[k.Value]; ok && k.Kind == yaml.ScalarNode && k.Tag != "!!merge" && j != i {
 				out = append(out, duplicate{key: k.Value, line: k.Line, again: n.Content[j].Line})
+				// Its value goes, but an anchor in it may still be named
+				// by an alias the decoder follows.
+				if v := n.Content[i+1]; v.Kind != yaml.AliasNode {
+					out = append(out, dropDuplicateKeys(v, depth+1)...)
+				}
 				continue
 			}
 			kept = append(kept, k, n.Content[i+1])
@@ -826,7 +832,8 @@ func decodeTyped(obj *Object, raw []byte) error {
 }
 
 // placeholders refuses a Service whose type or traffic policy is a
-// template placeholder left in quotes ("{{ .Values.service.type }}"): read
+// template placeholder left in quotes ("{{ .Values.service.type }}", or
+// envsubst's and Flux's "${POLICY}"): read
 // as it stands, it is no LoadBalancer and no Local, and the answer would be
 // "nothing to check" for a chart that may well drop requests. An unquoted
 // placeholder is already a YAML error; a quoted one is as unreadable.
@@ -835,7 +842,7 @@ func placeholders(svc *corev1.Service) error {
 		{"spec.type", string(svc.Spec.Type)},
 		{"spec.externalTrafficPolicy", string(svc.Spec.ExternalTrafficPolicy)},
 	} {
-		if strings.Contains(f.v, "{{") {
+		if strings.Contains(f.v, "{{") || strings.Contains(f.v, "${") {
 			return &placeholderError{field: f.field, value: f.v}
 		}
 	}
@@ -918,7 +925,7 @@ func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 		// A closure, as for the Ingresses: the route's backends are read
 		// once it is decoded, not from the empty route it decodes into.
 		rt := &gatewayRoute{}
-		v, routes = rt, func() []string { return rt.services(obj.Namespace) }
+		v, routes = rt, func() []string { return rt.services() }
 	default:
 		return nil, nil, false
 	}
@@ -978,20 +985,22 @@ type gatewayRoute struct {
 	} `json:"spec"`
 }
 
-// services are the Services the route sends to, each "namespace/name": a
-// backendRef without a namespace names one in the route's own (Gateway API
-// v1 BackendObjectReference; one in another namespace is allowed by a
-// ReferenceGrant there, which the doctor takes as given).
-func (r gatewayRoute) services(ns string) []string {
+// services are the Services the route sends to: a bare name for a
+// backendRef without a namespace (one in the route's own, which may only
+// be known once the input's default namespace is applied), else
+// "namespace/name" (Gateway API v1 BackendObjectReference; one in another
+// namespace is allowed by a ReferenceGrant there, which the doctor takes
+// as given).
+func (r gatewayRoute) services() []string {
 	out := []string{}
 	for _, rule := range r.Spec.Rules {
 		for _, b := range rule.BackendRefs {
 			if (b.Kind == nil || *b.Kind == "Service") && (b.Group == nil || *b.Group == "") && b.Name != "" {
-				in := ns
 				if b.Namespace != nil && *b.Namespace != "" {
-					in = *b.Namespace
+					out = append(out, *b.Namespace+"/"+b.Name)
+				} else {
+					out = append(out, b.Name)
 				}
-				out = append(out, in+"/"+b.Name)
 			}
 		}
 	}

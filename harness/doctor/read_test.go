@@ -93,6 +93,12 @@ func TestRead(t *testing.T) {
 			errMatch: "spec.type is a template placeholder",
 		},
 		{
+			name:     "an envsubst placeholder as the traffic policy",
+			in:       "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  type: LoadBalancer\n  externalTrafficPolicy: ${POLICY}\n",
+			errLine:  7,
+			errMatch: "spec.externalTrafficPolicy is a template placeholder",
+		},
+		{
 			name:     "a quoted template placeholder as the traffic policy",
 			in:       "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  type: LoadBalancer\n  externalTrafficPolicy: '{{ .Values.policy }}'\n",
 			errLine:  7,
@@ -453,5 +459,22 @@ func TestDuplicateKeysReadAsTheClusterDoes(t *testing.T) {
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Errorf("warning %d: %q, want %q...", i, got[i], want[i])
 		}
+	}
+}
+
+// The warnings of every file reach the report: Load gathers them.
+func TestLoadKeepsWarnings(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a.yaml", "b.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: "+f[:1]+"\n  name: x"+f[:1]+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Load([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Warnings) != 2 || len(Check(m).Warnings) != 2 {
+		t.Errorf("warnings %+v, want one per file in the manifests and the report", m.Warnings)
 	}
 }

@@ -360,6 +360,12 @@ func TestRules(t *testing.T) {
 			fire: map[string]Severity{"ZD002": Error}, quiet: []string{"ZD005"}},
 		{name: "ZD005 still warns on `nginx -s reload` (not a shutdown)", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"nginx\", \"-s\", \"reload\"]"},
 			fire: map[string]Severity{"ZD005": Warning}},
+		{name: "ZD005 still warns on a hook that only prints `nginx -s quit`", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"echo 'run nginx -s quit'; /drain.sh\"]"},
+			fire: map[string]Severity{"ZD005": Warning}},
+		{name: "ZD004 fires on nginx's own exec with -g 'daemon off;' -s quit", in: m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"nginx\", \"-g\", \"daemon off;\", \"-s\", \"quit\"]"},
+			fire: map[string]Severity{"ZD004": Warning}, quiet: []string{"ZD005"}},
+		{name: "ZD002 quiet when the sleeps before `nginx -s quit` add up (15 + 15 > gcp-nlb 24)", in: m{Lifecycle: "lifecycle:\n  preStop:\n    exec:\n      command: [\"/bin/sh\", \"-c\", \"sleep 15; sleep 15; nginx -g 'daemon off;' -s quit\"]", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			quiet: []string{"ZD002", "ZD005"}},
 
 		// ZD005: unknown hook duration.
 		{name: "ZD005 fires as a warning on an httpGet hook behind Local", in: m{Lifecycle: "lifecycle:\n  preStop:\n    httpGet:\n      path: /shutdown\n      port: 8080"},
@@ -534,6 +540,10 @@ func TestRules(t *testing.T) {
 			SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'", Readiness: "-"},
 			fire: map[string]Severity{"ZD030": Error}, quiet: []string{"ZD040", "ZD041"}},
 		{name: "ZD041 quiet with container-native backends", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040", "ZD041"}},
+		// GKE puts the NEG annotation on Services by default: without an
+		// L7 front end the LB Service's own clients still meet kube-proxy.
+		{name: "ZD041 fires on an L4 Service with the NEG annotation and no Ingress", in: m{SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'"},
+			fire: map[string]Severity{"ZD041": Info}},
 		{name: "ZD040 quiet with keep-alive off", in: m{Extra: ingress, Env: "env:\n- name: ECHO_KEEPALIVE\n  value: \"false\""}, quiet: []string{"ZD040"}},
 		{name: "ZD040 quiet without L7", in: m{}, quiet: []string{"ZD040"}},
 		// A route's backends are read from the decoded route, so a Service
@@ -937,6 +947,27 @@ func TestOneFindingWhateverTheProfilesMakeOfIt(t *testing.T) {
 	want := "holds on b, a, c (a warning on b, c); not on d."
 	if h.res.sev != Error || h.res.msg != "too slow for a" || !strings.Contains(h.suffix, want) {
 		t.Errorf("got %s %q%s, want error %q with %q", h.res.sev, h.res.msg, h.suffix, "too slow for a", want)
+	}
+	// Every profile fires, with one message: the milder ones are still said.
+	same := Rule{check: func(t *target) []result {
+		return []result{{sev: sev[t.profile.Name], line: 7, msg: "pinned"}}
+	}}
+	hits = runRule(same, &target{}, lbChoice{profiles: []LBProfile{{Name: "a"}, {Name: "b"}}})
+	if len(hits) != 1 || hits[0].res.sev != Error || !strings.Contains(hits[0].suffix, "holds on every plausible one (a, b; a warning on b)") {
+		t.Errorf("every profile firing: %+v", hits)
+	}
+}
+
+// A route without a namespace sends to a Service of the input's default
+// namespace, known only once that is applied.
+func TestRouteWithoutNamespace(t *testing.T) {
+	doc := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n" +
+		"  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: x, ports: [{containerPort: 8080}]}]\n---\n" +
+		"apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports: [{port: 80, targetPort: 8080}]\n---\n" +
+		"apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: web}\nspec:\n  rules:\n  - backendRefs: [{name: web, port: 80}]\n"
+	r := checkYAML(t, []byte(doc))
+	if len(r.Services) != 1 || r.Services[0].Service != "service/default/web" || len(r.NotJudged) != 0 {
+		t.Errorf("services %+v, not judged %+v: want service/default/web judged", r.Services, r.NotJudged)
 	}
 }
 
