@@ -64,6 +64,10 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 	}
 
 	used := usedPorts(spec)
+	targets, err := serviceTargets(spec, &in.Spec, svc)
+	if err != nil {
+		return nil, nil, "", err
+	}
 	var out []Container
 	for i := range spec.Containers {
 		orig := in.Spec.Containers[i]
@@ -73,6 +77,13 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 		for _, p := range c.Ports {
 			if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
 				listen[p.ContainerPort] = true
+			}
+		}
+		for _, t := range targets[i] {
+			if !listen[t.port] {
+				listen[t.port] = true
+				change(wref, cref+".ports", "", "listens on "+strconv.Itoa(int(t.port)),
+					fmt.Sprintf("Service port %s sends to %d, which no container declares (ports are informational; the app listens on it)", t.svcPort, t.port))
 			}
 		}
 		var readyPaths, livePaths []string
@@ -190,6 +201,82 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 		}
 	}
 	return tpl, out, path, nil
+}
+
+type target struct {
+	port    int32
+	svcPort string // the Service port that sends to it, as the user names it
+}
+
+// serviceTargets are the ports each container must listen on for the
+// Service to reach the Pod: every TCP Service port's target. A container
+// declaring the port (by number, or the name a target names) owns it; an
+// undeclared number goes to the serving container, the first that
+// declares any port (else the first), since Kubernetes sends to the Pod's
+// address whatever the declarations say. A name no container declares is
+// an error: Kubernetes gives such a Pod no endpoint port for it
+// (k8s.io/endpointslice v0.37.2 utils.go: getEndpointPorts skips a
+// Service port FindPort cannot resolve, and FindPort looks a name up in
+// the containers and native sidecars only), so no cell could reach it.
+// orig is the Pod before the stand-in dropped its init containers.
+func serviceTargets(spec, orig *corev1.PodSpec, svc *corev1.Service) (map[int][]target, error) {
+	out := map[int][]target{}
+	if svc == nil || len(spec.Containers) == 0 {
+		return out, nil
+	}
+	serving := 0
+	for i := range spec.Containers {
+		if len(spec.Containers[i].Ports) > 0 {
+			serving = i
+			break
+		}
+	}
+	for _, sp := range svc.Spec.Ports {
+		if sp.Protocol != "" && sp.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		name := sp.Name
+		if name == "" {
+			name = strconv.Itoa(int(sp.Port))
+		}
+		tp := sp.TargetPort
+		if tp.Type == intstr.String && tp.StrVal != "" {
+			found := false
+			for i := range spec.Containers {
+				for _, cp := range spec.Containers[i].Ports {
+					if cp.Name == tp.StrVal {
+						out[i] = append(out[i], target{port: cp.ContainerPort, svcPort: name})
+						found = true
+					}
+				}
+			}
+			if !found {
+				for _, ic := range orig.InitContainers {
+					for _, cp := range ic.Ports {
+						if cp.Name == tp.StrVal && ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+							return nil, fmt.Errorf("Service port %s targets the port named %q of native sidecar %s, which the stand-in does not run (it replaces the Pod's containers only)", name, tp.StrVal, ic.Name)
+						}
+					}
+				}
+				return nil, fmt.Errorf("Service port %s targets the port named %q, which no container of the Pod declares: Kubernetes gives the Pod no endpoint for it", name, tp.StrVal)
+			}
+			continue
+		}
+		n := tp.IntVal
+		if n == 0 {
+			n = sp.Port
+		}
+		owner := serving
+		for i := range spec.Containers {
+			for _, cp := range spec.Containers[i].Ports {
+				if cp.ContainerPort == n {
+					owner = i
+				}
+			}
+		}
+		out[owner] = append(out[owner], target{port: n, svcPort: name})
+	}
+	return out, nil
 }
 
 // dropClusterOwned clears what belongs to the user's cluster rather than

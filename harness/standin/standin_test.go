@@ -785,3 +785,33 @@ func TestBackendConfigComesAlong(t *testing.T) {
 		t.Errorf("a Service that names none got %v", s.BackendConfig)
 	}
 }
+
+// The stand-in serves every port the Service sends to, declared or not
+// (container ports are informational: the app listens on its own), and
+// refuses a name no container declares, which Kubernetes would not route.
+func TestServesWhatTheServiceTargets(t *testing.T) {
+	undeclared := strings.NewReplacer(
+		"ports: [{name: web, containerPort: 8443}, {name: metrics, containerPort: 9090}]", "ports: []",
+		"readinessProbe: {httpGet: {path: /ready, port: web}", "readinessProbe: {httpGet: {path: /ready, port: 8081}",
+		"livenessProbe: {tcpSocket: {port: 9090}", "livenessProbe: {tcpSocket: {port: 8081}",
+		"startupProbe: {httpGet: {path: /started, port: 9090}", "startupProbe: {httpGet: {path: /started, port: 8081}",
+		"targetPort: web", "targetPort: 8080",
+	).Replace(every)
+	s := build(t, undeclared, Options{})
+	c := s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+	if l := envOf(c)["ECHO_LISTEN"]; !strings.Contains(l, ":8080") || !strings.Contains(l, ":8081") {
+		t.Errorf("ECHO_LISTEN %q, want the Service's target 8080 and the probes' 8081", l)
+	}
+	said := false
+	for _, ch := range s.Changes {
+		said = said || strings.Contains(ch.String(), "Service port http sends to 8080")
+	}
+	if !said {
+		t.Errorf("no change says why 8080 is served: %v", s.Changes)
+	}
+
+	_, err := fromYAML(strings.Replace(every, "targetPort: web", "targetPort: api", 1), Options{})
+	if err == nil || !strings.Contains(err.Error(), `port named "api", which no container of the Pod declares`) {
+		t.Errorf("a target name no container declares: err %v", err)
+	}
+}
