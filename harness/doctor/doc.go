@@ -25,7 +25,7 @@
 //	ZD010 local-without-spread           warning nodepool-backend                         Local, >= 2 replicas, no spread or anti-affinity
 //	ZD011 pool-affinity-vs-lb-backend    error*  nodepool-backend                         Local: Pods' pool vs the LB's backend pool
 //	ZD012 single-replica                 warning drain-local-pdb,source-ip-dilemma        one replica
-//	ZD013 spread-counts-tainted-nodes    warning rolling-update-local,drain-local-pdb     < 1.26: DoNotSchedule spread counts tainted, cordoned nodes
+//	ZD013 spread-counts-tainted-nodes    warning rolling-update-local,drain-local-pdb     DoNotSchedule spread without nodeTaintsPolicy Honor counts tainted, cordoned nodes
 //	ZD020 pdb-never-allows-eviction      error   drain-local-pdb                          maxUnavailable 0 / minAvailable = replicas
 //	ZD021 pdb-overlap                    error   drain-local-pdb                          more than one PDB selects the Pods
 //	ZD022 pdb-blocks-unhealthy-eviction  warning drain-local-pdb                          no unhealthyPodEvictionPolicy AlwaysAllow
@@ -56,8 +56,10 @@
 // whole health-check lag whatever the preStop hook, so ZD002 fires on every
 // Local Service and ZD001, which is about the serving window, does not. And
 // the scheduler's use of nodeTaintsPolicy (on by default from 1.26): before
-// it a DoNotSchedule spread counts tainted and cordoned nodes (ZD013), and
-// the fix for ZD010 writes ScheduleAnyway.
+// it a DoNotSchedule spread counts tainted and cordoned nodes whatever it
+// says, and the fixes for ZD010 and ZD013 write ScheduleAnyway; from it a
+// spread counts them unless it says nodeTaintsPolicy: Honor (ZD013, whose
+// fix says it).
 //
 // # LB profiles: the health-check lag
 //

@@ -360,22 +360,36 @@ func fixSpread(t *target) string {
 	return fmt.Sprintf("topologySpreadConstraints: one per node (kubernetes.io/hostname, maxSkew 1, %s, nodeTaintsPolicy Honor)", unsatisfiable)
 }
 
-// fixSpreadCountsTainted makes every DoNotSchedule spread ScheduleAnyway:
-// before 1.26 (ZD013) a tainted or cordoned node is an empty domain that
-// would keep the Pods Pending, and a preference still spreads them.
+// fixSpreadCountsTainted (ZD013) leaves the nodes the Pods do not tolerate
+// out of every DoNotSchedule spread's domains (nodeTaintsPolicy: Honor);
+// before 1.26, whose scheduler cannot, it makes the spread ScheduleAnyway:
+// a preference still spreads the Pods and never keeps one Pending.
 func fixSpreadCountsTainted(t *target) string {
+	honors := t.release().SpreadHonorsTaints()
 	var fixed []string
 	for i := range t.wl.template.Spec.TopologySpreadConstraints {
 		c := &t.wl.template.Spec.TopologySpreadConstraints[i]
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		if !honors {
 			c.WhenUnsatisfiable = corev1.ScheduleAnyway
+			fixed = append(fixed, fmt.Sprintf("topologySpreadConstraints[%d]", i))
+			continue
+		}
+		if c.NodeTaintsPolicy == nil || *c.NodeTaintsPolicy != corev1.NodeInclusionPolicyHonor {
+			honor := corev1.NodeInclusionPolicyHonor
+			c.NodeTaintsPolicy = &honor
 			fixed = append(fixed, fmt.Sprintf("topologySpreadConstraints[%d]", i))
 		}
 	}
 	if len(fixed) == 0 {
 		return ""
 	}
-	return strings.Join(fixed, ", ") + ": whenUnsatisfiable ScheduleAnyway"
+	if !honors {
+		return strings.Join(fixed, ", ") + ": whenUnsatisfiable ScheduleAnyway"
+	}
+	return strings.Join(fixed, ", ") + ": nodeTaintsPolicy Honor"
 }
 
 func fixPDBs(t *target, what string, f func(*policyv1.PodDisruptionBudget)) string {

@@ -273,9 +273,9 @@ func fixedSpread(t *testing.T, in []byte, minor int) ([]corev1.TopologySpreadCon
 
 // TestFixSpreadCountsTainted: before 1.26 the fix for ZD013 turns the
 // user's own DoNotSchedule spread into ScheduleAnyway, after which the rule
-// is quiet; from 1.26 the rule is quiet and the spread stays.
+// is quiet; from 1.26 the spread stays and honours taints.
 func TestFixSpreadCountsTainted(t *testing.T) {
-	in := m{}.yaml(t)
+	in := m{PodExtra: noHonor}.yaml(t)
 	fires := func(man *Manifests, opts []Option) bool {
 		return slices.ContainsFunc(Check(man, opts...).Findings, func(f Finding) bool { return f.RuleID == "ZD013" })
 	}
@@ -283,7 +283,7 @@ func TestFixSpreadCountsTainted(t *testing.T) {
 		minor       int
 		firesBefore bool
 		want        corev1.UnsatisfiableConstraintAction
-	}{{25, true, corev1.ScheduleAnyway}, {26, false, corev1.DoNotSchedule}} {
+	}{{25, true, corev1.ScheduleAnyway}, {26, true, corev1.DoNotSchedule}, {37, true, corev1.DoNotSchedule}} {
 		man, err := Read("in.yaml", bytes.NewReader(in))
 		if err != nil {
 			t.Fatal(err)
@@ -291,6 +291,9 @@ func TestFixSpreadCountsTainted(t *testing.T) {
 		got, applied, opts := fixedSpread(t, in, tc.minor)
 		if len(got) != 1 || got[0].WhenUnsatisfiable != tc.want {
 			t.Errorf("1.%d: spread %+v (applied %v), want one constraint, %s", tc.minor, got, applied, tc.want)
+		}
+		if honored := len(got) == 1 && got[0].NodeTaintsPolicy != nil && *got[0].NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor; honored != (tc.minor >= 26) {
+			t.Errorf("1.%d: nodeTaintsPolicy Honor %v, want %v", tc.minor, honored, tc.minor >= 26)
 		}
 		if fires(man, opts) != tc.firesBefore {
 			t.Errorf("1.%d: ZD013 fires on the original: %v, want %v", tc.minor, !tc.firesBefore, tc.firesBefore)

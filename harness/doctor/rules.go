@@ -263,16 +263,19 @@ var catalogue = []Rule{
 	{
 		ID: "ZD013", Name: "spread-counts-tainted-nodes", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal, incident.DrainLocalPDB},
 		Triggers: []incident.Trigger{incident.Rollout, incident.Eviction},
-		Summary:  "before Kubernetes 1.26 a DoNotSchedule spread counts tainted and cordoned nodes, so new Pods can stay Pending",
-		Description: "Before 1.26 the scheduler ignores nodeTaintsPolicy (NodeInclusionPolicyInPodTopologySpread is alpha and off " +
-			"in 1.25, beta and on from 1.26; the API server drops the field while it is off) and counts every node the Pod's " +
-			"node affinity admits as a topology domain, tainted or cordoned (k8s.io/kubernetes v1.25 " +
-			"pkg/scheduler/framework/plugins/podtopologyspread/filtering.go, calPreFilterState). A control-plane node, a tainted pool or a node " +
-			"being drained is then an empty domain that holds the minimum at 0: with maxSkew 1 and DoNotSchedule, once each " +
-			"node that takes the Pods holds one, a rollout's surge Pod or a drained node's Pod fits nowhere and stays Pending " +
-			"(measured on v1.25.4: \"didn't match pod topology spread constraints\"). Judged only for a release given or read " +
-			"from the cluster.",
-		Fix:   "Before 1.26 use whenUnsatisfiable: ScheduleAnyway (the fixed copy zerodrop test measures does), or upgrade.",
+		Summary:  "a DoNotSchedule spread counts nodes the Pods cannot use (tainted, cordoned), so new Pods can stay Pending",
+		Description: "The scheduler counts every node the Pod's node affinity admits as a topology domain, tainted or cordoned, " +
+			"unless the constraint says nodeTaintsPolicy: Honor: a constraint without it is Ignore (k8s.io/kubernetes v1.37.2 " +
+			"pkg/scheduler/framework/plugins/podtopologyspread/common.go, filterTopologySpreadConstraints), and before 1.26 " +
+			"the field does not exist for the scheduler (NodeInclusionPolicyInPodTopologySpread is alpha and off in 1.25, beta " +
+			"and on from 1.26; the API server drops the field while it is off). A control-plane node, a tainted pool or a node " +
+			"being drained is then an empty domain that holds the minimum at 0: with DoNotSchedule, once each node that takes " +
+			"the Pods holds maxSkew of them, a rollout's surge Pod or a drained node's Pod fits nowhere and stays Pending " +
+			"(measured on v1.25.4: \"didn't match pod topology spread constraints\"; on v1.37.2, 3 replicas with maxSurge 1 " +
+			"and maxUnavailable 0 over 3 workers and a tainted control plane: the surge Pod never scheduled). Quiet when the " +
+			"Pods tolerate every taint.",
+		Fix: "Set nodeTaintsPolicy: Honor on the constraint (from 1.26; the fixed copy zerodrop test measures does); before 1.26 " +
+			"use whenUnsatisfiable: ScheduleAnyway, or upgrade.",
 		check: checkSpreadCountsTainted,
 	},
 	{
@@ -636,23 +639,38 @@ func checkSpread(t *target) []result {
 }
 
 func checkSpreadCountsTainted(t *target) []result {
-	if t.release().SpreadHonorsTaints() {
-		return nil
-	}
-	var hard []string
-	for i, c := range t.wl.template.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-			hard = append(hard, fmt.Sprintf("topologySpreadConstraints[%d] (%s, maxSkew %d)", i, c.TopologyKey, c.MaxSkew))
+	ps := t.wl.template.Spec
+	for _, tol := range ps.Tolerations {
+		if tol.Key == "" && tol.Operator == corev1.TolerationOpExists {
+			return nil // every taint tolerated: no node is one the Pods cannot use
 		}
+	}
+	honors := t.release().SpreadHonorsTaints()
+	var hard []string
+	for i, c := range ps.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		if honors && c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
+			continue
+		}
+		hard = append(hard, fmt.Sprintf("topologySpreadConstraints[%d] (%s, maxSkew %d)", i, c.TopologyKey, c.MaxSkew))
 	}
 	if len(hard) == 0 {
 		return nil
 	}
+	if !honors {
+		return []result{{sev: Warning, line: t.line(t.podPath("topologySpreadConstraints")),
+			msg: fmt.Sprintf("on Kubernetes 1.%d the scheduler counts tainted and cordoned nodes as domains of %s with "+
+				"DoNotSchedule (nodeTaintsPolicy is honoured from 1.26): a control-plane node, a tainted pool or a node "+
+				"being drained holds the minimum at 0, so a rollout's surge Pod or a drained node's Pod can stay Pending; "+
+				"use ScheduleAnyway before 1.26, or upgrade", t.kubeMinor, strings.Join(hard, ", "))}}
+	}
 	return []result{{sev: Warning, line: t.line(t.podPath("topologySpreadConstraints")),
-		msg: fmt.Sprintf("on Kubernetes 1.%d the scheduler counts tainted and cordoned nodes as domains of %s with "+
-			"DoNotSchedule (nodeTaintsPolicy is honoured from 1.26): a control-plane node, a tainted pool or a node "+
-			"being drained holds the minimum at 0, so a rollout's surge Pod or a drained node's Pod can stay Pending; "+
-			"use ScheduleAnyway before 1.26, or upgrade", t.kubeMinor, strings.Join(hard, ", "))}}
+		msg: fmt.Sprintf("%s: DoNotSchedule without nodeTaintsPolicy: Honor counts every node the Pods do not tolerate (a "+
+			"control-plane node, a tainted pool, a cordoned node being drained) as a domain holding none of them, which keeps "+
+			"the minimum at 0: once each node that takes them holds maxSkew, a rollout's surge Pod or a drained node's Pod "+
+			"fits nowhere and stays Pending (the rollout stalls)", strings.Join(hard, ", "))}}
 }
 
 func checkPools(t *target) []result {

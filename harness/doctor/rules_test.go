@@ -88,7 +88,7 @@ spec:
       terminationGracePeriodSeconds: {{or .Grace "50"}}
 {{- end}}
 {{- if ne .PodExtra "-"}}
-{{indent 6 (or .PodExtra "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  labelSelector:\n    matchLabels:\n      app: web")}}
+{{indent 6 (or .PodExtra "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  nodeTaintsPolicy: Honor\n  labelSelector:\n    matchLabels:\n      app: web")}}
 {{- end}}
       containers:
       - name: web
@@ -261,6 +261,9 @@ func pdb(spec string) string {
 		"  selector:\n    matchLabels:\n      app: web\n" + spec
 }
 
+// noHonor is the base manifest's spread without nodeTaintsPolicy: Honor.
+const noHonor = "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: DoNotSchedule\n  labelSelector:\n    matchLabels:\n      app: web"
+
 // Container settings the ZD001 cases share.
 const (
 	nginxArgs      = `["/nginx-ingress-controller"]`
@@ -416,8 +419,13 @@ func TestRules(t *testing.T) {
 
 		// ZD013: a DoNotSchedule spread before 1.26 (the base manifest has one).
 		{name: "ZD013 fires on 1.25", in: m{}, opts: []Option{WithKubernetesMinor(25)}, fire: map[string]Severity{"ZD013": Warning}, lineHas: "topologySpreadConstraints"},
-		{name: "ZD013 quiet from 1.26", in: m{}, opts: []Option{WithKubernetesMinor(26)}, quiet: []string{"ZD013"}},
-		{name: "ZD013 quiet when the release is unknown", in: m{}, quiet: []string{"ZD013"}},
+		{name: "ZD013 quiet from 1.26 with nodeTaintsPolicy Honor", in: m{}, opts: []Option{WithKubernetesMinor(26)}, quiet: []string{"ZD013"}},
+		{name: "ZD013 quiet with Honor when the release is unknown", in: m{}, quiet: []string{"ZD013"}},
+		// Without Honor a constraint is Ignore on every release: a tainted
+		// node is still an empty domain.
+		{name: "ZD013 fires on 1.37 without nodeTaintsPolicy", in: m{PodExtra: noHonor}, opts: []Option{WithKubernetesMinor(37)}, fire: map[string]Severity{"ZD013": Warning}, lineHas: "topologySpreadConstraints"},
+		{name: "ZD013 fires with nodeTaintsPolicy Ignore", in: m{PodExtra: strings.Replace(noHonor, "whenUnsatisfiable: DoNotSchedule", "whenUnsatisfiable: DoNotSchedule\n  nodeTaintsPolicy: Ignore", 1)}, fire: map[string]Severity{"ZD013": Warning}},
+		{name: "ZD013 quiet when the Pods tolerate every taint", in: m{PodExtra: noHonor + "\ntolerations:\n- operator: Exists"}, quiet: []string{"ZD013"}},
 		{name: "ZD013 quiet on 1.25 with ScheduleAnyway", in: m{PodExtra: "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: kubernetes.io/hostname\n  whenUnsatisfiable: ScheduleAnyway\n  labelSelector:\n    matchLabels:\n      app: web"},
 			opts: []Option{WithKubernetesMinor(25)}, quiet: []string{"ZD013"}},
 		{name: "ZD013 fires with Cluster too (a rollout's Pods stay Pending either way)", in: m{Policy: "Cluster"}, opts: []Option{WithKubernetesMinor(24)}, fire: map[string]Severity{"ZD013": Warning}},
