@@ -20,6 +20,7 @@ import (
 	"zerodrop/harness/cluster"
 	"zerodrop/harness/contract"
 	"zerodrop/harness/evidence"
+	"zerodrop/harness/scenario"
 )
 
 // Settings are a suite run's knobs, read from the environment so that `make`
@@ -43,7 +44,8 @@ type Settings struct {
 	// OutDir receives the report and every run file (ZERODROP_OUT).
 	OutDir string
 	// Rate is the load of a documentation cell (and the most of any
-	// witness), in requests per second (ZERODROP_RATE).
+	// witness), in requests per second (ZERODROP_RATE, default
+	// scenario.DefaultRate, what a hazard in flight needs).
 	Rate int
 	// AssertionRate is the load of an assertion cell and of every
 	// control, in requests per second (ZERODROP_ASSERTION_RATE; default
@@ -111,7 +113,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		OutDir:       or(getenv("ZERODROP_OUT"), filepath.Join(repoRoot, "out", "e2e")),
 		NodeImage:    getenv("KIND_NODE_IMAGE"),
 		EchoImage:    or(getenv("ECHO_IMAGE"), "zerodrop/echo-server:dev"),
-		ReadyTimeout: 4 * time.Minute,
+		ReadyTimeout: scenario.DefaultReadyTimeout,
 	}
 	var problems []string
 	s.LBProfiles = ModelList(getenv("LB_PROFILE"))
@@ -121,7 +123,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 	// Every witness of a disruption streams its own load; the load budget
 	// (below) keeps the machine's total within what it generates and
 	// serves, so the rate sets how many witnesses one disruption can have.
-	s.Rate = defaultRate
+	s.Rate = scenario.DefaultRate
 	if v := getenv("SHARD"); v != "" {
 		sh, err := ParseShard(v)
 		if err != nil {
@@ -235,14 +237,6 @@ func onOffSetting(getenv func(string) string, name, want string, dst *bool) stri
 	}
 	return ""
 }
-
-// defaultRate is the load of a documentation cell, in requests per second:
-// at 50/s the whole default matrix of a scenario (9 LB models x 4 cases)
-// watches one disruption, and every naive rolling-update cell reproduced
-// its hazard (18 of 18); at 25/s 8 of 18 missed it, since a naive Pod that
-// exits at once is met only by what is in flight in its last moments
-// (docs/matrix-runs.md, "The stream budget, swept").
-const defaultRate = 50
 
 // RateFor is the load of a cell of the role, in requests per second. An
 // assertion's evidence is zero dropped over thousands of requests, which

@@ -54,13 +54,13 @@ type Env struct {
 	// scenario.json).
 	OutDir string
 	// Rate is the load in requests per second of a run whose Spec sets
-	// none (default 200).
+	// none (default DefaultRate).
 	Rate int
-	// RequestTimeout is the per-request timeout (default 2s: a blackholed
-	// request should count as dropped well before the scenario moves on).
+	// RequestTimeout is the per-request timeout (default
+	// DefaultRequestTimeout).
 	RequestTimeout time.Duration
 	// ReadyTimeout bounds each wait for the workload and its LB address
-	// (default 3 minutes).
+	// (default DefaultReadyTimeout).
 	ReadyTimeout time.Duration
 	// ToolVersion is recorded in every run file.
 	ToolVersion string
@@ -81,15 +81,33 @@ type Env struct {
 	Sealer runfile.Sealer
 }
 
+// Env's defaults, each written here once: a suite run (suites.Settings)
+// starts from the same numbers.
+const (
+	// DefaultRate is a run's load, in requests per second: at 50/s a naive
+	// Pod that exits at once still meets the requests in flight through it
+	// (every naive rolling-update cell of the default matrix reproduced its
+	// hazard, 18 of 18; at 25/s 8 of 18 missed it: docs/matrix-runs.md,
+	// "The stream budget, swept").
+	DefaultRate = 50
+	// DefaultRequestTimeout counts a blackholed request as dropped well
+	// before the scenario moves on.
+	DefaultRequestTimeout = 2 * time.Second
+	// DefaultReadyTimeout bounds each wait for a workload, its endpoints
+	// and its LB address: a rollout of the default matrix's Pods on two
+	// cores takes about a minute, so four leave room for a slow image load.
+	DefaultReadyTimeout = 4 * time.Minute
+)
+
 func (e *Env) defaults() {
 	if e.Rate <= 0 {
-		e.Rate = 200
+		e.Rate = DefaultRate
 	}
 	if e.RequestTimeout <= 0 {
-		e.RequestTimeout = 2 * time.Second
+		e.RequestTimeout = DefaultRequestTimeout
 	}
 	if e.ReadyTimeout <= 0 {
-		e.ReadyTimeout = 3 * time.Minute
+		e.ReadyTimeout = DefaultReadyTimeout
 	}
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.DiscardHandler)
