@@ -478,3 +478,42 @@ func TestLoadKeepsWarnings(t *testing.T) {
 		t.Errorf("warnings %+v, want one per file in the manifests and the report", m.Warnings)
 	}
 }
+
+// A file over the per-file cap, or files over the run's budget together,
+// are refused before any is parsed: the error names the file that crossed.
+func TestInputBudget(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, size int64) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Sparse: the size counts, not the bytes written.
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return p
+	}
+	big := write("big.yaml", MaxFileSize+1)
+	_, err := Load([]string{big}, nil)
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.File != big || !strings.Contains(err.Error(), "larger than 32 MiB") {
+		t.Errorf("one file over the cap: %v", err)
+	}
+	os.Remove(big)
+	sub := filepath.Join(dir, "many")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for i := range 3 {
+		last = filepath.Join("many", fmt.Sprintf("%d.yaml", i))
+		write(last, MaxInputSize/2)
+	}
+	_, err = Load([]string{sub}, nil)
+	if !errors.As(err, &ie) || ie.File != filepath.Join(dir, last) || !strings.Contains(err.Error(), "more than the 32 MiB one run reads") {
+		t.Errorf("files over the budget together: %v", err)
+	}
+}
