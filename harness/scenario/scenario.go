@@ -25,10 +25,12 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -424,7 +426,7 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	}
 	r.URL = "http://" + net.JoinHostPort(r.Address, strconv.Itoa(int(target.Port))) + target.Path
 	if err := waitServing(ctx, r.URL, env.ReadyTimeout, env.Ports); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		return nil, fmt.Errorf("scenario %s: %w%s", spec.Name, err, podPortHint(ctx, env.Clientset, target.Namespace, target.Service, target.Port))
 	}
 	r.step("serving", "url", r.URL)
 
@@ -893,6 +895,56 @@ func WaitServing(ctx context.Context, url string, timeout time.Duration) error {
 // (nil: the kernel's): the probes of a Service that got an address an
 // earlier one had must not meet the earlier one's conntrack entries
 // either (harness/load Ports).
+// podPortHint says where a Service's port port lands on its Pods, for a
+// load that never got an answer: the Service's targetPort, and the port
+// its EndpointSlices resolved it to (a named targetPort no container
+// declares gives no endpoint port at all). "" when the Service cannot be
+// read.
+func podPortHint(ctx context.Context, cs kubernetes.Interface, ns, name string, port int32) string {
+	if cs == nil {
+		return ""
+	}
+	svc, err := cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port {
+			sp = &svc.Spec.Ports[i]
+		}
+	}
+	if sp == nil {
+		return fmt.Sprintf("; Service %s/%s has no port %d", ns, name, port)
+	}
+	target := sp.TargetPort.String()
+	if sp.TargetPort.IntValue() == 0 && sp.TargetPort.StrVal == "" {
+		target = strconv.Itoa(int(sp.Port))
+	}
+	resolved := map[int32]bool{}
+	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err == nil {
+		for _, es := range list.Items {
+			for _, p := range es.Ports {
+				if p.Port != nil && (p.Name == nil && sp.Name == "" || p.Name != nil && *p.Name == sp.Name) {
+					resolved[*p.Port] = true
+				}
+			}
+		}
+	}
+	if len(resolved) == 0 {
+		return fmt.Sprintf("; Service %s/%s sends port %d to the Pods' port %s, which no endpoint has: a targetPort name the Pods' containers do not declare gets none",
+			ns, name, port, target)
+	}
+	var got []string
+	for p := range resolved {
+		got = append(got, strconv.Itoa(int(p)))
+	}
+	sort.Strings(got)
+	return fmt.Sprintf("; Service %s/%s sends port %d to the Pods' port %s (endpoints: %s): if nothing answers there, the app does not listen on it",
+		ns, name, port, target, strings.Join(got, ", "))
+}
+
 func waitServing(ctx context.Context, url string, timeout time.Duration, ports *load.Ports) error {
 	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
 	if ports != nil {

@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -202,4 +203,32 @@ func fakeCluster(namespaces ...string) *fake.Clientset {
 		return false, nil, nil
 	})
 	return cs
+}
+
+// A load that never got an answer says where the Service sends it on the
+// Pods: the targetPort and what the EndpointSlices resolved it to, or that
+// they resolved nothing (a name no container declares).
+func TestPodPortHint(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("web")}}}}
+	port, name := int32(8080), "http"
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-x", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port}}}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		objs []runtime.Object
+		port int32
+		want string
+	}{
+		{"resolved", []runtime.Object{svc, es}, 80, "sends port 80 to the Pods' port web (endpoints: 8080): if nothing answers there"},
+		{"a name nothing declares", []runtime.Object{svc}, 80, "which no endpoint has: a targetPort name the Pods' containers do not declare"},
+		{"no such port", []runtime.Object{svc}, 443, "has no port 443"},
+		{"no Service", nil, 80, ""},
+	} {
+		got := podPortHint(ctx, fake.NewClientset(tc.objs...), "ns", "web", tc.port)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }
