@@ -441,15 +441,9 @@ func servingPort(t *target) (intstr.IntOrString, bool) {
 			// never be ready.
 			continue
 		}
-		tp := sp.TargetPort
-		if tp.Type == intstr.Int && tp.IntVal == 0 {
-			tp = intstr.FromInt32(sp.Port)
-		}
+		tp := TargetPort(sp)
 		for _, cp := range t.c.Ports {
-			if cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
-				continue
-			}
-			if (tp.Type == intstr.String && cp.Name == tp.StrVal) || (tp.Type == intstr.Int && cp.ContainerPort == tp.IntVal) {
+			if (cp.Protocol == "" || cp.Protocol == corev1.ProtocolTCP) && Declares(cp, tp) {
 				return tp, true
 			}
 		}

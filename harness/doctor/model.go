@@ -184,6 +184,25 @@ type argoRollout struct {
 
 func (w *workload) podLabels() labels.Set { return labels.Set(w.template.Labels) }
 
+// TargetPort is the Pods' port a Service port sends to: its targetPort, or
+// its port when the manifest sets none (the API server's default; k8s.io/api
+// core/v1 ServicePort.TargetPort), 0 or an empty name alike.
+func TargetPort(sp corev1.ServicePort) intstr.IntOrString {
+	if tp := sp.TargetPort; (tp.Type == intstr.Int && tp.IntVal == 0) || (tp.Type == intstr.String && tp.StrVal == "") {
+		return intstr.FromInt32(sp.Port)
+	}
+	return sp.TargetPort
+}
+
+// Declares reports whether container port cp is the target tp: by name for
+// a named target, by number otherwise.
+func Declares(cp corev1.ContainerPort, tp intstr.IntOrString) bool {
+	if tp.Type == intstr.String {
+		return cp.Name == tp.StrVal
+	}
+	return cp.ContainerPort == tp.IntVal
+}
+
 // servingContainer picks the container the Service sends traffic to: the one
 // owning the Service's target port (by name or number), else the first that
 // declares a port (a port-less sidecar such as Contour's shutdown-manager
@@ -194,13 +213,10 @@ func (w *workload) servingContainer(svc *corev1.Service) (int, *corev1.Container
 		return -1, nil
 	}
 	for _, sp := range svc.Spec.Ports {
-		tp := sp.TargetPort
-		if tp.Type == intstr.Int && tp.IntVal == 0 {
-			tp = intstr.FromInt32(sp.Port)
-		}
+		tp := TargetPort(sp)
 		for i := range cs {
 			for _, cp := range cs[i].Ports {
-				if (tp.Type == intstr.String && cp.Name == tp.StrVal) || (tp.Type == intstr.Int && cp.ContainerPort == tp.IntVal) {
+				if Declares(cp, tp) {
 					return i, &cs[i]
 				}
 			}

@@ -39,6 +39,7 @@ import (
 	zdv1 "zerodrop/apis/v1"
 	"zerodrop/clusters/lb/profiles"
 	"zerodrop/fixtures"
+	"zerodrop/harness/doctor"
 	"zerodrop/harness/evidence"
 	"zerodrop/harness/kube"
 	"zerodrop/harness/load"
@@ -917,10 +918,8 @@ func podPortHint(ctx context.Context, cs kubernetes.Interface, ns, name string, 
 	if sp == nil {
 		return fmt.Sprintf("; Service %s/%s has no port %d", ns, name, port)
 	}
-	target := sp.TargetPort.String()
-	if sp.TargetPort.IntValue() == 0 && sp.TargetPort.StrVal == "" {
-		target = strconv.Itoa(int(sp.Port))
-	}
+	tp := doctor.TargetPort(*sp)
+	target := tp.String()
 	resolved := map[int32]bool{}
 	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err == nil {

@@ -239,12 +239,12 @@ func serviceTargets(spec, orig *corev1.PodSpec, svc *corev1.Service) (map[int][]
 		if name == "" {
 			name = strconv.Itoa(int(sp.Port))
 		}
-		tp := sp.TargetPort
-		if tp.Type == intstr.String && tp.StrVal != "" {
+		tp := doctor.TargetPort(sp)
+		if tp.Type == intstr.String {
 			found := false
 			for i := range spec.Containers {
 				for _, cp := range spec.Containers[i].Ports {
-					if cp.Name == tp.StrVal {
+					if doctor.Declares(cp, tp) {
 						out[i] = append(out[i], target{port: cp.ContainerPort, svcPort: name})
 						found = true
 					}
@@ -253,7 +253,7 @@ func serviceTargets(spec, orig *corev1.PodSpec, svc *corev1.Service) (map[int][]
 			if !found {
 				for _, ic := range orig.InitContainers {
 					for _, cp := range ic.Ports {
-						if cp.Name == tp.StrVal && ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+						if doctor.Declares(cp, tp) && ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 							return nil, fmt.Errorf("Service port %s targets the port named %q of native sidecar %s, which the stand-in does not run (it replaces the Pod's containers only)", name, tp.StrVal, ic.Name)
 						}
 					}
@@ -262,19 +262,15 @@ func serviceTargets(spec, orig *corev1.PodSpec, svc *corev1.Service) (map[int][]
 			}
 			continue
 		}
-		n := tp.IntVal
-		if n == 0 {
-			n = sp.Port
-		}
 		owner := serving
 		for i := range spec.Containers {
 			for _, cp := range spec.Containers[i].Ports {
-				if cp.ContainerPort == n {
+				if doctor.Declares(cp, tp) {
 					owner = i
 				}
 			}
 		}
-		out[owner] = append(out[owner], target{port: n, svcPort: name})
+		out[owner] = append(out[owner], target{port: tp.IntVal, svcPort: name})
 	}
 	return out, nil
 }
