@@ -515,20 +515,19 @@ func runRule(rule Rule, t *target, choice lbChoice) []hit {
 		fired := strings.Join(g.fired, ", ")
 		lesser := lesserSeverities(g.fired, g.sevs, g.res.sev)
 		suffix := ""
-		if g.varies || lesser != "" {
-			if lesser != "" {
-				fired += "; " + lesser
-			}
-			suffix = fmt.Sprintf(" [no LB named: holds on every plausible one (%s). Name yours with --lb-profile or the %s annotation]",
-				fired, contract.LBProfileAnnotation)
-		}
-		if len(safe) > 0 {
-			fired := strings.Join(g.fired, ", ")
+		switch {
+		case len(safe) > 0:
 			if lesser != "" {
 				fired += " (" + lesser + ")"
 			}
 			suffix = fmt.Sprintf(" [no LB named: holds on %s; not on %s. Name yours with --lb-profile or the %s annotation]",
 				fired, strings.Join(safe, ", "), contract.LBProfileAnnotation)
+		case g.varies || lesser != "":
+			if lesser != "" {
+				fired += "; " + lesser
+			}
+			suffix = fmt.Sprintf(" [no LB named: holds on every plausible one (%s). Name yours with --lb-profile or the %s annotation]",
+				fired, contract.LBProfileAnnotation)
 		}
 		out = append(out, hit{res: g.res, suffix: suffix})
 	}
@@ -547,10 +546,7 @@ func missingBackends(in *classified) []NotJudged {
 	seen := map[string]bool{}
 	for _, r := range in.routes {
 		for _, s := range r.routes {
-			key := s
-			if !strings.Contains(s, "/") {
-				key = r.Namespace + "/" + s
-			}
+			key := routeKey(r, s)
 			if have[key] || seen[key] {
 				continue
 			}

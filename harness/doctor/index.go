@@ -68,16 +68,22 @@ func newIndex(workloads, pdbs, hpas, routes, bcs []*Object) *index {
 	}
 	for _, r := range routes {
 		for _, s := range r.routes {
-			key := s
-			if !strings.Contains(s, "/") {
-				key = r.Namespace + "/" + s
-			}
-			if _, dup := ix.routes[key]; !dup {
+			if key := routeKey(r, s); ix.routes[key] == nil {
 				ix.routes[key] = r
 			}
 		}
 	}
 	return ix
+}
+
+// routeKey is "namespace/name" of a Service route r sends to (one of
+// r.routes: a bare name is in r's own namespace, known once the input's
+// default is applied).
+func routeKey(r *Object, svc string) string {
+	if strings.Contains(svc, "/") {
+		return svc
+	}
+	return r.Namespace + "/" + svc
 }
 
 // firstPair is "key=value" of the smallest key of a selector's matchLabels:
