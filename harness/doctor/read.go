@@ -317,13 +317,19 @@ func Load(paths []string, stdin io.Reader) (*Manifests, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "(arguments)", Err: errors.New("no input: give files, directories or - for stdin")}
 	}
-	if err := measureInputs(paths); err != nil {
+	inputs := resolveInputs(paths)
+	if err := measureInputs(inputs); err != nil {
 		return nil, err
 	}
 	all := &Manifests{}
 	stdinUsed := false
-	for _, p := range paths {
-		if p == "-" {
+	for _, in := range inputs {
+		switch {
+		case in.err != nil:
+			return nil, in.err
+		case in.skip != nil:
+			all.Skipped = append(all.Skipped, *in.skip)
+		case in.file == "-":
 			if stdinUsed {
 				return nil, &InputError{File: StdinName, Err: errors.New("- given more than once")}
 			}
@@ -336,29 +342,8 @@ func Load(paths []string, stdin io.Reader) (*Manifests, error) {
 				return nil, err
 			}
 			all.add(m)
-			continue
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, &InputError{File: p, Err: fmt.Errorf("cannot read input: %w", err)}
-		}
-		if !st.IsDir() {
-			m, err := ReadFile(p)
-			if err != nil {
-				return nil, err
-			}
-			all.add(m)
-			continue
-		}
-		files, err := manifestFiles(p)
-		if err != nil {
-			return nil, err
-		}
-		if len(files) == 0 {
-			all.Skipped = append(all.Skipped, Skip{Source: Source{File: p}, Reason: "directory holds no *.yaml, *.yml or *.json file"})
-		}
-		for _, f := range files {
-			m, err := ReadFile(f)
+		default:
+			m, err := ReadFile(in.file)
 			if err != nil {
 				return nil, err
 			}
@@ -368,50 +353,69 @@ func Load(paths []string, stdin io.Reader) (*Manifests, error) {
 	return all, nil
 }
 
-// measureInputs refuses, before any file is parsed, a file over
-// MaxFileSize and files over MaxInputSize together (stdin is bounded as it
-// is read). Unreadable paths are left to Load, which names them.
-func measureInputs(paths []string) error {
-	var total int64
-	n := 0
-	add := func(f string) error {
-		st, err := os.Stat(f)
-		if err != nil || !st.Mode().IsRegular() {
-			return nil
-		}
-		if st.Size() > MaxFileSize {
-			return &InputError{File: f, Err: fmt.Errorf("%d MiB, larger than %d MiB; is this a manifest?", st.Size()>>20, MaxFileSize>>20)}
-		}
-		total += st.Size()
-		n++
-		if total > MaxInputSize {
-			return &InputError{File: f, Err: fmt.Errorf("the input reaches %d MiB by its %d files up to this one, more than the %d MiB one run reads: check fewer files at a time",
-				total>>20, n, MaxInputSize>>20)}
-		}
-		return nil
-	}
+// input is one thing Load reads, in order: a file ("-" for stdin), a
+// directory's note, or the error reading a path gave, reported when Load
+// reaches it.
+type input struct {
+	file string
+	skip *Skip
+	err  error
+}
+
+// resolveInputs lists the files the paths name, directories walked once.
+func resolveInputs(paths []string) []input {
+	var out []input
 	for _, p := range paths {
 		if p == "-" {
+			out = append(out, input{file: p})
 			continue
 		}
 		st, err := os.Stat(p)
 		if err != nil {
+			out = append(out, input{err: &InputError{File: p, Err: fmt.Errorf("cannot read input: %w", err)}})
 			continue
 		}
 		if !st.IsDir() {
-			if err := add(p); err != nil {
-				return err
-			}
+			out = append(out, input{file: p})
 			continue
 		}
 		files, err := manifestFiles(p)
 		if err != nil {
+			out = append(out, input{err: err})
 			continue
 		}
+		if len(files) == 0 {
+			out = append(out, input{skip: &Skip{Source: Source{File: p}, Reason: "directory holds no *.yaml, *.yml or *.json file"}})
+		}
 		for _, f := range files {
-			if err := add(f); err != nil {
-				return err
-			}
+			out = append(out, input{file: f})
+		}
+	}
+	return out
+}
+
+// measureInputs refuses, before any file is parsed, a file over
+// MaxFileSize and files over MaxInputSize together (stdin is bounded as it
+// is read). Unreadable paths are left to Load, which names them.
+func measureInputs(inputs []input) error {
+	var total int64
+	n := 0
+	for _, in := range inputs {
+		if in.file == "" || in.file == "-" {
+			continue
+		}
+		st, err := os.Stat(in.file)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if st.Size() > MaxFileSize {
+			return &InputError{File: in.file, Err: fmt.Errorf("%d MiB, larger than %d MiB; is this a manifest?", st.Size()>>20, MaxFileSize>>20)}
+		}
+		total += st.Size()
+		n++
+		if total > MaxInputSize {
+			return &InputError{File: in.file, Err: fmt.Errorf("the input reaches %d MiB by its %d files up to this one, more than the %d MiB one run reads: check fewer files at a time",
+				total>>20, n, MaxInputSize>>20)}
 		}
 	}
 	return nil
