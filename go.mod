@@ -1,4 +1,4 @@
-module zerodrop
+module zerodrop.dev/zerodrop
 
 go 1.25.0
 

@@ -1,7 +1,7 @@
 // Command echo-server is zerodrop's in-cluster echo server: every answer
 // says which pod and node served it, what client address it saw, whether it
 // was ready and whether the connection was reused. See package
-// zerodrop/echo-server/echo for the contract.
+// zerodrop.dev/zerodrop/echo-server/echo for the contract.
 package main
 
 import (
@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"zerodrop/echo-server/echo"
+	"zerodrop.dev/zerodrop/echo-server/echo"
 )
 
 func main() {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // Batches splits a scenario's cells into the groups that watch one

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/fixtures"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 func cellsOf(models ...string) []Cell {

@@ -15,12 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/lb"
-	"zerodrop/harness/runfile"
-	"zerodrop/harness/scenario"
-	"zerodrop/harness/verdict"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/harness/verdict"
 )
 
 // reach connects to the cluster of kubeconfig and returns its Kubernetes

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 func TestBrokenRunSaysWhatBroke(t *testing.T) {

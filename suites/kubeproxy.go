@@ -1,8 +1,8 @@
 package suites
 
 import (
-	"zerodrop/harness/cluster"
-	"zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 // KubeProxy is what the suite knows of the cluster's kube-proxy: its

@@ -11,13 +11,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/cluster"
-	"zerodrop/harness/evidence"
-	"zerodrop/harness/load"
-	"zerodrop/harness/scenario"
-	"zerodrop/internal/kubeversion"
-	"zerodrop/internal/sched"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/load"
+	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/internal/sched"
 )
 
 // Session is a suite ready to run scenarios on its cluster, with the

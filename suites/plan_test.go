@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
-	"zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/recipe"
 )
 
 func planSettings(t *testing.T, shard Shard) Settings {

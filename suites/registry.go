@@ -12,14 +12,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/recipe"
-	"zerodrop/harness/scenario"
-	"zerodrop/harness/standin"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/harness/standin"
 )
 
 // Case is one cell of a scenario's matrix.

@@ -6,9 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/fixtures"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // control is the ground every other scenario stands on: the same load

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/fixtures"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/recipe"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // drainNode drains the node that serves the most traffic (the drain-local-pdb

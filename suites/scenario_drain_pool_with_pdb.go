@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"zerodrop/fixtures"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/recipe"
-	"zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // drainPoolWithPDB adds a pool and drains the old one at once, with a PDB that

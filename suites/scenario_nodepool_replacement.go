@@ -10,11 +10,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/fixtures"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // metallbNewAnnouncer is why a hardened Local workload that moves to a node

@@ -8,11 +8,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"zerodrop/fixtures"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/recipe"
-	"zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // scaleDown scales the workload in under load, from one pod per node to a

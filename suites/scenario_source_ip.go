@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // sourceIP checks the client address each pod sees: Local must keep it,

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/fixtures"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // unreadyKeepalive turns the busiest pod unready under load and counts what it

@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
-	"zerodrop/harness/cluster"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/incident"
-	"zerodrop/harness/runfile"
-	"zerodrop/harness/scenario"
-	"zerodrop/internal/kubeversion"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 func TestRegistryIsWellFormed(t *testing.T) {

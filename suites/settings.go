@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/cluster"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/evidence"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // Settings are a suite run's knobs, read from the environment so that `make`

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/contract"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/contract"
 
 	corev1 "k8s.io/api/core/v1"
 )

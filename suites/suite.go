@@ -11,12 +11,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/cluster"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/runfile"
-	"zerodrop/harness/scenario"
-	"zerodrop/internal/kubeversion"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 // Suite is what scenario bodies share: the cluster, the scenario

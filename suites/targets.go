@@ -10,10 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/metallb"
-	"zerodrop/harness/scenario"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/metallb"
+	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // Where one disruption for many witnesses goes (a drain, a pool's

@@ -7,10 +7,10 @@
 //   - The run file ("zerodrop.dev/runfile/v1"): one JSON-lines file per run
 //     holding everything the harness measured (load results) and did or saw
 //     (events), on one wall clock. Header, Result, Event and End are its
-//     lines; package zerodrop/harness/runfile writes and reads them.
+//     lines; package zerodrop.dev/zerodrop/harness/runfile writes and reads them.
 //   - report.json ("zerodrop.dev/report/v1"): what a whole run measured and
 //     concluded, per scenario, with the evidence behind each verdict (Report),
-//     computed from run files by package zerodrop/harness/verdict. Its JSON
+//     computed from run files by package zerodrop.dev/zerodrop/harness/verdict. Its JSON
 //     Schema is report.v1.json in this directory (ReportSchemaV1); the fields
 //     are described in reports/README.md.
 //

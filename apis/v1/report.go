@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"zerodrop/internal/atomicfile"
+	"zerodrop.dev/zerodrop/internal/atomicfile"
 )
 
 // SchemaVersion identifies the layout of Report. Readers should refuse a

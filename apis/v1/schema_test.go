@@ -12,9 +12,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/verdict"
-	"zerodrop/reports/render/rendertest"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/verdict"
+	"zerodrop.dev/zerodrop/reports/render/rendertest"
 )
 
 func compile(t *testing.T) *jsonschema.Schema {

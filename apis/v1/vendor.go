@@ -105,7 +105,7 @@ const (
 	// ScenarioSetLoad is one `zerodrop load` against a URL: its scenario is
 	// whatever the flags said.
 	ScenarioSetLoad = "load"
-	// ScenarioSetE2E is the suite's scenarios (package zerodrop/suites).
+	// ScenarioSetE2E is the suite's scenarios (package zerodrop.dev/zerodrop/suites).
 	ScenarioSetE2E = "zerodrop-e2e"
 )
 

@@ -39,7 +39,7 @@ import (
 	"syscall"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // Measurement is one tool at one requested rate.

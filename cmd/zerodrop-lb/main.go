@@ -2,7 +2,7 @@
 // clusters: it implements Services of type LoadBalancer the way GCP, AWS and
 // Azure do (nodes as backends, health checks against kube-proxy, vendor
 // timing from profiles), from inside its own container on the kind network.
-// See package zerodrop/harness/lb for the mechanism.
+// See package zerodrop.dev/zerodrop/harness/lb for the mechanism.
 //
 // Admin endpoints on --admin-addr: GET /healthz, GET /state (JSON: what the LB
 // does per Service), GET /events (JSON lines, streaming; ?since=RFC3339).
@@ -28,10 +28,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/contract"
-	"zerodrop/internal/cloudlb"
-	"zerodrop/internal/sched"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/internal/cloudlb"
+	"zerodrop.dev/zerodrop/internal/sched"
 )
 
 func main() {

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/scenario"
-	"zerodrop/harness/verdict"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/harness/verdict"
 )
 
 const reportFileName = "report.json"

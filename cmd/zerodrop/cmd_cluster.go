@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"zerodrop/harness/cluster"
-	"zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/contract"
 )
 
 func clusterCommand() command {

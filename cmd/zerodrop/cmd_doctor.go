@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"zerodrop/harness/doctor"
-	"zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/harness/recipe"
 )
 
 func doctorCommand() command {

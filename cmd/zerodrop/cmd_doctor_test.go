@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/fixtures"
 )
 
 func writeFixture(t *testing.T, dir, name string, opts ...fixtures.Option) string {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/evidence"
 )
 
 func keygenCommand() command {

@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/lb"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 func lbCommand() command {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 func TestLBState(t *testing.T) {

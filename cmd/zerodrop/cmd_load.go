@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/evidence"
-	"zerodrop/harness/load"
-	"zerodrop/harness/runfile"
-	"zerodrop/harness/userevents"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/load"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/harness/userevents"
 )
 
 const runFileName = "run.jsonl"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // serveLoopback serves h on a loopback port for the test and returns its URL.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"zerodrop/suites"
+	"zerodrop.dev/zerodrop/suites"
 )
 
 func planCommand() command {

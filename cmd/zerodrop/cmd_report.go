@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"zerodrop/harness/evidence"
-	"zerodrop/internal/atomicfile"
-	"zerodrop/reports/render"
+	"zerodrop.dev/zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/internal/atomicfile"
+	"zerodrop.dev/zerodrop/reports/render"
 )
 
 func reportCommand() command {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/scenario"
-	"zerodrop/reports/render/rendertest"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/reports/render/rendertest"
 )
 
 func TestReportCommand(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/echo-server/echo"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/echo-server/echo"
 )
 
 // The fault matrix runs the echo server and `zerodrop load` as separate

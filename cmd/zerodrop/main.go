@@ -17,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 
-	"zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/evidence"
 )
 
 // version is the tool version, set at link time:

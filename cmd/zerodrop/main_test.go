@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/echo-server/echo"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/echo-server/echo"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // implFlags are the flags that fill report.json's implementation block:

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"zerodrop/internal/jsonstr"
+	"zerodrop.dev/zerodrop/internal/jsonstr"
 )
 
 // stdJSONString is encoding/json's rendering of s without HTML escaping,

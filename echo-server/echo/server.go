@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"zerodrop/internal/jsonstr"
+	"zerodrop.dev/zerodrop/internal/jsonstr"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"text/template"
 	"time"
 
-	"zerodrop/internal/waitfor"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 // Versions of the add-ons the harness installs; the offline image build

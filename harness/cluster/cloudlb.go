@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os/exec"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/lb"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 // startCloudLB runs harness/lb's LB container next to the cluster (LB=cloud).

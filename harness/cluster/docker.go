@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"zerodrop/internal/dockercli"
+	"zerodrop.dev/zerodrop/internal/dockercli"
 )
 
 // docker runs the docker CLI, as kind itself does; stdin may be nil.

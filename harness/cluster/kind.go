@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/kube"
-	"zerodrop/harness/lb"
-	"zerodrop/internal/sched"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/internal/sched"
 )
 
 // DefaultNodeImage is the node image clusters/images/build-node.sh builds

@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/kube"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/kube"
 )
 
 var tokenRE = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)

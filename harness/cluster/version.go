@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 // kubeVersion is a Kubernetes release's major and minor, enough to pick the

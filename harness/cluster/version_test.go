@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/contract"
 )
 
 func TestParseKubeVersion(t *testing.T) {

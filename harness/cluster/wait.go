@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"zerodrop/internal/waitfor"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 func nodeReady(n *corev1.Node) bool {

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
 )
 
 // bcDoc is a BackendConfig in the test manifests' namespace.

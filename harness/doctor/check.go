@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/contract"
-	"zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/harness/recipe"
 )
 
 // Applied is one change Fix made.

@@ -10,8 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
 )
 
 func fixtureReport(t *testing.T, opts []fixtures.Option, check ...Option) *Report {

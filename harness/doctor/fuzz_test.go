@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/fixtures"
 )
 
 // FuzzRead feeds arbitrary bytes to the manifest reader and then to the

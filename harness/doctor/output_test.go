@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/fixtures"
 )
 
 func naiveReport(t *testing.T) *Report {

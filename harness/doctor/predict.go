@@ -3,7 +3,7 @@ package doctor
 import (
 	"slices"
 
-	"zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/incident"
 )
 
 // Outcome is what the doctor predicts for one disruption.

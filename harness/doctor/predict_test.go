@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/incident"
 )
 
 // Every rule that warns of drops says which disruptions meet it, with

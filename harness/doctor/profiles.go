@@ -13,9 +13,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/recipe"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/recipe"
 )
 
 // LBProfile is the health-check timing of a node-based load balancer: how

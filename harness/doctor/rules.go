@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"zerodrop/harness/contract"
-	"zerodrop/harness/incident"
-	"zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 // Rule is one check, as data: what it looks for, which incidents (see

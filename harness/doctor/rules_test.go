@@ -9,7 +9,7 @@ import (
 	"testing"
 	"text/template"
 
-	"zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/incident"
 )
 
 // m is a manifest under test: a Service, a workload and extra documents. The

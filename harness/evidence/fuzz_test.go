@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/evidence"
 )
 
 // FuzzVerify feeds the verifier a mutated run file and a mutated envelope

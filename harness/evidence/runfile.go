@@ -13,9 +13,9 @@ import (
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
-	"zerodrop/internal/atomicfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/internal/atomicfile"
 )
 
 // SignatureFile is where the DSSE envelope of a run file is written:

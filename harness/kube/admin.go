@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // EchoStats is the echo server's /admin/stats.

@@ -9,9 +9,9 @@ import (
 	"context"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
-	"zerodrop/internal/waitfor"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 // Client bundles what every step needs: the clientset, where events go, and

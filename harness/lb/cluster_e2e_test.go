@@ -32,14 +32,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
-	"zerodrop/harness/cluster"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/doctor"
-	"zerodrop/harness/lb"
-	"zerodrop/harness/load"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/harness/load"
 )
 
 type env struct {

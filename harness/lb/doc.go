@@ -6,7 +6,7 @@
 // admin API (ServiceState and what it holds) live here too.
 //
 // The LB itself (controller, health checks, nftables data plane, L7 proxy)
-// is package zerodrop/internal/cloudlb, run by cmd/zerodrop-lb inside the
+// is package zerodrop.dev/zerodrop/internal/cloudlb, run by cmd/zerodrop-lb inside the
 // container; the test tool never links it. Its profiles are package
-// zerodrop/clusters/lb/profiles.
+// zerodrop.dev/zerodrop/clusters/lb/profiles.
 package lb

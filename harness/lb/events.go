@@ -12,8 +12,8 @@ import (
 	"net/url"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // SubscribeEvents follows the LB's event stream at baseURL (e.g.

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	lbimage "zerodrop/clusters/lb"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/internal/dockercli"
-	"zerodrop/internal/sched"
+	lbimage "zerodrop.dev/zerodrop/clusters/lb"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/internal/dockercli"
+	"zerodrop.dev/zerodrop/internal/sched"
 )
 
 var kindDockerfile = lbimage.Dockerfile
@@ -265,7 +265,7 @@ func buildBinary(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("cloud LB: %w", err)
 	}
 	out := filepath.Join(dir, "zerodrop-lb")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "zerodrop/cmd/zerodrop-lb")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "zerodrop.dev/zerodrop/cmd/zerodrop-lb")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var b []byte
 	if err := sched.Normal(func() (err error) { b, err = cmd.CombinedOutput(); return err }); err != nil {

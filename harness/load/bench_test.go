@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/load"
-	"zerodrop/harness/runfile"
-	"zerodrop/harness/verdict"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/load"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/harness/verdict"
 )
 
 var (

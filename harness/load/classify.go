@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // errRequestTimeout is the cancel cause of a request's own deadline, so a

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/load"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/load"
 )
 
 func TestClassifyChains(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/echo-server/echo"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/echo-server/echo"
 )
 
 // startEcho runs the real echo server on loopback until the test ends and

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"zerodrop/echo-server/echo"
-	"zerodrop/harness/load"
+	"zerodrop.dev/zerodrop/echo-server/echo"
+	"zerodrop.dev/zerodrop/harness/load"
 )
 
 // TestIdleTimeoutInsideCloseGrace drains one of two echo servers behind a

@@ -54,9 +54,9 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
-	"zerodrop/internal/sched"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/internal/sched"
 )
 
 // Defaults.

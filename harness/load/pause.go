@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // A stall of the load generator is a span it did not measure; the run

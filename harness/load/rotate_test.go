@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/load"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/load"
 )
 
 // Connections used in turn stay busy, each on the backend it was first

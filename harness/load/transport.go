@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // RequestIDHeader carries the unique id of every request.

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/harness/kube"
 )
 
 // AnnounceReason is the reason of the event MetalLB's speaker records on a

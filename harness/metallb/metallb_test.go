@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/harness/kube"
 )
 
 func TestParseAnnouncement(t *testing.T) {

@@ -58,7 +58,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 // Mechanism is what removes a terminating Pod's backend.

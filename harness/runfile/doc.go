@@ -1,5 +1,5 @@
 // Package runfile writes and reads the run file whose lines are defined in
-// zerodrop/apis/v1 (see its package comment for the format): one JSON-lines
+// zerodrop.dev/zerodrop/apis/v1 (see its package comment for the format): one JSON-lines
 // file per run, streamed to disk as it happens.
 //
 // # Durability

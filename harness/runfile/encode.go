@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/internal/jsonstr"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/internal/jsonstr"
 )
 
 // appendResultLine encodes a result line without reflection: one per

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // reference is what encoding/json makes of a result line.

@@ -1,6 +1,6 @@
 package runfile
 
-import zdv1 "zerodrop/apis/v1"
+import zdv1 "zerodrop.dev/zerodrop/apis/v1"
 
 // Line wrappers put "kind" first so the reader can dispatch on a prefix.
 type (

@@ -11,7 +11,7 @@ import (
 	"io"
 	"os"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // Record is one decoded line. Exactly one of Header, Result, Event, End is set

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 func readAll(t *testing.T, r io.Reader) ([]Record, bool) {

@@ -1,6 +1,6 @@
 package runfile
 
-import zdv1 "zerodrop/apis/v1"
+import zdv1 "zerodrop.dev/zerodrop/apis/v1"
 
 // EventSink receives events. Everything that produces events takes one, never
 // a concrete writer, so producers work without a run file (tests, logs).

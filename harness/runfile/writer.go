@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // DefaultFlushInterval bounds how much a killed run can lose.

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // attemptPrefix names the sub-directories earlier measurements of a

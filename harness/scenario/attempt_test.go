@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 func TestSetAside(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // SetCriteria records the complete criteria as an event, so the run file

@@ -36,17 +36,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/fixtures"
-	"zerodrop/harness/doctor"
-	"zerodrop/harness/evidence"
-	"zerodrop/harness/kube"
-	"zerodrop/harness/load"
-	"zerodrop/harness/observe"
-	"zerodrop/harness/runfile"
-	"zerodrop/harness/standin"
-	"zerodrop/harness/verdict"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/harness/load"
+	"zerodrop.dev/zerodrop/harness/observe"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/harness/standin"
+	"zerodrop.dev/zerodrop/harness/verdict"
 )
 
 // Env is what every scenario of a suite run shares.

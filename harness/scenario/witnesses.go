@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/fixtures"
-	"zerodrop/harness/kube"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // Witnesses are the runs that watch one disruption. Each witness is a whole

@@ -21,8 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/fixtures"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
 )
 
 // Three witnesses of one disruption: one never begins (its LB never

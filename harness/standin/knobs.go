@@ -9,7 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/harness/doctor"
 )
 
 // view is what the knobs read of a workload, its Service and PDBs; the

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/harness/doctor"
 )
 
 // ownTemplate keeps the user's Pod template as written, images and all

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"zerodrop/fixtures"
-	"zerodrop/harness/doctor"
-	"zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 // Paths the stand-in answers for probes whose handler it cannot run (exec,

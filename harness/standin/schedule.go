@@ -12,7 +12,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
-	"zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/harness/doctor"
 )
 
 // Placeable returns the nodes the stand-in's Pods may run on as the

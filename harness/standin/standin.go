@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"zerodrop/fixtures"
-	"zerodrop/harness/doctor"
-	"zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 // Behaviour is what the stand-in's server does on its termination signal

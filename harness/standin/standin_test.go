@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"zerodrop/fixtures"
-	"zerodrop/harness/doctor"
-	"zerodrop/internal/kubeversion"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/doctor"
+	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
 // every is a workload with every knob the stand-in keeps set to a value

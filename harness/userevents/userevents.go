@@ -46,8 +46,8 @@ import (
 	"syscall"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // MaxLineBytes bounds one line; a longer line is skipped as bad.

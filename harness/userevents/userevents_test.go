@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 func TestParse(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // AfterRemoval is what one pod served after Kubernetes took it out of its

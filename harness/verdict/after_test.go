@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 func TestServedAfterRemoval(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // maxListed bounds the short seconds and stalls a report lists.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // steadyRun is 100/s from t0 for 3 s (due at 10 ms, 20 ms, ...), with edit

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // Every window explained: a failure window after the disruption began

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // The still-ground check: what failed while nothing was disrupted is the

@@ -4,8 +4,8 @@ import (
 	"math"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/internal/loglin"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/internal/loglin"
 )
 
 // histogram is a fixed-size log-linear latency histogram (about 58 KiB)

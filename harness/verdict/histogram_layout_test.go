@@ -3,7 +3,7 @@ package verdict
 import (
 	"testing"
 
-	"zerodrop/internal/loglin"
+	"zerodrop.dev/zerodrop/internal/loglin"
 )
 
 // The array size is a constant; the layout is loglin's.

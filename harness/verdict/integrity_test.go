@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // A run file read strictly: the end line's counts and the request numbers

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/internal/waitfor"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 // backendConfigs is the BackendConfig resource (GKE's, cloud.google.com/v1).

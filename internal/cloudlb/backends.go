@@ -4,8 +4,8 @@ import (
 	"sort"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 // BackendChange is one state change of a backend, for events.

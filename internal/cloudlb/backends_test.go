@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 func set(ns ...string) map[string]bool {

@@ -30,11 +30,11 @@ import (
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/utils/clock"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/contract"
-	"zerodrop/harness/lb"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // L4Programmer applies the L4 data plane (a *Dataplane in production).

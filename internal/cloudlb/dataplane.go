@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/internal/sched"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/internal/sched"
 )
 
 // Runner runs a command with stdin and returns its combined output. It is how

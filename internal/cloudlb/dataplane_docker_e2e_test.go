@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 func dockerRunner(container string) Runner {
@@ -74,7 +74,7 @@ func TestDataplaneDockerBridgeE2E(t *testing.T) {
 	}
 	run("lb", lbIP)
 	echoBin := filepath.Join(t.TempDir(), "echo-server")
-	build := exec.Command("go", "build", "-o", echoBin, "zerodrop/echo-server")
+	build := exec.Command("go", "build", "-o", echoBin, "zerodrop.dev/zerodrop/echo-server")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build echo-server: %v: %s", err, out)

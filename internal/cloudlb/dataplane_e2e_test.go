@@ -29,7 +29,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 const (

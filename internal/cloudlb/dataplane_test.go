@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 // recorder is a Runner that records commands and answers `ip -j rule show`.

@@ -16,7 +16,7 @@
 //
 // It is a product of its own: cmd/zerodrop-lb runs it inside the LB
 // container, and nothing of the test tool links it. The suites and the
-// cluster provider use the thin client zerodrop/harness/lb (start, find and
+// cluster provider use the thin client zerodrop.dev/zerodrop/harness/lb (start, find and
 // stop the container, read its state, wait until it settled, follow its
 // events), which also holds the admin API's types.
 //
@@ -31,7 +31,7 @@
 // status.loadBalancer.ingress (ipMode VIP), so kube-proxy on every node
 // installs its rules for the address, exactly as on a cloud.
 //
-// LB profiles (package zerodrop/clusters/lb/profiles, one YAML file each) carry each vendor's
+// LB profiles (package zerodrop.dev/zerodrop/clusters/lb/profiles, one YAML file each) carry each vendor's
 // health-check timing, eligibility rule and flow behaviour as data with the
 // source of every number; a Service picks one with zerodrop.dev/lb-profile.
 //

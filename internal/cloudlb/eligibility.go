@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 // Labels and taints the Kubernetes service controller reads (k8s.io/api

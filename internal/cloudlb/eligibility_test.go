@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 type nodeOpt func(*corev1.Node)

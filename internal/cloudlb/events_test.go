@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/lb"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 func TestEventHubStreamAndResume(t *testing.T) {

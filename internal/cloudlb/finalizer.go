@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // The cleanup finalizer, as the Kubernetes service controller manages it

@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 // HealthState is the verdict of one (service, node) health check: it turns

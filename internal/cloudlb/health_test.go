@@ -12,8 +12,8 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"zerodrop/clusters/lb/profiles"
-	"zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 func hc(interval time.Duration, healthy, unhealthy int) profiles.HealthCheck {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // EventHub is the LB's runfile.EventSink: it logs every event, keeps the

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 // L7Service is one port of an L7 (gclb) Service: the proxy listens on

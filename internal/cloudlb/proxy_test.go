@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
 // backend counts the TCP connections it accepted and answers with its name,

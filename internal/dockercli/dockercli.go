@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"strings"
 
-	"zerodrop/internal/sched"
+	"zerodrop.dev/zerodrop/internal/sched"
 )
 
 // Run runs `docker args...` with stdin (may be nil) and returns its

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // Where an event lies relative to a failure window.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 func TestWindowCauses(t *testing.T) {

@@ -3,7 +3,7 @@ package render
 import (
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // The source-IP summary says what each address criterion found: kept,

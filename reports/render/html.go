@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // HTMLFileName is the page `zerodrop report` writes.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // JUnitFileName is the JUnit file `zerodrop report` writes. It is not

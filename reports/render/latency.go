@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"zerodrop/internal/loglin"
+	"zerodrop.dev/zerodrop/internal/loglin"
 )
 
 // binHist is a small log-linear latency histogram for one timeline bucket:

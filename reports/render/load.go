@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/evidence"
-	"zerodrop/harness/verdict"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/verdict"
 )
 
 // ReportFileName is the report every run directory holds.

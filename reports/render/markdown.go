@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // MaxMarkdownBytes keeps the summary within a GitHub comment (65,536

@@ -3,7 +3,7 @@ package render
 import (
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // Column is an environment of the readiness matrix.

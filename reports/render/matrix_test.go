@@ -3,7 +3,7 @@ package render
 import (
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // One run of the matrix holds every LB model: each model is a column of its

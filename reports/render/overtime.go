@@ -5,8 +5,8 @@ import (
 	"math"
 	"strconv"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/reports/svg"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/reports/svg"
 )
 
 // Heights of the plots under the timeline; they share its time axis.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/reports/svg"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/reports/svg"
 )
 
 // Plot geometry, in pixels. Both plots share the horizontal layout so their

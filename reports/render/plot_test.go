@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 func TestFormatters(t *testing.T) {

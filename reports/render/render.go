@@ -19,7 +19,7 @@ import (
 	"slices"
 	"strings"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // Failed reports whether the runs' assertions fail: any assertion scenario

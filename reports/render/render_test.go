@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
-	"zerodrop/reports/render/rendertest"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/reports/render/rendertest"
 )
 
 // shared holds the two sample runs, written once for the package's tests:

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // lab converts "#rrggbb" (sRGB, D65) to CIELAB.

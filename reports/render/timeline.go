@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // DefaultMaxBuckets bounds the time buckets of a timeline: enough to see a

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/reports/render/rendertest"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/reports/render/rendertest"
 )
 
 func TestVendorBlock(t *testing.T) {

@@ -11,7 +11,7 @@ dir="$(go mod download -json "k8s.io/kubernetes@$ver" | sed -n 's/^[[:space:]]*"
 gover="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$dir/go.mod")"
 godebug="$(sed -n 's/^godebug \(.*\)$/\1/p' "$dir/go.mod")"
 {
-  echo "module zerodrop/clusters/lb/conformance"
+  echo "module zerodrop.dev/zerodrop/clusters/lb/conformance"
   echo
   echo "go $gover"
   [ -z "$godebug" ] || { echo; echo "godebug $godebug"; }

@@ -1,4 +1,4 @@
-module zerodrop/clusters/lb/conformance
+module zerodrop.dev/zerodrop/clusters/lb/conformance
 
 go 1.26.0
 

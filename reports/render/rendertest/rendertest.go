@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	zdv1 "zerodrop/apis/v1"
-	"zerodrop/harness/runfile"
-	analyze "zerodrop/harness/verdict"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/runfile"
+	analyze "zerodrop.dev/zerodrop/harness/verdict"
 )
 
 // Outage is a stretch of failed requests in a synthetic run.
