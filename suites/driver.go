@@ -15,10 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/lb"
-	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/harness/verdict"
 )
@@ -79,10 +78,6 @@ func selectCells(filter string, container []string, cells []Cell) ([]Cell, error
 	}
 	return out, nil
 }
-
-// toolVersion is the version the Makefile stamps (ZERODROP_VERSION, from git
-// describe); "dev" when run otherwise.
-func toolVersion() string { return or(os.Getenv("ZERODROP_VERSION"), "dev") }
 
 // brokenRun records a run that could not complete as an ERROR scenario, so
 // the report says what broke instead of leaving a gap.
@@ -163,7 +158,7 @@ func configureCloudLB(ctx context.Context, s *Suite, progress func(string)) erro
 	url := found.AdminURL()
 	progress(fmt.Sprintf("cloud LB %s at %s: %d of the %d columns", found.Container, url, cloud, len(s.Models)))
 	s.CloudLB = scenario.LBHooks{
-		Events: func(ctx context.Context, sink runfile.EventSink) error {
+		Events: func(ctx context.Context, sink zdv1.EventSink) error {
 			return lb.SubscribeEvents(ctx, url, sink, s.Env.Logger)
 		},
 		WaitSettled: func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/contract"
 )
 
 // Model is one column of the readiness matrix: an LB model a Service can

@@ -43,7 +43,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	opts := []cluster.Option{
 		cluster.WithName(settings.ClusterName), cluster.WithKubeconfig(settings.Kubeconfig), cluster.WithEventSink(events),
 		cluster.WithLogger(logger), cluster.WithProgress(func(msg string) { progress("cluster: " + msg) }),
-		cluster.WithStateDir(filepath.Join(or(os.Getenv("ZERODROP_CACHE"), "/var/cache/zerodrop"), "state")),
+		cluster.WithCacheDir(settings.CacheDir),
 	}
 	if settings.NodeImage != "" {
 		opts = append(opts, cluster.WithNodeImage(settings.NodeImage))
@@ -116,7 +116,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		Settings: settings, Provider: provider, Models: models, Timing: settings.Timing(), Events: events,
 		Env: &scenario.Env{
 			Clientset: cs, OutDir: settings.OutDir, Rate: settings.Rate, ReadyTimeout: settings.ReadyTimeout,
-			Logger: logger, ToolVersion: toolVersion(), Pauses: pauses, Ports: ports,
+			Logger: logger, ToolVersion: settings.ToolVersion, Pauses: pauses, Ports: ports,
 		},
 	}
 	if key != nil {
@@ -166,7 +166,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	}
 	s.KubeProxy = KubeProxy{Version: s.Kubernetes, Gates: gates}
 	sess.Collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
-		ToolVersion: toolVersion(), Provider: settings.Provider, KubernetesVersion: version,
+		ToolVersion: settings.ToolVersion, Provider: settings.Provider, KubernetesVersion: version,
 		KubeProxyFeatureGates: gates.String(),
 		LBImplementation:      modelNames(models), Start: time.Now(),
 		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps (assertions %d rps)", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate, settings.AssertionRate),

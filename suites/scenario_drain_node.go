@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/harness/recipe"
 	"zerodrop.dev/zerodrop/harness/scenario"

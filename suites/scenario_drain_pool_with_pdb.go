@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/fixtures"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/harness/recipe"
 	"zerodrop.dev/zerodrop/harness/scenario"

@@ -8,8 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/fixtures"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/harness/recipe"
 	"zerodrop.dev/zerodrop/harness/scenario"

@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/cluster"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/incident"
-	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
@@ -120,7 +119,7 @@ func TestSwitchSink(t *testing.T) {
 		t.Errorf("event with no target: %v", err)
 	}
 	var got []string
-	s.Set(runfile.EventFunc(func(e zdv1.Event) error { got = append(got, e.Type); return nil }))
+	s.Set(zdv1.EventFunc(func(e zdv1.Event) error { got = append(got, e.Type); return nil }))
 	_ = s.Event(zdv1.Event{Type: "a"})
 	s.Set(nil)
 	_ = s.Event(zdv1.Event{Type: "b"})

@@ -16,9 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/cluster"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/evidence"
 	"zerodrop.dev/zerodrop/harness/scenario"
 )
@@ -43,6 +44,14 @@ type Settings struct {
 	Kubeconfig string
 	// OutDir receives the report and every run file (ZERODROP_OUT).
 	OutDir string
+	// CacheDir keeps what outlives a run: the cluster's host state and the
+	// cloud LB's built binary (ZERODROP_CACHE, default /var/cache/zerodrop,
+	// where `make host-setup` and the node image keep theirs).
+	CacheDir string
+	// ToolVersion is recorded in every run file and the report
+	// (ZERODROP_VERSION, which the Makefile stamps from git describe;
+	// default "dev").
+	ToolVersion string
 	// Rate is the load of a documentation cell (and the most of any
 	// witness), in requests per second (ZERODROP_RATE, default
 	// scenario.DefaultRate, what a hazard in flight needs).
@@ -112,7 +121,9 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		LB:           or(getenv("LB"), contract.LBAll),
 		OutDir:       or(getenv("ZERODROP_OUT"), filepath.Join(repoRoot, "out", "e2e")),
 		NodeImage:    getenv("KIND_NODE_IMAGE"),
-		EchoImage:    or(getenv("ECHO_IMAGE"), "zerodrop/echo-server:dev"),
+		EchoImage:    or(getenv("ECHO_IMAGE"), fixtures.DefaultImage),
+		CacheDir:     or(getenv("ZERODROP_CACHE"), "/var/cache/zerodrop"),
+		ToolVersion:  or(getenv("ZERODROP_VERSION"), "dev"),
 		ReadyTimeout: scenario.DefaultReadyTimeout,
 	}
 	var problems []string

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
 
 	corev1 "k8s.io/api/core/v1"
 )

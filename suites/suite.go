@@ -11,10 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/cluster"
-	"zerodrop.dev/zerodrop/harness/contract"
-	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
@@ -237,17 +236,17 @@ func (s *Suite) RestorePool(ctx context.Context, pool string, count int, like Po
 // run are dropped.
 type SwitchSink struct {
 	mu   sync.Mutex
-	sink runfile.EventSink
+	sink zdv1.EventSink
 }
 
 // Set points the sink at s (nil: drop).
-func (w *SwitchSink) Set(s runfile.EventSink) {
+func (w *SwitchSink) Set(s zdv1.EventSink) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.sink = s
 }
 
-// Event implements runfile.EventSink.
+// Event implements zdv1.EventSink.
 func (w *SwitchSink) Event(e zdv1.Event) error {
 	w.mu.Lock()
 	s := w.sink

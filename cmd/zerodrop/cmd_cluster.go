@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/harness/cluster"
-	"zerodrop.dev/zerodrop/harness/contract"
 )
 
 func clusterCommand() command {
@@ -80,7 +80,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	}
 	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 	opts := []cluster.Option{
-		cluster.WithName(*name), cluster.WithStateDir(*stateDir), cluster.WithRetainOnFailure(*retain), cluster.WithProgress(progress), cluster.WithLogger(logger),
+		cluster.WithName(*name), cluster.WithStateDir(*stateDir), cluster.WithCacheDir(envOr("ZERODROP_CACHE", "/var/cache/zerodrop")), cluster.WithRetainOnFailure(*retain), cluster.WithProgress(progress), cluster.WithLogger(logger),
 	}
 	if *kubeconfig != "" {
 		opts = append(opts, cluster.WithKubeconfig(*kubeconfig))

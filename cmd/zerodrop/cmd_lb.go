@@ -14,7 +14,6 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/harness/lb"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 func lbCommand() command {
@@ -156,7 +155,7 @@ func runLB(ctx context.Context, c *cli, args []string) int {
 		return exitOK
 	}
 	enc := json.NewEncoder(c.stdout)
-	err := lb.SubscribeEvents(ctx, base, runfile.EventFunc(func(e zdv1.Event) error { return enc.Encode(e) }), nil)
+	err := lb.SubscribeEvents(ctx, base, zdv1.EventFunc(func(e zdv1.Event) error { return enc.Encode(e) }), nil)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(c.stderr, "zerodrop lb events: %v\n", err)
 		return exitFailed

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"zerodrop.dev/zerodrop/harness/lb"
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
 )
 
 func TestLBState(t *testing.T) {
@@ -17,7 +17,7 @@ func TestLBState(t *testing.T) {
 			http.Error(w, "not synced with the API server yet", http.StatusServiceUnavailable)
 			return
 		}
-		_ = json.NewEncoder(w).Encode([]lb.ServiceState{{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Pending: []string{"b"}}})
+		_ = json.NewEncoder(w).Encode([]cloudlbv1.ServiceState{{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Pending: []string{"b"}}})
 	}))
 	defer srv.Close()
 

@@ -259,7 +259,7 @@ func followUserEvents(ctx context.Context, log *slog.Logger, src *userevents.Sou
 	}
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
-	sink := runfile.EventFunc(func(e zdv1.Event) error {
+	sink := zdv1.EventFunc(func(e zdv1.Event) error {
 		if err := w.Event(e); err != nil {
 			return err
 		}

@@ -16,10 +16,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/cluster"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/doctor"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/harness/scenario"

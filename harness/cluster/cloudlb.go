@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/lb"
 )
 
@@ -17,7 +18,7 @@ func (k *Kind) startCloudLB(ctx context.Context) error {
 	o.progress(fmt.Sprintf("starting the cloud LB (harness/lb; Services of class %s%s)", contract.CloudLBClass,
 		map[bool]string{true: " and those without a class", false: ""}[claimAll]))
 	l, err := lb.StartKind(ctx, lb.KindOptions{Cluster: o.name, Network: kindNetwork, BaseImage: o.nodeImage,
-		Profile: o.lbProfile, ClaimAll: claimAll, ReadyTimeout: o.readyTimeout, Progress: o.progress})
+		Profile: o.lbProfile, ClaimAll: claimAll, CacheDir: filepath.Join(o.cacheDir, "lb"), ReadyTimeout: o.readyTimeout, Progress: o.progress})
 	if err != nil {
 		return err
 	}

@@ -26,9 +26,8 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
-	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
@@ -420,7 +419,7 @@ func TestDrainNodeEvents(t *testing.T) {
 	// Discovery without the eviction subresource: drain falls back to deletes.
 	cs.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true}}}}
 	var got []string
-	o := buildOptions([]Option{WithEventSink(runfile.EventFunc(func(e zdv1.Event) error {
+	o := buildOptions([]Option{WithEventSink(zdv1.EventFunc(func(e zdv1.Event) error {
 		got = append(got, e.Type+" "+e.Object)
 		return nil
 	})), WithDrainTimeout(5 * time.Second)})

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/kube"
 	"zerodrop.dev/zerodrop/harness/lb"
 	"zerodrop.dev/zerodrop/internal/sched"
@@ -48,12 +48,15 @@ func NewKind(opts ...Option) *Kind {
 	if o.nodeImage == "" {
 		o.nodeImage = DefaultNodeImage
 	}
-	if o.stateDir == "" {
+	if o.cacheDir == "" {
 		dir, err := os.UserCacheDir()
 		if err != nil {
 			dir = os.TempDir()
 		}
-		o.stateDir = filepath.Join(dir, "zerodrop")
+		o.cacheDir = filepath.Join(dir, "zerodrop")
+	}
+	if o.stateDir == "" {
+		o.stateDir = filepath.Join(o.cacheDir, "state")
 	}
 	if o.kubeconfig == "" {
 		o.kubeconfig = filepath.Join(o.stateDir, o.name+".kubeconfig")

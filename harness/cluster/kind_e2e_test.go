@@ -31,10 +31,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/kube"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 const echoImage = "zerodrop/echo-server:dev"
@@ -47,7 +46,7 @@ func TestKindE2E(t *testing.T) {
 		image = DefaultNodeImage
 	}
 	var events []zdv1.Event
-	sink := runfile.EventFunc(func(e zdv1.Event) error { events = append(events, e); return nil })
+	sink := zdv1.EventFunc(func(e zdv1.Event) error { events = append(events, e); return nil })
 	cacheDir := os.Getenv("ZERODROP_CACHE")
 	if cacheDir == "" {
 		cacheDir = "/var/cache/zerodrop"

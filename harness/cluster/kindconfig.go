@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
-	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/apis/contract"
 )
 
 // kindConfig is the kind cluster for a topology: one control plane and the

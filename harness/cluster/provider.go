@@ -21,9 +21,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // ErrUnsupported is returned (wrapped) by providers for operations they cannot
@@ -103,9 +102,10 @@ type options struct {
 	metallbManifest string
 	kubeconfig      string
 	pools           []Pool
-	sink            runfile.EventSink
+	sink            zdv1.EventSink
 	logger          *slog.Logger
 	stateDir        string
+	cacheDir        string
 	metallb         bool
 	readyTimeout    time.Duration
 	drainTimeout    time.Duration
@@ -142,14 +142,21 @@ func WithPools(pools ...Pool) Option { return func(o *options) { o.pools = pools
 
 // WithEventSink sends what the provider does (pool-added, node-added,
 // cordon, drain-start, ...) to sink.
-func WithEventSink(sink runfile.EventSink) Option { return func(o *options) { o.sink = sink } }
+func WithEventSink(sink zdv1.EventSink) Option { return func(o *options) { o.sink = sink } }
 
 // WithLogger sets the logger for detail; default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithStateDir sets where host state (sysctls to restore, whether the docker
-// network was ours) is recorded between create and delete.
+// network was ours) is recorded between create and delete (default
+// CacheDir/state).
 func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
+
+// WithCacheDir sets where the provider keeps what outlives one process:
+// host state (CacheDir/state, unless WithStateDir says otherwise) and the
+// cloud LB's built binary (CacheDir/lb). Default: zerodrop under the user's
+// cache directory (os.UserCacheDir).
+func WithCacheDir(dir string) Option { return func(o *options) { o.cacheDir = dir } }
 
 // WithLoadBalancer picks what implements LoadBalancer Services on kind:
 // "metallb" (default, L2), "cloud" (harness/lb: a health-checked,
@@ -195,7 +202,7 @@ func buildOptions(opts []Option) options {
 	o := options{
 		name:           "zerodrop",
 		pools:          DefaultPools(),
-		sink:           runfile.Discard,
+		sink:           zdv1.Discard,
 		logger:         slog.New(slog.DiscardHandler),
 		metallb:        true,
 		readyTimeout:   5 * time.Minute,

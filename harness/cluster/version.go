@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/apis/contract"
 )
 
 func TestParseKubeVersion(t *testing.T) {

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/apis/contract"
 )
 
 // poolLabelKeys are node labels that name a node pool on the platforms the

@@ -13,8 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/recipe"
 )
 

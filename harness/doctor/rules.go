@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )

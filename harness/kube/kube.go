@@ -10,7 +10,6 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
@@ -18,7 +17,7 @@ import (
 // the clock.
 type Client struct {
 	cs   Interface
-	sink runfile.EventSink
+	sink zdv1.EventSink
 	now  func() time.Time
 }
 
@@ -26,11 +25,11 @@ type Client struct {
 type Option func(*Client)
 
 // WithEventSink records every step as an event.
-func WithEventSink(s runfile.EventSink) Option { return func(c *Client) { c.sink = s } }
+func WithEventSink(s zdv1.EventSink) Option { return func(c *Client) { c.sink = s } }
 
 // New wraps a clientset.
 func New(cs Interface, opts ...Option) *Client {
-	c := &Client{cs: cs, sink: runfile.Discard, now: time.Now}
+	c := &Client{cs: cs, sink: zdv1.Discard, now: time.Now}
 	for _, o := range opts {
 		o(c)
 	}

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubectl/pkg/drain"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
 )
 
 // Cordon marks a node unschedulable (what `kubectl cordon` and the first

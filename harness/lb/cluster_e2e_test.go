@@ -32,11 +32,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/cluster"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/doctor"
 	"zerodrop.dev/zerodrop/harness/lb"
 	"zerodrop.dev/zerodrop/harness/load"
@@ -205,7 +206,7 @@ func (e *env) waitRollout(t *testing.T, ns, name string, d time.Duration) {
 	})
 }
 
-func (e *env) state(t *testing.T, key string) lb.ServiceState {
+func (e *env) state(t *testing.T, key string) cloudlbv1.ServiceState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -218,7 +219,7 @@ func (e *env) state(t *testing.T, key string) lb.ServiceState {
 			return s
 		}
 	}
-	return lb.ServiceState{}
+	return cloudlbv1.ServiceState{}
 }
 
 // results is an in-memory result and event sink.

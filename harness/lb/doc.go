@@ -3,7 +3,8 @@
 // network (StartKind, FindKind, RemoveKind), read what it does per Service
 // (FetchState), wait until it has settled for a Service (WaitSettled) and
 // follow its events into a run file (SubscribeEvents). The types of its
-// admin API (ServiceState and what it holds) live here too.
+// admin API (ServiceState and what it holds) are package
+// zerodrop.dev/zerodrop/apis/cloudlb/v1.
 //
 // The LB itself (controller, health checks, nftables data plane, L7 proxy)
 // is package zerodrop.dev/zerodrop/internal/cloudlb, run by cmd/zerodrop-lb inside the

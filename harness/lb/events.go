@@ -13,14 +13,13 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // SubscribeEvents follows the LB's event stream at baseURL (e.g.
 // "http://172.18.0.5:9100") and hands every event to sink, reconnecting with
 // ?since= after a broken stream, until ctx ends. It returns ctx's error, or
 // the sink's error when the sink refuses an event.
-func SubscribeEvents(ctx context.Context, baseURL string, sink runfile.EventSink, log *slog.Logger) error {
+func SubscribeEvents(ctx context.Context, baseURL string, sink zdv1.EventSink, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -33,7 +33,7 @@ type KindOptions struct {
 	Network      string // docker network, default "kind"
 	BaseImage    string // local image to build FROM (the node image); never pulled
 	Binary       string // static zerodrop-lb binary; empty: built with `go build` into CacheDir
-	CacheDir     string // where a built binary goes (default $ZERODROP_CACHE/lb or /var/cache/zerodrop/lb)
+	CacheDir     string // where a built binary goes (default zerodrop/lb under os.UserCacheDir)
 	Profile      string // default profile (--lb-profile), default generic
 	ProfileDir   string // host directory of extra profiles, mounted read-only
 	ClaimAll     bool   // take LoadBalancer Services without a class (MetalLB absent)
@@ -78,11 +78,11 @@ func (o *KindOptions) defaults() {
 		o.ReadyTimeout = 2 * time.Minute
 	}
 	if o.CacheDir == "" {
-		base := os.Getenv("ZERODROP_CACHE")
-		if base == "" {
-			base = "/var/cache/zerodrop"
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
 		}
-		o.CacheDir = filepath.Join(base, "lb")
+		o.CacheDir = filepath.Join(base, "zerodrop", "lb")
 	}
 	if o.Progress == nil {
 		o.Progress = func(string) {}

@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
+
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
 )
 
 // FetchState reads the LB's view of every Service from its admin server at
 // baseURL (GET /state).
-func FetchState(ctx context.Context, baseURL string) ([]ServiceState, error) {
+func FetchState(ctx context.Context, baseURL string) ([]cloudlbv1.ServiceState, error) {
 	u := baseURL + "/state"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -28,7 +29,7 @@ func FetchState(ctx context.Context, baseURL string) ([]ServiceState, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		return nil, fmt.Errorf("LB state %s: HTTP %d: %s", u, resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	var all []ServiceState
+	var all []cloudlbv1.ServiceState
 	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
 		return nil, fmt.Errorf("LB state %s: %w", u, err)
 	}
@@ -40,7 +41,7 @@ func FetchState(ctx context.Context, baseURL string) ([]ServiceState, error) {
 // scenario's load must not start before: during the first health checks a
 // fail-open LB spreads flows over nodes that cannot serve them (Local), and
 // the move to the health-checked set is a backend change of its own.
-func WaitSettled(ctx context.Context, baseURL, service string, timeout time.Duration) (ServiceState, error) {
+func WaitSettled(ctx context.Context, baseURL, service string, timeout time.Duration) (cloudlbv1.ServiceState, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last string
@@ -65,10 +66,10 @@ func WaitSettled(ctx context.Context, baseURL, service string, timeout time.Dura
 		select {
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
-				return ServiceState{}, fmt.Errorf("cloud LB at %s did not settle service %s within %v (last: %s); `zerodrop lb state` shows what it does, `zerodrop lb events` why",
+				return cloudlbv1.ServiceState{}, fmt.Errorf("cloud LB at %s did not settle service %s within %v (last: %s); `zerodrop lb state` shows what it does, `zerodrop lb events` why",
 					baseURL, service, timeout, last)
 			}
-			return ServiceState{}, fmt.Errorf("waiting for the cloud LB to settle service %s: %w", service, ctx.Err())
+			return cloudlbv1.ServiceState{}, fmt.Errorf("waiting for the cloud LB to settle service %s: %w", service, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -95,37 +96,7 @@ func Quiet(ctx context.Context, baseURL, service string) (bool, string, error) {
 	return false, "", fmt.Errorf("the LB at %s does not implement service %s", baseURL, service)
 }
 
-// Summary is one line on what the LB does for the Service: which nodes take
-// new flows, which do not and why.
-func (s ServiceState) Summary() string {
-	parts := []string{fmt.Sprintf("%s profile %s: active [%s]", s.VIP, s.Profile, strings.Join(s.Active, " "))}
-	var unhealthy []string
-	for _, n := range s.Eligible {
-		if h, ok := s.Health[n]; ok && !h.Healthy && !slices.Contains(s.Active, n) {
-			unhealthy = append(unhealthy, n)
-		}
-	}
-	if len(unhealthy) > 0 {
-		parts = append(parts, "unhealthy ["+strings.Join(unhealthy, " ")+"]")
-	}
-	var excluded []string
-	for n, why := range s.Excluded {
-		excluded = append(excluded, n+" ("+why+")")
-	}
-	if len(excluded) > 0 {
-		slices.Sort(excluded)
-		parts = append(parts, "not eligible: "+strings.Join(excluded, ", "))
-	}
-	if len(s.Draining) > 0 {
-		parts = append(parts, fmt.Sprintf("%d draining", len(s.Draining)))
-	}
-	if s.FailingOpen {
-		parts = append(parts, "failing open")
-	}
-	return strings.Join(parts, "; ")
-}
-
-func describeUnsettled(s ServiceState) string {
+func describeUnsettled(s cloudlbv1.ServiceState) string {
 	var why []string
 	if s.Error != "" {
 		why = append(why, "error: "+s.Error)

@@ -9,30 +9,34 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
 )
 
 // Settled: the LB did what it will do before load starts; Quiet: it also
 // has nothing left to do after a disruption (no timed drain, no removal
 // unprogrammed).
 func TestServiceStateSettledAndQuiet(t *testing.T) {
-	base := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Eligible: []string{"a", "b"}, Active: []string{"a", "b"}}
+	base := cloudlbv1.ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Eligible: []string{"a", "b"}, Active: []string{"a", "b"}}
 	for _, tc := range []struct {
 		name               string
-		edit               func(*ServiceState)
+		edit               func(*cloudlbv1.ServiceState)
 		settled, wantQuiet bool
 	}{
-		{"forwarded, every verdict in", func(*ServiceState) {}, true, true},
-		{"no address", func(s *ServiceState) { s.VIP = "" }, false, false},
-		{"in the programming delay", func(s *ServiceState) { s.Forwarding = false }, false, false},
-		{"a node short of its healthy threshold", func(s *ServiceState) { s.Pending = []string{"b"} }, false, false},
-		{"profile error", func(s *ServiceState) { s.Error = "bad" }, false, false},
-		{"failing open on verdicts (every node failed)", func(s *ServiceState) { s.FailingOpen = true }, true, true},
-		{"a backend draining until its deadline", func(s *ServiceState) {
-			s.Draining = []Backend{{Node: "b", State: Draining, Deadline: time.Now().Add(time.Minute)}}
+		{"forwarded, every verdict in", func(*cloudlbv1.ServiceState) {}, true, true},
+		{"no address", func(s *cloudlbv1.ServiceState) { s.VIP = "" }, false, false},
+		{"in the programming delay", func(s *cloudlbv1.ServiceState) { s.Forwarding = false }, false, false},
+		{"a node short of its healthy threshold", func(s *cloudlbv1.ServiceState) { s.Pending = []string{"b"} }, false, false},
+		{"profile error", func(s *cloudlbv1.ServiceState) { s.Error = "bad" }, false, false},
+		{"failing open on verdicts (every node failed)", func(s *cloudlbv1.ServiceState) { s.FailingOpen = true }, true, true},
+		{"a backend draining until its deadline", func(s *cloudlbv1.ServiceState) {
+			s.Draining = []cloudlbv1.Backend{{Node: "b", State: cloudlbv1.Draining, Deadline: time.Now().Add(time.Minute)}}
 		}, true, false},
-		{"a backend draining, its flows kept", func(s *ServiceState) { s.Draining = []Backend{{Node: "b", State: Draining}} }, true, true},
-		{"a removal not programmed", func(s *ServiceState) { s.Eligible = []string{"a"} }, true, false},
-		{"a node out and removed", func(s *ServiceState) { s.Eligible, s.Active = []string{"a"}, []string{"a"} }, true, true},
+		{"a backend draining, its flows kept", func(s *cloudlbv1.ServiceState) {
+			s.Draining = []cloudlbv1.Backend{{Node: "b", State: cloudlbv1.Draining}}
+		}, true, true},
+		{"a removal not programmed", func(s *cloudlbv1.ServiceState) { s.Eligible = []string{"a"} }, true, false},
+		{"a node out and removed", func(s *cloudlbv1.ServiceState) { s.Eligible, s.Active = []string{"a"}, []string{"a"} }, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base
@@ -49,8 +53,8 @@ func TestServiceStateSettledAndQuiet(t *testing.T) {
 
 func TestWaitSettled(t *testing.T) {
 	var calls atomic.Int32
-	pending := ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Pending: []string{"b"}, Policy: "Cluster",
-		Health: map[string]NodeHealth{"b": {Expected: true, Last: &CheckResult{URL: "http://10.0.0.2:10256/healthz", OK: true, Status: 200}}}}
+	pending := cloudlbv1.ServiceState{Service: "ns/web", VIP: "10.0.0.200", Forwarding: true, Pending: []string{"b"}, Policy: "Cluster",
+		Health: map[string]cloudlbv1.NodeHealth{"b": {Expected: true, Last: &cloudlbv1.CheckResult{URL: "http://10.0.0.2:10256/healthz", OK: true, Status: 200}}}}
 	settled := pending
 	settled.Pending, settled.Active = nil, []string{"a", "b"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +66,7 @@ func TestWaitSettled(t *testing.T) {
 		if calls.Add(1) >= 3 {
 			s = settled
 		}
-		_ = json.NewEncoder(w).Encode([]ServiceState{{Service: "ns/other"}, s})
+		_ = json.NewEncoder(w).Encode([]cloudlbv1.ServiceState{{Service: "ns/other"}, s})
 	}))
 	defer srv.Close()
 
@@ -82,8 +86,8 @@ func TestWaitSettled(t *testing.T) {
 }
 
 func TestServiceStateSummary(t *testing.T) {
-	s := ServiceState{VIP: "10.0.0.200", Profile: "gcp-nlb", Eligible: []string{"a", "b", "c"}, Active: []string{"a"},
-		Health:   map[string]NodeHealth{"a": {Healthy: true}, "b": {}, "c": {}},
+	s := cloudlbv1.ServiceState{VIP: "10.0.0.200", Profile: "gcp-nlb", Eligible: []string{"a", "b", "c"}, Active: []string{"a"},
+		Health:   map[string]cloudlbv1.NodeHealth{"a": {Healthy: true}, "b": {}, "c": {}},
 		Excluded: map[string]string{"d": "cordoned"}}
 	want := "10.0.0.200 profile gcp-nlb: active [a]; unhealthy [b c]; not eligible: d (cordoned)"
 	if got := s.Summary(); got != want {
@@ -92,22 +96,22 @@ func TestServiceStateSummary(t *testing.T) {
 }
 
 func TestDescribeUnsettled(t *testing.T) {
-	last := &CheckResult{URL: "http://10.0.0.2:31000/healthz", Status: 503}
+	last := &cloudlbv1.CheckResult{URL: "http://10.0.0.2:31000/healthz", Status: 503}
 	for _, tc := range []struct {
 		name string
-		s    ServiceState
+		s    cloudlbv1.ServiceState
 		want string
 	}{
-		{"programming delay", ServiceState{VIP: "10.0.0.200"}, "address 10.0.0.200 not forwarded yet (programming delay)"},
-		{"not checked", ServiceState{VIP: "v", Forwarding: true, Pending: []string{"a"}}, "a not checked yet"},
-		{"Local, endpoint not yet seen by the check", ServiceState{VIP: "v", Forwarding: true, Policy: "Local", Pending: []string{"b"},
-			Health: map[string]NodeHealth{"b": {Expected: true, Last: last}}},
+		{"programming delay", cloudlbv1.ServiceState{VIP: "10.0.0.200"}, "address 10.0.0.200 not forwarded yet (programming delay)"},
+		{"not checked", cloudlbv1.ServiceState{VIP: "v", Forwarding: true, Pending: []string{"a"}}, "a not checked yet"},
+		{"Local, endpoint not yet seen by the check", cloudlbv1.ServiceState{VIP: "v", Forwarding: true, Policy: "Local", Pending: []string{"b"},
+			Health: map[string]cloudlbv1.NodeHealth{"b": {Expected: true, Last: last}}},
 			"b should turn healthy (Local: it holds a ready endpoint), LB says unhealthy (last: GET http://10.0.0.2:31000/healthz -> 503 in 0s)"},
-		{"Local, endpoint gone", ServiceState{VIP: "v", Forwarding: true, Policy: "Local", Pending: []string{"b"},
-			Health: map[string]NodeHealth{"b": {Healthy: true, Last: &CheckResult{URL: "u", OK: true, Status: 200}}}},
+		{"Local, endpoint gone", cloudlbv1.ServiceState{VIP: "v", Forwarding: true, Policy: "Local", Pending: []string{"b"},
+			Health: map[string]cloudlbv1.NodeHealth{"b": {Healthy: true, Last: &cloudlbv1.CheckResult{URL: "u", OK: true, Status: 200}}}},
 			"b should turn unhealthy (Local: no ready endpoint on it), LB says healthy (last: GET u -> 200 in 0s)"},
-		{"healthy, not acted on", ServiceState{VIP: "v", Forwarding: true, Pending: []string{"c"},
-			Health: map[string]NodeHealth{"c": {Healthy: true, Expected: true, Last: &CheckResult{URL: "u", OK: true, Status: 200}}}},
+		{"healthy, not acted on", cloudlbv1.ServiceState{VIP: "v", Forwarding: true, Pending: []string{"c"},
+			Health: map[string]cloudlbv1.NodeHealth{"c": {Healthy: true, Expected: true, Last: &cloudlbv1.CheckResult{URL: "u", OK: true, Status: 200}}}},
 			"c healthy but not yet a backend (last: GET u -> 200 in 0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,10 +123,10 @@ func TestDescribeUnsettled(t *testing.T) {
 }
 
 func TestQuiet(t *testing.T) {
-	states := []ServiceState{
+	states := []cloudlbv1.ServiceState{
 		{Service: "ns/quiet", VIP: "10.0.0.200", Forwarding: true, Eligible: []string{"a"}, Active: []string{"a"}},
 		{Service: "ns/draining", VIP: "10.0.0.201", Forwarding: true, Eligible: []string{"a"}, Active: []string{"a"},
-			Draining: []Backend{{Node: "b", State: Draining, Deadline: time.Now().Add(time.Minute)}}},
+			Draining: []cloudlbv1.Backend{{Node: "b", State: cloudlbv1.Draining, Deadline: time.Now().Add(time.Minute)}}},
 		{Service: "ns/unsettled", VIP: "10.0.0.202", Forwarding: true, Pending: []string{"b"}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = json.NewEncoder(w).Encode(states) }))

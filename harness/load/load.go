@@ -128,7 +128,7 @@ type config struct {
 	maxInFlight    int
 	maxLag         time.Duration
 	runID          string
-	events         runfile.EventSink
+	events         zdv1.EventSink
 	pauses         *PauseWatch
 	ports          *Ports
 }
@@ -200,7 +200,7 @@ func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
 // WithEvents records the load's start, stop and unsent spans as events.
 // Without it, a result sink that is also an EventSink (a *runfile.Writer)
 // gets them.
-func WithEvents(sink runfile.EventSink) Option { return func(c *config) { c.events = sink } }
+func WithEvents(sink zdv1.EventSink) Option { return func(c *config) { c.events = sink } }
 
 // WithPorts sets the cycle of local ports new connections take (Ports);
 // without it a load makes its own. Share one between the loads of a
@@ -400,7 +400,7 @@ type Running struct {
 	load   *Load
 	tr     *http.Transport
 	rt     *roundTripper
-	events runfile.EventSink
+	events zdv1.EventSink
 	// unwatch ends this load's share of the pause watch, which records
 	// when this process itself did not run on time.
 	unwatch func()
@@ -448,7 +448,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	}
 	events := c.events
 	if events == nil {
-		events, _ = sink.(runfile.EventSink)
+		events, _ = sink.(zdv1.EventSink)
 	}
 	// Requests outlive ctx by design: a stop lets those in flight finish
 	// (each bounded by the timeout); only Abort cuts them.

@@ -26,10 +26,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/contract"
 	"zerodrop.dev/zerodrop/harness/kube"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // Target says what to watch.
@@ -51,7 +50,7 @@ type Option func(*Observer)
 type Observer struct {
 	client      kubernetes.Interface
 	target      Target
-	sink        runfile.EventSink
+	sink        zdv1.EventSink
 	now         func() time.Time
 	syncTimeout time.Duration
 
@@ -78,7 +77,7 @@ type podState struct {
 type endpointState = kube.Endpoint
 
 // New returns an Observer; Run starts it.
-func New(client kubernetes.Interface, target Target, sink runfile.EventSink, opts ...Option) *Observer {
+func New(client kubernetes.Interface, target Target, sink zdv1.EventSink, opts ...Option) *Observer {
 	o := &Observer{
 		client:      client,
 		target:      target,
@@ -93,7 +92,7 @@ func New(client kubernetes.Interface, target Target, sink runfile.EventSink, opt
 		opt(o)
 	}
 	if o.sink == nil {
-		o.sink = runfile.Discard
+		o.sink = zdv1.Discard
 	}
 	return o
 }

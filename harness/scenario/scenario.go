@@ -175,7 +175,7 @@ const namespaceDeletion = 3 * time.Minute
 type LBHooks struct {
 	// Events, when set, subscribes to the load balancer's own events (the
 	// cloud-style LB) and writes them to sink until ctx is done.
-	Events func(ctx context.Context, sink runfile.EventSink) error
+	Events func(ctx context.Context, sink zdv1.EventSink) error
 	// WaitSettled, when set, waits until the load balancer has settled the
 	// Service (address forwarded, every node's health verdict matching the
 	// cluster: see lb.ServiceState.Settled) and describes what it settled
@@ -530,8 +530,8 @@ func (r *Run) step(msg string, kv ...any) { r.log.Info(msg, kv...) }
 // stream replays its whole history, every Service's, and a run file holds only
 // its own scenario's (a namespace reused by an earlier run on the same LB
 // included).
-func lbEventsOf(service string, since time.Time, sink runfile.EventSink) runfile.EventSink {
-	return runfile.EventFunc(func(e zdv1.Event) error {
+func lbEventsOf(service string, since time.Time, sink zdv1.EventSink) zdv1.EventSink {
+	return zdv1.EventFunc(func(e zdv1.Event) error {
 		if e.Fields["service"] != service || e.Time.Before(since) {
 			return nil
 		}
@@ -1030,7 +1030,7 @@ func writeJSON(path string, v any) error {
 
 // Events is the run file as an event sink, for steps taken outside Kube
 // (a cluster provider adding a nodepool, say).
-func (r *Run) Events() runfile.EventSink { return r.sink }
+func (r *Run) Events() zdv1.EventSink { return r.sink }
 
 // createRunFile creates the run file and sends the events held so far to
 // it.
@@ -1055,7 +1055,7 @@ func (r *Run) createRunFile(settings *zdv1.LoadSettings) error {
 type deferredSink struct {
 	mu     sync.Mutex
 	buf    []zdv1.Event
-	w      runfile.EventSink
+	w      zdv1.EventSink
 	closed bool
 }
 
@@ -1078,7 +1078,7 @@ func (d *deferredSink) Event(e zdv1.Event) error {
 	return d.w.Event(e)
 }
 
-func (d *deferredSink) attach(w runfile.EventSink) error {
+func (d *deferredSink) attach(w zdv1.EventSink) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.w = w

@@ -24,7 +24,6 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/kube"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 func TestDirName(t *testing.T) {
@@ -158,7 +157,7 @@ func ptr[T any](v T) *T { return &v }
 func TestLBEventsOf(t *testing.T) {
 	since := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
 	var got []string
-	sink := lbEventsOf("zd-a/echo", since, runfile.EventFunc(func(e zdv1.Event) error {
+	sink := lbEventsOf("zd-a/echo", since, zdv1.EventFunc(func(e zdv1.Event) error {
 		got = append(got, e.Message)
 		return nil
 	}))

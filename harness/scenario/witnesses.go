@@ -11,7 +11,6 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/kube"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // Witnesses are the runs that watch one disruption. Each witness is a whole
@@ -163,7 +162,7 @@ func (w *Witnesses) Kube() *kube.Client { return w.kube }
 
 // Events records an event in every live witness's run file (a cluster
 // provider's steps, a note about a shared choice).
-func (w *Witnesses) Events() runfile.EventSink { return w.fan }
+func (w *Witnesses) Events() zdv1.EventSink { return w.fan }
 
 // Fail sets witness i aside: its load stops now, and its run file is closed
 // with err when the witnesses finish (Finish or Cleanup); err becomes its

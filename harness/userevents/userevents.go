@@ -47,7 +47,6 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // MaxLineBytes bounds one line; a longer line is skipped as bad.
@@ -173,7 +172,7 @@ func Open(path string) (*Source, error) {
 // done; then it reads what is already there, closes the source and
 // returns. A failing read is an error; a bad line is not (see
 // Options.OnBad).
-func (src *Source) Follow(ctx context.Context, sink runfile.EventSink, opt Options) (Stats, error) {
+func (src *Source) Follow(ctx context.Context, sink zdv1.EventSink, opt Options) (Stats, error) {
 	defer func() { _ = src.f.Close() }()
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -195,7 +194,7 @@ func (src *Source) Follow(ctx context.Context, sink runfile.EventSink, opt Optio
 func (src *Source) Close() error { return src.f.Close() }
 
 // Follow opens path and follows it (Open, then Source.Follow).
-func Follow(ctx context.Context, path string, sink runfile.EventSink, opt Options) (Stats, error) {
+func Follow(ctx context.Context, path string, sink zdv1.EventSink, opt Options) (Stats, error) {
 	src, err := Open(path)
 	if err != nil {
 		return Stats{}, err
@@ -205,7 +204,7 @@ func Follow(ctx context.Context, path string, sink runfile.EventSink, opt Option
 
 type follower struct {
 	path    string
-	sink    runfile.EventSink
+	sink    zdv1.EventSink
 	opt     Options
 	stats   Stats
 	pending []byte

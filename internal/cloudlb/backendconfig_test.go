@@ -19,10 +19,10 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/contract"
-	"zerodrop.dev/zerodrop/harness/lb"
 	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
@@ -121,12 +121,12 @@ func TestControllerAppliesBackendConfig(t *testing.T) {
 	cs := fake.NewSimpleClientset(svc, slice, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
 	var mu sync.Mutex
 	asked := map[string]bool{}
-	check := func(_ context.Context, url string) lb.CheckResult {
+	check := func(_ context.Context, url string) cloudlbv1.CheckResult {
 		mu.Lock()
 		defer mu.Unlock()
 		asked[url] = true
 		ok := url == "http://10.0.0.1:32000/healthz"
-		r := lb.CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
+		r := cloudlbv1.CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
 		if ok {
 			r.Status = 200
 		}

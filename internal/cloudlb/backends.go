@@ -4,14 +4,14 @@ import (
 	"sort"
 	"time"
 
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 // BackendChange is one state change of a backend, for events.
 type BackendChange struct {
 	Node     string
-	From, To lb.BackendState
+	From, To cloudlbv1.BackendState
 	Reason   string
 }
 
@@ -20,7 +20,7 @@ type BackendChange struct {
 // the caller passes the time and the facts (eligible nodes, health verdicts).
 type BackendSet struct {
 	flows    profiles.Flows
-	backends map[string]*lb.Backend
+	backends map[string]*cloudlbv1.Backend
 	// drained holds the nodes whose drain period ended under AfterDrain
 	// keep: their flows stay for good and no new drain starts.
 	drained map[string]bool
@@ -28,7 +28,7 @@ type BackendSet struct {
 
 // NewBackendSet returns an empty set governed by the profile's flow rules.
 func NewBackendSet(f profiles.Flows) *BackendSet {
-	return &BackendSet{flows: f, backends: map[string]*lb.Backend{}, drained: map[string]bool{}}
+	return &BackendSet{flows: f, backends: map[string]*cloudlbv1.Backend{}, drained: map[string]bool{}}
 }
 
 // SetFlows changes the flow rules (the Service switched profiles).
@@ -40,7 +40,7 @@ func (b *BackendSet) SetFlows(f profiles.Flows) { b.flows = f }
 // eligible node (a node that is eligible but not active is unhealthy).
 func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, reasons map[string]string) []BackendChange {
 	var changes []BackendChange
-	set := func(be *lb.Backend, to lb.BackendState, deadline time.Time, reason string) {
+	set := func(be *cloudlbv1.Backend, to cloudlbv1.BackendState, deadline time.Time, reason string) {
 		if be.State == to && be.Deadline.Equal(deadline) {
 			return
 		}
@@ -53,10 +53,10 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 	for n := range active {
 		be, ok := b.backends[n]
 		if !ok {
-			be = &lb.Backend{Node: n, State: "", Since: now}
+			be = &cloudlbv1.Backend{Node: n, State: "", Since: now}
 			b.backends[n] = be
 		}
-		set(be, lb.Active, time.Time{}, "")
+		set(be, cloudlbv1.Active, time.Time{}, "")
 		delete(b.drained, n)
 	}
 	for n, be := range b.backends {
@@ -74,37 +74,37 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 			reason = "not eligible"
 		}
 		switch be.State {
-		case lb.Active:
+		case cloudlbv1.Active:
 			switch action {
 			case profiles.FlowKeep:
-				set(be, lb.Draining, time.Time{}, reason)
+				set(be, cloudlbv1.Draining, time.Time{}, reason)
 			case profiles.FlowDrain:
-				set(be, lb.Draining, now.Add(b.flows.DrainTimeout.D()), reason)
+				set(be, cloudlbv1.Draining, now.Add(b.flows.DrainTimeout.D()), reason)
 			default:
-				set(be, lb.Closed, time.Time{}, reason)
+				set(be, cloudlbv1.Closed, time.Time{}, reason)
 			}
-		case lb.Draining:
+		case cloudlbv1.Draining:
 			// A keep-forever drain of an unhealthy node becomes a timed drain or a
 			// close when the node also leaves the eligible set.
 			if be.Deadline.IsZero() && !eligible[n] && !b.drained[n] {
 				if action == profiles.FlowDrain {
-					set(be, lb.Draining, now.Add(b.flows.DrainTimeout.D()), reason)
+					set(be, cloudlbv1.Draining, now.Add(b.flows.DrainTimeout.D()), reason)
 				} else {
-					set(be, lb.Closed, time.Time{}, reason)
+					set(be, cloudlbv1.Closed, time.Time{}, reason)
 				}
 			}
 			if !be.Deadline.IsZero() && !now.Before(be.Deadline) {
 				if b.flows.AfterDrain == profiles.FlowKeep {
 					// No connection termination: the drain's end closes nothing.
-					set(be, lb.Draining, time.Time{}, reason+"; drain period over, established flows kept (no connection termination)")
+					set(be, cloudlbv1.Draining, time.Time{}, reason+"; drain period over, established flows kept (no connection termination)")
 					b.drained[n] = true
 				} else {
-					set(be, lb.Closed, time.Time{}, reason+"; drain period over")
+					set(be, cloudlbv1.Closed, time.Time{}, reason+"; drain period over")
 				}
 			}
 		}
 		// Closed backends are forgotten: their flows meet the closeAction either way.
-		if be.State == lb.Closed || be.State == "" {
+		if be.State == cloudlbv1.Closed || be.State == "" {
 			delete(b.backends, n)
 			delete(b.drained, n)
 		}
@@ -118,7 +118,7 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 func (b *BackendSet) NextDeadline() time.Time {
 	var next time.Time
 	for _, be := range b.backends {
-		if be.State == lb.Draining && !be.Deadline.IsZero() && (next.IsZero() || be.Deadline.Before(next)) {
+		if be.State == cloudlbv1.Draining && !be.Deadline.IsZero() && (next.IsZero() || be.Deadline.Before(next)) {
 			next = be.Deadline
 		}
 	}
@@ -126,7 +126,7 @@ func (b *BackendSet) NextDeadline() time.Time {
 }
 
 // Nodes returns the nodes in state s, sorted.
-func (b *BackendSet) Nodes(s lb.BackendState) []string {
+func (b *BackendSet) Nodes(s cloudlbv1.BackendState) []string {
 	var out []string
 	for n, be := range b.backends {
 		if be.State == s {
@@ -138,8 +138,8 @@ func (b *BackendSet) Nodes(s lb.BackendState) []string {
 }
 
 // Backends returns a copy of every tracked backend, sorted by node.
-func (b *BackendSet) Backends() []lb.Backend {
-	out := make([]lb.Backend, 0, len(b.backends))
+func (b *BackendSet) Backends() []cloudlbv1.Backend {
+	out := make([]cloudlbv1.Backend, 0, len(b.backends))
 	for _, be := range b.backends {
 		out = append(out, *be)
 	}

@@ -30,11 +30,10 @@ import (
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/utils/clock"
 
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/contract"
-	"zerodrop.dev/zerodrop/harness/lb"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 // L4Programmer applies the L4 data plane (a *Dataplane in production).
@@ -61,7 +60,7 @@ type Controller struct {
 	l7             L7Programmer
 	check          Checker
 	clk            clock.WithTicker
-	sink           runfile.EventSink
+	sink           zdv1.EventSink
 	log            *slog.Logger
 	resync         time.Duration
 	// rules are the service controller's node rules of the cluster's
@@ -152,7 +151,7 @@ func WithL7(p L7Programmer) Option { return func(c *Controller) { c.l7 = p } }
 func WithChecker(ch Checker) Option { return func(c *Controller) { c.check = ch } }
 
 // WithEventSink receives every LB state change.
-func WithEventSink(s runfile.EventSink) Option { return func(c *Controller) { c.sink = s } }
+func WithEventSink(s zdv1.EventSink) Option { return func(c *Controller) { c.sink = s } }
 
 // WithKubernetesMinor fixes the service controller rules to those of
 // Kubernetes 1.minor instead of asking the API server its version.
@@ -184,7 +183,7 @@ func WithProgrammingDelay(d time.Duration) Option { return func(c *Controller) {
 // NewController returns a controller for the cluster behind cs.
 func NewController(cs kubernetes.Interface, opts ...Option) (*Controller, error) {
 	c := &Controller{cs: cs, defaultProfile: profiles.DefaultName, class: contract.CloudLBClass, claimUnclassed: true,
-		clk: clock.RealClock{}, sink: runfile.Discard, rules: LatestRules(), log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
+		clk: clock.RealClock{}, sink: zdv1.Discard, rules: LatestRules(), log: slog.New(slog.DiscardHandler), resync: 30 * time.Second,
 		trigger: make(chan struct{}, 1), svcs: map[string]*svcState{}, programDelay: 3 * time.Second}
 	for _, o := range opts {
 		o(c)
@@ -650,10 +649,10 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			}
 		}
 		dp.VIPs = append(dp.VIPs, st.vip)
-		activeNodes := st.backends.Nodes(lb.Active)
+		activeNodes := st.backends.Nodes(cloudlbv1.Active)
 		switch prof.Mode {
 		case profiles.ModeL4:
-			ds := DPService{Key: key, VIP: st.vip, Active: activeNodes, Draining: st.backends.Nodes(lb.Draining),
+			ds := DPService{Key: key, VIP: st.vip, Active: activeNodes, Draining: st.backends.Nodes(cloudlbv1.Draining),
 				ClientIP:    prof.KeepsClientOnNode(svc),
 				CloseAction: prof.Flows.CloseAction, NoBackends: prof.Flows.CloseAction, IdleTimeout: prof.Flows.IdleTimeout.D()}
 			if prof.NoHealthyBackends == profiles.NoHealthyDrop {
@@ -728,16 +727,16 @@ func (c *Controller) emitBackendChange(key string, prof profiles.Profile, ch Bac
 	}
 	obj := "node/" + ch.Node
 	switch {
-	case ch.To == lb.Active:
+	case ch.To == cloudlbv1.Active:
 		msg := fmt.Sprintf("LB added node %s to the backends of %s", ch.Node, key)
 		if failOpen {
 			msg += " (no node is healthy: failing open to every eligible node)"
 			fields["failOpen"] = "true"
 		}
 		c.emit(zdv1.EventLBBackendAdded, obj, msg, fields)
-	case ch.From == lb.Active:
+	case ch.From == cloudlbv1.Active:
 		flows := "established flows are closed (" + string(prof.Flows.CloseAction) + ")"
-		if ch.To == lb.Draining {
+		if ch.To == cloudlbv1.Draining {
 			flows = "established flows keep flowing"
 			for _, b := range bs.Backends() {
 				if b.Node == ch.Node && !b.Deadline.IsZero() {
@@ -869,13 +868,13 @@ func (c *Controller) readyEndpointNodes(svc *corev1.Service) []string {
 }
 
 // State returns the LB's view of every Service it implements.
-func (c *Controller) State() []lb.ServiceState {
+func (c *Controller) State() []cloudlbv1.ServiceState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []lb.ServiceState
+	var out []cloudlbv1.ServiceState
 	for key, st := range c.svcs {
-		s := lb.ServiceState{Service: key, Profile: st.profile.Name, Eligible: st.eligible, EndpointNodes: st.endpointNodes,
-			Health: map[string]lb.NodeHealth{}, Excluded: map[string]string{}, Error: st.err,
+		s := cloudlbv1.ServiceState{Service: key, Profile: st.profile.Name, Eligible: st.eligible, EndpointNodes: st.endpointNodes,
+			Health: map[string]cloudlbv1.NodeHealth{}, Excluded: map[string]string{}, Error: st.err,
 			FailingOpen: st.failOpen, Forwarding: st.forwarding, Policy: "Cluster"}
 		if st.local {
 			s.Policy = "Local"
@@ -887,9 +886,9 @@ func (c *Controller) State() []lb.ServiceState {
 			s.Excluded[n] = string(why)
 		}
 		if st.backends != nil {
-			s.Active = st.backends.Nodes(lb.Active)
+			s.Active = st.backends.Nodes(cloudlbv1.Active)
 			for _, b := range st.backends.Backends() {
-				if b.State == lb.Draining {
+				if b.State == cloudlbv1.Draining {
 					s.Draining = append(s.Draining, b)
 				}
 			}
@@ -897,7 +896,7 @@ func (c *Controller) State() []lb.ServiceState {
 		// Read live from the monitor: a first check that fails flips nothing
 		// and triggers no reconcile, yet it is a verdict.
 		for n, p := range st.probes {
-			h := lb.NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL,
+			h := cloudlbv1.NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL,
 				Expected: !st.local || slices.Contains(st.endpointNodes, n)}
 			r, checked := c.mon.Last(p.Key)
 			if checked {

@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/contract"
-	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 type fakeL4 struct {
@@ -121,10 +121,10 @@ func TestControllerLocalServiceFollowsHealthChecks(t *testing.T) {
 
 	var hmu sync.Mutex
 	healthy := map[string]bool{"http://10.0.0.1:32000/healthz": true} // only a has a local endpoint
-	check := func(_ context.Context, url string) lb.CheckResult {
+	check := func(_ context.Context, url string) cloudlbv1.CheckResult {
 		hmu.Lock()
 		defer hmu.Unlock()
-		r := lb.CheckResult{Time: time.Now(), URL: url, OK: healthy[url], Status: 503}
+		r := cloudlbv1.CheckResult{Time: time.Now(), URL: url, OK: healthy[url], Status: 503}
 		if r.OK {
 			r.Status = 200
 		}
@@ -199,7 +199,7 @@ func TestControllerCordonOnLegacyProfile(t *testing.T) {
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
 	ps := profiles.Set{"legacy": fastProfile("legacy", true), "generic": fastProfile("generic", false)}
 	var urls sync.Map
-	tc := startController(t, cs, WithProfiles(ps), WithChecker(func(_ context.Context, url string) lb.CheckResult {
+	tc := startController(t, cs, WithProfiles(ps), WithChecker(func(_ context.Context, url string) cloudlbv1.CheckResult {
 		urls.Store(url, true)
 		return okCheck(context.Background(), url)
 	}))
@@ -233,8 +233,8 @@ func TestProgrammingDelay(t *testing.T) {
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"))
-	check := func(_ context.Context, url string) lb.CheckResult {
-		return lb.CheckResult{Time: time.Now(), URL: url, OK: true, Status: 200}
+	check := func(_ context.Context, url string) cloudlbv1.CheckResult {
+		return cloudlbv1.CheckResult{Time: time.Now(), URL: url, OK: true, Status: 200}
 	}
 	ps, _ := profiles.Stock()
 	ps["fast"] = fastProfile("fast", false)
@@ -286,7 +286,7 @@ func TestFailOpenEnds(t *testing.T) {
 	var mu sync.Mutex
 	bUp, bPasses := false, 0
 	release := make(chan struct{}) // b's second passing check waits for it
-	check := func(_ context.Context, url string) lb.CheckResult {
+	check := func(_ context.Context, url string) cloudlbv1.CheckResult {
 		mu.Lock()
 		up := bUp
 		if up && strings.Contains(url, "10.0.0.2") {
@@ -299,7 +299,7 @@ func TestFailOpenEnds(t *testing.T) {
 		}
 		defer mu.Unlock()
 		ok := strings.Contains(url, "10.0.0.1") || up
-		r := lb.CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
+		r := cloudlbv1.CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
 		if ok {
 			r.Status = 200
 		}
@@ -312,7 +312,7 @@ func TestFailOpenEnds(t *testing.T) {
 	prof.Flows.DrainTimeout = profiles.Duration(time.Minute)
 	tc := startController(t, cs, WithProfiles(profiles.Set{"fo": prof, "generic": prof}), WithChecker(check))
 	l4, evs := tc.l4, tc.evs
-	state := func() lb.ServiceState { return stateOf(tc.c, "default/web") }
+	state := func() cloudlbv1.ServiceState { return stateOf(tc.c, "default/web") }
 
 	waitFor(t, "a alone active once it passed twice", func() bool {
 		s, _ := l4.service("default/web")
@@ -365,13 +365,13 @@ func TestNoFailOpenWhenProfileDrops(t *testing.T) {
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
 	}
 	cs := fake.NewSimpleClientset(svc, kNode("a", "10.0.0.1"), kNode("b", "10.0.0.2"))
-	check := func(_ context.Context, url string) lb.CheckResult {
-		return lb.CheckResult{Time: time.Now(), URL: url, OK: false, Status: 503}
+	check := func(_ context.Context, url string) cloudlbv1.CheckResult {
+		return cloudlbv1.CheckResult{Time: time.Now(), URL: url, OK: false, Status: 503}
 	}
 	prof := fastProfile("drop", false) // NoHealthyBackends: drop
 	tc := startController(t, cs, WithProfiles(profiles.Set{"drop": prof, "generic": prof}), WithChecker(check))
 	l4, evs := tc.l4, tc.evs
-	var last lb.ServiceState
+	var last cloudlbv1.ServiceState
 	waitFor(t, "both nodes checked (and failed) several times, with the VIP forwarded", func() bool {
 		if s := stateOf(tc.c, "default/web"); s.Service != "" {
 			last = s
@@ -474,16 +474,16 @@ func startController(t *testing.T, cs kubernetes.Interface, opts ...Option) *tes
 }
 
 // okCheck is a health check that always passes.
-func okCheck(_ context.Context, url string) lb.CheckResult {
-	return lb.CheckResult{URL: url, OK: true, Status: 200}
+func okCheck(_ context.Context, url string) cloudlbv1.CheckResult {
+	return cloudlbv1.CheckResult{URL: url, OK: true, Status: 200}
 }
 
 // stateOf is the controller's state of one Service (zero when it has none).
-func stateOf(c *Controller, key string) lb.ServiceState {
+func stateOf(c *Controller, key string) cloudlbv1.ServiceState {
 	for _, s := range c.State() {
 		if s.Service == key {
 			return s
 		}
 	}
-	return lb.ServiceState{}
+	return cloudlbv1.ServiceState{}
 }

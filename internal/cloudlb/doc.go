@@ -167,7 +167,7 @@
 // Every state change is a zdv1.Event (source "lb") on the LB's wall clock,
 // which is the host's (containers share the kernel clock), logged and
 // streamed as JSON lines on GET /events; SubscribeEvents follows the stream
-// into any runfile.EventSink and resumes with ?since= after a break. GET
+// into any zdv1.EventSink and resumes with ?since= after a break. GET
 // /state shows per Service the eligible nodes (and why others are not), each
 // node's last check, the active and draining backends and the nodes holding
 // ready endpoints, for comparing the LB's view with the cluster's.

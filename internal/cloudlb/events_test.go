@@ -10,7 +10,6 @@ import (
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/lb"
-	"zerodrop.dev/zerodrop/harness/runfile"
 )
 
 func TestEventHubStreamAndResume(t *testing.T) {
@@ -26,7 +25,7 @@ func TestEventHubStreamAndResume(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- lb.SubscribeEvents(ctx, srv.URL, runfile.EventFunc(func(e zdv1.Event) error {
+		done <- lb.SubscribeEvents(ctx, srv.URL, zdv1.EventFunc(func(e zdv1.Event) error {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, e)
@@ -62,7 +61,7 @@ func TestSubscribeEventsSinkError(t *testing.T) {
 	boom := errors.New("disk full")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := lb.SubscribeEvents(ctx, srv.URL, runfile.EventFunc(func(zdv1.Event) error { return boom }), nil)
+	err := lb.SubscribeEvents(ctx, srv.URL, zdv1.EventFunc(func(zdv1.Event) error { return boom }), nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the sink's error", err)
 	}

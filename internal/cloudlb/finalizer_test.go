@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/contract"
 )
 
 // The cleanup finalizer's life, as the upstream LoadBalancer e2e spec

@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/utils/clock"
 
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 // HealthState is the verdict of one (service, node) health check: it turns
@@ -33,7 +33,7 @@ func NewHealthState(hc profiles.HealthCheck) *HealthState {
 }
 
 // Observe records one result and reports whether the verdict flipped.
-func (s *HealthState) Observe(r lb.CheckResult) (flipped bool) {
+func (s *HealthState) Observe(r cloudlbv1.CheckResult) (flipped bool) {
 	s.checks++
 	if r.OK {
 		s.successes++
@@ -57,7 +57,7 @@ func (s *HealthState) Observe(r lb.CheckResult) (flipped bool) {
 func (s *HealthState) Healthy() bool { return s.healthy }
 
 // Checker performs one health check of url within ctx's deadline.
-type Checker func(ctx context.Context, url string) lb.CheckResult
+type Checker func(ctx context.Context, url string) cloudlbv1.CheckResult
 
 // HTTPChecker returns a Checker that GETs the URL with a fresh connection each
 // time (cloud health checkers close theirs) and passes only on 200; a
@@ -73,9 +73,9 @@ func HTTPChecker(clk clock.PassiveClock, dial func(ctx context.Context, network,
 			return http.ErrUseLastResponse
 		},
 	}
-	return func(ctx context.Context, url string) lb.CheckResult {
+	return func(ctx context.Context, url string) cloudlbv1.CheckResult {
 		start := clk.Now()
-		res := lb.CheckResult{Time: start, URL: url}
+		res := cloudlbv1.CheckResult{Time: start, URL: url}
 		if addr, ok := strings.CutPrefix(url, "tcp://"); ok {
 			// A TCP check passes when the connection is accepted (AWS NLB
 			// and Azure TCP probes); it is closed at once.
@@ -135,9 +135,9 @@ type Probe struct {
 type Transition struct {
 	Key     ProbeKey
 	Healthy bool
-	Result  lb.CheckResult
+	Result  cloudlbv1.CheckResult
 	// Recent holds the results that led to the flip (the threshold's worth), oldest first.
-	Recent []lb.CheckResult
+	Recent []cloudlbv1.CheckResult
 }
 
 // Monitor runs one health-check loop per Probe: a check at start, then every
@@ -163,8 +163,8 @@ type probeLoop struct {
 	// flip has been notified, so "node unhealthy" is recorded before anything
 	// acts on it.
 	published bool
-	recent    []lb.CheckResult
-	last      lb.CheckResult
+	recent    []cloudlbv1.CheckResult
+	last      cloudlbv1.CheckResult
 }
 
 // NewMonitor returns a Monitor; notify is called (from the loop's goroutine) on every flip.
@@ -220,12 +220,12 @@ func (m *Monitor) Healthy(k ProbeKey) bool {
 }
 
 // Last returns the latest check result of a unit.
-func (m *Monitor) Last(k ProbeKey) (lb.CheckResult, bool) {
+func (m *Monitor) Last(k ProbeKey) (cloudlbv1.CheckResult, bool) {
 	m.mu.Lock()
 	l, ok := m.loops[k]
 	m.mu.Unlock()
 	if !ok {
-		return lb.CheckResult{}, false
+		return cloudlbv1.CheckResult{}, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -268,7 +268,7 @@ func (m *Monitor) run(ctx context.Context, l *probeLoop) {
 				need = hc.HealthyThreshold
 			}
 			tr = Transition{Key: l.probe.Key, Healthy: l.state.Healthy(), Result: res,
-				Recent: append([]lb.CheckResult(nil), l.recent[max(0, len(l.recent)-need):]...)}
+				Recent: append([]cloudlbv1.CheckResult(nil), l.recent[max(0, len(l.recent)-need):]...)}
 		}
 		l.mu.Unlock()
 		if flipped {

@@ -12,8 +12,8 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
-	"zerodrop.dev/zerodrop/harness/lb"
 )
 
 func hc(interval time.Duration, healthy, unhealthy int) profiles.HealthCheck {
@@ -41,7 +41,7 @@ func TestHealthStateThresholds(t *testing.T) {
 			s := NewHealthState(hc(time.Second, c.healthy, c.unhealthy))
 			var got strings.Builder
 			for _, r := range c.results {
-				s.Observe(lb.CheckResult{OK: r == '+'})
+				s.Observe(cloudlbv1.CheckResult{OK: r == '+'})
 				if s.Healthy() {
 					got.WriteByte('H')
 				} else {
@@ -63,10 +63,10 @@ type scripted struct {
 	reply chan bool
 }
 
-func (s scripted) check(_ context.Context, url string) lb.CheckResult {
+func (s scripted) check(_ context.Context, url string) cloudlbv1.CheckResult {
 	now := s.clk.Now()
 	s.calls <- url
-	return lb.CheckResult{Time: now, URL: url, OK: <-s.reply}
+	return cloudlbv1.CheckResult{Time: now, URL: url, OK: <-s.reply}
 }
 
 func TestMonitorFlipsAfterIntervalTimesThreshold(t *testing.T) {
@@ -134,11 +134,11 @@ func TestMonitorSetKeepsRunningLoops(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	var mu sync.Mutex
 	calls := map[string]int{}
-	m := NewMonitor(clk, func(_ context.Context, url string) lb.CheckResult {
+	m := NewMonitor(clk, func(_ context.Context, url string) cloudlbv1.CheckResult {
 		mu.Lock()
 		calls[url]++
 		mu.Unlock()
-		return lb.CheckResult{URL: url, OK: true}
+		return cloudlbv1.CheckResult{URL: url, OK: true}
 	}, nil)
 	defer m.Stop()
 	a := Probe{Key: ProbeKey{"s", "a"}, URL: "http://a/", HealthCheck: hc(time.Second, 1, 1)}

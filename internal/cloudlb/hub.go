@@ -11,7 +11,7 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
-// EventHub is the LB's runfile.EventSink: it logs every event, keeps the
+// EventHub is the LB's zdv1.EventSink: it logs every event, keeps the
 // latest ones for late subscribers and streams them to HTTP subscribers as
 // JSON lines (GET /events).
 type EventHub struct {
@@ -31,7 +31,7 @@ func NewEventHub(log *slog.Logger, keep int) *EventHub {
 	return &EventHub{log: log, keep: keep, subs: map[chan zdv1.Event]struct{}{}}
 }
 
-// Event implements runfile.EventSink. A subscriber too slow to take an event
+// Event implements zdv1.EventSink. A subscriber too slow to take an event
 // is cut off (its stream ends) rather than slowing the LB down; it reconnects
 // with ?since= and replays what it missed.
 func (h *EventHub) Event(e zdv1.Event) error {

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"zerodrop.dev/zerodrop/harness/contract"
+	"zerodrop.dev/zerodrop/apis/contract"
 )
 
 func TestStockProfiles(t *testing.T) {

@@ -1,4 +1,10 @@
-package lb
+// Package cloudlbv1 is version 1 of the admin API of zerodrop's cloud-style
+// load balancer (GET /state on its admin port): what the LB does for each
+// Service, node by node. The LB (zerodrop.dev/zerodrop/internal/cloudlb)
+// serves it and the test tool's client (zerodrop.dev/zerodrop/harness/lb)
+// reads it; both import it from here, at the bottom of the package graph,
+// so neither depends on the other.
+package cloudlbv1
 
 import (
 	"fmt"
@@ -6,9 +12,6 @@ import (
 	"strings"
 	"time"
 )
-
-// The types of the cloud LB's admin API (GET /state), shared by the LB
-// (internal/cloudlb) and its clients.
 
 // NodeHealth is one node's health-check standing for a Service.
 type NodeHealth struct {
@@ -77,6 +80,36 @@ func (s ServiceState) Quiet() bool {
 		}
 	}
 	return true
+}
+
+// Summary is one line on what the LB does for the Service: which nodes take
+// new flows, which do not and why.
+func (s ServiceState) Summary() string {
+	parts := []string{fmt.Sprintf("%s profile %s: active [%s]", s.VIP, s.Profile, strings.Join(s.Active, " "))}
+	var unhealthy []string
+	for _, n := range s.Eligible {
+		if h, ok := s.Health[n]; ok && !h.Healthy && !slices.Contains(s.Active, n) {
+			unhealthy = append(unhealthy, n)
+		}
+	}
+	if len(unhealthy) > 0 {
+		parts = append(parts, "unhealthy ["+strings.Join(unhealthy, " ")+"]")
+	}
+	var excluded []string
+	for n, why := range s.Excluded {
+		excluded = append(excluded, n+" ("+why+")")
+	}
+	if len(excluded) > 0 {
+		slices.Sort(excluded)
+		parts = append(parts, "not eligible: "+strings.Join(excluded, ", "))
+	}
+	if len(s.Draining) > 0 {
+		parts = append(parts, fmt.Sprintf("%d draining", len(s.Draining)))
+	}
+	if s.FailingOpen {
+		parts = append(parts, "failing open")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // CheckResult is the outcome of one health check.
