@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,6 +128,10 @@ type Spec struct {
 	// echo server in its containers (harness/standin), in its own
 	// namespace; Workload is then not read.
 	StandIn *standin.StandIn
+	// Service, when set, measures a Service already in the cluster, as a
+	// user's own suite deployed it: nothing is deployed, and Cleanup
+	// removes nothing. Workload and StandIn are then not read.
+	Service *ServiceRef
 	// KeepAlive turns connection reuse by the load generator on or off
 	// (default on, as browsers and most clients do).
 	KeepAlive *bool
@@ -230,6 +235,71 @@ func standInTarget(s *standin.StandIn) (Target, error) {
 		MinReadySeconds: minReady, Grace: s.Grace(), Port: s.Port, Path: s.Path, AdminPort: s.Serving.Admin}, nil
 }
 
+// ServiceRef names a Service of type LoadBalancer already in the cluster
+// and where the load goes on it.
+type ServiceRef struct {
+	Namespace, Name string
+	// Port is the Service port the load is sent to; 0: its first TCP port.
+	Port int32
+	// Path is the HTTP path requested; "" is "/". The server behind it must
+	// answer 2xx there: anything else counts as dropped.
+	Path string
+}
+
+// existingTarget reads the Service ref names and makes it the run's target.
+// Its Pods are found by the Service's selector; no workload is named, since
+// the harness does not act on it (the caller's disruption does). knobs are
+// what the report shows of the Service.
+func existingTarget(ctx context.Context, cs kubernetes.Interface, ref ServiceRef) (Target, map[string]string, error) {
+	key := ref.Namespace + "/" + ref.Name
+	if ref.Namespace == "" || ref.Name == "" {
+		return Target{}, nil, fmt.Errorf("service %q: want a namespace and a name", key)
+	}
+	svc, err := cs.CoreV1().Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return Target{}, nil, fmt.Errorf("service %s: %w (create it before measuring it)", key, err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return Target{}, nil, fmt.Errorf("service %s is of type %s: the load goes through a load balancer, so it must be of type LoadBalancer", key, svc.Spec.Type)
+	}
+	if len(svc.Spec.Selector) == 0 {
+		// The observer follows the Service's Pods by its selector; a
+		// Service without one has endpoints someone else manages.
+		return Target{}, nil, fmt.Errorf("service %s has no selector: its Pods cannot be followed", key)
+	}
+	port := ref.Port
+	if port == 0 {
+		for _, p := range svc.Spec.Ports {
+			if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
+				port = p.Port
+				break
+			}
+		}
+		if port == 0 {
+			return Target{}, nil, fmt.Errorf("service %s has no TCP port: the load is HTTP", key)
+		}
+	} else if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+		return p.Port == port && (p.Protocol == corev1.ProtocolTCP || p.Protocol == "")
+	}) {
+		return Target{}, nil, fmt.Errorf("service %s has no TCP port %d", key, port)
+	}
+	path := ref.Path
+	if path == "" {
+		path = "/"
+	}
+	if !strings.HasPrefix(path, "/") {
+		return Target{}, nil, fmt.Errorf("service %s: path %q: want an absolute path", key, path)
+	}
+	knobs := map[string]string{"service": key, "externalTrafficPolicy": string(svc.Spec.ExternalTrafficPolicy)}
+	if knobs["externalTrafficPolicy"] == "" {
+		knobs["externalTrafficPolicy"] = string(corev1.ServiceExternalTrafficPolicyCluster)
+	}
+	if svc.Spec.LoadBalancerClass != nil {
+		knobs["loadBalancerClass"] = *svc.Spec.LoadBalancerClass
+	}
+	return Target{Namespace: ref.Namespace, Service: ref.Name, Selector: svc.Spec.Selector, Port: port, Path: path}, knobs, nil
+}
+
 // Run is a scenario in progress.
 type Run struct {
 	Env  *Env
@@ -250,14 +320,17 @@ type Run struct {
 	// shared: the Pods and their namespace are shared with other witnesses
 	// (Spec.SharePods); Cleanup removes the Service only and the witnesses'
 	// Cleanup the namespace.
-	shared  bool
-	runCtx  context.Context
-	w       *runfile.Writer
-	sink    *deferredSink
-	load    *load.Load
-	running *load.Running
-	cancel  context.CancelFunc
-	bg      sync.WaitGroup
+	shared bool
+	// existing: the run measures a Service already in the cluster
+	// (Spec.Service); it deploys and removes nothing.
+	existing bool
+	runCtx   context.Context
+	w        *runfile.Writer
+	sink     *deferredSink
+	load     *load.Load
+	running  *load.Running
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
 	// stopped: the load and background work ended (stop); finished: the
 	// run file is closed too (close). cause is what broke the run, for its
 	// end line.
@@ -304,11 +377,17 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 		cfg    fixtures.Config
 		target Target
 	)
-	if spec.StandIn != nil {
+	knobs := map[string]string{}
+	switch {
+	case spec.Service != nil:
+		if target, knobs, err = existingTarget(ctx, env.Clientset, *spec.Service); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
+	case spec.StandIn != nil:
 		if target, err = standInTarget(spec.StandIn); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 		}
-	} else {
+	default:
 		if cfg, err = fixtures.NewConfig(spec.Workload...); err != nil {
 			return nil, fmt.Errorf("scenario %s: workload: %w", spec.Name, err)
 		}
@@ -317,8 +396,7 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	if spec.Config == nil {
 		spec.Config = map[string]string{}
 	}
-	knobs := map[string]string{}
-	if spec.StandIn == nil {
+	if spec.Service == nil && spec.StandIn == nil {
 		knobs = describe(cfg)
 	}
 	for k, v := range knobs {
@@ -326,7 +404,8 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 			spec.Config[k] = v
 		}
 	}
-	r := &Run{Env: env, Spec: spec, Config: cfg, Target: target, shared: share && spec.StandIn == nil, log: env.Logger.With("scenario", spec.Name)}
+	r := &Run{Env: env, Spec: spec, Config: cfg, Target: target, shared: share && spec.StandIn == nil && spec.Service == nil,
+		existing: spec.Service != nil, log: env.Logger.With("scenario", spec.Name)}
 	r.Dir = filepath.Join(env.OutDir, DirName(spec.Name))
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("scenario %s: create output directory: %w", spec.Name, err)
@@ -366,51 +445,18 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	// events of the deployment wait in memory until the file exists.
 	r.sink = &deferredSink{}
 	r.Kube = kube.New(env.Clientset, kube.WithEventSink(r.sink))
-	objs := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target.Namespace,
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "zerodrop"}}}}
-	if spec.StandIn != nil {
-		r.step("deploy", "namespace", target.Namespace, "workload", "stand-in of "+spec.StandIn.Workload)
-		objs = append(objs, spec.StandIn.Objects()...)
-	} else {
-		r.step("deploy", "namespace", target.Namespace, "workload", cfg.String(), "shared", r.shared)
-		objs = append(objs, fixtures.BuildDeployment(cfg))
-		if pdb := fixtures.BuildPDB(cfg); pdb != nil {
-			objs = append(objs, pdb)
-		}
+	if err := r.deploy(ctx, cfg); err != nil {
+		return nil, err
 	}
-	create := r.Kube.Create
-	if r.shared {
-		create = r.Kube.CreateShared
-	}
-	if err := create(ctx, objs...); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
-	}
-	var bcErr error
-	if spec.StandIn == nil {
-		// The Service is the witness's own, shared Pods or not.
-		if err := r.Kube.Create(ctx, fixtures.BuildService(cfg)); err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
-		}
-		if cfg.LBCheck != nil {
-			bcErr = r.createBackendConfig(ctx, target.Namespace, target.Service, func(port int32) (*unstructured.Unstructured, error) {
-				if port == 0 {
-					return nil, errors.New("its BackendConfig's check asks the Service's healthCheckNodePort, and it has none (externalTrafficPolicy Local gives one)")
-				}
-				return fixtures.BuildBackendConfig(cfg, port), nil
-			})
-		}
-	} else if spec.StandIn.BackendConfig != nil {
-		bcErr = r.createBackendConfig(ctx, target.Namespace, target.Service, func(port int32) (*unstructured.Unstructured, error) {
-			return spec.StandIn.BackendConfigFor(port), nil
-		})
-	}
-	if bcErr != nil {
-		return nil, fmt.Errorf("scenario %s: %w", spec.Name, bcErr)
-	}
-	if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
+	want := int(target.Replicas)
+	if r.existing {
+		// The caller's own Service: no workload to wait for, and any
+		// number of Pods; one ready endpoint is where serving starts.
+		want = 1
+	} else if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
 	}
-	if _, err := r.Kube.WaitReadyEndpoints(ctx, target.Namespace, target.Service, int(target.Replicas), env.ReadyTimeout); err != nil {
+	if _, err := r.Kube.WaitReadyEndpoints(ctx, target.Namespace, target.Service, want, env.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
 	r.Address, err = r.Kube.WaitLoadBalancer(ctx, target.Namespace, target.Service, env.ReadyTimeout)
@@ -464,6 +510,59 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 	}
 	return r, nil
+}
+
+// deploy creates what the run measures: the namespace, workload, Service
+// (and BackendConfig) of the bundled workload or of a stand-in; nothing for
+// a Service already in the cluster (Spec.Service).
+func (r *Run) deploy(ctx context.Context, cfg fixtures.Config) error {
+	spec, target := r.Spec, r.Target
+	if r.existing {
+		r.step("measure", "service", target.Namespace+"/"+target.Service, "port", target.Port, "path", target.Path)
+		return nil
+	}
+	objs := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target.Namespace,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "zerodrop"}}}}
+	if spec.StandIn != nil {
+		r.step("deploy", "namespace", target.Namespace, "workload", "stand-in of "+spec.StandIn.Workload)
+		objs = append(objs, spec.StandIn.Objects()...)
+	} else {
+		r.step("deploy", "namespace", target.Namespace, "workload", cfg.String(), "shared", r.shared)
+		objs = append(objs, fixtures.BuildDeployment(cfg))
+		if pdb := fixtures.BuildPDB(cfg); pdb != nil {
+			objs = append(objs, pdb)
+		}
+	}
+	create := r.Kube.Create
+	if r.shared {
+		create = r.Kube.CreateShared
+	}
+	if err := create(ctx, objs...); err != nil {
+		return fmt.Errorf("scenario %s: %w", spec.Name, err)
+	}
+	var bcErr error
+	if spec.StandIn == nil {
+		// The Service is the witness's own, shared Pods or not.
+		if err := r.Kube.Create(ctx, fixtures.BuildService(cfg)); err != nil {
+			return fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
+		if cfg.LBCheck != nil {
+			bcErr = r.createBackendConfig(ctx, target.Namespace, target.Service, func(port int32) (*unstructured.Unstructured, error) {
+				if port == 0 {
+					return nil, errors.New("its BackendConfig's check asks the Service's healthCheckNodePort, and it has none (externalTrafficPolicy Local gives one)")
+				}
+				return fixtures.BuildBackendConfig(cfg, port), nil
+			})
+		}
+	} else if spec.StandIn.BackendConfig != nil {
+		bcErr = r.createBackendConfig(ctx, target.Namespace, target.Service, func(port int32) (*unstructured.Unstructured, error) {
+			return spec.StandIn.BackendConfigFor(port), nil
+		})
+	}
+	if bcErr != nil {
+		return fmt.Errorf("scenario %s: %w", spec.Name, bcErr)
+	}
+	return nil
 }
 
 // createBackendConfig creates the GKE BackendConfig the Service ns/name
@@ -568,6 +667,15 @@ func (r *Run) podsState(ctx context.Context) string {
 		}
 	}
 	return s
+}
+
+// Disrupt marks in the run file that the disruption begins now (what says
+// which): call it just before its first step. Whatever failed before it
+// failed with nothing disrupted yet, and the verdict calls that the ground
+// moving, never the workload's hazard (Witnesses.Disrupt does the same for
+// witnesses begun together).
+func (r *Run) Disrupt(what string) {
+	_ = r.sink.Event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceHarness, Type: zdv1.EventDisruption, Message: what})
 }
 
 // Settle keeps the load running for d (or until ctx is done), so that what
@@ -833,6 +941,17 @@ func (r *Run) abort(ctx context.Context, cause error) {
 	r.Cleanup(ctx)
 }
 
+// Stop ends a run that will not be finished (its disruption failed, its
+// caller gave up): the load and background work stop, and the run file,
+// closed by Cleanup, ends with cause, so it reads as a broken run and says
+// why.
+func (r *Run) Stop(cause error) {
+	if r.finished || r.stopped {
+		return
+	}
+	r.halt(cause)
+}
+
 // halt ends the run's load and background work; its run file is closed
 // with cause (keeping the evidence of what broke) by close, once the other
 // witnesses' loads have stopped too.
@@ -857,7 +976,8 @@ func (r *Run) stopBackground() (sum load.Summary, err error) {
 
 // Cleanup deletes the scenario's namespace and waits for it to go; a
 // witness that shares its Pods (Spec.SharePods) deletes its Service only,
-// and the witnesses' Cleanup the namespace once every one has. It is safe
+// and the witnesses' Cleanup the namespace once every one has; a run of a
+// Service already in the cluster (Spec.Service) deletes nothing. It is safe
 // to call more than once and after a failed Begin.
 func (r *Run) Cleanup(ctx context.Context) {
 	if !r.finished && (r.stopped || r.running != nil) {
@@ -872,7 +992,7 @@ func (r *Run) Cleanup(ctx context.Context) {
 	if r.cancel != nil {
 		r.cancel()
 	}
-	if r.Kube == nil {
+	if r.Kube == nil || r.existing {
 		return
 	}
 	if r.shared {
