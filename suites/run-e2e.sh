@@ -203,3 +203,14 @@ say "timeout ${timeout_min}m (from the plan)"
 "${prio[@]}" "$GO" test -tags e2e -count=1 -timeout "${timeout_min}m" ./suites/ -v -args \
   -ginkgo.v -ginkgo.junit-report="$ZERODROP_OUT/junit.xml" "${filter[@]}" ${GINKGO_ARGS:-}
 say "scenarios done"
+if [ "$what" = smoke ]; then
+  # zerodrop as other people's suites use it (examples/): the library's
+  # UnderLoad from plain go test and from an e2e-framework feature, each
+  # rolling its own workload on this cluster. One package at a time (-p 1):
+  # each runs its own load. Their run files go beside the suite's evidence.
+  examples_out="${ZERODROP_OUT%/}-examples"
+  rm -rf "$examples_out"
+  say "examples (go test, e2e-framework) -> $examples_out"
+  ZERODROP_EXAMPLES_OUT="$examples_out" "${prio[@]}" "$GO" test -tags e2e -count=1 -p 1 -timeout 15m -v ./examples/...
+  say "examples done"
+fi
