@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,9 +10,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
@@ -22,15 +20,13 @@ import (
 	"zerodrop.dev/zerodrop/harness/cluster"
 	"zerodrop.dev/zerodrop/harness/doctor"
 	"zerodrop.dev/zerodrop/harness/incident"
-	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/harness/standin"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 	"zerodrop.dev/zerodrop/suites"
+	"zerodrop.dev/zerodrop/suites/workloadtest"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func ownCommand() command {
@@ -71,494 +67,451 @@ Exit status: 0 nothing dropped (or --dry-run), 1 something dropped, 2 bad
 input (named by file and object; nothing is left in the cluster) or a run
 that broke.`
 
-// ownScenarios are the disruptions a user's workload can meet as written.
-func ownScenarios() []suites.Scenario {
-	var out []suites.Scenario
-	for _, sc := range suites.Scenarios() {
-		if sc.Own {
-			out = append(out, sc)
-		}
-	}
-	return out
+// ownFlags are the flags of `zerodrop test`, parsed.
+type ownFlags struct {
+	lbs, only, render, outDir, signKey, namespace, kubeVersion string
+	provider, kubeconfig, clusterName, fixOut, image, loadPath string
+	dryRun, proveFix, appUnready, appKeepAlive                 bool
+	appAccepts, appDrain, hook                                 time.Duration
+	// modelled is the last flag given that models the app's ending
+	// (--app-*, --hook); appSet says whether an --app-* flag was.
+	modelled string
+	appSet   bool
+	paths    []string
 }
 
-func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) string, args []string) int {
+// parseOwnFlags parses args; on bad input it has said why and returns
+// false with the exit code.
+func parseOwnFlags(c *cli, getenv func(string) string, args []string) (ownFlags, int, bool) {
+	var f ownFlags
 	fs := newFlagSet(c, "test", "[flags] FILE|DIR|-...", ownDescription)
-	lbs := fs.String("lb-profile", "", "LB models, comma-separated: metallb and the cloud LB's profiles (default: the one the Service's annotations imply, else all)")
-	only := fs.String("scenario", "", "disruptions to run, comma-separated (default: every one a workload can meet)")
-	dryRun := fs.Bool("dry-run", false, "predict and build the stand-in; deploy nothing")
-	render := fs.String("render", "", "write the stand-in's manifests to this `file` (- for stdout)")
-	outDir := fs.String("out", "out/test", "evidence `directory` (run files, report.json)")
-	signKey := fs.String("sign-key", "", "`PATH` of the Ed25519 private key that signs every run file (zerodrop keygen); default ZERODROP_SIGN_KEY, else this machine's key; none: unsigned")
-	namespace := fs.String("namespace", "", "namespace of manifests without one (default \"default\")")
-	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
-	kubeVersion := fs.String("kubernetes-version", "", "judge for this Kubernetes version (default: the supported releases)")
-	provider := fs.String("provider", firstSet(getenv("PROVIDER"), "kind"), "kind (made when none answers) or existing")
-	kubeconfig := fs.String("kubeconfig", firstSet(getenv("ZERODROP_KUBECONFIG"), "out/kubeconfig"), "kubeconfig of the test cluster")
-	clusterName := fs.String("cluster-name", firstSet(getenv("CLUSTER_NAME"), "zerodrop"), "kind cluster name")
-	appUnready := fs.Bool("app-unready-on-term", false, "your server fails readiness on SIGTERM (for a server the doctor does not know)")
-	appAccepts := fs.Duration("app-accepts", 0, "your server keeps accepting this long after SIGTERM (for a server the doctor does not know)")
-	appDrain := fs.Duration("app-drain", 0, "then gives in-flight requests this long (0: cuts them)")
-	appKeepAlive := fs.Bool("app-keepalive", true, "your server keeps HTTP connections alive")
-	hook := fs.Duration("hook", 0, "the stand-in sleeps this long for a preStop hook whose duration cannot be read (default: no hook)")
-	proveFix := fs.Bool("prove-fix", false, "make the doctor's fixes on a copy, write it (--fix-out), and re-run the cells that dropped on it: before and after")
-	fixOut := fs.String("fix-out", "", "where --prove-fix writes the fixed objects (default: OUT/fixed.yaml)")
-	image := fs.String("image", "echo", "echo: the zerodrop echo server stands in for each container, ending as the doctor reads your server; own: your images run as written (kind: loaded from this machine's Docker; existing: pulled by the cluster), answers counted by status only")
-	loadPath := fs.String("path", "", "with --image=own: the path the load requests, one your server answers 200 (default /)")
+	fs.StringVar(&f.lbs, "lb-profile", "", "LB models, comma-separated: metallb and the cloud LB's profiles (default: the one the Service's annotations imply, else all)")
+	fs.StringVar(&f.only, "scenario", "", "disruptions to run, comma-separated (default: every one a workload can meet)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "predict and build the stand-in; deploy nothing")
+	fs.StringVar(&f.render, "render", "", "write the stand-in's manifests to this `file` (- for stdout)")
+	fs.StringVar(&f.outDir, "out", "out/test", "evidence `directory` (run files, report.json)")
+	fs.StringVar(&f.signKey, "sign-key", "", "`PATH` of the Ed25519 private key that signs every run file (zerodrop keygen); default ZERODROP_SIGN_KEY, else this machine's key; none: unsigned")
+	fs.StringVar(&f.namespace, "namespace", "", "namespace of manifests without one (default \"default\")")
+	fs.StringVar(&f.namespace, "n", "", "shorthand for --namespace")
+	fs.StringVar(&f.kubeVersion, "kubernetes-version", "", "judge for this Kubernetes version (default: the supported releases)")
+	fs.StringVar(&f.provider, "provider", firstSet(getenv("PROVIDER"), "kind"), "kind (made when none answers) or existing")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", firstSet(getenv("ZERODROP_KUBECONFIG"), "out/kubeconfig"), "kubeconfig of the test cluster")
+	fs.StringVar(&f.clusterName, "cluster-name", firstSet(getenv("CLUSTER_NAME"), "zerodrop"), "kind cluster name")
+	fs.BoolVar(&f.appUnready, "app-unready-on-term", false, "your server fails readiness on SIGTERM (for a server the doctor does not know)")
+	fs.DurationVar(&f.appAccepts, "app-accepts", 0, "your server keeps accepting this long after SIGTERM (for a server the doctor does not know)")
+	fs.DurationVar(&f.appDrain, "app-drain", 0, "then gives in-flight requests this long (0: cuts them)")
+	fs.BoolVar(&f.appKeepAlive, "app-keepalive", true, "your server keeps HTTP connections alive")
+	fs.DurationVar(&f.hook, "hook", 0, "the stand-in sleeps this long for a preStop hook whose duration cannot be read (default: no hook)")
+	fs.BoolVar(&f.proveFix, "prove-fix", false, "make the doctor's fixes on a copy, write it (--fix-out), and re-run the cells that dropped on it: before and after")
+	fs.StringVar(&f.fixOut, "fix-out", "", "where --prove-fix writes the fixed objects (default: OUT/fixed.yaml)")
+	fs.StringVar(&f.image, "image", "echo", "echo: the zerodrop echo server stands in for each container, ending as the doctor reads your server; own: your images run as written (kind: loaded from this machine's Docker; existing: pulled by the cluster), answers counted by status only")
+	fs.StringVar(&f.loadPath, "path", "", "with --image=own: the path the load requests, one your server answers 200 (default /)")
 
 	paths, code, ok := parseInterspersed(c, fs, args)
 	if !ok {
-		return code
+		return f, code, false
 	}
 	if len(paths) == 0 {
-		return badInput(c, "test", "give the manifests: FILE, DIR or - for stdin")
+		return f, badInput(c, "test", "give the manifests: FILE, DIR or - for stdin"), false
 	}
-	var kv kubeversion.Version
-	if *kubeVersion != "" {
-		var err error
-		if kv, err = kubeversion.Parse(*kubeVersion); err != nil {
-			return badInput(c, "test", "--kubernetes-version: %v", err)
-		}
-	}
-	kubeMinor := kv.Minor
-	scs, err := pickScenarios(*only)
-	if err != nil {
-		return badInput(c, "test", "--scenario: %v", err)
-	}
-	// The existing provider cannot add or remove a pool.
-	if *provider == "existing" {
-		needsPools := func(sc suites.Scenario) bool { return sc.NeedsNodepools }
-		if i := slices.IndexFunc(scs, needsPools); i >= 0 && *only != "" {
-			return badInput(c, "test", "--scenario %s adds and removes nodepools, which the existing provider cannot do: use --provider kind", scs[i].Name)
-		}
-		scs = leaveOut(c.stdout, scs, needsPools, "it adds and removes nodepools, which the existing provider cannot do")
-	}
-	ms, err := doctor.Load(paths, stdin)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-		return exitBroken
-	}
-	if *namespace != "" {
-		ms.SetDefaultNamespace(*namespace)
-	}
-	opts := standin.Options{Namespace: "zd-own", UnknownHook: *hook, Kubernetes: kv}
-	modelled, appSet := "", false // flags that model the app: meaningless when it runs
-	fs.Visit(func(f *flag.Flag) {
-		if strings.HasPrefix(f.Name, "app-") || f.Name == "hook" {
-			modelled = "--" + f.Name
-			appSet = appSet || f.Name != "hook"
+	f.paths = paths
+	fs.Visit(func(fl *flag.Flag) {
+		if strings.HasPrefix(fl.Name, "app-") || fl.Name == "hook" {
+			f.modelled = "--" + fl.Name
+			f.appSet = f.appSet || fl.Name != "hook"
 		}
 	})
-	switch *image {
+	switch f.image {
 	case "echo":
-		if *loadPath != "" {
-			return badInput(c, "test", "--path is for --image=own: the echo stand-in answers the load on a path no probe uses")
+		if f.loadPath != "" {
+			return f, badInput(c, "test", "--path is for --image=own: the echo stand-in answers the load on a path no probe uses"), false
 		}
 	case "own":
-		if modelled != "" {
-			return badInput(c, "test", "%s models a server the echo stand-in plays; with --image=own your own server runs and ends as it does", modelled)
+		if f.modelled != "" {
+			return f, badInput(c, "test", "%s models a server the echo stand-in plays; with --image=own your own server runs and ends as it does", f.modelled), false
 		}
-		if *loadPath != "" && !strings.HasPrefix(*loadPath, "/") {
-			return badInput(c, "test", "--path %q: want an absolute path such as /healthz", *loadPath)
+		if f.loadPath != "" && !strings.HasPrefix(f.loadPath, "/") {
+			return f, badInput(c, "test", "--path %q: want an absolute path such as /healthz", f.loadPath), false
 		}
-		opts.OwnImage, opts.Path = true, *loadPath
-		if *provider == "kind" {
+	default:
+		return f, badInput(c, "test", "--image %q: want echo (the stand-in) or own (your images as written)", f.image), false
+	}
+	return f, exitOK, true
+}
+
+// standInOptions are the stand-in's options the flags give.
+func (f ownFlags) standInOptions(kv kubeversion.Version) standin.Options {
+	opts := standin.Options{Namespace: "zd-own", UnknownHook: f.hook, Kubernetes: kv}
+	if f.image == "own" {
+		opts.OwnImage, opts.Path = true, f.loadPath
+		if f.provider == "kind" {
 			// Loaded into the nodes from this machine's Docker: never pulled.
 			opts.PullPolicy = corev1.PullNever
 		}
-	default:
-		return badInput(c, "test", "--image %q: want echo (the stand-in) or own (your images as written)", *image)
+	} else if f.appSet {
+		opts.App = &standin.Behaviour{UnreadyOnTerm: f.appUnready, KeepAccepting: f.appAccepts, Drain: f.appDrain, KeepAlive: f.appKeepAlive}
 	}
-	if appSet && !opts.OwnImage {
-		opts.App = &standin.Behaviour{UnreadyOnTerm: *appUnready, KeepAccepting: *appAccepts, Drain: *appDrain, KeepAlive: *appKeepAlive}
+	return opts
+}
+
+// ownRun is one `zerodrop test`: the user's manifests, their stand-in,
+// the disruptions and LB models it meets, and the doctor's plan.
+type ownRun struct {
+	c        *cli
+	f        ownFlags
+	kv       kubeversion.Version // --kubernetes-version, zero when not given
+	ms       *doctor.Manifests
+	opts     standin.Options
+	own      *standin.StandIn
+	scs      []suites.Scenario
+	settings suites.Settings
+	models   []suites.Model
+	progress func(string)
+	plan     ownPlan
+}
+
+// ownPlan is the doctor's plan for a release: its predictions for the
+// manifests (preds) and for the stand-in as deployed (expect) and, with
+// --prove-fix, the fixed manifests, their stand-in and their predictions.
+type ownPlan struct {
+	preds, expect, fixedPreds, fixedExpect workloadtest.Predictions
+	fixed                                  *standin.StandIn
+	fixedMs                                *doctor.Manifests
+	lastApplied                            string
+}
+
+func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) string, args []string) int {
+	f, code, ok := parseOwnFlags(c, getenv, args)
+	if !ok {
+		return code
 	}
-	owns, err := standin.FromManifests(ms, opts)
+	r, code, ok := prepareOwn(c, stdin, getenv, f)
+	if !ok {
+		return code
+	}
+	if r.replan(r.kv.Minor, false) != nil {
+		return exitBroken
+	}
+	if f.dryRun {
+		return exitOK
+	}
+	if code, ok := r.checkImages(ctx); !ok {
+		return code
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sess, err := suites.Open(ctx, r.settings, logger, r.progress)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return exitBroken
+	}
+	defer func() {
+		if err := sess.Close(context.WithoutCancel(ctx), r.progress); err != nil {
+			r.progress("close: " + err.Error())
+		}
+	}()
+	if code, ok := r.onCluster(ctx, sess); !ok {
+		return code
+	}
+	all := func(suites.Scenario, suites.Model) bool { return true }
+	measured := workloadtest.Measure(ctx, sess, r.scs, suites.OwnProfile, r.own, r.plan.expect, all, r.progress)
+	code = printMeasured(c.stdout, r.plan.expect, measured, r.scs, sess.Suite.Models, r.settings.OutDir)
+	if f.proveFix && r.plan.fixed != nil {
+		dropped := func(sc suites.Scenario, m suites.Model) bool {
+			res, ok := measured[sc.Name+"/"+m.Name]
+			return ok && res.Outcome() == zdv1.OutcomeHazardReproduced
+		}
+		after := workloadtest.Measure(ctx, sess, r.scs, suites.OwnFixedProfile, r.plan.fixed, r.plan.fixedExpect, dropped, r.progress)
+		// A run that broke before the fix stays the exit code: the fix
+		// cannot prove what was never measured.
+		if fc := printBeforeAfter(c.stdout, workloadtest.BeforeAfter(measured, after, r.scs, sess.Suite.Models)); code != exitBroken {
+			code = fc
+		}
+	}
+	return code
+}
+
+// prepareOwn reads the manifests, builds the stand-in, picks the
+// disruptions and LB models and prints the stand-in; on bad input it has
+// said why and returns false with the exit code.
+func prepareOwn(c *cli, stdin io.Reader, getenv func(string) string, f ownFlags) (*ownRun, int, bool) {
+	r := &ownRun{c: c, f: f, progress: func(msg string) { fmt.Fprintln(c.stderr, "zerodrop test:", msg) }}
+	if f.kubeVersion != "" {
+		var err error
+		if r.kv, err = kubeversion.Parse(f.kubeVersion); err != nil {
+			return nil, badInput(c, "test", "--kubernetes-version: %v", err), false
+		}
+	}
+	scs, err := workloadtest.Pick(f.only)
+	if err != nil {
+		return nil, badInput(c, "test", "--scenario: %v", err), false
+	}
+	// The existing provider cannot add or remove a pool.
+	if f.provider == "existing" {
+		needsPools := func(sc suites.Scenario) bool { return sc.NeedsNodepools }
+		if i := slices.IndexFunc(scs, needsPools); i >= 0 && f.only != "" {
+			return nil, badInput(c, "test", "--scenario %s adds and removes nodepools, which the existing provider cannot do: use --provider kind", scs[i].Name), false
+		}
+		scs = leaveOut(c.stdout, scs, needsPools, "it adds and removes nodepools, which the existing provider cannot do")
+	}
+	if r.ms, err = doctor.Load(f.paths, stdin); err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+		return nil, exitBroken, false
+	}
+	if f.namespace != "" {
+		r.ms.SetDefaultNamespace(f.namespace)
+	}
+	r.opts = f.standInOptions(r.kv)
+	owns, err := standin.FromManifests(r.ms, r.opts)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
+		return nil, exitBroken, false
 	}
 	if len(owns) > 1 {
 		var names []string
 		for _, o := range owns {
 			names = append(names, o.Service)
 		}
-		return badInput(c, "test", "the input has %d Services of type LoadBalancer (%s): test one at a time", len(owns), strings.Join(names, ", "))
+		return nil, badInput(c, "test", "the input has %d Services of type LoadBalancer (%s): test one at a time", len(owns), strings.Join(names, ", ")), false
 	}
-	own := owns[0]
+	r.own = owns[0]
 
 	// The columns: what the user asked, else the LB the Service names,
 	// else every model.
-	settings, err := ownSettings(getenv, *provider, *clusterName, *kubeconfig, *outDir, *lbs, ms, own)
-	if err != nil {
-		return badInput(c, "test", "%v", err)
+	if r.settings, err = workloadtest.Settings(getenv, f.provider, f.clusterName, f.kubeconfig, f.outDir, f.lbs, r.ms, r.own); err != nil {
+		return nil, badInput(c, "test", "%v", err), false
 	}
-	if *signKey != "" {
-		settings.SignKey = *signKey
+	if f.signKey != "" {
+		r.settings.SignKey = f.signKey
 	}
 	if c.keyDir != "" {
-		settings.KeyDir = c.keyDir
+		r.settings.KeyDir = c.keyDir
 	}
-	models, err := settings.Models()
-	if err != nil {
-		return badInput(c, "test", "%v", err)
+	if r.models, err = r.settings.Models(); err != nil {
+		return nil, badInput(c, "test", "%v", err), false
 	}
 
-	printStandIn(c.stdout, own)
-	if *render != "" {
-		if err := renderStandIn(c, own, *render); err != nil {
+	printStandIn(c.stdout, r.own)
+	if f.render != "" {
+		if err := renderStandIn(c, r.own, f.render); err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop test: --render: %v\n", err)
-			return exitBroken
+			return nil, exitBroken, false
 		}
 	}
 	// A readiness flip goes through the echo server's readiness switch:
 	// only an HTTP readiness probe sees it, and only the echo server has it.
 	noFlip := ""
-	if own.Own {
+	if r.own.Own {
 		noFlip = "your own image runs, and zerodrop has no switch to turn its readiness"
-	} else if rp := servingReadiness(own); rp == nil || rp.HTTPGet == nil {
+	} else if rp := workloadtest.ServingReadiness(r.own); rp == nil || rp.HTTPGet == nil {
 		noFlip = "the serving container has no HTTP readiness probe, so no Pod of it can be turned unready while it runs"
 	}
 	if noFlip != "" {
-		scs = leaveOut(c.stdout, scs, triggers(incident.ReadinessFlip), noFlip)
+		scs = leaveOut(c.stdout, scs, workloadtest.Triggers(incident.ReadinessFlip), noFlip)
 	}
-	// The doctor judges for a release: the one asked, else (once the
-	// cluster answers) the cluster's. plan predicts and, with --prove-fix,
-	// makes and writes the fixes, for one; an error is already said.
-	var preds, expect, fixedPreds, fixedExpect map[string]map[string]prediction
-	var fixed *standin.StandIn
-	var fixedMs *doctor.Manifests
-	proving := *proveFix
-	var lastApplied string
-	// predict predicts for m and its stand-in s into *p and *e, printing
-	// them under title unless quiet and they are what *p and *e held.
-	predict := func(title string, m *doctor.Manifests, s *standin.StandIn, kubeMinor int, quiet bool, p, e *map[string]map[string]prediction) error {
-		np, ne, err := predictions(m, s, models, scs, kubeMinor)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-			return err
-		}
-		if !quiet || !reflect.DeepEqual(np, *p) || !reflect.DeepEqual(ne, *e) {
-			printPredictions(c.stdout, title, np, ne, scs, models)
-		}
-		*p, *e = np, ne
+	r.scs = scs
+	return r, exitOK, true
+}
+
+// predict predicts for m and its stand-in s into *p and *e, printing them
+// under title unless quiet and they are what *p and *e held.
+func (r *ownRun) predict(title string, m *doctor.Manifests, s *standin.StandIn, kubeMinor int, quiet bool, p, e *workloadtest.Predictions) error {
+	np, ne, err := workloadtest.Predict(m, s, r.models, r.scs, kubeMinor)
+	if err != nil {
+		fmt.Fprintf(r.c.stderr, "zerodrop test: %v\n", err)
+		return err
+	}
+	if !quiet || !reflect.DeepEqual(np, *p) || !reflect.DeepEqual(ne, *e) {
+		printPredictions(r.c.stdout, title, np, ne, r.scs, r.models)
+	}
+	*p, *e = np, ne
+	return nil
+}
+
+// replan makes the doctor's plan for a release: it predicts and, with
+// --prove-fix, makes and writes the fixes. again: print only what differs
+// from the last plan. An error is already said.
+func (r *ownRun) replan(kubeMinor int, again bool) error {
+	p := &r.plan
+	if err := r.predict("Doctor's prediction:", r.ms, r.own, kubeMinor, again, &p.preds, &p.expect); err != nil {
+		return err
+	}
+	if !r.f.proveFix {
 		return nil
 	}
-	// again: print only what differs from the last plan.
-	plan := func(kubeMinor int, again bool) error {
-		if err := predict("Doctor's prediction:", ms, own, kubeMinor, again, &preds, &expect); err != nil {
-			return err
-		}
-		if !proving {
-			return nil
-		}
-		var applied []doctor.Applied
-		fixedMs, applied = fixForEvery(ms, models, kubeMinor)
-		same := again && fmt.Sprint(applied) == lastApplied
-		lastApplied = fmt.Sprint(applied)
-		if len(applied) == 0 {
-			if !same {
-				fmt.Fprintln(c.stdout, "--prove-fix: the doctor has no fix it can make itself for these manifests.")
-			}
-			fixed, fixedMs = nil, nil
-			return nil
-		}
-		fixedOwns, err := standin.FromManifests(fixedMs, opts)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "zerodrop test: the fixed manifests: %v\n", err)
-			return err
-		}
-		fixed = fixedOwns[0]
-		path := *fixOut
-		if path == "" {
-			path = filepath.Join(settings.OutDir, "fixed.yaml")
-		}
-		if err := writeFixed(path, fixedMs, ms, applied); err != nil {
-			fmt.Fprintf(c.stderr, "zerodrop test: --fix-out: %v\n", err)
-			return err
-		}
+	fixedMs, applied := workloadtest.FixForEvery(r.ms, r.models, kubeMinor)
+	same := again && fmt.Sprint(applied) == p.lastApplied
+	p.lastApplied = fmt.Sprint(applied)
+	if len(applied) == 0 {
 		if !same {
-			fmt.Fprintf(c.stdout, "The doctor's fixes (written to %s):\n", path)
-			for _, a := range applied {
-				fmt.Fprintf(c.stdout, "  - %s\n", a)
-			}
-			fmt.Fprintln(c.stdout)
+			fmt.Fprintln(r.c.stdout, "--prove-fix: the doctor has no fix it can make itself for these manifests.")
 		}
-		return predict("Doctor's prediction with the fixes:", fixedMs, fixed, kubeMinor, same, &fixedPreds, &fixedExpect)
+		p.fixed, p.fixedMs = nil, nil
+		return nil
 	}
-	if plan(kubeMinor, false) != nil {
-		return exitBroken
+	p.fixedMs = fixedMs
+	fixedOwns, err := standin.FromManifests(fixedMs, r.opts)
+	if err != nil {
+		fmt.Fprintf(r.c.stderr, "zerodrop test: the fixed manifests: %v\n", err)
+		return err
 	}
-	if *dryRun {
-		return exitOK
+	p.fixed = fixedOwns[0]
+	path := r.f.fixOut
+	if path == "" {
+		path = filepath.Join(r.settings.OutDir, "fixed.yaml")
 	}
-	// Images the kind nodes cannot get are bad input, found before a
-	// cluster is made.
-	if own.Own && settings.Provider == "kind" {
-		for _, img := range own.Images {
-			if strings.Contains(img, "@sha256:") {
-				// An image loaded into a kind node is not found by its digest
-				// (kubernetes-sigs/kind#2394, #4028, open).
-				return badInput(c, "test", "%s: image %s is pinned by digest, which an image loaded into kind's nodes does not resolve: test a copy that names it by tag", own.Workload, img)
+	if err := workloadtest.WriteFixed(path, fixedMs, r.ms, applied); err != nil {
+		fmt.Fprintf(r.c.stderr, "zerodrop test: --fix-out: %v\n", err)
+		return err
+	}
+	if !same {
+		fmt.Fprintf(r.c.stdout, "The doctor's fixes (written to %s):\n", path)
+		for _, a := range applied {
+			fmt.Fprintf(r.c.stdout, "  - %s\n", a)
+		}
+		fmt.Fprintln(r.c.stdout)
+	}
+	return r.predict("Doctor's prediction with the fixes:", fixedMs, p.fixed, kubeMinor, same, &p.fixedPreds, &p.fixedExpect)
+}
+
+// checkImages refuses, before a cluster is made, own images the kind
+// nodes cannot get.
+func (r *ownRun) checkImages(ctx context.Context) (int, bool) {
+	if !r.own.Own || r.settings.Provider != "kind" {
+		return exitOK, true
+	}
+	for _, img := range r.own.Images {
+		if strings.Contains(img, "@sha256:") {
+			// An image loaded into a kind node is not found by its digest
+			// (kubernetes-sigs/kind#2394, #4028, open).
+			return badInput(r.c, "test", "%s: image %s is pinned by digest, which an image loaded into kind's nodes does not resolve: test a copy that names it by tag", r.own.Workload, img), false
+		}
+	}
+	missing, err := cluster.MissingImages(ctx, r.own.Images...)
+	if err != nil {
+		fmt.Fprintf(r.c.stderr, "zerodrop test: --image=own: %v\n", err)
+		return exitBroken, false
+	}
+	if len(missing) > 0 {
+		return badInput(r.c, "test", "%s (%s): image %s is not in this machine's Docker: build or load it first (docker build, docker load); the kind nodes here pull nothing",
+			r.own.Workload, r.own.Source, strings.Join(missing, ", ")), false
+	}
+	return exitOK, true
+}
+
+// onCluster fits the run to the cluster sess opened, before anything is
+// deployed: its release (hooks and the doctor's judgement), own images
+// loaded, and nodes that take the stand-in's Pods.
+func (r *ownRun) onCluster(ctx context.Context, sess *suites.Session) (int, bool) {
+	if code, ok := r.onRelease(sess.Suite.Kubernetes); !ok {
+		return code, false
+	}
+	if r.own.Own && r.settings.Provider == "kind" {
+		r.progress("loading your images into the nodes: " + strings.Join(r.own.Images, ", "))
+		if err := sess.Suite.Provider.LoadImages(ctx, r.own.Images...); err != nil {
+			fmt.Fprintf(r.c.stderr, "zerodrop test: --image=own: %v\n", err)
+			return exitBroken, false
+		}
+	}
+	return r.placeable(ctx, sess)
+}
+
+// onRelease fits the run to the cluster's release v, known only once it
+// answers: the stand-ins' hooks take the form it runs, and without
+// --kubernetes-version the doctor judges and fixes for it (a fix may write
+// a sleep action a release before 1.30 refuses).
+func (r *ownRun) onRelease(v kubeversion.Version) (int, bool) {
+	if v == (kubeversion.Version{}) {
+		return exitOK, true
+	}
+	rebuild := v.HasSleepAction() != r.opts.Kubernetes.HasSleepAction()
+	replan := r.f.kubeVersion == ""
+	r.opts.Kubernetes = v
+	if rebuild {
+		owns, err := standin.FromManifests(r.ms, r.opts)
+		// A plan for the cluster's release rebuilds the fixed one.
+		if err == nil && r.plan.fixedMs != nil && !replan {
+			var fixedOwns []*standin.StandIn
+			if fixedOwns, err = standin.FromManifests(r.plan.fixedMs, r.opts); err == nil {
+				r.plan.fixed = fixedOwns[0]
 			}
 		}
-		missing, err := cluster.MissingImages(ctx, own.Images...)
 		if err != nil {
-			fmt.Fprintf(c.stderr, "zerodrop test: --image=own: %v\n", err)
-			return exitBroken
+			fmt.Fprintf(r.c.stderr, "zerodrop test: %v\n", err)
+			return exitBroken, false
 		}
-		if len(missing) > 0 {
-			return badInput(c, "test", "%s (%s): image %s is not in this machine's Docker: build or load it first (docker build, docker load); the kind nodes here pull nothing",
-				own.Workload, own.Source, strings.Join(missing, ", "))
+		r.own = owns[0]
+		if !v.HasSleepAction() && !r.own.Own {
+			r.progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d, which has no kubelet sleep action (1.30 and later): the stand-in's preStop sleeps run the echo server's sleep command instead", v.Minor))
 		}
 	}
+	if replan {
+		r.progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d: the doctor judges for it (what that changes is printed again)", v.Minor))
+		if r.replan(v.Minor, true) != nil {
+			return exitBroken, false
+		}
+	}
+	if v.HasSleepAction() || !r.own.Own {
+		return exitOK, true
+	}
+	which := ""
+	switch {
+	case workloadtest.HasSleepAction(r.own):
+		which = r.own.Workload
+	case r.plan.fixed != nil && workloadtest.HasSleepAction(r.plan.fixed):
+		which = "the doctor's fix of " + r.own.Workload + " (made for --kubernetes-version " + r.f.kubeVersion + ")"
+	}
+	if which != "" {
+		return badInput(r.c, "test", "%s has a kubelet sleep action as a hook, which Kubernetes 1.%d does not have (1.30 and later), so the API server would refuse it: test on a newer cluster, with --image=echo, or without --kubernetes-version",
+			which, v.Minor), false
+	}
+	return exitOK, true
+}
 
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	progress := func(msg string) { fmt.Fprintln(c.stderr, "zerodrop test:", msg) }
-	sess, err := suites.Open(ctx, settings, logger, progress)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-		return exitBroken
-	}
-	// The cluster's release, known only now: the stand-ins' hooks take the
-	// form it runs, and without --kubernetes-version the doctor judges and
-	// fixes for it (a fix may write a sleep action a release before 1.30
-	// refuses).
-	if v := sess.Suite.Kubernetes; v != (kubeversion.Version{}) {
-		rebuild := v.HasSleepAction() != opts.Kubernetes.HasSleepAction()
-		replan := *kubeVersion == ""
-		opts.Kubernetes = v
-		if rebuild {
-			owns, err := standin.FromManifests(ms, opts)
-			// A plan for the cluster's release rebuilds the fixed one.
-			if err == nil && fixedMs != nil && !replan {
-				var fixedOwns []*standin.StandIn
-				if fixedOwns, err = standin.FromManifests(fixedMs, opts); err == nil {
-					fixed = fixedOwns[0]
-				}
-			}
-			if err != nil {
-				_ = sess.Close(context.WithoutCancel(ctx), progress)
-				fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
-				return exitBroken
-			}
-			own = owns[0]
-			if !v.HasSleepAction() && !own.Own {
-				progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d, which has no kubelet sleep action (1.30 and later): the stand-in's preStop sleeps run the echo server's sleep command instead", v.Minor))
-			}
-		}
-		if replan {
-			progress(fmt.Sprintf("the cluster runs Kubernetes 1.%d: the doctor judges for it (what that changes is printed again)", v.Minor))
-			if plan(v.Minor, true) != nil {
-				_ = sess.Close(context.WithoutCancel(ctx), progress)
-				return exitBroken
-			}
-		}
-	}
-	if v := sess.Suite.Kubernetes; !v.HasSleepAction() && own.Own {
-		which := ""
-		switch {
-		case hasSleepAction(own):
-			which = own.Workload
-		case fixed != nil && hasSleepAction(fixed):
-			which = "the doctor's fix of " + own.Workload + " (made for --kubernetes-version " + *kubeVersion + ")"
-		}
-		if which != "" {
-			_ = sess.Close(context.WithoutCancel(ctx), progress)
-			return badInput(c, "test", "%s has a kubelet sleep action as a hook, which Kubernetes 1.%d does not have (1.30 and later), so the API server would refuse it: test on a newer cluster, with --image=echo, or without --kubernetes-version",
-				which, v.Minor)
-		}
-	}
-	if own.Own && settings.Provider == "kind" {
-		progress("loading your images into the nodes: " + strings.Join(own.Images, ", "))
-		if err := sess.Suite.Provider.LoadImages(ctx, own.Images...); err != nil {
-			_ = sess.Close(context.WithoutCancel(ctx), progress)
-			fmt.Fprintf(c.stderr, "zerodrop test: --image=own: %v\n", err)
-			return exitBroken
-		}
-	}
-	// Pods that no node of the test cluster takes would only time out:
-	// say which labels or taints are missing before anything is deployed.
+// placeable refuses Pods that no node of the test cluster takes (they
+// would only time out), saying which labels or taints are missing before
+// anything is deployed, and leaves out a rollout the cluster cannot make.
+func (r *ownRun) placeable(ctx context.Context, sess *suites.Session) (int, bool) {
 	nodes, err := sess.Suite.Env.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err == nil {
-		fit, why := own.Placeable(nodes.Items)
-		if len(fit) == 0 {
-			_ = sess.Close(context.WithoutCancel(ctx), progress)
-			return badInput(c, "test", "no node of the test cluster takes the stand-in's Pods (%s): the placement is kept as written; label a pool's nodes to match (kubectl label nodes -l %s=pool-a KEY=VALUE) or test a copy without it",
-				why, contract.PoolLabel)
-		} else if own.OnePerNode() && len(fit) < int(own.Replicas) {
-			_ = sess.Close(context.WithoutCancel(ctx), progress)
-			return badInput(c, "test", "the Pods' required anti-affinity puts one per node: %d replicas need %d nodes, and %d of the test cluster's take them (%s); test a copy with fewer replicas or a preferred anti-affinity",
-				own.Replicas, own.Replicas, len(fit), strings.Join(fit, ", "))
-		} else if own.OnePerNode() && len(fit) < own.RolloutNodes() {
-			// The user's cluster may have the nodes; this one has not.
-			scs = leaveOut(c.stdout, scs, triggers(incident.Rollout), fmt.Sprintf(
-				"one Pod per node (required anti-affinity) with maxUnavailable 0 must place a surge Pod on a free node first: %d nodes needed, %d of the test cluster's take the Pods (%s); the rollout would wait forever here",
-				own.RolloutNodes(), len(fit), strings.Join(fit, ", ")))
-		}
-		if len(fit) == 1 {
-			progress(fmt.Sprintf("only %s takes the stand-in's Pods: disruptions of other nodes will not meet them", strings.Join(fit, ", ")))
-		}
-	}
-	all := func(suites.Scenario, suites.Model) bool { return true }
-	measured := measure(ctx, sess, scs, suites.OwnProfile, own, expect, all, progress)
-	code = printMeasured(c.stdout, expect, measured, scs, sess.Suite.Models, settings.OutDir)
-	if *proveFix && fixed != nil {
-		dropped := func(sc suites.Scenario, m suites.Model) bool {
-			r, ok := measured[sc.Name+"/"+m.Name]
-			return ok && r.Outcome() == zdv1.OutcomeHazardReproduced
-		}
-		after := measure(ctx, sess, scs, suites.OwnFixedProfile, fixed, fixedExpect, dropped, progress)
-		// A run that broke before the fix stays the exit code: the fix
-		// cannot prove what was never measured.
-		if fc := printBeforeAfter(c.stdout, measured, after, scs, sess.Suite.Models); code != exitBroken {
-			code = fc
-		}
-	}
-	if err := sess.Close(context.WithoutCancel(ctx), progress); err != nil {
-		progress("close: " + err.Error())
-	}
-	return code
-}
-
-// measure runs the scenarios' cells that pick selects on s, each expecting
-// the doctor's prediction, and returns their results by "scenario/model".
-func measure(ctx context.Context, sess *suites.Session, scs []suites.Scenario, profile fixtures.Profile, s *standin.StandIn,
-	preds map[string]map[string]prediction, pick func(suites.Scenario, suites.Model) bool, progress func(string)) map[string]zdv1.Scenario {
-	out := map[string]zdv1.Scenario{}
-	for _, sc := range scs {
-		var models []suites.Model
-		for _, m := range sess.Suite.Models {
-			if pick(sc, m) {
-				models = append(models, m)
-			}
-		}
-		if len(models) == 0 {
-			continue
-		}
-		cells := sc.OwnCells(models, profile, s, func(m suites.Model) *zdv1.Expectation { return preds[sc.Name][m.Name].expectation() })
-		progress(fmt.Sprintf("%s (%s): %d LB models", sc.Name, profile, len(cells)))
-		// A shared node or pool disruption goes where most witnesses have
-		// Pods; a witness whose Pods ran elsewhere (a single replica) was
-		// not met, and runs again with the others not met, until each was
-		// (a lone witness always is).
-		record := func(cell suites.Cell, res scenario.Result) {
-			r := suites.CellResult(sc, cell, res)
-			out[sc.Name+"/"+cell.Model.Name] = r
-			if err := sess.Collector.Add(r); err != nil {
-				progress("report: " + err.Error())
-			}
-		}
-		var prior []scenario.Result // the pending cells' results so far
-		for pending := cells; len(pending) > 0; {
-			var res []scenario.Result
-			if prior == nil {
-				res = sess.Suite.RunScenario(ctx, sc, pending)
-			} else {
-				// Measurements the load spoiled before stay listed.
-				res = sess.Suite.RunScenarioAgain(ctx, sc, pending, prior)
-			}
-			var again []int
-			for i, cell := range pending {
-				var nm *suites.NotMetError
-				if len(pending) > 1 && errors.As(res[i].Err, &nm) {
-					again = append(again, i)
-					continue
-				}
-				record(cell, res[i])
-			}
-			if len(again) == len(pending) {
-				// None was met: repeating it cannot do better.
-				for _, i := range again {
-					record(pending[i], res[i])
-				}
-				break
-			}
-			var next []suites.Cell
-			prior = nil
-			for _, i := range again {
-				progress(fmt.Sprintf("%s on %s: not met (its Pods ran elsewhere): again", sc.Name, pending[i].Model.Name))
-				next = append(next, pending[i])
-				prior = append(prior, res[i])
-			}
-			pending = next
-		}
-	}
-	return out
-}
-
-// fixForEvery is the doctor's fix of ms for every column's LB in turn,
-// the longest lag first: a fix only adds or lengthens (a preStop is never
-// shortened), so what one column needs stays for the next, and a column
-// whose LB wants a change of its own (gclb's BackendConfig, which points
-// its check at kube-proxy) gets it besides the longest preStop.
-func fixForEvery(ms *doctor.Manifests, models []suites.Model, kubeMinor int) (*doctor.Manifests, []doctor.Applied) {
-	var ps []doctor.LBProfile
-	for _, m := range models {
-		if p, ok := doctor.LookupProfile(m.Name); ok {
-			ps = append(ps, p)
-		}
-	}
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].RemovalLag() > ps[j].RemovalLag() })
-	fixed, all := ms, []doctor.Applied(nil)
-	for _, p := range ps {
-		var applied []doctor.Applied
-		fixed, applied = doctor.Fix(fixed, doctor.WithLBProfile(p), doctor.WithKubernetesMinor(kubeMinor))
-		all = append(all, applied...)
-	}
-	return fixed, all
-}
-
-// writeFixed writes the objects Fix changed, whole, with the changes as a
-// comment on top: the user applies them or diffs them against their own.
-func writeFixed(path string, fixed, orig *doctor.Manifests, applied []doctor.Applied) error {
-	var objs []runtime.Object
-	for i, o := range fixed.Objects {
-		ro, ok := o.Obj.(runtime.Object)
-		// Objects past the original's are new (a budget the fix adds).
-		if !ok || (i < len(orig.Objects) && equality.Semantic.DeepEqual(o.Obj, orig.Objects[i].Obj)) {
-			continue
-		}
-		objs = append(objs, ro)
-	}
-	b, err := fixtures.RenderYAML(objs...)
 	if err != nil {
-		return err
+		// The scenarios will say what is wrong with the cluster.
+		return exitOK, true
 	}
-	var head strings.Builder
-	head.WriteString("# zerodrop test --prove-fix: the objects the doctor changed or added, whole.\n")
-	for _, a := range applied {
-		head.WriteString("# - " + a.String() + "\n")
+	own := r.own
+	fit, why := own.Placeable(nodes.Items)
+	switch {
+	case len(fit) == 0:
+		return badInput(r.c, "test", "no node of the test cluster takes the stand-in's Pods (%s): the placement is kept as written; label a pool's nodes to match (kubectl label nodes -l %s=pool-a KEY=VALUE) or test a copy without it",
+			why, contract.PoolLabel), false
+	case own.OnePerNode() && len(fit) < int(own.Replicas):
+		return badInput(r.c, "test", "the Pods' required anti-affinity puts one per node: %d replicas need %d nodes, and %d of the test cluster's take them (%s); test a copy with fewer replicas or a preferred anti-affinity",
+			own.Replicas, own.Replicas, len(fit), strings.Join(fit, ", ")), false
+	case own.OnePerNode() && len(fit) < own.RolloutNodes():
+		// The user's cluster may have the nodes; this one has not.
+		r.scs = leaveOut(r.c.stdout, r.scs, workloadtest.Triggers(incident.Rollout), fmt.Sprintf(
+			"one Pod per node (required anti-affinity) with maxUnavailable 0 must place a surge Pod on a free node first: %d nodes needed, %d of the test cluster's take the Pods (%s); the rollout would wait forever here",
+			own.RolloutNodes(), len(fit), strings.Join(fit, ", ")))
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	if len(fit) == 1 {
+		r.progress(fmt.Sprintf("only %s takes the stand-in's Pods: disruptions of other nodes will not meet them", strings.Join(fit, ", ")))
 	}
-	return os.WriteFile(path, append([]byte(head.String()), b...), 0o644)
+	return exitOK, true
 }
 
 // printBeforeAfter shows every re-run cell's drops before and after the
 // fixes and returns the exit code of the fixed workload's runs.
-func printBeforeAfter(w io.Writer, before, after map[string]zdv1.Scenario, scs []suites.Scenario, models []suites.Model) int {
+func printBeforeAfter(w io.Writer, pairs []workloadtest.Pair) int {
 	fmt.Fprintln(w, "\nWith the doctor's fixes, the cells that dropped:")
 	code := exitOK
-	n := 0
-	for _, sc := range scs {
-		for _, m := range models {
-			a, ok := after[sc.Name+"/"+m.Name]
-			if !ok {
-				continue
-			}
-			n++
-			b := before[sc.Name+"/"+m.Name]
-			fmt.Fprintf(w, "  %s on %s: %s -> %s\n", sc.Name, m.Name, measuredCell(b), measuredCell(a))
-			switch {
-			case a.Outcome() == string(zdv1.Error):
-				code = exitBroken
-			case a.Outcome() == zdv1.OutcomeHazardReproduced && code == exitOK:
-				code = exitFailed
-			}
+	for _, p := range pairs {
+		fmt.Fprintf(w, "  %s on %s: %s -> %s\n", p.Scenario, p.Model, measuredCell(p.Before), measuredCell(p.After))
+		switch {
+		case p.After.Outcome() == string(zdv1.Error):
+			code = exitBroken
+		case p.After.Outcome() == zdv1.OutcomeHazardReproduced && code == exitOK:
+			code = exitFailed
 		}
 	}
-	if n == 0 {
+	if len(pairs) == 0 {
 		fmt.Fprintln(w, "  none dropped: nothing to re-run")
 	}
 	return code
@@ -566,215 +519,11 @@ func printBeforeAfter(w io.Writer, before, after map[string]zdv1.Scenario, scs [
 
 // leaveOut drops the scenarios out says, each with a line saying why.
 func leaveOut(w io.Writer, scs []suites.Scenario, out func(suites.Scenario) bool, why string) []suites.Scenario {
-	var keep []suites.Scenario
-	for _, sc := range scs {
-		if out(sc) {
-			fmt.Fprintf(w, "%s: left out: %s.\n", sc.Name, why)
-			continue
-		}
-		keep = append(keep, sc)
+	keep, left := workloadtest.LeaveOut(scs, out, why)
+	for _, l := range left {
+		fmt.Fprintf(w, "%s: left out: %s.\n", l.Scenario, l.Why)
 	}
 	return keep
-}
-
-// triggers selects the scenarios whose disruption does t to a user's
-// workload.
-func triggers(t incident.Trigger) func(suites.Scenario) bool {
-	return func(sc suites.Scenario) bool { return slices.Contains(sc.OwnTriggerSet(), t) }
-}
-
-func pickScenarios(only string) ([]suites.Scenario, error) {
-	all := ownScenarios()
-	if only == "" {
-		return all, nil
-	}
-	var out []suites.Scenario
-	var names []string
-	for _, sc := range all {
-		names = append(names, sc.Name)
-	}
-	for _, n := range strings.Split(only, ",") {
-		n = strings.TrimSpace(n)
-		found := false
-		for _, sc := range all {
-			if sc.Name == n {
-				out, found = append(out, sc), true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("%q is not a disruption a workload of yours can meet here (%s)", n, strings.Join(names, ", "))
-		}
-	}
-	return out, nil
-}
-
-// ownSettings are the suite's settings for a user's workload: the
-// environment's, with the flags on top and the columns chosen.
-func ownSettings(getenv func(string) string, provider, clusterName, kubeconfig, outDir, lbs string, ms *doctor.Manifests, own *standin.StandIn) (suites.Settings, error) {
-	env := map[string]string{"PROVIDER": provider, "CLUSTER_NAME": clusterName, "ZERODROP_KUBECONFIG": kubeconfig, "ZERODROP_OUT": outDir}
-	names := suites.ModelList(lbs)
-	if len(names) == 0 {
-		names = impliedLB(ms, own)
-	}
-	cloud := []string{}
-	metallb := len(names) == 0
-	for _, n := range names {
-		if n == "metallb" {
-			metallb = true
-		} else {
-			cloud = append(cloud, n)
-		}
-	}
-	switch {
-	case provider == "existing":
-		env["LB_PROFILE"] = strings.Join(names, ",")
-	case metallb && len(cloud) == 0 && len(names) > 0:
-		env["LB"] = "metallb"
-	case !metallb:
-		env["LB"], env["LB_PROFILE"] = "cloud", strings.Join(cloud, ",")
-	default:
-		env["LB"], env["LB_PROFILE"] = "all", strings.Join(cloud, ",")
-	}
-	get := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
-		}
-		return getenv(k)
-	}
-	abs, err := filepath.Abs(".")
-	if err != nil {
-		return suites.Settings{}, err
-	}
-	return suites.SettingsFromEnv(get, abs)
-}
-
-// impliedLB is the one LB model the Service's annotations name, if they
-// name exactly one the cloud LB runs (the doctor's reading); none means
-// every model.
-func impliedLB(ms *doctor.Manifests, own *standin.StandIn) []string {
-	rep := doctor.Check(ms)
-	for _, s := range rep.Services {
-		if s.Service == own.Service && !strings.Contains(s.Profile, ",") && s.Profile != "" {
-			if _, ok := doctor.LookupProfile(s.Profile); ok {
-				return []string{s.Profile}
-			}
-		}
-	}
-	return nil
-}
-
-// prediction is the doctor's answer for one cell.
-type prediction struct {
-	doctor.Prediction
-	// unknown: the doctor has no profile for the model.
-	unknown bool
-	why     string
-}
-
-func (p prediction) String() string {
-	switch {
-	case p.unknown:
-		return "?"
-	case len(p.Rules) > 0:
-		return string(p.Outcome) + " (" + strings.Join(p.Rules, ",") + ")"
-	}
-	return string(p.Outcome)
-}
-
-// expectation is the prediction as a documentation cell's expected
-// outcome: a measurement that differs is flagged UNEXPECTED in the report.
-func (p prediction) expectation() *zdv1.Expectation {
-	switch {
-	case p.unknown:
-		return &zdv1.Expectation{Why: "the doctor has no profile for this LB model"}
-	case p.Outcome == doctor.PredictDrops:
-		return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardReproduced, Why: "the doctor predicts drops: " + p.why}
-	case p.Outcome == doctor.PredictClean:
-		return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardNotReproduced, Why: "the doctor finds nothing this disruption meets"}
-	}
-	return &zdv1.Expectation{Why: "the doctor warns (" + p.why + ") but cannot tell: either outcome"}
-}
-
-// predict runs the doctor once per LB model on objs with the Service
-// (service, "service/ns/name") named for that model, as the suite deploys
-// it (the zerodrop.dev/lb-profile annotation), and reads its prediction for
-// every scenario: [scenario][model]. On the user's manifests this is what
-// the doctor says of them on each LB; on the stand-in as deployed it is
-// what the measurement is compared with (the stand-in's changes included).
-func predict(objs []runtime.Object, service string, models []suites.Model, scs []suites.Scenario, kubeMinor int) (map[string]map[string]prediction, error) {
-	out := map[string]map[string]prediction{}
-	for _, sc := range scs {
-		out[sc.Name] = map[string]prediction{}
-	}
-	for _, m := range models {
-		if _, ok := doctor.LookupProfile(m.Name); !ok {
-			for _, sc := range scs {
-				out[sc.Name][m.Name] = prediction{unknown: true}
-			}
-			continue
-		}
-		ms, err := onModel(objs, service, m.Name)
-		if err != nil {
-			return nil, err
-		}
-		rep := doctor.Check(ms, doctor.WithKubernetesMinor(kubeMinor))
-		for _, sc := range scs {
-			p := prediction{Prediction: rep.Predict(service, sc.OwnTriggerSet())}
-			var why []string
-			for _, f := range rep.Findings {
-				for _, id := range p.Rules {
-					if f.RuleID == id && f.Service == service {
-						why = append(why, id+" "+f.Message)
-					}
-				}
-			}
-			p.why = strings.Join(why, "; ")
-			out[sc.Name][m.Name] = p
-		}
-	}
-	return out, nil
-}
-
-// onModel is objs with the Service named service annotated for LB model
-// name, read back as the doctor reads manifests.
-func onModel(objs []runtime.Object, service, model string) (*doctor.Manifests, error) {
-	var cp []runtime.Object
-	for _, o := range objs {
-		o = o.DeepCopyObject()
-		if svc, ok := o.(*corev1.Service); ok {
-			ns := svc.Namespace
-			if ns == "" {
-				ns = "default"
-			}
-			if "service/"+ns+"/"+svc.Name == service {
-				if svc.Annotations == nil {
-					svc.Annotations = map[string]string{}
-				}
-				svc.Annotations[contract.LBProfileAnnotation] = model
-			}
-		}
-		cp = append(cp, o)
-	}
-	b, err := fixtures.RenderYAML(cp...)
-	if err != nil {
-		return nil, err
-	}
-	return doctor.Read(service+" on "+model, bytes.NewReader(b))
-}
-
-// typedObjects are the objects the doctor decoded (the kinds it analyses).
-func typedObjects(ms *doctor.Manifests) []runtime.Object {
-	var out []runtime.Object
-	for _, o := range ms.Objects {
-		if ro, ok := o.Obj.(runtime.Object); ok {
-			ro = ro.DeepCopyObject()
-			if mo, ok := ro.(metav1.Object); ok && mo.GetNamespace() == "" {
-				mo.SetNamespace(o.Namespace)
-			}
-			out = append(out, ro)
-		}
-	}
-	return out
 }
 
 func printStandIn(w io.Writer, s *standin.StandIn) {
@@ -822,7 +571,7 @@ func renderStandIn(c *cli, s *standin.StandIn, path string) error {
 // manifests; a cell where the stand-in as deployed is predicted otherwise
 // (one of its changes matters to a rule) is marked, and the measurement is
 // compared with that one.
-func printPredictions(w io.Writer, title string, preds, deployed map[string]map[string]prediction, scs []suites.Scenario, models []suites.Model) {
+func printPredictions(w io.Writer, title string, preds, deployed workloadtest.Predictions, scs []suites.Scenario, models []suites.Model) {
 	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "  disruption")
@@ -851,31 +600,9 @@ func printPredictions(w io.Writer, title string, preds, deployed map[string]map[
 	fmt.Fprintln(w)
 }
 
-// predictions are the doctor's predictions for the user's manifests and
-// for the stand-in as deployed.
-func predictions(ms *doctor.Manifests, own *standin.StandIn, models []suites.Model, scs []suites.Scenario, kubeMinor int) (user, deployed map[string]map[string]prediction, err error) {
-	if user, err = predict(typedObjects(ms), own.Service, models, scs, kubeMinor); err != nil {
-		return nil, nil, fmt.Errorf("predict for the manifests: %w", err)
-	}
-	if deployed, err = predict(own.Objects(), "service/"+own.Namespace+"/"+own.ServiceName, models, scs, kubeMinor); err != nil {
-		return nil, nil, fmt.Errorf("predict for the stand-in: %w", err)
-	}
-	return user, deployed, nil
-}
-
-func servingReadiness(s *standin.StandIn) *corev1.Probe {
-	tpl, _, _ := s.Spec()
-	for _, c := range tpl.Spec.Containers {
-		if c.Name == s.Serving.Name {
-			return c.ReadinessProbe
-		}
-	}
-	return nil
-}
-
 // printMeasured prints measured drops next to the prediction and returns
 // the exit code: 2 when a run broke, 1 when something dropped, else 0.
-func printMeasured(w io.Writer, preds map[string]map[string]prediction, measured map[string]zdv1.Scenario, scs []suites.Scenario, models []suites.Model, out string) int {
+func printMeasured(w io.Writer, preds workloadtest.Predictions, measured map[string]zdv1.Scenario, scs []suites.Scenario, models []suites.Model, out string) int {
 	fmt.Fprintln(w, "Measured (the doctor's prediction in brackets):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "  disruption")
@@ -941,16 +668,4 @@ func firstSet(v, def string) string {
 		return def
 	}
 	return v
-}
-
-// hasSleepAction reports whether a container of s's Pods has a kubelet
-// sleep action as a hook.
-func hasSleepAction(s *standin.StandIn) bool {
-	tpl, _, _ := s.Spec()
-	for _, c := range append(slices.Clone(tpl.Spec.InitContainers), tpl.Spec.Containers...) {
-		if l := c.Lifecycle; l != nil && ((l.PreStop != nil && l.PreStop.Sleep != nil) || (l.PostStart != nil && l.PostStart.Sleep != nil)) {
-			return true
-		}
-	}
-	return false
 }
