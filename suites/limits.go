@@ -1,0 +1,106 @@
+// The measured platform limits several scenarios share: each Mechanism
+// names the events that open its failure windows and says, with the run
+// that measured it, why zero drops is impossible there for a workload.
+
+package suites
+
+import (
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+)
+
+// noTerminatingEndpoints is why new connections are dropped where a node's
+// endpoints are all terminating, on a kube-proxy without KEP-1669.
+var noTerminatingEndpoints = Mechanism{Opens: []string{zdv1.EventEndpointTerminating}, Text: "kube-proxy here does not send new connections to endpoints that are terminating but " +
+	"still serving (KEP-1669: feature gate ProxyTerminatingEndpoints, on by default from Kubernetes 1.26 and locked " +
+	"on from 1.28; off before 1.26 or where it was turned off). With externalTrafficPolicy Local, a node whose " +
+	"endpoints are all terminating then has none for a new connection (v1.27.4 pkg/proxy/topology.go " +
+	"CategorizeEndpoints falls back to serving terminating endpoints only behind the gate), while the LB still sends " +
+	"it there: a health-checked LB until its check of the node's healthCheckNodePort fails (that port counts ready " +
+	"local endpoints only), MetalLB L2 while the node announces the VIP (it keeps a node whose endpoint is serving, " +
+	"metallb v0.15.2 internal/k8s/epslices.EndpointCanServe). No Deployment setting helps: the preStop keeps the " +
+	"Pod serving, but kube-proxy no longer sends it anything new. Measured on this suite's kind cluster, " +
+	"Kubernetes v1.27.4 with ProxyTerminatingEndpoints=false, a connection per request at 200/s, 2026-11-24: " +
+	"drain-node 1,438 (gcp-nlb) and 1,531 (metallb) timeouts in one window of 21.5 s and 7.7 s, scale-down 2,776 " +
+	"and 1,261, drain-pool-with-pdb 2,826 and 255 (a second run: 1,484 and 1,571, 2,082 and 1,242, 2,570 and " +
+	"1,566); with the gate on, 0 in each but drain-pool-with-pdb on metallb " +
+	"(10, its own documented limit of a moving VIP). Kept-alive " +
+	"connections hide it: the same cells with keep-alive dropped nothing on gcp-nlb with the gate off. Its windows open " +
+	"when the node's last endpoint turns terminating (endpoint-terminating): kube-proxy drops it from new connections' " +
+	"endpoints at once (the runs above predate this record of each window's opening event)"}
+
+// metallbAnnouncerLeaves is why taking the endpoint of the node that
+// announces the VIP (a drain of that node, a scale-down that takes its
+// Pod) cannot be drop-free behind MetalLB L2 with Local, whatever the
+// workload.
+var metallbAnnouncerLeaves = Mechanism{Opens: []string{zdv1.EventEndpointStoppedServing}, Text: "MetalLB L2 with externalTrafficPolicy Local announces the VIP only from a node with a " +
+	"serving endpoint (metallb v0.15.2 internal/k8s/epslices.EndpointCanServe, used by speaker/layer2_controller.go " +
+	"ShouldAnnounce), and this suite aims its drains and scale-downs at that node. When the announcing node's last " +
+	"endpoint stops serving (its drain, or a scale-down that takes its Pod), the VIP moves to another node, and the " +
+	"TCP connections the client holds open through the old node reach a node with no conntrack entry for them: they " +
+	"are reset. A request sent on one fails (Go's transport re-sends a GET on a new connection by itself, which the " +
+	"suite counts as dropped). No Deployment setting keeps the client's connections off the old node. Measured on this " +
+	"suite's kind cluster on 2026-11-23: drain-node/local/hardened 1 request, drain-pool-with-pdb/local/hardened 2 " +
+	"(one per drained node), each reset within 30 ms of the endpoint's 'stopped serving', re-sent after 10-21 dead " +
+	"pooled connections; earlier runs showed 0 only because the transport's retries were not counted. Its windows " +
+	"open when the announcing node's last endpoint stops serving (endpoint-stopped-serving): drain-node on 2026-11-26 " +
+	"(zerodrop 323bc8e), one GET re-sent 15 ms after it."}
+
+// cordonDropsFlows picks the LB models that take a cordoned node out of
+// their backends and close its established flows at once (gke-legacy).
+func cordonDropsFlows(m Model) bool {
+	f := m.Profile.Flows
+	return m.Profile.Eligibility.ExcludeUnschedulable && f.OnRemoved == profiles.FlowClose && f.DrainTimeout.D() == 0
+}
+
+// cordonDropsFlowsReason is why a drain cannot be drop-free on such an LB,
+// whatever the workload.
+var cordonDropsFlowsReason = Mechanism{Opens: []string{zdv1.EventCordon, zdv1.EventLBBackendRemoved}, Text: "The LB takes a node out of its backends the moment it is cordoned (the service " +
+	"controller of Kubernetes 1.18 and older: profile gke-legacy, eligibility.excludeUnschedulable, kubernetes PR 90823 " +
+	"removed the rule in 1.19) and a target pool has no connection draining (flows.onRemoved close, closeAction drop): " +
+	"the flows of the client's open keep-alive connections through that node are dropped at the cordon, before any " +
+	"pod on it is evicted, and a request in flight on one times out. No Deployment or PDB setting runs before the " +
+	"cordon. Measured on this suite's kind cluster on 2026-11-23: drain-node/gke-legacy/cluster/hardened and " +
+	"local/hardened 1 timeout each, sent 101 ms and 20 ms after the LB removed the cordoned node; " +
+	"drain-pool-with-pdb/gke-legacy/local/hardened 452 timeouts in the 2.3 s after the pool's cordon (with no eligible " +
+	"node healthy the LB failed open to the new pool's nodes, which had no endpoint yet). Its windows open at the cordon " +
+	"(cordon, and the LB's lb-backend-removed for the node that follows it within milliseconds): on 2026-11-26 (zerodrop " +
+	"323bc8e) drain-node/gke-legacy/cluster/hardened 1 timeout sent 544 ms after the LB removed the cordoned node, " +
+	"drain-pool-with-pdb/gke-legacy/local/hardened 616 timeouts from 45 ms after the second pool-a node's cordon."}
+
+// unhealthyResetsFlows picks the L4 LB models that reset the established
+// flows of a node whose health check fails (aws-nlb, azure-basic).
+func unhealthyResetsFlows(m Model) bool {
+	return m.Profile.Mode == profiles.ModeL4 && m.Profile.Flows.OnUnhealthy == profiles.FlowClose
+}
+
+// unhealthyResetsFlowsReason is why a node losing its last local endpoint
+// cannot be drop-free on such an LB with Local, whatever the workload.
+var unhealthyResetsFlowsReason = Mechanism{Opens: []string{zdv1.EventLBNodeUnhealthy}, Text: "The LB resets the established flows of a node whose health check fails (flows.onUnhealthy " +
+	"close: AWS NLB docs, target-group-health-checks, \"the load balancer sends a TCP RST for packets received on the client " +
+	"connections associated with the target\"; Azure Basic, \"all TCP flows expire\"). With externalTrafficPolicy Local the " +
+	"node's check fails once its last local endpoint terminates, and the LB keeps sending the node new connections until " +
+	"then, so some connection through it is always open when the reset comes: a request in flight on it is lost (Go's " +
+	"transport re-sends a GET on a new connection, which the suite counts as dropped). The preStop keeps the Pod serving " +
+	"through the lag, but no Deployment setting keeps the node healthy once its Pods leave. Measured on this suite's kind " +
+	"cluster, 2026-11-26, 50 requests/s with keep-alive: drain-node/aws-nlb/local/hardened 1 request, scale-down on " +
+	"aws-nlb and azure-basic 1 each, drain-pool-with-pdb on aws-nlb 2, nodepool-replacement on aws-nlb 1, each 41-79 ms " +
+	"after the LB removed the node; a second run of the pool scenarios: 1 and 1 on aws-nlb. Its windows open at the " +
+	"LB's lb-node-unhealthy for the node: on 2026-11-26 (zerodrop 323bc8e) 43-107 ms after it in every such cell " +
+	"(aws-nlb drain-node, drain-pool-with-pdb twice, nodepool-replacement, scale-down; azure-basic drain-node)"}
+
+// singlePool picks the LB models whose backend is one node pool.
+func singlePool(m Model) bool { return m.Profile.Eligibility.DefaultPool != "" }
+
+// singlePoolReplaced is why replacing the one pool a single-pool LB takes
+// as its backend cannot be drop-free with Local, whatever the workload.
+var singlePoolReplaced = Mechanism{Opens: []string{zdv1.EventLBNodeUnhealthy, zdv1.EventLBBackendRemoved}, Text: "The LB's backend is one node pool (azure-basic: the Basic SKU's backend pool is one " +
+	"availability set or scale set, the nodepool-backend incident), and the pool replaced is that one: the new pool's nodes " +
+	"never become backends, so once the old pool's Pods have moved to the new pool every backend's health check fails " +
+	"(externalTrafficPolicy Local) and nothing is left to send to, until someone points the LB at the new pool. No " +
+	"Deployment or PDB setting adds a backend. Measured on this suite's kind cluster, 2026-11-26: " +
+	"drain-pool-with-pdb/azure-basic/local/hardened 5,048 timeouts in 101 s after the LB removed pool-a's second node, " +
+	"the new pool-c node never added (a second run: 4,696 of 6,421); nodepool-replacement/azure-basic/local/hardened, its " +
+	"Service pointed at pool-b, 3,334 of 5,688 once the workload had moved to pool-c. Its windows open when the LB " +
+	"marks the pool's last node unhealthy and removes it (lb-node-unhealthy, lb-backend-removed): on 2026-11-26 " +
+	"(zerodrop 323bc8e) drain-pool-with-pdb 5,037 timeouts from 44 ms after, nodepool-replacement 2,898 from 23 ms after"}
