@@ -19,9 +19,12 @@
 //	if err != nil { ... }          // the run could not be made
 //	if !res.Passed() { t.Error(res) } // it was made, and it dropped
 //
-// Package zerodrop.dev/zerodrop/e2e gives the same as steps of
-// sigs.k8s.io/e2e-framework features; the Ginkgo suites in suites/ run the
-// project's own scenario matrix on the same harness.
+// Run is the project's own scenario matrix (`make e2e`) from any Go
+// program: the incidents of docs/incidents.md on every LB model, or the
+// cells a label filter selects, with the report a vendor submits. Package
+// zerodrop.dev/zerodrop/e2e gives UnderLoad as a step of
+// sigs.k8s.io/e2e-framework features; the Ginkgo suite in suites/ runs the
+// matrix through the same code as Run.
 package zerodrop
 
 import (

@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/harness/verdict"
 )
 
 func TestZerodrop(t *testing.T) {
@@ -91,28 +90,14 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 				suite.DeferCleanup = func(f func(context.Context) error) {
 					DeferCleanup(func(ctx SpecContext) error { return f(ctx) }, NodeTimeout(10*time.Minute))
 				}
-				start := time.Now()
 				// The plan's own batches (the disruptions it estimated and
 				// progress counts), with the cluster's limits applied.
-				var batches [][]Cell
-				var run []Cell
-				for _, b := range plan.BatchesOf(sc.Name) {
-					b = sc.OnCluster(b, suite.KubeProxy)
-					batches = append(batches, b)
-					run = append(run, b...)
-				}
-				out := suite.RunBatches(ctx, sc, batches)
-				results = make([]zdv1.Scenario, len(cells))
-				for i, c := range run {
-					results[i] = CellResult(sc, c, out[i])
-					Expect(collector.Add(results[i])).To(Succeed())
-				}
-				again := 0
-				for _, r := range results {
-					again += len(r.Remeasured)
-				}
-				AddReportEntry("witnesses", fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES), %d measured again (ZERODROP_REMEASURE), in %s",
-					sc.Name, len(cells), len(batches), suite.Settings.Witnesses, again, time.Since(start).Round(time.Second)))
+				var note string
+				var err error
+				results, note, err = suite.RunPlanned(ctx, sc, plan, collector)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(results).To(HaveLen(len(cells)))
+				AddReportEntry("witnesses", note)
 			}, NodeTimeout(Timeout(plan.ScenarioEstimate(sc.Name))))
 			for i, c := range cells {
 				It(c.Name(), Label(c.Labels()...), func(ctx SpecContext) {
@@ -121,32 +106,14 @@ var _ = Describe("zerodrop", Ordered, ContinueOnFailure, func() {
 					// assertions below refer to it instead of repeating it.
 					AddReportEntry("verdict", summary(result))
 					Expect(result.Verdict.Reasons).NotTo(BeEmpty(), "no verdict")
-					if result.RunFile != "" {
-						// The run file alone decides the verdict: analysing
-						// it again, as `zerodrop analyze` does, gives the
-						// same verdict, reason for reason.
-						again, aerr := verdict.AnalyzeFile(ctx, filepath.Join(suite.Settings.OutDir, result.RunFile))
-						Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", result.RunFile)
-						Expect(again.Verdict).To(Equal(result.Verdict), "re-analysing %s alone gives another verdict than the suite's", result.RunFile)
-					}
-					// A measurement taken again replaced one the load
-					// generator spoiled, and only such a one: its own run
-					// file says so.
-					for _, m := range result.Remeasured {
-						earlier, aerr := verdict.AnalyzeFile(ctx, filepath.Join(suite.Settings.OutDir, m.RunFile))
-						Expect(aerr).NotTo(HaveOccurred(), "re-analyse %s", m.RunFile)
-						Expect(earlier.Verdict).To(Equal(m.Verdict), "re-analysing %s alone gives another verdict than the suite's", m.RunFile)
-						Expect(earlier.LoadSpoiled()).To(BeTrue(), "%s was measured again, but its earlier run %s saw more than a spoiled load", result.Name, m.RunFile)
-					}
+					// The run file alone decides the verdict, and a
+					// measurement taken again replaced only one the load
+					// generator spoiled.
+					Expect(Recheck(ctx, suite.Settings.OutDir, result)).To(Succeed())
 					// The run's role: a limit that depends on the cluster's
 					// kube-proxy may have made an assertion cell document
 					// (Scenario.OnCluster).
-					switch result.Role {
-					case zdv1.RoleAssertion:
-						Expect(result.Verdict.Status).To(Equal(zdv1.Pass), "%s: %s (the verdict entry above says why)", result.Name, result.OutcomeText())
-					default:
-						Expect(result.Outcome()).NotTo(Equal(string(zdv1.Error)), "%s: the run broke, the hazard was not measured (the verdict entry above says why)", result.Name)
-					}
+					Expect(Passed(result)).To(BeEmpty(), "the verdict entry above says why")
 				})
 			}
 		})
