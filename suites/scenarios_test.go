@@ -313,8 +313,8 @@ func TestSpecTakesIdentityFromTheScenario(t *testing.T) {
 	}
 }
 
-// Where a hazard is expected is data next to the scenario: seed 000's
-// blackhole only where the LB drops cordoned nodes, seed 001's starved pods
+// Where a hazard is expected is data next to the scenario: drain-local-pdb's
+// blackhole only where the LB drops cordoned nodes, nodepool-backend's starved pods
 // everywhere but on a cloud LB that takes every node.
 func TestExpectationsFollowTheLBModel(t *testing.T) {
 	ms, err := Settings{LB: "all"}.Models()

@@ -19,16 +19,16 @@ func runOwnCLI(t *testing.T, stdin string, env map[string]string, args ...string
 	return code, out.String(), errOut.String()
 }
 
-// The seed 002 configuration behind GKE's L4 LB: the doctor reads the
+// The rolling-update-local configuration behind GKE's L4 LB: the doctor reads the
 // Service's annotation (gke-l4, 3 s x 2), finds the 10 s preStop long
 // enough, and predicts drops only on LBs whose lag outlasts it.
-func TestOwnDryRunSeed002(t *testing.T) {
-	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "testdata/seed002.yaml")
+func TestOwnDryRunRollingUpdateLocal(t *testing.T) {
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "testdata/rolling-update-local.yaml")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"Stand-in for deployment/shop/web behind service/shop/web (testdata/seed002.yaml:20)",
+		"Stand-in for deployment/shop/web behind service/shop/web (testdata/rolling-update-local.yaml:20)",
 		"knobs: 23 of 24 kept as written; containers[web].lifecycle changed",
 		"preStop: /bin/sh -c sleep 10 -> sleep 10s",
 		"disruption           gke-l4",
@@ -38,7 +38,7 @@ func TestOwnDryRunSeed002(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, _ = runOwnCLI(t, "", nil, "--dry-run", "--lb-profile", "gke-l4,aws-nlb", "--scenario", "drain-node", "testdata/seed002.yaml")
+	code, out, _ = runOwnCLI(t, "", nil, "--dry-run", "--lb-profile", "gke-l4,aws-nlb", "--scenario", "drain-node", "testdata/rolling-update-local.yaml")
 	if code != exitOK || !containsSquashed(out, "drain-node  risk (ZD010)  drops (ZD002,ZD010)") {
 		t.Errorf("exit %d, aws-nlb's 30 s lag outlasts the 10 s preStop:\n%s", code, out)
 	}
@@ -47,7 +47,7 @@ func TestOwnDryRunSeed002(t *testing.T) {
 func TestOwnRenderIsAppliable(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "standin.yaml")
-	if code, _, errOut := runOwnCLI(t, "", nil, "--dry-run", "--render", p, "testdata/seed002.yaml"); code != exitOK {
+	if code, _, errOut := runOwnCLI(t, "", nil, "--dry-run", "--render", p, "testdata/rolling-update-local.yaml"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	// The doctor reads the stand-in as it reads the original: same rules
@@ -69,7 +69,7 @@ func TestOwnRenderIsAppliable(t *testing.T) {
 		}
 		return ids
 	}
-	orig, stand := rules("testdata/seed002.yaml"), rules(p)
+	orig, stand := rules("testdata/rolling-update-local.yaml"), rules(p)
 	if len(orig) == 0 || strings.Join(orig, ",") != strings.Join(stand, ",") {
 		t.Errorf("rules on the manifests %v, on the stand-in %v", orig, stand)
 	}
@@ -77,7 +77,7 @@ func TestOwnRenderIsAppliable(t *testing.T) {
 
 func TestOwnBadInput(t *testing.T) {
 	dir := t.TempDir()
-	seed, err := os.ReadFile("testdata/seed002.yaml")
+	seed, err := os.ReadFile("testdata/rolling-update-local.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +99,8 @@ func TestOwnBadInput(t *testing.T) {
 		{"no LB Service", []string{write("nolb.yaml", strings.Replace(string(seed), "type: LoadBalancer", "type: ClusterIP", 1))}, "no Service of type LoadBalancer"},
 		{"DaemonSet", []string{write("ds.yaml", strings.Replace(strings.Replace(string(seed), "kind: Deployment", "kind: DaemonSet", 1), "  replicas: 3\n", "", 1))}, "daemonset/shop/web: DaemonSet is not supported"},
 		{"two LB Services", []string{write("two.yaml", twoLB)}, "2 Services of type LoadBalancer"},
-		{"unknown scenario", []string{"--scenario", "scale-up", "testdata/seed002.yaml"}, `"scale-up" is not a disruption`},
-		{"unknown LB", []string{"--lb-profile", "f5", "testdata/seed002.yaml"}, `"f5" is not a profile`},
+		{"unknown scenario", []string{"--scenario", "scale-up", "testdata/rolling-update-local.yaml"}, `"scale-up" is not a disruption`},
+		{"unknown LB", []string{"--lb-profile", "f5", "testdata/rolling-update-local.yaml"}, `"f5" is not a profile`},
 		{"unknown image mode", []string{"--image", "mine", "testdata/netexec.yaml"}, `--image "mine": want echo`},
 		{"app flag with own image", []string{"--image", "own", "--app-drain", "5s", "testdata/netexec.yaml"}, "--app-drain models a server"},
 		{"hook with own image", []string{"--image=own", "--hook", "5s", "testdata/netexec.yaml"}, "--hook models a server"},
@@ -122,7 +122,7 @@ func TestOwnBadInput(t *testing.T) {
 // prediction for them (the measured before and after need a cluster).
 func TestOwnProveFixDryRun(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "fixed.yaml")
-	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--prove-fix", "--fix-out", p, "--lb-profile", "gke-l4,gcp-nlb", "testdata/seed002.yaml")
+	code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--prove-fix", "--fix-out", p, "--lb-profile", "gke-l4,gcp-nlb", "testdata/rolling-update-local.yaml")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -145,7 +145,7 @@ func TestOwnProveFixDryRun(t *testing.T) {
 	}
 	// Later definitions win, as with kubectl apply: the fixed Deployment
 	// replaces the original next to its Service.
-	code, out, errOut = runDoctorCLI(t, "", "--lb-profile", "gcp-nlb", "--fail-on", "none", "testdata/seed002.yaml", p)
+	code, out, errOut = runDoctorCLI(t, "", "--lb-profile", "gcp-nlb", "--fail-on", "none", "testdata/rolling-update-local.yaml", p)
 	if code != exitOK || !strings.Contains(out, "service/shop/web") || strings.Contains(out, "ZD002") {
 		t.Errorf("the fixed Deployment next to its Service (exit %d, %s): want the Service judged and no ZD002:\n%s", code, errOut, out)
 	}

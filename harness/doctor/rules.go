@@ -242,7 +242,7 @@ var catalogue = []Rule{
 		ID: "ZD011", Name: "pool-affinity-vs-lb-backend", Severity: Error, Seeds: []string{incident.NodepoolBackend},
 		Triggers: []incident.Trigger{incident.Placement},
 		Summary:  "with Local, the Pods' node pool and the LB's backend pool may not match",
-		Description: "Seed 001: an LB whose backend is one node pool (AKS Basic) only reaches Pods on that pool; with " +
+		Description: "The nodepool-backend incident (docs/incidents.md): an LB whose backend is one node pool (AKS Basic) only reaches Pods on that pool; with " +
 			"Local, Pods elsewhere get no traffic and those in the pool get all of it. Error when the Service pins " +
 			"the LB to a pool the Pods are not confined to; warning (info on LBs that take every node) when the Pods " +
 			"are pinned to a pool and nothing pins the LB.",
@@ -283,7 +283,7 @@ var catalogue = []Rule{
 		Triggers: []incident.Trigger{incident.Eviction},
 		Summary:  "a PodDisruptionBudget can never allow an eviction",
 		Description: "maxUnavailable 0, or minAvailable equal to the replicas (or 100%), blocks every eviction: " +
-			"kubectl drain stalls forever. Seed 000: the drain stalled on such a budget while the service controller " +
+			"kubectl drain stalls forever. The drain-local-pdb incident (docs/incidents.md): the drain stalled on such a budget while the service controller " +
 			"had already removed the cordoned nodes from the LB, and with Local all traffic was blackholed.",
 		Fix: "Allow at least one disruption (maxUnavailable: 1) or delete a budget you do not need (the drain-local-pdb incident's came " +
 			"from a Helm chart default).",
@@ -381,7 +381,7 @@ var catalogue = []Rule{
 		ID: "ZD040", Name: "keepalive-behind-l7", Severity: Warning, Seeds: []string{incident.KeepaliveUnready},
 		Triggers: []incident.Trigger{incident.ReadinessFlip},
 		Summary:  "keep-alive behind an L7 load balancer while readiness can flip",
-		Description: "Seed 004: an L7 front end (GCE Ingress) kept keep-alive connections to the nodes open and " +
+		Description: "The keepalive-unready incident (docs/incidents.md): an L7 front end (GCE Ingress) kept keep-alive connections to the nodes open and " +
 			"reused them; NAT rules apply only to new connections, so a Pod that turned unready kept receiving " +
 			"requests. The readiness probe here differs from liveness (the Pod can be unready while alive) and " +
 			"nothing turns keep-alive off.",

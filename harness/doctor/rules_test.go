@@ -748,8 +748,8 @@ func TestLBInference(t *testing.T) {
 		{"aws nlb annotation", "service.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "aws-nlb", "cloud-provider-aws", ""},
 		{"other aws annotation: the Classic ELB", `service.beta.kubernetes.io/aws-load-balancer-internal: "true"`, "", "aws-elb", "Classic ELB", "60s"},
 		{"azure annotation", `service.beta.kubernetes.io/azure-load-balancer-internal: "true"`, "", "azure-lb", "cloud-provider-azure", ""},
-		// Seed 002's own recommendation: preStop 10 s for GKE L4's 3 s x 2.
-		{"gke l4-rbs, seed 002's preStop", "cloud.google.com/l4-rbs: enabled", prestop(10), "gke-l4", "ingress-gce", ""},
+		// Rolling-update-local's own recommendation: preStop 10 s for GKE L4's 3 s x 2.
+		{"gke l4-rbs, rolling-update-local's preStop", "cloud.google.com/l4-rbs: enabled", prestop(10), "gke-l4", "ingress-gce", ""},
 		{"gke internal: either GKE LB", "networking.gke.io/load-balancer-type: Internal", prestop(10), "any of gcp-nlb|gke-l4", "depending on the cluster",
 			"holds on gcp-nlb; not on gke-l4"},
 		{"zerodrop annotation wins", "zerodrop.dev/lb-profile: gcp-nlb\nservice.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "gcp-nlb", "annotation zerodrop.dev/lb-profile", ""},

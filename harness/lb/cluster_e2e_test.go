@@ -764,7 +764,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("seed000-cordon", func(t *testing.T) {
+	t.Run("drain-local-pdb-cordon", func(t *testing.T) {
 		for _, prof := range []string{"gke-legacy", "gcp-nlb"} {
 			ns := e.namespace(t, "zdlb-cordon-"+prof)
 			w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
@@ -817,7 +817,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("seed003-rolling-update", func(t *testing.T) {
+	t.Run("source-ip-dilemma-rolling-update", func(t *testing.T) {
 		gcp := profiles.MustStock("gcp-nlb")
 		for _, prof := range []fixtures.Profile{fixtures.Naive, fixtures.Hardened} {
 			if only := os.Getenv("ZDLB_ROLL"); only != "" && only != string(prof) {
