@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/evidence"
 	"zerodrop.dev/zerodrop/suites"
 )
 
@@ -42,6 +44,13 @@ type RunOptions struct {
 	// cloud LB's binary (default /var/cache/zerodrop, where `make
 	// host-setup` and the node image keep theirs).
 	CacheDir string
+	// SignKey is the Ed25519 private key that signs every run file
+	// (`zerodrop keygen` makes one); "none" leaves them unsigned; "" signs
+	// with this machine's key in KeyDir, made on first use.
+	SignKey string
+	// KeyDir holds this machine's key (default: zerodrop under
+	// os.UserConfigDir).
+	KeyDir string
 	// Logger gets the harness's detail (default: discarded); Progress one
 	// line per step (default: none).
 	Logger   *slog.Logger
@@ -86,10 +95,19 @@ func Run(ctx context.Context, opts RunOptions) (RunResult, error) {
 		"PROVIDER": opts.Provider, "CLUSTER_NAME": opts.ClusterName, "LB": opts.LB,
 		"LB_PROFILE": strings.Join(opts.LBProfiles, ","), "ZERODROP_OUT": out,
 		"ZERODROP_KUBECONFIG": opts.Kubeconfig, "ZERODROP_CACHE": opts.CacheDir, "ZERODROP_VERSION": version(),
+		"ZERODROP_SIGN_KEY": opts.SignKey,
 	}
 	settings, err := suites.SettingsFromEnv(func(k string) string { return env[k] }, out)
 	if err != nil {
 		return RunResult{}, fmt.Errorf("zerodrop: %w", err)
+	}
+	settings.KeyDir = opts.KeyDir
+	if settings.KeyDir == "" && settings.SignKey != evidence.NoKey {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return RunResult{}, fmt.Errorf("zerodrop: no place for this machine's signing key (%w): give RunOptions.KeyDir, a SignKey, or SignKey \"none\"", err)
+		}
+		settings.KeyDir = filepath.Join(dir, "zerodrop")
 	}
 	cells, failed, err := suites.Run(ctx, settings, opts.Filter, opts.Logger, opts.Progress)
 	res := RunResult{Cells: cells, Failed: failed, Report: filepath.Join(out, "report.json")}

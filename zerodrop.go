@@ -275,7 +275,8 @@ func RolloutRestart(client kubernetes.Interface, namespace, name string, timeout
 
 // version is zerodrop's module version as the caller's build records it
 // (a tagged release, or a pseudo-version); "(devel)" inside zerodrop's own
-// module, where the Makefile stamps the CLI instead.
+// module, where the Makefile stamps the CLI instead. A test binary records
+// no dependency's version, so there it is unknown, and says why.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -293,5 +294,5 @@ func version() string {
 			return m.Version
 		}
 	}
-	return "unknown"
+	return "unknown (the binary records no module versions, as go test binaries do not)"
 }
