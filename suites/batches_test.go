@@ -24,7 +24,7 @@ func cellsOf(models ...string) []Cell {
 		count := 0
 		fmt.Sscan(n, &count)
 		for i := 0; i < count; i++ {
-			out = append(out, Cell{Case: Case{Profile: fixtures.Profile(fmt.Sprint(i))}, Model: Model{Name: name}})
+			out = append(out, Cell{Case: Case{Hardening: fixtures.Hardening(fmt.Sprint(i))}, Model: Model{Name: name}})
 		}
 	}
 	return out
@@ -168,7 +168,7 @@ func TestRunScenarioRemeasures(t *testing.T) {
 		res := make([]scenario.Result, len(run))
 		var names []string
 		for j, c := range run {
-			i := int(c.Profile[0] - '0')
+			i := int(c.Hardening[0] - '0')
 			names = append(names, c.Name())
 			rel := scenario.DirName(c.Name()) + "/run.jsonl"
 			if err := os.MkdirAll(filepath.Join(out, scenario.DirName(c.Name())), 0o755); err != nil {

@@ -25,7 +25,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	name := sc.CellName(c)
 	ns := dnsLabel("zd-" + strings.ReplaceAll(name, "/", "-"))
 	opts := []fixtures.Option{
-		fixtures.WithProfile(c.Profile),
+		fixtures.WithHardening(c.Hardening),
 		fixtures.WithNamespace(ns),
 		fixtures.WithPolicy(c.Policy),
 		fixtures.WithLB(c.Model.Profile),
@@ -116,7 +116,7 @@ func explainWithin(p profiles.Profile) time.Duration {
 // workload's own recipe (Replaced) says it.
 func lbOf(c Cell) profiles.Profile {
 	p := c.Model.Profile
-	if c.Profile != fixtures.Hardened || c.StandIn != nil {
+	if c.Hardening != fixtures.Hardened || c.StandIn != nil {
 		return p
 	}
 	return recipe.Hardened(recipe.FromProfile(p), c.Policy).LB(p, 0)
@@ -134,7 +134,7 @@ const explainMargin = 30 * time.Second
 // serviceName is cell c's Service over shared Pods: its LB model, policy,
 // profile and keep-alive ("gcp-nlb-local-hardened-noka"), a DNS-1035 label.
 func serviceName(c Cell) string {
-	n := c.Model.Name + "-" + string(c.Policy) + "-" + string(c.Profile)
+	n := c.Model.Name + "-" + string(c.Policy) + "-" + string(c.Hardening)
 	if !c.KeepAlive {
 		n += "-noka"
 	}

@@ -101,7 +101,7 @@ func timesOf(tm Timing, c Cell, fate recipe.Fate) cellTimes {
 		t.removal = lb.RemovalLag
 		t.lagFromExit = lb.ChecksThroughNodePort || lb.FollowsServing
 	}
-	if c.Profile == fixtures.Hardened && c.StandIn == nil {
+	if c.Hardening == fixtures.Hardened && c.StandIn == nil {
 		r := recipe.For(lb, c.Policy, fate)
 		t.accepting, t.minReady = r.Accepting(), r.MinReady
 	}

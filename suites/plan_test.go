@@ -112,7 +112,7 @@ func TestPlanEstimatesFollowTheMechanism(t *testing.T) {
 			t.Errorf("%s batch %s: estimate %v, the length of gclb's default lag", b.Scenario, models(b.Cells), b.Estimate)
 		}
 		for _, c := range b.Cells {
-			if b.Scenario == "drain-node" && c.Model.Name == "gclb" && c.Policy == localPolicy && c.Profile == fixtures.Naive {
+			if b.Scenario == "drain-node" && c.Model.Name == "gclb" && c.Policy == localPolicy && c.Hardening == fixtures.Naive {
 				if got := drainNode().cost(tm, k, c); got < tm.HazardWatch {
 					t.Errorf("naive gclb Local drain costs %v, less than the hazard watch %v it waits", got, tm.HazardWatch)
 				}
@@ -164,14 +164,14 @@ func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
 			continue
 		}
 		tc := timesOf(tm, c, drainNode().Fate)
-		fromExit := c.Model.Name == "gclb" && c.Profile == fixtures.Naive
+		fromExit := c.Model.Name == "gclb" && c.Hardening == fixtures.Naive
 		if tc.lagFromExit != fromExit {
 			t.Errorf("%s: lag from the exit %v, want %v", c.Name(), tc.lagFromExit, fromExit)
 		}
 		if fromExit && tc.watch != tm.HazardWatch {
 			t.Errorf("%s: watched %v, want the hazard watch %v", c.Name(), tc.watch, tm.HazardWatch)
 		}
-		if c.Profile == fixtures.Hardened {
+		if c.Hardening == fixtures.Hardened {
 			got[c.Model.Name] = drainNode().cost(tm, k, c)
 		}
 	}
@@ -198,7 +198,7 @@ func TestLagRunsFromWhereTheCheckFails(t *testing.T) {
 func timesOfModel(t *testing.T, ms []Model, name string, fate recipe.Fate) cellTimes {
 	t.Helper()
 	for _, c := range drainNode().Cells(ms) {
-		if c.Model.Name == name && c.Policy == localPolicy && c.Profile == fixtures.Hardened {
+		if c.Model.Name == name && c.Policy == localPolicy && c.Hardening == fixtures.Hardened {
 			return timesOf(DefaultTiming(), c, fate)
 		}
 	}

@@ -20,8 +20,8 @@ func matrix(policies ...corev1.ServiceExternalTrafficPolicy) []Case {
 	var out []Case
 	for _, p := range policies {
 		out = append(out,
-			Case{Policy: p, Profile: fixtures.Naive, KeepAlive: true, Role: zdv1.RoleDocumentation},
-			Case{Policy: p, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion})
+			Case{Policy: p, Hardening: fixtures.Naive, KeepAlive: true, Role: zdv1.RoleDocumentation},
+			Case{Policy: p, Hardening: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion})
 	}
 	return out
 }

@@ -28,7 +28,7 @@ func control() Scenario {
 	var cases []Case
 	for _, p := range []corev1.ServiceExternalTrafficPolicy{clusterPolicy, localPolicy} {
 		for _, ka := range []bool{true, false} {
-			cases = append(cases, Case{Policy: p, Profile: fixtures.Hardened, KeepAlive: ka, Role: zdv1.RoleAssertion})
+			cases = append(cases, Case{Policy: p, Hardening: fixtures.Hardened, KeepAlive: ka, Role: zdv1.RoleAssertion})
 		}
 	}
 	return Scenario{

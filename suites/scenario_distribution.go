@@ -19,8 +19,8 @@ func distribution() Scenario {
 		Seeds:       []string{incident.NodepoolBackend},
 		Triggers:    []incident.Trigger{incident.Placement},
 		Cases: []Case{
-			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
-			{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleDocumentation},
+			{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
+			{Policy: localPolicy, Hardening: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleDocumentation},
 		},
 		Hazard: "with Local, pods on nodes the LB does not send to get no traffic at all",
 		Prevented: []Prevention{{

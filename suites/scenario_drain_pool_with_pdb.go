@@ -52,7 +52,7 @@ func drainPoolWithPDB() Scenario {
 		// the LB.
 		Cost: func(tm Timing, k Costs, c Cell, t cellTimes) time.Duration {
 			drain := t.accepting + k.Terminate
-			if c.Profile == fixtures.Naive {
+			if c.Hardening == fixtures.Naive {
 				drain = tm.PoolDrain
 			}
 			return k.PoolAdd + drain + t.leaves(tm, drain, 0)
@@ -69,7 +69,7 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 	// (pool-c); pool-c does not exist yet, so it starts on pool-a only.
 	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec {
 		pdb := fixtures.PDBAllowOne
-		if c.Profile == fixtures.Naive {
+		if c.Hardening == fixtures.Naive {
 			pdb = fixtures.PDBBlocking
 		}
 		return s.spec(sc, c, fixtures.WithReplicas(2), fixtures.WithPools("pool-a", "pool-c"), fixtures.WithPDB(pdb))
@@ -119,7 +119,7 @@ func runDrainPoolWithPDB(ctx context.Context, s *Suite, sc Scenario, cells []Cel
 		}
 	}
 	for _, i := range ws.Live() {
-		if cells[i].Profile != fixtures.Hardened {
+		if cells[i].Hardening != fixtures.Hardened {
 			continue
 		}
 		r, _ := ws.Run(i)

@@ -16,7 +16,7 @@ import (
 func rollingUpdate() Scenario {
 	rolling := matrix(clusterPolicy, localPolicy)
 	for i := range rolling {
-		if rolling[i].Policy == clusterPolicy && rolling[i].Profile == fixtures.Hardened {
+		if rolling[i].Policy == clusterPolicy && rolling[i].Hardening == fixtures.Hardened {
 			rolling[i].Smoke = true
 		}
 	}

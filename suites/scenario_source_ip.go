@@ -22,8 +22,8 @@ func sourceIP() Scenario {
 		Seeds:       []string{incident.NodepoolBackend, incident.SourceIPDilemma},
 		Triggers:    []incident.Trigger{incident.Placement},
 		Cases: []Case{
-			{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion, Smoke: true},
-			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion},
+			{Policy: localPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion, Smoke: true},
+			{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion},
 		},
 		Body: runSourceIP,
 	}

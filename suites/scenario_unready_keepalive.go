@@ -22,8 +22,8 @@ func unreadyKeepalive() Scenario {
 		Triggers: []incident.Trigger{incident.ReadinessFlip},
 		Own:      true,
 		Cases: []Case{
-			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleDocumentation},
-			{Policy: clusterPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
+			{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleDocumentation},
+			{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
 		},
 		Hazard: "kube-proxy's NAT applies to new connections only, so a reused keep-alive connection (the client's, " +
 			"or an L7 LB's to the node) keeps reaching the pod it was first sent to after that pod's endpoint is gone",

@@ -35,7 +35,7 @@ func TestRegistryIsWellFormed(t *testing.T) {
 			}
 			seen := map[string]bool{}
 			for _, c := range sc.Cases {
-				if c.Role != zdv1.RoleAssertion || c.Profile != fixtures.Hardened {
+				if c.Role != zdv1.RoleAssertion || c.Hardening != fixtures.Hardened {
 					t.Errorf("control case %s: want a hardened assertion", c.Name())
 				}
 				seen[fmt.Sprint(c.Policy, c.KeepAlive)] = true
@@ -72,7 +72,7 @@ func TestRegistryIsWellFormed(t *testing.T) {
 			if c.Role != zdv1.RoleAssertion && c.Role != zdv1.RoleDocumentation {
 				t.Errorf("%s: role %q", n, c.Role)
 			}
-			if c.Profile == fixtures.Naive && c.Role == zdv1.RoleAssertion {
+			if c.Hardening == fixtures.Naive && c.Role == zdv1.RoleAssertion {
 				t.Errorf("%s: the naive profile documents a hazard, it must not assert", n)
 			}
 			if c.Smoke {
@@ -97,7 +97,7 @@ func TestRegistryIsWellFormed(t *testing.T) {
 }
 
 func TestCaseNamesAndLabels(t *testing.T) {
-	c := Case{Policy: localPolicy, Profile: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion, Smoke: true}
+	c := Case{Policy: localPolicy, Hardening: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion, Smoke: true}
 	if c.Name() != "local/hardened/no-keepalive" {
 		t.Errorf("name %q", c.Name())
 	}
@@ -213,7 +213,7 @@ func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 	}
 	hardened := func(cs []Case) Case {
 		for _, c := range cs {
-			if c.Profile == fixtures.Hardened && c.Policy == localPolicy {
+			if c.Hardening == fixtures.Hardened && c.Policy == localPolicy {
 				return c
 			}
 		}
@@ -594,7 +594,7 @@ func TestLimitsMergeAndReachTheCriteria(t *testing.T) {
 	}
 	s := &Suite{Settings: Settings{Rate: 50}, Timing: DefaultTiming()}
 	for _, c := range drainPoolWithPDB().Cells(ms) {
-		if c.Profile != fixtures.Hardened || c.Policy != localPolicy {
+		if c.Hardening != fixtures.Hardened || c.Policy != localPolicy {
 			continue
 		}
 		crit := s.spec(drainPoolWithPDB(), c).Criteria
@@ -664,7 +664,7 @@ func TestGCLBHardenedLocalAsksKubeProxy(t *testing.T) {
 				continue
 			}
 			got := lbOf(c).HealthCheckFor(c.Policy)
-			switch c.Profile {
+			switch c.Hardening {
 			case fixtures.Hardened:
 				if c.Role != zdv1.RoleAssertion || c.PlatformLimit != "" {
 					t.Errorf("%s: role %s, limit %.60q; want an assertion", sc.CellName(c), c.Role, c.PlatformLimit)

@@ -18,8 +18,8 @@ import (
 
 // Case is one cell of a scenario's matrix.
 type Case struct {
-	Policy  corev1.ServiceExternalTrafficPolicy
-	Profile fixtures.Profile
+	Policy    corev1.ServiceExternalTrafficPolicy
+	Hardening fixtures.Hardening
 	// KeepAlive is the client's and the server's keep-alive (unready-keepalive
 	// varies it; every other scenario keeps it on).
 	KeepAlive bool
@@ -42,17 +42,17 @@ type Case struct {
 	StandIn *standin.StandIn
 }
 
-// OwnProfile names the cases of a user's own workload (zerodrop test), and
-// OwnFixedProfile those of the same workload with the doctor's fixes
+// OwnHardening names the cases of a user's own workload (zerodrop test), and
+// OwnFixedHardening those of the same workload with the doctor's fixes
 // (zerodrop test --prove-fix).
 const (
-	OwnProfile      fixtures.Profile = "own"
-	OwnFixedProfile fixtures.Profile = "own-fixed"
+	OwnHardening      fixtures.Hardening = "own"
+	OwnFixedHardening fixtures.Hardening = "own-fixed"
 )
 
 // Name is the case's part of the spec name: "local/hardened".
 func (c Case) Name() string {
-	n := strings.ToLower(string(c.Policy)) + "/" + string(c.Profile)
+	n := strings.ToLower(string(c.Policy)) + "/" + string(c.Hardening)
 	if !c.KeepAlive {
 		n += "/no-keepalive"
 	}
@@ -61,7 +61,7 @@ func (c Case) Name() string {
 
 // Labels are the Ginkgo labels of the case (besides the scenario's).
 func (c Case) Labels() []string {
-	l := []string{"policy:" + strings.ToLower(string(c.Policy)), "profile:" + string(c.Profile), "role:" + string(c.Role)}
+	l := []string{"policy:" + strings.ToLower(string(c.Policy)), "profile:" + string(c.Hardening), "role:" + string(c.Role)}
 	if !c.KeepAlive {
 		l = append(l, "keepalive:off")
 	}
@@ -94,7 +94,7 @@ func (c Cell) Labels() []string { return append(c.Case.Labels(), "lb:"+c.Model.N
 // matrix's row (scenario, policy, profile, keep-alive) and column (lb).
 func (c Cell) reportLabels(scenario string) map[string]string {
 	return map[string]string{
-		"scenario": scenario, "policy": string(c.Policy), "profile": string(c.Profile),
+		"scenario": scenario, "policy": string(c.Policy), "profile": string(c.Hardening),
 		"keepalive": fmt.Sprint(c.KeepAlive), "lb": c.Model.Name,
 	}
 }
@@ -274,7 +274,7 @@ func (sc Scenario) CasesOn(m Model) []Case {
 // documentation cell per model (the workload's own policy),
 // each expecting what expect says for that model (the doctor's
 // prediction), so a measurement that disagrees is flagged.
-func (sc Scenario) OwnCells(models []Model, profile fixtures.Profile, own *standin.StandIn, expect func(Model) *zdv1.Expectation) []Cell {
+func (sc Scenario) OwnCells(models []Model, profile fixtures.Hardening, own *standin.StandIn, expect func(Model) *zdv1.Expectation) []Cell {
 	policy := own.ServiceObj.Spec.ExternalTrafficPolicy
 	if policy == "" {
 		policy = clusterPolicy
@@ -289,7 +289,7 @@ func (sc Scenario) OwnCells(models []Model, profile fixtures.Profile, own *stand
 	keepAlive := slices.Contains(sc.OwnTriggerSet(), incident.ReadinessFlip)
 	var out []Cell
 	for _, m := range models {
-		out = append(out, Cell{Case: Case{Policy: policy, Profile: profile, KeepAlive: keepAlive, Role: zdv1.RoleDocumentation, StandIn: own},
+		out = append(out, Cell{Case: Case{Policy: policy, Hardening: profile, KeepAlive: keepAlive, Role: zdv1.RoleDocumentation, StandIn: own},
 			Model: m, Expected: expect(m)})
 	}
 	return out

@@ -38,11 +38,11 @@ func runDoctorCLI(t *testing.T, stdin string, args ...string) (int, string, stri
 
 func TestDoctorCommand(t *testing.T) {
 	dir := t.TempDir()
-	naive := writeFixture(t, dir, "naive.yaml", fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking))
-	hardened := writeFixture(t, dir, "hardened.yaml", fixtures.WithProfile(fixtures.Hardened))
+	naive := writeFixture(t, dir, "naive.yaml", fixtures.WithHardening(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking))
+	hardened := writeFixture(t, dir, "hardened.yaml", fixtures.WithHardening(fixtures.Hardened))
 	// The keepalive-unready incident's fix: keep-alive off.
-	hardenedNoKA := writeFixture(t, dir, "hardened-no-keepalive.yaml", fixtures.WithProfile(fixtures.Hardened), fixtures.WithKeepAlive(false))
-	naiveCluster := writeFixture(t, dir, "naive-cluster.yaml", fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy("Cluster"), fixtures.WithName("other"))
+	hardenedNoKA := writeFixture(t, dir, "hardened-no-keepalive.yaml", fixtures.WithHardening(fixtures.Hardened), fixtures.WithKeepAlive(false))
+	naiveCluster := writeFixture(t, dir, "naive-cluster.yaml", fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy("Cluster"), fixtures.WithName("other"))
 	naiveBytes, err := os.ReadFile(naive)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestDoctorCommand(t *testing.T) {
 
 func TestDoctorMachineOutputs(t *testing.T) {
 	dir := t.TempDir()
-	naive := writeFixture(t, dir, "naive.yaml", fixtures.WithProfile(fixtures.Naive))
+	naive := writeFixture(t, dir, "naive.yaml", fixtures.WithHardening(fixtures.Naive))
 
 	code, out, errOut := runDoctorCLI(t, "", "-o", "json", naive)
 	if code != 1 {

@@ -213,14 +213,14 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 		return code
 	}
 	all := func(suites.Scenario, suites.Model) bool { return true }
-	measured := workloadtest.Measure(ctx, sess, r.scs, suites.OwnProfile, r.own, r.plan.expect, all, r.progress)
+	measured := workloadtest.Measure(ctx, sess, r.scs, suites.OwnHardening, r.own, r.plan.expect, all, r.progress)
 	code = printMeasured(c.stdout, r.plan.expect, measured, r.scs, sess.Suite.Models, r.settings.OutDir)
 	if f.proveFix && r.plan.fixed != nil {
 		dropped := func(sc suites.Scenario, m suites.Model) bool {
 			res, ok := measured[sc.Name+"/"+m.Name]
 			return ok && res.Outcome() == zdv1.OutcomeHazardReproduced
 		}
-		after := workloadtest.Measure(ctx, sess, r.scs, suites.OwnFixedProfile, r.plan.fixed, r.plan.fixedExpect, dropped, r.progress)
+		after := workloadtest.Measure(ctx, sess, r.scs, suites.OwnFixedHardening, r.plan.fixed, r.plan.fixedExpect, dropped, r.progress)
 		// A run that broke before the fix stays the exit code: the fix
 		// cannot prove what was never measured.
 		if fc := printBeforeAfter(c.stdout, workloadtest.BeforeAfter(measured, after, r.scs, sess.Suite.Models)); code != exitBroken {

@@ -57,14 +57,14 @@ func TestFixtureProfiles(t *testing.T) {
 		errors   []string
 		warnings []string
 	}{
-		{name: "naive Local", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(local)},
+		{name: "naive Local", opts: []fixtures.Option{fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(local)},
 			errors: []string{"ZD002"}, warnings: []string{"ZD010", "ZD033"}},
-		{name: "naive Local blocking PDB (incident drain-local-pdb)", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking)},
+		{name: "naive Local blocking PDB (incident drain-local-pdb)", opts: []fixtures.Option{fixtures.WithHardening(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking)},
 			errors: []string{"ZD002", "ZD020"}, warnings: []string{"ZD010", "ZD033"}},
-		{name: "naive Cluster", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Naive), fixtures.WithPolicy(cluster)},
+		{name: "naive Cluster", opts: []fixtures.Option{fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(cluster)},
 			errors: nil, warnings: []string{"ZD004"}},
-		{name: "hardened Local", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Hardened), fixtures.WithPolicy(local)}},
-		{name: "hardened Cluster", opts: []fixtures.Option{fixtures.WithProfile(fixtures.Hardened), fixtures.WithPolicy(cluster)}},
+		{name: "hardened Local", opts: []fixtures.Option{fixtures.WithHardening(fixtures.Hardened), fixtures.WithPolicy(local)}},
+		{name: "hardened Cluster", opts: []fixtures.Option{fixtures.WithHardening(fixtures.Hardened), fixtures.WithPolicy(cluster)}},
 		{name: "hardened with a blocking PDB still gets ZD020", opts: []fixtures.Option{fixtures.WithPDB(fixtures.PDBBlocking)},
 			errors: []string{"ZD020"}},
 		{name: "hardened pinned to a pool and LB pinned to it", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-a")}},
@@ -149,7 +149,7 @@ func TestFixesAreTheRecipe(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				naive, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithLB(p.Profile), fixtures.WithPolicy(policy))
+				naive, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithLB(p.Profile), fixtures.WithPolicy(policy))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -16,9 +16,9 @@ import (
 //
 //	go test ./harness/doctor -run '^$' -fuzz FuzzRead -fuzztime 5m
 func FuzzRead(f *testing.F) {
-	for _, p := range fixtures.Profiles() {
+	for _, p := range fixtures.Hardenings() {
 		for _, pdb := range []fixtures.PDBMode{fixtures.PDBNone, fixtures.PDBBlocking} {
-			w, err := fixtures.New(fixtures.WithProfile(p), fixtures.WithPDB(pdb), fixtures.WithPools("pool-a"))
+			w, err := fixtures.New(fixtures.WithHardening(p), fixtures.WithPDB(pdb), fixtures.WithPools("pool-a"))
 			if err != nil {
 				f.Fatal(err)
 			}

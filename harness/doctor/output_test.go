@@ -174,7 +174,7 @@ func TestSeverity(t *testing.T) {
 // TestLoadCluster reads the fixture objects back from a (fake) API server and
 // expects the same findings as from the rendered files, without lines.
 func TestLoadCluster(t *testing.T) {
-	w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking), fixtures.WithNamespace("zd"))
+	w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithPDB(fixtures.PDBBlocking), fixtures.WithNamespace("zd"))
 	if err != nil {
 		t.Fatal(err)
 	}

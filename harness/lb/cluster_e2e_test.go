@@ -456,7 +456,7 @@ func TestCluster(t *testing.T) {
 		prof := profiles.MustStock(name)
 		t.Run(name+"-local-client-ip-and-backends", func(t *testing.T) {
 			ns := e.namespace(t, "zdlb-srcip-"+name)
-			w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1),
+			w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1),
 				fixtures.WithLBProfile(name))
 			if err != nil {
 				t.Fatal(err)
@@ -563,7 +563,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("azure-basic-one-pool", func(t *testing.T) {
 		ns := e.namespace(t, "zdlb-basic")
-		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(3),
+		w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(3),
 			fixtures.WithSpread(true), fixtures.WithLBProfile("azure-basic"), fixtures.WithLBPool("pool-a"))
 		if err != nil {
 			t.Fatal(err)
@@ -594,7 +594,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("backend-change-under-500rps", func(t *testing.T) {
 		ns := e.namespace(t, "zdlb-change")
-		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(3),
+		w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(3),
 			fixtures.WithSpread(true), fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyCluster), fixtures.WithLBProfile("generic"))
 		if err != nil {
 			t.Fatal(err)
@@ -654,7 +654,7 @@ func TestCluster(t *testing.T) {
 	t.Run("gclb-keepalive", func(t *testing.T) {
 		for _, ka := range []bool{true, false} {
 			ns := e.namespace(t, fmt.Sprintf("zdlb-gclb-%v", ka))
-			w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
+			w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
 				fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyCluster), fixtures.WithLBProfile("gclb"), fixtures.WithKeepAlive(ka),
 				fixtures.WithReadiness(&fixtures.Probe{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1}))
 			if err != nil {
@@ -713,7 +713,7 @@ func TestCluster(t *testing.T) {
 	// BackendConfig's 4 s, not the default check's 10 minutes.
 	t.Run("gclb-backendconfig", func(t *testing.T) {
 		ns := e.namespace(t, "zdlb-gclb-bc")
-		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1),
+		w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1),
 			fixtures.WithPolicy(corev1.ServiceExternalTrafficPolicyLocal), fixtures.WithLBProfile("gclb"))
 		if err != nil {
 			t.Fatal(err)
@@ -767,7 +767,7 @@ func TestCluster(t *testing.T) {
 	t.Run("drain-local-pdb-cordon", func(t *testing.T) {
 		for _, prof := range []string{"gke-legacy", "gcp-nlb"} {
 			ns := e.namespace(t, "zdlb-cordon-"+prof)
-			w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
+			w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
 				fixtures.WithPools("pool-a"), fixtures.WithSpread(true), fixtures.WithPDB(fixtures.PDBBlocking), fixtures.WithLBProfile(prof))
 			if err != nil {
 				t.Fatal(err)
@@ -819,7 +819,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("source-ip-dilemma-rolling-update", func(t *testing.T) {
 		gcp := profiles.MustStock("gcp-nlb")
-		for _, prof := range []fixtures.Profile{fixtures.Naive, fixtures.Hardened} {
+		for _, prof := range []fixtures.Hardening{fixtures.Naive, fixtures.Hardened} {
 			if only := os.Getenv("ZDLB_ROLL"); only != "" && only != string(prof) {
 				continue
 			}
@@ -827,7 +827,7 @@ func TestCluster(t *testing.T) {
 			// One replica, and the update also moves it to another worker: the old
 			// node loses its last local endpoint for good, the canonical incident source-ip-dilemma
 			// case (a node whose pods are all replaced elsewhere).
-			w, err := fixtures.New(fixtures.WithProfile(prof), fixtures.WithLB(gcp), fixtures.WithNamespace(ns),
+			w, err := fixtures.New(fixtures.WithHardening(prof), fixtures.WithLB(gcp), fixtures.WithNamespace(ns),
 				fixtures.WithReplicas(1), fixtures.WithLBProfile("gcp-nlb"))
 			if err != nil {
 				t.Fatal(err)
@@ -889,7 +889,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("server minor %q: %v", v.Minor, err)
 		}
 		ns := e.namespace(t, "zdlb-exclude")
-		w, err := fixtures.New(fixtures.WithProfile(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1), fixtures.WithLBProfile("gke-l4"))
+		w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(1), fixtures.WithLBProfile("gke-l4"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1118,7 +1118,7 @@ func SourceAddress(addr string) (string, error) {
 // describe lists the knobs of a workload that decide drops, for the report.
 func describe(c fixtures.Config) map[string]string {
 	m := map[string]string{
-		"profile":               string(c.Profile),
+		"profile":               string(c.Hardening),
 		"externalTrafficPolicy": string(c.Policy),
 		"replicas":              strconv.Itoa(int(c.Replicas)),
 		"preStopSleep":          c.PreStopSleep.String(),

@@ -91,7 +91,7 @@ func Scenarios() []suites.Scenario {
 
 // Measure runs the scenarios' cells that pick selects on s, each expecting
 // the doctor's prediction, and returns their results by "scenario/model".
-func Measure(ctx context.Context, sess *suites.Session, scs []suites.Scenario, profile fixtures.Profile, s *standin.StandIn,
+func Measure(ctx context.Context, sess *suites.Session, scs []suites.Scenario, profile fixtures.Hardening, s *standin.StandIn,
 	preds Predictions, pick func(suites.Scenario, suites.Model) bool, progress func(string)) map[string]zdv1.Scenario {
 	out := map[string]zdv1.Scenario{}
 	for _, sc := range scs {
