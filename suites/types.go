@@ -37,7 +37,7 @@ type Case struct {
 	PlatformLimit string
 	LimitOpens    []string
 	// StandIn, when set, is a user's workload (harness/standin) the case
-	// deploys instead of the bundled one; Profile is then OwnProfile and
+	// deploys instead of the bundled one; Hardening is then OwnHardening and
 	// Policy the user's Service's.
 	StandIn *standin.StandIn
 }
