@@ -199,7 +199,10 @@ type L7 struct {
 
 // Profile is one vendor's load-balancer behaviour, loaded from a YAML file.
 type Profile struct {
-	Name string `json:"name"`
+	// APIVersion is the format's version, APIVersion; a file without one
+	// is read as that version (the format had none before it).
+	APIVersion string `json:"apiVersion,omitempty"`
+	Name       string `json:"name"`
 	// Aliases are other names users know the LB by ("gke", "eks"); the
 	// doctor accepts them, Service annotations name the profile itself.
 	Aliases     []string `json:"aliases,omitempty"`
@@ -276,12 +279,25 @@ const (
 	L7BackendPods  = "pods"
 )
 
+// APIVersion is the version of the profile format this zerodrop reads and
+// writes. A change that would make an older zerodrop misread a file
+// bumps it, so a file never means two things.
+const APIVersion = "zerodrop.dev/lb-profile/v1"
+
 // Parse reads one profile file and validates it. Unknown fields are errors,
-// so a typo in a user's profile does not silently fall back to a default.
+// so a typo in a user's profile does not silently fall back to a default,
+// and so is a format version this zerodrop does not read.
 func Parse(data []byte) (Profile, error) {
 	var p Profile
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		return Profile{}, fmt.Errorf("parse profile: %w", err)
+	}
+	switch p.APIVersion {
+	case "":
+		p.APIVersion = APIVersion
+	case APIVersion:
+	default:
+		return Profile{}, fmt.Errorf("profile %q: apiVersion %q: this zerodrop reads %s", p.Name, p.APIVersion, APIVersion)
 	}
 	if err := p.Validate(); err != nil {
 		return Profile{}, err

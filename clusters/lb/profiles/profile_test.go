@@ -22,6 +22,12 @@ func TestStockProfiles(t *testing.T) {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
 	for _, n := range want {
+		// The stock files say their format's version, as users' files
+		// copied from them will.
+		raw, err := FS.ReadFile(n + ".yaml")
+		if err != nil || !strings.Contains(string(raw), "\napiVersion: "+APIVersion+"\n") {
+			t.Errorf("%s.yaml does not name apiVersion %s (%v)", n, APIVersion, err)
+		}
 		p := ps[n]
 		if len(p.Sources) == 0 {
 			t.Errorf("%s: no sources documented", n)
@@ -142,13 +148,22 @@ healthCheck: {target: kube-proxy, interval: 5s, timeout: 1s, healthyThreshold: 1
 flows: {onUnhealthy: keep, onRemoved: drain, drainTimeout: 10s, closeAction: reset, idleTimeout: 1m}
 noHealthyBackends: drop
 `
-	if _, err := Parse([]byte(base)); err != nil {
-		t.Fatalf("base profile: %v", err)
+	// A file without a version is read as v1, the version the stock files
+	// name.
+	for _, in := range []string{base, "apiVersion: " + APIVersion + "\n" + base} {
+		p, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatalf("base profile: %v", err)
+		}
+		if p.APIVersion != APIVersion {
+			t.Errorf("apiVersion = %q, want %q", p.APIVersion, APIVersion)
+		}
 	}
 	cases := []struct {
 		name, edit, want string
 	}{
 		{"unknown field", base + "colour: red\n", "unknown field"},
+		{"a format this zerodrop does not read", "apiVersion: zerodrop.dev/lb-profile/v2\n" + base, "this zerodrop reads zerodrop.dev/lb-profile/v1"},
 		{"bad mode", strings.Replace(base, "mode: l4", "mode: l3", 1), `mode "l3"`},
 		{"timeout over interval", strings.Replace(base, "timeout: 1s", "timeout: 9s", 1), "timeout"},
 		{"zero threshold", strings.Replace(base, "healthyThreshold: 1", "healthyThreshold: 0", 1), "thresholds"},
