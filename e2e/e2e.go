@@ -1,9 +1,11 @@
 // Package e2e is zerodrop for suites written with
 // sigs.k8s.io/e2e-framework: a step that asserts zero dropped requests
 // through a Service's load balancer around the suite's own disruption, and
-// an environment function that points the suite at a cluster.
+// environment functions that point the suite at a cluster: zerodrop's kind
+// cluster, taken or made (KindCluster), or any cluster (UseCluster).
 //
-//	testenv = env.NewWithConfig(envconf.New()).Setup(e2e.UseCluster(kubeconfig))
+//	kind := e2e.Kind{Kubeconfig: "out/kubeconfig", Images: []string{"zerodrop/echo-server:dev"}}
+//	testenv = env.NewWithConfig(envconf.New()).Setup(e2e.KindCluster(kind)).Finish(e2e.DeleteKindCluster(kind))
 //	...
 //	f := features.New("rollout of web").
 //		Assess("zero drops", e2e.UnderLoad(

@@ -59,3 +59,16 @@ func TestResultFrom(t *testing.T) {
 		t.Error("a result for a Service no step measured")
 	}
 }
+
+// A cluster this environment did not make is never removed: without the
+// mark KindCluster leaves when it creates one, DeleteKindCluster does
+// nothing (and touches no Docker).
+func TestDeleteKindClusterLeavesOthers(t *testing.T) {
+	k := Kind{Name: "someone-elses", Kubeconfig: "/nonexistent"}
+	if _, err := DeleteKindCluster(k)(context.Background(), envconf.New()); err != nil {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := KindCluster(Kind{})(context.Background(), envconf.New()); err == nil || !strings.Contains(err.Error(), "needs the path") {
+		t.Fatalf("no kubeconfig: err = %v", err)
+	}
+}

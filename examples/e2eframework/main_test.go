@@ -23,6 +23,11 @@ import (
 
 var testenv env.Environment
 
+// TestMain points the environment at zerodrop's kind cluster: the one
+// that answers at ZERODROP_KUBECONFIG, or a new one (`make node-image` and
+// `make image` build what it needs), removed again at the end if this
+// suite made it. Without ZERODROP_KUBECONFIG the framework's own flags
+// (--kubeconfig) name the cluster.
 func TestMain(m *testing.M) {
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
@@ -30,7 +35,8 @@ func TestMain(m *testing.M) {
 	}
 	testenv = env.NewWithConfig(cfg)
 	if kubeconfig := os.Getenv("ZERODROP_KUBECONFIG"); kubeconfig != "" {
-		testenv.Setup(e2e.UseCluster(kubeconfig))
+		kind := e2e.Kind{Name: os.Getenv("CLUSTER_NAME"), Kubeconfig: kubeconfig, Images: []string{"zerodrop/echo-server:dev"}}
+		testenv.Setup(e2e.KindCluster(kind)).Finish(e2e.DeleteKindCluster(kind))
 	}
 	os.Exit(testenv.Run(m))
 }
