@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/evidence"
 	"zerodrop.dev/zerodrop/harness/kube"
 	"zerodrop.dev/zerodrop/harness/scenario"
 )
@@ -112,6 +113,11 @@ type Options struct {
 	// load reuses connections, as browsers and most clients do (and as the
 	// keep-alive hazards of docs/incidents.md need).
 	NoKeepAlive bool
+	// SignKey is the path of an Ed25519 private key (`zerodrop keygen`
+	// writes one) that signs the run file when it is closed, so a reader
+	// can check the evidence was not edited (`zerodrop report
+	// --verify-key`); "" leaves it unsigned.
+	SignKey string
 	// Logger gets one line per step (default: discarded).
 	Logger *slog.Logger
 }
@@ -196,6 +202,13 @@ func UnderLoad(ctx context.Context, client kubernetes.Interface, svc Service, d 
 	}
 	env := &scenario.Env{Clientset: client, OutDir: opts.OutDir, Rate: rate, RequestTimeout: opts.RequestTimeout,
 		ReadyTimeout: opts.ReadyTimeout, ToolVersion: version(), Logger: opts.Logger}
+	if opts.SignKey != "" {
+		key, err := evidence.LoadKey(opts.SignKey)
+		if err != nil {
+			return Result{}, fmt.Errorf("zerodrop: Options.SignKey: %w", err)
+		}
+		env.Sealer = key
+	}
 	keepAlive := !opts.NoKeepAlive
 	spec := scenario.Spec{
 		ScenarioSpec: zdv1.ScenarioSpec{

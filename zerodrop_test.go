@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/evidence"
 )
 
 func TestUnderLoadRefusesBadInput(t *testing.T) {
@@ -37,6 +38,9 @@ func TestUnderLoadRefusesBadInput(t *testing.T) {
 		{"name not a directory", cs, web, noop, func(dir string) Options { return Options{OutDir: dir, Name: "My Run"} }, "lower-case letters"},
 		{"not a LoadBalancer", cs, web, noop, func(dir string) Options { return Options{OutDir: dir} }, "must be of type LoadBalancer"},
 		{"no such Service", cs, Service{Namespace: "shop", Name: "api"}, noop, func(dir string) Options { return Options{OutDir: dir} }, "create it before measuring it"},
+		{"no such key", cs, web, noop, func(dir string) Options {
+			return Options{OutDir: dir, SignKey: filepath.Join(dir, "..", "missing.pem")}
+		}, "SignKey"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,9 +69,17 @@ func TestUnderLoadLeavesTheCallersObjects(t *testing.T) {
 				Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}})
 	called := false
 	dir := t.TempDir()
-	_, err := UnderLoad(context.Background(), cs, Service{Namespace: "shop", Name: "web"},
+	key, err := evidence.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(t.TempDir(), "key.pem")
+	if err := evidence.WriteKey(key, keyPath); err != nil {
+		t.Fatal(err)
+	}
+	_, err = UnderLoad(context.Background(), cs, Service{Namespace: "shop", Name: "web"},
 		Disruption{Name: "never", Do: func(context.Context) error { called = true; return nil }},
-		Options{OutDir: dir, ReadyTimeout: time.Second})
+		Options{OutDir: dir, ReadyTimeout: time.Second, SignKey: keyPath})
 	if err == nil || !strings.Contains(err.Error(), "ready endpoints") {
 		t.Fatalf("err = %v, want the wait for ready endpoints to time out", err)
 	}
@@ -86,6 +98,10 @@ func TestUnderLoadLeavesTheCallersObjects(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), "ready endpoints") {
 		t.Errorf("the run file does not say why the run ended:\n%s", raw)
+	}
+	// Broken or not, the evidence is signed with the key given.
+	if _, err := os.Stat(evidence.SignatureFile(filepath.Join(dir, DefaultName, "run.jsonl"))); err != nil {
+		t.Errorf("the run file is not signed: %v", err)
 	}
 }
 

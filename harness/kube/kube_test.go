@@ -202,6 +202,20 @@ func TestEndpointsAndWaitReady(t *testing.T) {
 	if _, err := c.WaitReadyEndpoints(ctx, "ns", "echo", 2, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "a@w1 ready=false") {
 		t.Fatalf("err %v should describe the endpoints seen", err)
 	}
+	// A Service someone else deployed: settled once every endpoint it has
+	// is ready, however many; a terminating one keeps it unsettled.
+	if _, err := c.WaitEndpointsSettled(ctx, "ns", "echo", 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "a@w1 ready=false") {
+		t.Fatalf("a terminating endpoint: err %v, want it named", err)
+	}
+	slice.Endpoints[1].Conditions = discoveryv1.EndpointConditions{Ready: &tr}
+	c = New(fake.NewClientset(slice))
+	if ready, err := c.WaitEndpointsSettled(ctx, "ns", "echo", time.Second); err != nil || len(ready) != 2 {
+		t.Fatalf("two ready endpoints: ready %+v err %v", ready, err)
+	}
+	c = New(fake.NewClientset())
+	if _, err := c.WaitEndpointsSettled(ctx, "ns", "echo", 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no endpoint") {
+		t.Fatalf("no endpoint: err %v", err)
+	}
 }
 
 func TestCordonAndNodesInPool(t *testing.T) {

@@ -167,6 +167,34 @@ func (c *Client) WaitReadyEndpoints(ctx context.Context, namespace, service stri
 	return ready, err
 }
 
+// WaitEndpointsSettled waits until the Service has at least one endpoint
+// and every endpoint it has is ready: a workload someone else deployed,
+// whose replica count the caller does not know, has finished starting
+// (and any Pod of an earlier rollout has finished terminating).
+func (c *Client) WaitEndpointsSettled(ctx context.Context, namespace, service string, timeout time.Duration) ([]Endpoint, error) {
+	var ready []Endpoint
+	err := poll(ctx, fmt.Sprintf("service %s/%s to have ready endpoints and no other", namespace, service), timeout, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			eps, err := c.Endpoints(ctx, namespace, service)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			ready = ready[:0]
+			var desc []string
+			for _, e := range eps {
+				if e.Ready {
+					ready = append(ready, e)
+				}
+				desc = append(desc, fmt.Sprintf("%s@%s ready=%t", e.Pod, e.Node, e.Ready))
+			}
+			if len(eps) == 0 {
+				desc = append(desc, "no endpoint")
+			}
+			return len(eps) > 0 && len(ready) == len(eps), strings.Join(desc, ", "), nil
+		})
+	return ready, err
+}
+
 // Pods lists the pods matching selector, sorted by name.
 func (c *Client) Pods(ctx context.Context, namespace, selector string) ([]corev1.Pod, error) {
 	if _, err := labels.Parse(selector); err != nil {

@@ -448,16 +448,19 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	if err := r.deploy(ctx, cfg); err != nil {
 		return nil, err
 	}
-	want := int(target.Replicas)
 	if r.existing {
-		// The caller's own Service: no workload to wait for, and any
-		// number of Pods; one ready endpoint is where serving starts.
-		want = 1
-	} else if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
-	}
-	if _, err := r.Kube.WaitReadyEndpoints(ctx, target.Namespace, target.Service, want, env.ReadyTimeout); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		// The caller's own Service: no workload to wait for and no known
+		// number of Pods; it serves once every endpoint it has is ready.
+		if _, err := r.Kube.WaitEndpointsSettled(ctx, target.Namespace, target.Service, env.ReadyTimeout); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
+	} else {
+		if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
+		}
+		if _, err := r.Kube.WaitReadyEndpoints(ctx, target.Namespace, target.Service, int(target.Replicas), env.ReadyTimeout); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
+		}
 	}
 	r.Address, err = r.Kube.WaitLoadBalancer(ctx, target.Namespace, target.Service, env.ReadyTimeout)
 	if err != nil {
