@@ -63,7 +63,9 @@ const (
 	// disruption returned: what the load balancer does late (a health
 	// check that notices a node only now) is measured too.
 	DefaultAfter = 10 * time.Second
-	// DefaultName names a run whose Options give none.
+	// DefaultName begins the name of a run whose Options give none:
+	// under-load-NAMESPACE-SERVICE, so runs of different Services in one
+	// OutDir keep their own evidence.
 	DefaultName = "under-load"
 )
 
@@ -91,7 +93,9 @@ type Disruption struct {
 // Options tune a run. The zero value of each field is its default.
 type Options struct {
 	// Name names the run: its directory under OutDir and its name in the
-	// verdict (default DefaultName). Lower-case letters, digits and '-'.
+	// verdict (default DefaultName-NAMESPACE-SERVICE). Lower-case letters,
+	// digits and '-'; a run of the same name replaces the earlier one's
+	// evidence.
 	Name string
 	// OutDir receives the run's directory: run.jsonl (every request and
 	// event, streamed as they happen) and scenario.json (the verdict).
@@ -180,7 +184,7 @@ func UnderLoad(ctx context.Context, client kubernetes.Interface, svc Service, d 
 	}
 	name := opts.Name
 	if name == "" {
-		name = DefaultName
+		name = scenario.DirName(strings.ToLower(DefaultName + "-" + svc.Namespace + "-" + svc.Name))
 	}
 	if scenario.DirName(name) != name {
 		return Result{}, fmt.Errorf("zerodrop: Options.Name %q: want lower-case letters, digits and '-' (it names a directory)", name)

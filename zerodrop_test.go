@@ -92,7 +92,7 @@ func TestUnderLoadLeavesTheCallersObjects(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "shop", metav1.GetOptions{}); err != nil {
 		t.Errorf("the caller's namespace: %v", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, DefaultName, "run.jsonl"))
+	raw, err := os.ReadFile(filepath.Join(dir, "under-load-shop-web", "run.jsonl"))
 	if err != nil {
 		t.Fatalf("the broken run's evidence: %v", err)
 	}
@@ -100,7 +100,7 @@ func TestUnderLoadLeavesTheCallersObjects(t *testing.T) {
 		t.Errorf("the run file does not say why the run ended:\n%s", raw)
 	}
 	// Broken or not, the evidence is signed with the key given.
-	if _, err := os.Stat(evidence.SignatureFile(filepath.Join(dir, DefaultName, "run.jsonl"))); err != nil {
+	if _, err := os.Stat(evidence.SignatureFile(filepath.Join(dir, "under-load-shop-web", "run.jsonl"))); err != nil {
 		t.Errorf("the run file is not signed: %v", err)
 	}
 }
