@@ -117,6 +117,13 @@ type Options struct {
 	// load reuses connections, as browsers and most clients do (and as the
 	// keep-alive hazards of docs/incidents.md need).
 	NoKeepAlive bool
+	// CloudLB is the admin URL of zerodrop's cloud LB (http://ADDRESS:9100;
+	// `zerodrop lb state` reads it) when the Service is one of its, on a
+	// kind cluster made with LB=cloud or all: the run then waits until the
+	// LB has settled the Service before the load starts, and the LB's
+	// health checks and backend changes go into the run file beside every
+	// request. "" for any other LB.
+	CloudLB string
 	// SignKey is the path of an Ed25519 private key (`zerodrop keygen`
 	// writes one) that signs the run file when it is closed, so a reader
 	// can check the evidence was not edited (`zerodrop report
@@ -228,6 +235,9 @@ func UnderLoad(ctx context.Context, client kubernetes.Interface, svc Service, d 
 		},
 		Service:   &scenario.ServiceRef{Namespace: svc.Namespace, Name: svc.Name, Port: svc.Port, Path: svc.Path},
 		KeepAlive: &keepAlive,
+	}
+	if opts.CloudLB != "" {
+		spec.LB = scenario.CloudLBHooks(opts.CloudLB, opts.Logger)
 	}
 	run, err := scenario.Begin(ctx, env, spec)
 	if err != nil {

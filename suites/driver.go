@@ -157,17 +157,6 @@ func configureCloudLB(ctx context.Context, s *Suite, progress func(string)) erro
 	}
 	url := found.AdminURL()
 	progress(fmt.Sprintf("cloud LB %s at %s: %d of the %d columns", found.Container, url, cloud, len(s.Models)))
-	s.CloudLB = scenario.LBHooks{
-		Events: func(ctx context.Context, sink zdv1.EventSink) error {
-			return lb.SubscribeEvents(ctx, url, sink, s.Env.Logger)
-		},
-		WaitSettled: func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
-			st, err := lb.WaitSettled(ctx, url, namespace+"/"+name, timeout)
-			return st.Summary(), err
-		},
-		Quiet: func(ctx context.Context, namespace, name string) (bool, string, error) {
-			return lb.Quiet(ctx, url, namespace+"/"+name)
-		},
-	}
+	s.CloudLB = scenario.CloudLBHooks(url, s.Env.Logger)
 	return nil
 }

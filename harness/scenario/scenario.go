@@ -43,6 +43,7 @@ import (
 	"zerodrop.dev/zerodrop/harness/doctor"
 	"zerodrop.dev/zerodrop/harness/evidence"
 	"zerodrop.dev/zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/harness/lb"
 	"zerodrop.dev/zerodrop/harness/load"
 	"zerodrop.dev/zerodrop/harness/observe"
 	"zerodrop.dev/zerodrop/harness/runfile"
@@ -175,6 +176,25 @@ func (s Spec) keepAlive() bool { return s.KeepAlive == nil || *s.KeepAlive }
 
 // namespaceDeletion bounds the wait for a witness's namespace to go.
 const namespaceDeletion = 3 * time.Minute
+
+// CloudLBHooks connect a run to zerodrop's cloud LB whose admin server is
+// at adminURL (harness/lb): its events go into the run file, the load
+// starts once it has settled the Service, and AwaitLB ends once it has
+// nothing left to do.
+func CloudLBHooks(adminURL string, logger *slog.Logger) LBHooks {
+	return LBHooks{
+		Events: func(ctx context.Context, sink zdv1.EventSink) error {
+			return lb.SubscribeEvents(ctx, adminURL, sink, logger)
+		},
+		WaitSettled: func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
+			st, err := lb.WaitSettled(ctx, adminURL, namespace+"/"+name, timeout)
+			return st.Summary(), err
+		},
+		Quiet: func(ctx context.Context, namespace, name string) (bool, string, error) {
+			return lb.Quiet(ctx, adminURL, namespace+"/"+name)
+		},
+	}
+}
 
 // LBHooks are a load balancer's own view of a Service.
 type LBHooks struct {
