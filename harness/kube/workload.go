@@ -147,24 +147,8 @@ func SliceEndpoints(s *discoveryv1.EndpointSlice) []Endpoint {
 // WaitReadyEndpoints waits until the Service has exactly want ready
 // endpoints.
 func (c *Client) WaitReadyEndpoints(ctx context.Context, namespace, service string, want int, timeout time.Duration) ([]Endpoint, error) {
-	var ready []Endpoint
-	err := poll(ctx, fmt.Sprintf("service %s/%s to have %d ready endpoints", namespace, service, want), timeout, 500*time.Millisecond,
-		func(ctx context.Context) (bool, string, error) {
-			eps, err := c.Endpoints(ctx, namespace, service)
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			ready = ready[:0]
-			var desc []string
-			for _, e := range eps {
-				if e.Ready {
-					ready = append(ready, e)
-				}
-				desc = append(desc, fmt.Sprintf("%s@%s ready=%t", e.Pod, e.Node, e.Ready))
-			}
-			return len(ready) == want, strings.Join(desc, ", "), nil
-		})
-	return ready, err
+	return c.waitEndpoints(ctx, namespace, service, fmt.Sprintf("%d ready endpoints", want), timeout,
+		func(ready, all int) bool { return ready == want })
 }
 
 // WaitEndpointsSettled waits until the Service has at least one endpoint
@@ -172,8 +156,16 @@ func (c *Client) WaitReadyEndpoints(ctx context.Context, namespace, service stri
 // whose replica count the caller does not know, has finished starting
 // (and any Pod of an earlier rollout has finished terminating).
 func (c *Client) WaitEndpointsSettled(ctx context.Context, namespace, service string, timeout time.Duration) ([]Endpoint, error) {
+	return c.waitEndpoints(ctx, namespace, service, "ready endpoints and no other", timeout,
+		func(ready, all int) bool { return all > 0 && ready == all })
+}
+
+// waitEndpoints polls the Service's endpoints until done holds for the
+// number of ready ones and of all, and returns the ready ones; a timeout
+// names every endpoint last seen and whether it was ready.
+func (c *Client) waitEndpoints(ctx context.Context, namespace, service, what string, timeout time.Duration, done func(ready, all int) bool) ([]Endpoint, error) {
 	var ready []Endpoint
-	err := poll(ctx, fmt.Sprintf("service %s/%s to have ready endpoints and no other", namespace, service), timeout, 500*time.Millisecond,
+	err := poll(ctx, fmt.Sprintf("service %s/%s to have %s", namespace, service, what), timeout, 500*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
 			eps, err := c.Endpoints(ctx, namespace, service)
 			if err != nil {
@@ -190,7 +182,7 @@ func (c *Client) WaitEndpointsSettled(ctx context.Context, namespace, service st
 			if len(eps) == 0 {
 				desc = append(desc, "no endpoint")
 			}
-			return len(eps) > 0 && len(ready) == len(eps), strings.Join(desc, ", "), nil
+			return done(len(ready), len(eps)), strings.Join(desc, ", "), nil
 		})
 	return ready, err
 }
