@@ -504,12 +504,7 @@ func printBeforeAfter(w io.Writer, pairs []workloadtest.Pair) int {
 	code := exitOK
 	for _, p := range pairs {
 		fmt.Fprintf(w, "  %s on %s: %s -> %s\n", p.Scenario, p.Model, measuredCell(p.Before), measuredCell(p.After))
-		switch {
-		case p.After.Outcome() == string(zdv1.Error):
-			code = exitBroken
-		case p.After.Outcome() == zdv1.OutcomeHazardReproduced && code == exitOK:
-			code = exitFailed
-		}
+		code = worse(code, p.After)
 	}
 	if len(pairs) == 0 {
 		fmt.Fprintln(w, "  none dropped: nothing to re-run")
@@ -573,12 +568,7 @@ func renderStandIn(c *cli, s *standin.StandIn, path string) error {
 // compared with that one.
 func printPredictions(w io.Writer, title string, preds, deployed workloadtest.Predictions, scs []suites.Scenario, models []suites.Model) {
 	fmt.Fprintln(w, title)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprint(tw, "  disruption")
-	for _, m := range models {
-		fmt.Fprintf(tw, "\t%s", m.Name)
-	}
-	fmt.Fprintln(tw)
+	tw := cellTable(w, models)
 	differs := false
 	for _, sc := range scs {
 		fmt.Fprintf(tw, "  %s", sc.Name)
@@ -600,16 +590,34 @@ func printPredictions(w io.Writer, title string, preds, deployed workloadtest.Pr
 	fmt.Fprintln(w)
 }
 
-// printMeasured prints measured drops next to the prediction and returns
-// the exit code: 2 when a run broke, 1 when something dropped, else 0.
-func printMeasured(w io.Writer, preds workloadtest.Predictions, measured map[string]zdv1.Scenario, scs []suites.Scenario, models []suites.Model, out string) int {
-	fmt.Fprintln(w, "Measured (the doctor's prediction in brackets):")
+// cellTable starts a table of disruptions by LB model: its header row.
+func cellTable(w io.Writer, models []suites.Model) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "  disruption")
 	for _, m := range models {
 		fmt.Fprintf(tw, "\t%s", m.Name)
 	}
 	fmt.Fprintln(tw)
+	return tw
+}
+
+// worse is the exit code code becomes with measurement r: a broken run
+// outweighs a drop, a drop outweighs nothing.
+func worse(code int, r zdv1.Scenario) int {
+	switch {
+	case r.Outcome() == string(zdv1.Error):
+		return exitBroken
+	case r.Outcome() == zdv1.OutcomeHazardReproduced && code == exitOK:
+		return exitFailed
+	}
+	return code
+}
+
+// printMeasured prints measured drops next to the prediction and returns
+// the exit code: 2 when a run broke, 1 when something dropped, else 0.
+func printMeasured(w io.Writer, preds workloadtest.Predictions, measured map[string]zdv1.Scenario, scs []suites.Scenario, models []suites.Model, out string) int {
+	fmt.Fprintln(w, "Measured (the doctor's prediction in brackets):")
+	tw := cellTable(w, models)
 	code := exitOK
 	agree, decided := 0, 0
 	for _, sc := range scs {
@@ -620,12 +628,7 @@ func printMeasured(w io.Writer, preds workloadtest.Predictions, measured map[str
 			cell := "not run"
 			if ok {
 				cell = measuredCell(r)
-				switch {
-				case r.Outcome() == string(zdv1.Error):
-					code = exitBroken
-				case r.Outcome() == zdv1.OutcomeHazardReproduced && code == exitOK:
-					code = exitFailed
-				}
+				code = worse(code, r)
 				if r.Expected != nil && r.Expected.Outcome != "" && r.Outcome() != string(zdv1.Error) {
 					decided++
 					if r.Unexpected() {
