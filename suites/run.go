@@ -128,7 +128,11 @@ func Run(ctx context.Context, settings Settings, filter string, logger *slog.Log
 			progress(sc.Name + ": left out: the existing provider cannot add or remove nodepools; run with PROVIDER=kind")
 			continue
 		}
-		res, note, err := runScenario(ctx, suite, sc, plan, session.Collector)
+		// Each batch's clean-ups run when it ends (Suite.RunBatches);
+		// the scenario as a whole gets the timeout its estimate gives it.
+		sctx, cancel := context.WithTimeout(ctx, Timeout(plan.ScenarioEstimate(sc.Name)))
+		res, note, err := suite.RunPlanned(sctx, sc, plan, session.Collector)
+		cancel()
 		results = append(results, res...)
 		progress(note)
 		if err != nil {
@@ -144,23 +148,4 @@ func Run(ctx context.Context, settings Settings, filter string, logger *slog.Log
 		}
 	}
 	return results, failed, nil
-}
-
-// runScenario is RunPlanned with the clean-ups a scenario registers
-// outside its batches run once it ends, last registered first.
-func runScenario(ctx context.Context, s *Suite, sc Scenario, plan Plan, collector *Collector) (res []zdv1.Scenario, note string, err error) {
-	var stack []func(context.Context) error
-	s.DeferCleanup = func(f func(context.Context) error) { stack = append(stack, f) }
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		for i := len(stack) - 1; i >= 0; i-- {
-			if cerr := stack[i](cctx); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}
-	}()
-	sctx, cancel := context.WithTimeout(ctx, Timeout(plan.ScenarioEstimate(sc.Name)))
-	defer cancel()
-	return s.RunPlanned(sctx, sc, plan, collector)
 }
