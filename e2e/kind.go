@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/kube"
 )
 
 // Kind describes zerodrop's kind cluster for KindCluster.
@@ -50,7 +47,7 @@ func KindCluster(k Kind) types.EnvFunc {
 		if err != nil {
 			return ctx, err
 		}
-		if reachErr := answers(k.Kubeconfig); reachErr != nil {
+		if _, _, reachErr := kube.Reach(k.Kubeconfig); reachErr != nil {
 			// Created here, so removed on a failure below: a later run
 			// would take it for someone else's.
 			if err := p.Create(ctx); err != nil {
@@ -104,23 +101,4 @@ func (k Kind) provider() (cluster.Provider, error) {
 		return nil, fmt.Errorf("zerodrop: %w", err)
 	}
 	return p, nil
-}
-
-// answers says why the cluster of kubeconfig does not answer within ten
-// seconds; nil when it does.
-func answers(kubeconfig string) error {
-	if _, err := os.Stat(kubeconfig); err != nil {
-		return err
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	rc.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	_, err = cs.Discovery().ServerVersion()
-	return err
 }

@@ -7,13 +7,9 @@ package suites
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
@@ -21,34 +17,6 @@ import (
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/harness/verdict"
 )
-
-// reach connects to the cluster of kubeconfig and returns its Kubernetes
-// version; an error means there is no reachable cluster there.
-func reach(ctx context.Context, kubeconfig string) (kubernetes.Interface, string, error) {
-	if _, err := os.Stat(kubeconfig); err != nil {
-		return nil, "", err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, "", fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
-	}
-	cfg.Timeout = 10 * time.Second
-	// Dozens of witnesses act through one client at the same moment: the
-	// default client-side limit (5 requests/s) would stagger them by
-	// seconds.
-	cfg.QPS, cfg.Burst = 100, 200
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	v, err := cs.Discovery().ServerVersion()
-	if err != nil {
-		return nil, "", fmt.Errorf("API server of %s: %w", kubeconfig, err)
-	}
-	cfg.Timeout = 0
-	cs, err = kubernetes.NewForConfig(cfg)
-	return cs, v.GitVersion, err
-}
 
 // modelNames is the columns, for the report's run metadata.
 func modelNames(models []Model) string {

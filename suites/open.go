@@ -14,6 +14,7 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/cluster"
 	"zerodrop.dev/zerodrop/harness/evidence"
+	"zerodrop.dev/zerodrop/harness/kube"
 	"zerodrop.dev/zerodrop/harness/load"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
@@ -56,7 +57,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		return nil, err
 	}
 	sess := &Session{}
-	cs, version, reachErr := reach(ctx, settings.Kubeconfig)
+	cs, version, reachErr := kube.Reach(settings.Kubeconfig)
 	if reachErr != nil {
 		if settings.Provider != "kind" {
 			return nil, fmt.Errorf("cluster in %s is unreachable (%w); the existing provider never creates one", settings.Kubeconfig, reachErr)
@@ -77,7 +78,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 				}
 			}
 		}()
-		if cs, version, err = reach(ctx, settings.Kubeconfig); err != nil {
+		if cs, version, err = kube.Reach(settings.Kubeconfig); err != nil {
 			return nil, err
 		}
 	}
