@@ -59,6 +59,11 @@ const (
 	EventLBBackendRemoved       = "lb-backend-removed"
 	EventLBNodeHealthy          = "lb-node-healthy"
 	EventLBNodeUnhealthy        = "lb-node-unhealthy"
+	// EventLBTargetHealthy and EventLBTargetUnhealthy are the health verdicts
+	// of a Pod target (container-native load balancing: the LB checks each
+	// Pod itself); object pod/<namespace>/<name>, field pod.
+	EventLBTargetHealthy   = "lb-target-healthy"
+	EventLBTargetUnhealthy = "lb-target-unhealthy"
 	// EventLoadStart and EventLoadStop bracket a load stream (source "load"): the
 	// verdict judges delivery between them.
 	EventLoadStart = "load-start"

@@ -140,6 +140,11 @@ func describeCheck(h profiles.HealthCheck) string {
 		what = fmt.Sprintf("GET %s on node port %d", h.Path, h.Port)
 	case profiles.TargetNodePort:
 		what = fmt.Sprintf("GET %s on the Service's NodePort", h.Path)
+	case profiles.TargetPod:
+		what = "a TCP connect to each Pod's serving port"
+		if h.Path != "" {
+			what = fmt.Sprintf("GET %s on each Pod's serving port", h.Path)
+		}
 	default:
 		what = string(h.Target)
 	}

@@ -148,7 +148,7 @@ func TestControllerAppliesBackendConfig(t *testing.T) {
 	waitFor(t, "a the only L7 backend", func() bool {
 		l7.mu.Lock()
 		defer l7.mu.Unlock()
-		return len(l7.last) == 1 && fmt.Sprint(l7.last[0].Backends) == fmt.Sprint([]netip.Addr{netip.MustParseAddr("10.0.0.1")})
+		return len(l7.last) == 1 && fmt.Sprint(l7.last[0].Backends) == fmt.Sprint([]netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:31000")})
 	})
 	mu.Lock()
 	for u := range asked {

@@ -79,6 +79,9 @@ type Controller struct {
 	svcLister   corelisters.ServiceLister
 	nodeLister  corelisters.NodeLister
 	sliceLister discoverylisters.EndpointSliceLister
+	// podLister reads the readiness probes a profile may build its check
+	// from (HealthCheck.FromReadinessProbe).
+	podLister corelisters.PodLister
 
 	mu    sync.Mutex
 	svcs  map[string]*svcState
@@ -105,8 +108,11 @@ type svcState struct {
 	syncedRV      string
 	stale         map[string]Ineligible
 	endpointNodes []string
-	probes        map[string]Probe // node -> probe
-	err           string
+	probes        map[string]Probe // node (or Pod target) -> probe
+	// pods are the Pod targets of a Pod-targeted profile by name: the
+	// registered ones and those still draining (registerPods).
+	pods map[string]podTarget
+	err  string
 	// forwardFrom is when the data plane may take the VIP's traffic: the
 	// programming delay after the last sync that still had to write the
 	// status. Zero for a VIP the status already carried when first seen.
@@ -225,7 +231,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	svcInf := f.Core().V1().Services()
 	nodeInf := f.Core().V1().Nodes()
 	sliceInf := f.Discovery().V1().EndpointSlices()
-	c.svcLister, c.nodeLister, c.sliceLister = svcInf.Lister(), nodeInf.Lister(), sliceInf.Lister()
+	podInf := f.Core().V1().Pods()
+	c.svcLister, c.nodeLister, c.sliceLister, c.podLister = svcInf.Lister(), nodeInf.Lister(), sliceInf.Lister(), podInf.Lister()
 	if !c.rulesSet {
 		c.rules = c.discoverRules()
 	}
@@ -234,7 +241,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		UpdateFunc: func(any, any) { c.kick() },
 		DeleteFunc: func(any) { c.kick() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), sliceInf.Informer()} {
+	// Pods: a probe's change changes an inferred check; the EndpointSlices
+	// already follow their readiness.
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), sliceInf.Informer(), podInf.Informer()} {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return fmt.Errorf("LB controller: watch: %w", err)
 		}
@@ -283,13 +292,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer f.Shutdown()
 	defer c.mon.Stop()
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	synced := cache.WaitForCacheSync(syncCtx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced, bcSynced)
+	synced := cache.WaitForCacheSync(syncCtx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced,
+		podInf.Informer().HasSynced, bcSynced)
 	cancel()
 	if !synced {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return errors.New("LB controller: the API server's Services, Nodes, EndpointSlices and BackendConfigs did not sync within 2m: is the kubeconfig right and the API server up?")
+		return errors.New("LB controller: the API server's Services, Nodes, EndpointSlices, Pods and BackendConfigs did not sync within 2m: is the kubeconfig right and the API server up?")
 	}
 	c.mu.Lock()
 	c.ready = true
@@ -383,26 +393,76 @@ func (c *Controller) onTransition(tr Transition) {
 			hc = prof.HealthCheck
 		}
 	}
+	obj, field := targetRef(tr.Key, st)
 	c.mu.Unlock()
 	typ, verdict, n := zdv1.EventLBNodeHealthy, "healthy", hc.HealthyThreshold
 	if !tr.Healthy {
 		typ, verdict, n = zdv1.EventLBNodeUnhealthy, "unhealthy", hc.UnhealthyThreshold
+	}
+	if field == "pod" {
+		typ = zdv1.EventLBTargetHealthy
+		if !tr.Healthy {
+			typ = zdv1.EventLBTargetUnhealthy
+		}
 	}
 	var recent []string
 	for _, r := range tr.Recent {
 		recent = append(recent, r.String())
 	}
 	fields := map[string]string{
-		"service": tr.Key.Service, "node": tr.Key.Node, "profile": prof.Name,
+		"service": tr.Key.Service, field: tr.Key.Node, "profile": prof.Name,
 		"check": tr.Result.String(), "url": tr.Result.URL, "status": strconv.Itoa(tr.Result.Status),
 		"interval": hc.Interval.D().String(), "threshold": strconv.Itoa(n), "results": strings.Join(recent, "; "),
 	}
 	if tr.Result.Error != "" {
 		fields["error"] = tr.Result.Error
 	}
-	c.emit(typ, "node/"+tr.Key.Node,
-		fmt.Sprintf("LB marked node %s %s for service %s after %d consecutive checks (last: %s)", tr.Key.Node, verdict, tr.Key.Service, n, tr.Result),
+	c.emit(typ, obj,
+		fmt.Sprintf("LB marked %s %s %s for service %s after %d consecutive checks (last: %s)", field, tr.Key.Node, verdict, tr.Key.Service, n, tr.Result),
 		fields)
+}
+
+// l7Addr is where the L7 proxy sends port p's requests for target n: the
+// Pod's own address and port, or the node's address and the NodePort.
+func (st *svcState) l7Addr(n string, p corev1.ServicePort, nodeIPs map[string]netip.Addr) (netip.AddrPort, bool) {
+	if t, ok := st.pods[n]; ok {
+		port, ok := t.Ports[p.Name]
+		return netip.AddrPortFrom(t.IP, port), ok
+	}
+	ip, ok := nodeIPs[n]
+	return netip.AddrPortFrom(ip, uint16(p.NodePort)), ok && p.NodePort != 0
+}
+
+// failOpenSet is what the LB spreads new flows over when none of eligible
+// is healthy: every eligible node; for Pod targets only those that failed
+// their checks, not those still in their first ones (AWS: "If a target
+// group contains only unhealthy registered targets, the load balancer
+// routes requests to all those targets", ALB user guide, "Health checks
+// for your target groups"; a target in "initial" is not unhealthy, and a
+// rollout that leaves only Initial or Draining targets is an outage,
+// aws-load-balancer-controller docs/deploy/pod_readiness_gate.md).
+func (c *Controller) failOpenSet(key string, prof profiles.Profile, eligible map[string]bool) map[string]bool {
+	if !prof.PodBackends() {
+		return eligible
+	}
+	open := map[string]bool{}
+	for n := range eligible {
+		if !c.mon.Initial(ProbeKey{Service: key, Node: n}) {
+			open[n] = true
+		}
+	}
+	return open
+}
+
+// targetRef is the event object and field name of one of a Service's
+// targets: node/<name> and "node", or, for a Pod-targeted Service,
+// pod/<namespace>/<name> and "pod". st may be nil (a Service gone).
+func targetRef(k ProbeKey, st *svcState) (object, field string) {
+	if st != nil && st.profile.PodBackends() {
+		ns, _, _ := strings.Cut(k.Service, "/")
+		return "pod/" + ns + "/" + k.Node, "pod"
+	}
+	return "node/" + k.Node, "node"
 }
 
 func nodeIP(n *corev1.Node) netip.Addr {
@@ -472,6 +532,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	var probes []Probe
 	var dp DPConfig
 	dp.Nodes = nodeIPs
+	dp.PodCIDRs = podCIDRs(nodeList)
 	var l7 []L7Service
 	var next time.Time
 	seen := map[string]bool{}
@@ -523,8 +584,14 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				st.backends.SetFlows(prof.Flows)
 			}
 		}
-		// A BackendConfig may tune the check (GKE's Ingress LBs).
+		// The check may come from the Pods' readiness probe, and a
+		// BackendConfig may tune it after that (GKE's Ingress LBs).
+		prof, probeNote := c.probeProfile(prof, svc)
 		prof, note := checkProfile(prof, svc, c.bcs)
+		if probeNote != "" {
+			note = strings.TrimSpace(probeNote + "; " + note)
+			note = strings.TrimSuffix(note, ";")
+		}
 		if note != st.checkNote {
 			msg := note
 			if msg == "" {
@@ -560,27 +627,14 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			statusUpdates = append(statusUpdates, svc)
 			st.forwardFrom = now.Add(c.programDelay)
 		}
-		// Backends: the node set the service controller hands over (re-synced
-		// only when its rules say so), less what the cloud itself leaves out.
-		c.syncNodes(key, st, prof, svc, nodeList)
-		st.endpointNodes = c.readyEndpointNodes(svc)
-		st.local = svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
-		eligible := map[string]bool{}
-		st.probes = map[string]Probe{}
-		for _, n := range st.eligible {
-			ip, ok := nodeIPs[n]
-			if !ok {
-				continue
-			}
-			u, err := probeURL(prof, svc, ip)
-			if err != nil {
-				st.err = err.Error()
-				continue
-			}
-			eligible[n] = true
-			p := Probe{Key: ProbeKey{Service: key, Node: n}, URL: u, HealthCheck: prof.HealthCheckFor(svc.Spec.ExternalTrafficPolicy)}
-			st.probes[n] = p
-			probes = append(probes, p)
+		var eligible map[string]bool
+		if prof.PodBackends() {
+			eligible = c.registerPods(key, st, prof, svc)
+		} else {
+			eligible = c.registerNodes(key, st, prof, svc, nodeList, nodeIPs)
+		}
+		for _, n := range sortedKeys(eligible) {
+			probes = append(probes, st.probes[n])
 		}
 		active := map[string]bool{}
 		for n := range eligible {
@@ -589,9 +643,10 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			}
 		}
 		healthy := sortedKeys(active)
-		failOpen := len(active) == 0 && len(eligible) > 0 && prof.NoHealthyBackends == profiles.NoHealthyFailOpen
+		open := c.failOpenSet(key, prof, eligible)
+		failOpen := len(active) == 0 && len(open) > 0 && prof.NoHealthyBackends == profiles.NoHealthyFailOpen
 		if failOpen {
-			for n := range eligible {
+			for n := range open {
 				active[n] = true
 			}
 		}
@@ -604,7 +659,11 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		}
 		if failOpen != st.failOpen {
 			msg := fmt.Sprintf("LB fails open for service %s: no eligible node has passed its health check, so new flows go to every eligible node (%s)",
-				key, strings.Join(sortedKeys(eligible), ", "))
+				key, strings.Join(sortedKeys(open), ", "))
+			if prof.PodBackends() {
+				msg = fmt.Sprintf("LB fails open for service %s: every registered Pod failed its health check, so requests go to all of them (%s)",
+					key, strings.Join(sortedKeys(open), ", "))
+			}
 			if !failOpen {
 				msg = fmt.Sprintf("LB stops failing open for service %s: %s passed its health check; new flows go to healthy nodes only", key, strings.Join(healthy, ", "))
 			}
@@ -629,7 +688,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			}
 		}
 		for _, ch := range st.backends.Update(now, active, eligible, reasons) {
-			c.emitBackendChange(key, prof, ch, failOpen, st.backends)
+			c.emitBackendChange(key, st, prof, ch, failOpen, st.backends)
 		}
 		if d := st.backends.NextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
 			next = d
@@ -661,15 +720,25 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 			ds.Ports = l4Ports(svc)
 			dp.Services = append(dp.Services, ds)
 		case profiles.ModeL7:
-			var ips []netip.Addr
-			for _, n := range activeNodes {
-				ips = append(ips, nodeIPs[n])
-			}
 			for _, p := range svc.Spec.Ports {
-				if p.NodePort == 0 || (p.Protocol != corev1.ProtocolTCP && p.Protocol != "") {
+				if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
 					continue
 				}
-				l7 = append(l7, L7Service{Key: key, VIP: st.vip, Port: uint16(p.Port), NodePort: uint16(p.NodePort), Backends: ips, L7: *prof.L7})
+				var to []netip.AddrPort
+				for _, n := range activeNodes {
+					if ap, ok := st.l7Addr(n, p, nodeIPs); ok {
+						to = append(to, ap)
+					}
+				}
+				draining := map[netip.AddrPort]time.Time{}
+				for _, b := range st.backends.Backends() {
+					if ap, ok := st.l7Addr(b.Node, p, nodeIPs); ok && b.State == cloudlbv1.Draining {
+						draining[ap] = b.Deadline
+					}
+				}
+				if prof.PodBackends() || p.NodePort != 0 {
+					l7 = append(l7, L7Service{Key: key, VIP: st.vip, Port: uint16(p.Port), Backends: to, Draining: draining, L7: *prof.L7})
+				}
 			}
 		}
 	}
@@ -720,15 +789,18 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	return next, errors.Join(errs...)
 }
 
-func (c *Controller) emitBackendChange(key string, prof profiles.Profile, ch BackendChange, failOpen bool, bs *BackendSet) {
-	fields := map[string]string{"service": key, "node": ch.Node, "profile": prof.Name, "from": string(ch.From), "to": string(ch.To)}
+func (c *Controller) emitBackendChange(key string, st *svcState, prof profiles.Profile, ch BackendChange, failOpen bool, bs *BackendSet) {
+	obj, field := targetRef(ProbeKey{Service: key, Node: ch.Node}, st)
+	fields := map[string]string{"service": key, field: ch.Node, "profile": prof.Name, "from": string(ch.From), "to": string(ch.To)}
 	if ch.Reason != "" {
 		fields["reason"] = ch.Reason
 	}
-	obj := "node/" + ch.Node
+	if t, ok := st.pods[ch.Node]; ok {
+		fields["ip"], fields["node"] = t.IP.String(), t.Node
+	}
 	switch {
 	case ch.To == cloudlbv1.Active:
-		msg := fmt.Sprintf("LB added node %s to the backends of %s", ch.Node, key)
+		msg := fmt.Sprintf("LB added %s %s to the backends of %s", field, ch.Node, key)
 		if failOpen {
 			msg += " (no node is healthy: failing open to every eligible node)"
 			fields["failOpen"] = "true"
@@ -746,10 +818,109 @@ func (c *Controller) emitBackendChange(key string, prof profiles.Profile, ch Bac
 			}
 		}
 		fields["flows"] = flows
-		c.emit(zdv1.EventLBBackendRemoved, obj, fmt.Sprintf("LB removed node %s from the backends of %s: %s; %s", ch.Node, key, ch.Reason, flows), fields)
+		c.emit(zdv1.EventLBBackendRemoved, obj, fmt.Sprintf("LB removed %s %s from the backends of %s: %s; %s", field, ch.Node, key, ch.Reason, flows), fields)
 	default:
-		c.emit(zdv1.EventNote, obj, fmt.Sprintf("LB %s flows of %s on node %s: %s", ch.To, key, ch.Node, ch.Reason), fields)
+		c.emit(zdv1.EventNote, obj, fmt.Sprintf("LB %s flows of %s on %s %s: %s", ch.To, key, field, ch.Node, ch.Reason), fields)
 	}
+}
+
+// registerNodes makes the Service's targets its nodes: the node set the
+// service controller hands over (re-synced only when its rules say so), less
+// what the cloud itself leaves out, each checked by the profile's check for
+// the Service's traffic policy. It returns the eligible nodes.
+func (c *Controller) registerNodes(key string, st *svcState, prof profiles.Profile, svc *corev1.Service, nodeList []*corev1.Node, nodeIPs map[string]netip.Addr) map[string]bool {
+	c.syncNodes(key, st, prof, svc, nodeList)
+	st.endpointNodes = c.readyEndpointNodes(svc)
+	st.local = svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	st.pods = nil
+	eligible := map[string]bool{}
+	st.probes = map[string]Probe{}
+	for _, n := range st.eligible {
+		ip, ok := nodeIPs[n]
+		if !ok {
+			continue
+		}
+		u, err := probeURL(prof, svc, ip)
+		if err != nil {
+			st.err = err.Error()
+			continue
+		}
+		eligible[n] = true
+		st.probes[n] = Probe{Key: ProbeKey{Service: key, Node: n}, URL: u, HealthCheck: prof.HealthCheckFor(svc.Spec.ExternalTrafficPolicy)}
+	}
+	return eligible
+}
+
+// registerPods makes the Service's targets its Pods (container-native load
+// balancing: GKE NEG, AWS IP targets). The vendors' controllers register
+// the endpoints the EndpointSlices call ready and deregister the others
+// (ingress-gce pkg/neg/syncers, aws-load-balancer-controller
+// pkg/targetgroupbinding/resource_manager.go); each registered Pod is
+// checked on its serving port, straight from the LB, so the traffic policy
+// and kube-proxy play no part. A Pod that is no longer registered leaves
+// the set as the profile's flows.onRemoved says (the deregistration delay).
+// It returns the registered Pods.
+func (c *Controller) registerPods(key string, st *svcState, prof profiles.Profile, svc *corev1.Service) map[string]bool {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
+	slices, err := c.sliceLister.EndpointSlices(svc.Namespace).List(sel)
+	if err != nil {
+		st.err = fmt.Sprintf("list EndpointSlices of %s: %v", key, err)
+	}
+	st.local = false
+	st.eligible, st.excluded, st.endpointNodes = nil, map[string]Ineligible{}, nil
+	st.probes = map[string]Probe{}
+	// Keep what the LB still forwards to (draining Pods whose endpoint is
+	// gone): their addresses are in no slice any more.
+	kept := map[string]podTarget{}
+	if st.backends != nil {
+		for _, b := range st.backends.Backends() {
+			if t, ok := st.pods[b.Node]; ok {
+				kept[b.Node] = t
+			}
+		}
+	}
+	st.pods = kept
+	eligible := map[string]bool{}
+	for _, t := range podTargets(slices) {
+		st.pods[t.Name] = t
+		if t.Ready {
+			st.endpointNodes = append(st.endpointNodes, t.Name)
+		}
+		if !t.registered(prof.Pods.Register) {
+			st.excluded[t.Name] = IneligibleNotRegistered(prof.Pods.Register, t)
+			continue
+		}
+		u, err := podProbeURL(prof, svc, t)
+		if err != nil {
+			st.err = err.Error()
+			continue
+		}
+		st.eligible = append(st.eligible, t.Name)
+		eligible[t.Name] = true
+		st.probes[t.Name] = Probe{Key: ProbeKey{Service: key, Node: t.Name}, URL: u, HealthCheck: prof.HealthCheck}
+	}
+	return eligible
+}
+
+// podCIDRs maps each node's Pod range to the node's address.
+func podCIDRs(nodes []*corev1.Node) map[netip.Prefix]netip.Addr {
+	out := map[netip.Prefix]netip.Addr{}
+	for _, n := range nodes {
+		ip := nodeIP(n)
+		if !ip.IsValid() {
+			continue
+		}
+		cidrs := n.Spec.PodCIDRs
+		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+			cidrs = []string{n.Spec.PodCIDR}
+		}
+		for _, c := range cidrs {
+			if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is4() {
+				out[p.Masked()] = ip
+			}
+		}
+	}
+	return out
 }
 
 // syncNodes sets st.eligible and st.excluded. The service controller's part
@@ -896,8 +1067,10 @@ func (c *Controller) State() []cloudlbv1.ServiceState {
 		// Read live from the monitor: a first check that fails flips nothing
 		// and triggers no reconcile, yet it is a verdict.
 		for n, p := range st.probes {
+			// With Local a node should pass only where it holds a ready
+			// endpoint; a Pod target only while its endpoint is ready.
 			h := cloudlbv1.NodeHealth{Healthy: c.mon.Healthy(p.Key), URL: p.URL,
-				Expected: !st.local || slices.Contains(st.endpointNodes, n)}
+				Expected: !st.local && st.pods == nil || slices.Contains(st.endpointNodes, n)}
 			r, checked := c.mon.Last(p.Key)
 			if checked {
 				h.Last = &r

@@ -82,9 +82,13 @@ type DPService struct {
 
 // DPConfig is the whole desired data plane.
 type DPConfig struct {
-	Nodes    map[string]netip.Addr // every node any service names -> its address
-	Services []DPService           // L4 services
-	VIPs     []netip.Addr          // every LB address to answer for (L4 and profiles.L7)
+	Nodes map[string]netip.Addr // every node any service names -> its address
+	// PodCIDRs routes each node's Pod range (spec.podCIDR) through that node,
+	// so the LB reaches Pod IPs directly (Pod targets, as a VPC routes them
+	// on a cloud); kindnet gives every node its range.
+	PodCIDRs map[netip.Prefix]netip.Addr
+	Services []DPService  // L4 services
+	VIPs     []netip.Addr // every LB address to answer for (L4 and profiles.L7)
 }
 
 // Dataplane programs direct-server-return forwarding in the network namespace
@@ -101,6 +105,7 @@ type Dataplane struct {
 	svcIDs   map[string]uint16
 	chains   map[uint16]bool // service chains present in the kernel
 	routes   map[uint16]netip.Addr
+	podNets  map[netip.Prefix]netip.Addr
 	vips     map[netip.Addr]bool
 	seed     uint32
 	prepared bool
@@ -121,7 +126,7 @@ func WithAnnounce(f func(netip.Addr) error) DataplaneOption {
 // NewDataplane returns a data plane that forwards through interface dev.
 func NewDataplane(run Runner, dev string, opts ...DataplaneOption) *Dataplane {
 	d := &Dataplane{run: run, dev: dev, table: "zerodrop_lb", nodeIDs: map[string]uint16{}, svcIDs: map[string]uint16{},
-		chains: map[uint16]bool{}, routes: map[uint16]netip.Addr{}, vips: map[netip.Addr]bool{}, seed: 0x5a17d20b}
+		chains: map[uint16]bool{}, routes: map[uint16]netip.Addr{}, podNets: map[netip.Prefix]netip.Addr{}, vips: map[netip.Addr]bool{}, seed: 0x5a17d20b}
 	for _, o := range opts {
 		o(d)
 	}
@@ -332,6 +337,30 @@ func (d *Dataplane) applyRoutes(ctx context.Context, cfg DPConfig) error {
 	}
 	// Routes of nodes that left stay: a draining flow may still carry their
 	// mark until it expires, and an id is never reused for another node.
+	return d.applyPodRoutes(ctx, cfg)
+}
+
+// applyPodRoutes keeps one main-table route per node's Pod range. A range
+// whose node left is removed: its Pods are gone with it.
+func (d *Dataplane) applyPodRoutes(ctx context.Context, cfg DPConfig) error {
+	for cidr, via := range cfg.PodCIDRs {
+		if d.podNets[cidr] == via {
+			continue
+		}
+		if _, err := d.run(ctx, "", "ip", "route", "replace", cidr.String(), "via", via.String(), "dev", d.dev, "onlink"); err != nil {
+			return fmt.Errorf("data plane: route Pod range %s via node %s: %w", cidr, via, err)
+		}
+		d.podNets[cidr] = via
+	}
+	for cidr := range d.podNets {
+		if _, ok := cfg.PodCIDRs[cidr]; ok {
+			continue
+		}
+		if _, err := d.run(ctx, "", "ip", "route", "del", cidr.String()); err != nil {
+			return fmt.Errorf("data plane: remove route of Pod range %s: %w", cidr, err)
+		}
+		delete(d.podNets, cidr)
+	}
 	return nil
 }
 

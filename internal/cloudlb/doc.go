@@ -162,6 +162,22 @@
 // connection by itself and hide the keep-alive race from every verdict
 // (sendOnce, proxy.go).
 //
+// # Pod targets (podtargets.go)
+//
+// A profile whose check targets Pods (healthCheck.target pod: GKE NEG, AWS
+// IP targets) makes the Service's Pods the LB's targets instead of its
+// nodes: the endpoints of its EndpointSlices that pods.register names
+// (ready ones, or every one not terminating), each checked straight from
+// the LB on its serving port, the check built from the serving container's
+// readiness probe where the vendor does that (fromReadinessProbe). The L7
+// proxy sends to podIP:targetPort, and the data plane routes each node's
+// spec.podCIDR through that node (a VPC's routes on a cloud), so packets
+// leave the LB for the Pod's own address and kube-proxy is never on the
+// path. A target that stops qualifying is deregistered at once and leaves
+// as flows.onRemoved says; its events name pod/<namespace>/<name>, with
+// its address and node, and its health flips are lb-target-healthy and
+// lb-target-unhealthy.
+//
 // # Events
 //
 // Every state change is a zdv1.Event (source "lb") on the LB's wall clock,
@@ -179,7 +195,10 @@
 // proxy protocol, per-zone backends, cross-zone balancing and zonal
 // failover, the LB's own failover or provisioning time, the affinity
 // timeout (sessionAffinityConfig; the LB keeps a client on its node while
-// the active set stands), Pod (NEG) backends, GKE subsetting's 25-node
+// the active set stands), Pod targets behind an L4 LB (AWS NLB IP
+// targets), the programming latency between a Pod target's
+// deregistration and the vendor's front ends (no vendor publishes it),
+// GKE subsetting's 25-node
 // limit, the AWS CLB TCP proxy, and the health checks of UDP-only Services
 // on profiles that probe the traffic port (AWS probes it over TCP, Azure
 // adds no probe for UDP ports): the LB says it cannot check such a Service.

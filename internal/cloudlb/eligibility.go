@@ -146,6 +146,15 @@ func nodeReady(n *corev1.Node) bool {
 // Ineligible says why a node is not a backend; empty when it is one.
 type Ineligible string
 
+// IneligibleNotRegistered says why the vendor's controller does not register
+// (or deregisters) a Pod target under rule (profiles.Pods.Register).
+func IneligibleNotRegistered(rule string, t podTarget) Ineligible {
+	if t.Terminating {
+		return "endpoint terminating: deregistered"
+	}
+	return Ineligible("endpoint not ready: not registered (pods.register " + rule + ")")
+}
+
 // NodeEligibility decides whether node may back svc under the profile and the
 // service controller's rules, and why not: the rules (ServiceControllerRules)
 // first, then the cloud's own (ProfileExcludes).

@@ -25,6 +25,9 @@ type HealthState struct {
 	successes          int
 	failures           int
 	checks             int
+	// settled: the verdict has been reached once (healthy, or
+	// unhealthyThreshold failures in a row): no longer "initial".
+	settled bool
 }
 
 // NewHealthState returns an unhealthy state using hc's thresholds.
@@ -39,13 +42,16 @@ func (s *HealthState) Observe(r cloudlbv1.CheckResult) (flipped bool) {
 		s.successes++
 		s.failures = 0
 		if !s.healthy && s.successes >= s.healthyThreshold {
-			s.healthy = true
+			s.healthy, s.settled = true, true
 			return true
 		}
 		return false
 	}
 	s.failures++
 	s.successes = 0
+	if s.failures >= s.unhealthyThreshold {
+		s.settled = true
+	}
 	if s.healthy && s.failures >= s.unhealthyThreshold {
 		s.healthy = false
 		return true
@@ -55,6 +61,12 @@ func (s *HealthState) Observe(r cloudlbv1.CheckResult) (flipped bool) {
 
 // Healthy is the current verdict.
 func (s *HealthState) Healthy() bool { return s.healthy }
+
+// Initial reports whether the unit has not reached a verdict yet: never
+// healthy, and short of unhealthyThreshold failures in a row (AWS's
+// "initial" target state: "performing the initial health checks", ELB
+// user guide, "Target health status").
+func (s *HealthState) Initial() bool { return !s.settled }
 
 // Checker performs one health check of url within ctx's deadline.
 type Checker func(ctx context.Context, url string) cloudlbv1.CheckResult
@@ -219,6 +231,20 @@ func (m *Monitor) Healthy(k ProbeKey) bool {
 	return l.published
 }
 
+// Initial reports whether a unit is still in its first checks (true when
+// unknown): HealthState.Initial.
+func (m *Monitor) Initial(k ProbeKey) bool {
+	m.mu.Lock()
+	l, ok := m.loops[k]
+	m.mu.Unlock()
+	if !ok {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state.Initial()
+}
+
 // Last returns the latest check result of a unit.
 func (m *Monitor) Last(k ProbeKey) (cloudlbv1.CheckResult, bool) {
 	m.mu.Lock()
@@ -260,7 +286,12 @@ func (m *Monitor) run(ctx context.Context, l *probeLoop) {
 		if n := max(hc.HealthyThreshold, hc.UnhealthyThreshold); len(l.recent) > n {
 			l.recent = l.recent[len(l.recent)-n:]
 		}
+		wasInitial := l.state.Initial()
 		flipped := l.state.Observe(res)
+		// A unit that failed its first checks leaves "initial" without a
+		// flip (it started unhealthy); a Pod-targeted LB's fail-open
+		// counts it from then on (Controller.failOpenSet).
+		settled := wasInitial && !l.state.Initial() && !flipped
 		var tr Transition
 		if flipped {
 			need := hc.UnhealthyThreshold
@@ -281,6 +312,9 @@ func (m *Monitor) run(ctx context.Context, l *probeLoop) {
 			if m.onChange != nil {
 				m.onChange()
 			}
+		}
+		if settled && m.onChange != nil {
+			m.onChange()
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -20,13 +21,17 @@ import (
 )
 
 // L7Service is one port of an L7 (gclb) Service: the proxy listens on
-// VIP:Port and sends requests to nodeIP:NodePort of the backends.
+// VIP:Port and sends requests to the backends: nodeIP:nodePort of nodes
+// (through kube-proxy), or podIP:targetPort of Pods (container-native).
 type L7Service struct {
 	Key      string
 	VIP      netip.Addr
 	Port     uint16
-	NodePort uint16
-	Backends []netip.Addr // nodes taking requests, in order
+	Backends []netip.AddrPort // taking requests, in order
+	// Draining are backends that take no new request but whose requests
+	// in flight may finish until the time given (zero: for as long as they
+	// last). A backend in neither list has its requests in flight cut.
+	Draining map[netip.AddrPort]time.Time
 	L7       profiles.L7
 }
 
@@ -67,11 +72,34 @@ type l7Listener struct {
 	next    atomic.Uint64
 	tmu     sync.Mutex
 	perNode map[string]*http.Transport
+	// life holds, per backend address, the context its requests in flight
+	// run under: cancelled when the backend is closed, or when its drain
+	// ends (connection draining: "After the timeout duration is reached,
+	// the load balancer stops sending all traffic to the removed VM or
+	// endpoint", GCP "Enable connection draining"; ALB: in-flight requests
+	// are dropped when the deregistration delay expires, AWS EKS Best
+	// Practices, load balancing).
+	life map[string]*backendLife
+}
+
+type backendLife struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	until  time.Time // the drain's end being enforced (zero: none)
+	timer  *time.Timer
+}
+
+func (b *backendLife) stop() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.cancel()
 }
 
 // Apply makes the proxy serve exactly svcs. Listeners that stay keep their
 // client and backend connections; a backend that leaves has its idle
-// connections closed (requests in flight finish).
+// connections closed, and its requests in flight cut at once or when its
+// drain ends (L7Service.Draining).
 func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -86,6 +114,7 @@ func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 			_ = l.srv.Shutdown(sctx)
 			cancel()
 			l.closeTransports(nil)
+			l.setLives(nil, nil)
 			delete(p.listeners, a)
 		}
 	}
@@ -97,7 +126,7 @@ func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 				errs = append(errs, fmt.Errorf("L7 proxy: listen on %s for %s: %w", a, s.Key, err))
 				continue
 			}
-			l = &l7Listener{ln: ln, perNode: map[string]*http.Transport{}}
+			l = &l7Listener{ln: ln, perNode: map[string]*http.Transport{}, life: map[string]*backendLife{}}
 			l.srv = &http.Server{Handler: l.handler(p.log), ReadHeaderTimeout: 30 * time.Second}
 			p.listeners[a] = l
 			go func() {
@@ -107,9 +136,14 @@ func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 			}()
 		}
 		b := &l7Backends{svc: s}
-		for _, ip := range s.Backends {
-			b.addrs = append(b.addrs, netip.AddrPortFrom(ip, s.NodePort).String())
+		for _, ap := range s.Backends {
+			b.addrs = append(b.addrs, ap.String())
 		}
+		draining := map[string]time.Time{}
+		for ap, until := range s.Draining {
+			draining[ap.String()] = until
+		}
+		l.setLives(b.addrs, draining)
 		l.state.Store(b)
 		keep := map[string]bool{}
 		for _, a := range b.addrs {
@@ -118,6 +152,56 @@ func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 		l.closeTransports(keep)
 	}
 	return errors.Join(errs...)
+}
+
+// setLives gives every active backend a live context, lets a draining one's
+// run until its drain ends, and cancels the others' (their requests in
+// flight are cut and answered 502).
+func (l *l7Listener) setLives(active []string, draining map[string]time.Time) {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	for _, a := range active {
+		if b, ok := l.life[a]; ok {
+			if b.timer != nil {
+				b.timer.Stop()
+				b.timer, b.until = nil, time.Time{}
+			}
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		l.life[a] = &backendLife{ctx: ctx, cancel: cancel}
+	}
+	for a, b := range l.life {
+		if slices.Contains(active, a) {
+			continue
+		}
+		until, ok := draining[a]
+		switch {
+		case !ok:
+			b.stop()
+			delete(l.life, a)
+		case until.IsZero() || until.Equal(b.until):
+		default:
+			if b.timer != nil {
+				b.timer.Stop()
+			}
+			b.until = until
+			b.timer = time.AfterFunc(time.Until(until), b.cancel)
+		}
+	}
+}
+
+// lifeOf is the context requests to addr run under (a cancelled one when
+// the backend is gone).
+func (l *l7Listener) lifeOf(addr string) context.Context {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	if b, ok := l.life[addr]; ok {
+		return b.ctx
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
 // Close stops every listener.
@@ -178,9 +262,14 @@ func (l *l7Listener) handler(log *slog.Logger) http.Handler {
 			http.Error(w, "zerodrop-lb: no healthy backend", http.StatusServiceUnavailable)
 			return
 		}
-		// Round robin over nodes per request, as GFE spreads requests.
+		// Round robin over backends per request, as GFE spreads requests.
 		addr := st.addrs[int(l.next.Add(1)-1)%len(st.addrs)]
-		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), backendKey{}, addr)))
+		// The request lives as long as the client waits and its backend
+		// takes traffic (setLives).
+		ctx, cancel := context.WithCancel(context.WithValue(r.Context(), backendKey{}, addr))
+		defer cancel()
+		defer context.AfterFunc(l.lifeOf(addr), cancel)()
+		rp.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

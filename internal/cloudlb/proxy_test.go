@@ -54,8 +54,8 @@ func TestL7ProxyReusesBackendConnections(t *testing.T) {
 			be := newBackend(t, "pod-a", keepAlive)
 			p := NewL7Proxy(nil, nil)
 			defer p.Close()
-			svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t), NodePort: be.addrPort().Port(),
-				Backends: []netip.Addr{be.addrPort().Addr()}, L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
+			svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t),
+				Backends: []netip.AddrPort{be.addrPort()}, L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
 			if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
 				t.Fatal(err)
 			}
@@ -86,14 +86,10 @@ func TestL7ProxyReusesBackendConnections(t *testing.T) {
 
 func TestL7ProxyBackendChanges(t *testing.T) {
 	a, b := newBackend(t, "a", true), newBackend(t, "b", true)
-	if a.addrPort().Port() == b.addrPort().Port() {
-		t.Skip("both test backends got the same port")
-	}
 	p := NewL7Proxy(nil, nil)
 	defer p.Close()
 	ip := netip.MustParseAddr("127.0.0.1")
-	// Both backends live on 127.0.0.1: switching the NodePort switches backend.
-	svc := L7Service{Key: "ns/web", VIP: ip, Port: freePort(t), NodePort: a.addrPort().Port(), Backends: []netip.Addr{ip},
+	svc := L7Service{Key: "ns/web", VIP: ip, Port: freePort(t), Backends: []netip.AddrPort{a.addrPort()},
 		L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
 	if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
 		t.Fatal(err)
@@ -111,7 +107,7 @@ func TestL7ProxyBackendChanges(t *testing.T) {
 	if got := get(); got != "a" {
 		t.Fatalf("got %s, want a", got)
 	}
-	svc.NodePort = b.addrPort().Port()
+	svc.Backends = []netip.AddrPort{b.addrPort()}
 	if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +189,8 @@ func TestL7ProxySendsARequestOnce(t *testing.T) {
 	be := netip.MustParseAddrPort(ln.Addr().String())
 	p := NewL7Proxy(nil, nil)
 	defer p.Close()
-	svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t), NodePort: be.Port(),
-		Backends: []netip.Addr{be.Addr()}, L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
+	svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t),
+		Backends: []netip.AddrPort{be}, L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
 	if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
 		t.Fatal(err)
 	}
@@ -221,5 +217,74 @@ func TestL7ProxySendsARequestOnce(t *testing.T) {
 		if h != "GET te=[] cl=0" {
 			t.Errorf("backend got %q, want a GET with no body and no Transfer-Encoding", h)
 		}
+	}
+}
+
+// TestL7ProxyDrainsRemovedBackends: a backend that leaves keeps its
+// requests in flight while it drains and loses them when the drain ends; a
+// backend closed outright loses them at once (502, not sent again).
+func TestL7ProxyDrainsRemovedBackends(t *testing.T) {
+	started := make(chan struct{}, 4)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		d, _ := time.ParseDuration(r.URL.Query().Get("delay"))
+		select {
+		case <-time.After(d):
+			fmt.Fprint(w, "done")
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	be := netip.MustParseAddrPort(slow.Listener.Addr().String())
+	for _, c := range []struct {
+		name     string
+		delay    time.Duration
+		draining map[netip.AddrPort]time.Duration // drain left after the backend leaves
+		want     int
+	}{
+		{"drain longer than the request", 400 * time.Millisecond, map[netip.AddrPort]time.Duration{be: 3 * time.Second}, http.StatusOK},
+		{"drain ends first", 3 * time.Second, map[netip.AddrPort]time.Duration{be: 300 * time.Millisecond}, http.StatusBadGateway},
+		{"drain with no end", 400 * time.Millisecond, map[netip.AddrPort]time.Duration{be: 0}, http.StatusOK},
+		{"closed", 3 * time.Second, nil, http.StatusBadGateway},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := NewL7Proxy(nil, nil)
+			defer p.Close()
+			svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t), Backends: []netip.AddrPort{be},
+				L7: profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
+			if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan int, 1)
+			start := time.Now()
+			go func() {
+				resp, err := http.Get(fmt.Sprintf("http://%s/?delay=%s", p.Serving()[0], c.delay))
+				if err != nil {
+					got <- 0
+					return
+				}
+				resp.Body.Close()
+				got <- resp.StatusCode
+			}()
+			<-started
+			svc.Backends = nil
+			svc.Draining = map[netip.AddrPort]time.Time{}
+			for ap, left := range c.draining {
+				until := time.Time{}
+				if left > 0 {
+					until = time.Now().Add(left)
+				}
+				svc.Draining[ap] = until
+			}
+			if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
+				t.Fatal(err)
+			}
+			if code := <-got; code != c.want {
+				t.Fatalf("request in flight got %d after %v; want %d", code, time.Since(start).Round(time.Millisecond), c.want)
+			}
+			if c.want == http.StatusBadGateway && time.Since(start) > 2*time.Second {
+				t.Fatalf("the cut came %v after the start; want it at the drain's end", time.Since(start))
+			}
+		})
 	}
 }

@@ -54,9 +54,10 @@ const (
 	// Services): kube-proxy answers for the whole cluster there, so the
 	// check follows the node, not its local endpoints.
 	TargetTrafficPort HealthTarget = "traffic-port"
-	// TargetPod asks Path on each ready Pod directly (container-native load
-	// balancing, GKE NEG): no node and no kube-proxy between the LB and the
-	// Pod. Only its timing is modelled; the cloud LB does not emulate it.
+	// TargetPod makes the LB's targets the Service's Pods (container-native
+	// load balancing: GKE NEG, AWS IP targets) and asks Path on each Pod's
+	// serving port, or opens a TCP connection to it when Path is empty: no
+	// node and no kube-proxy between the LB and the Pod.
 	TargetPod HealthTarget = "pod"
 	// TargetServing asks nothing: nodes are picked from the EndpointSlices'
 	// serving condition (ModeAnnounce), so a terminating Pod that stays
@@ -144,7 +145,12 @@ type HealthCheck struct {
 	Target HealthTarget `json:"target"`
 	Path   string       `json:"path,omitempty"`
 	// Port is the node's port TargetFixedPort asks.
-	Port               int      `json:"port,omitempty"`
+	Port int `json:"port,omitempty"`
+	// FromReadinessProbe: the vendor's controller builds the check from
+	// the serving container's readiness probe when it has an HTTP one
+	// (GKE: Profile.WithReadinessProbe); the fields here are the check
+	// without one.
+	FromReadinessProbe bool     `json:"fromReadinessProbe,omitempty"`
 	Interval           Duration `json:"interval"`
 	Timeout            Duration `json:"timeout"`
 	HealthyThreshold   int      `json:"healthyThreshold"`
@@ -189,13 +195,34 @@ type Flows struct {
 // L7 configures the HTTP proxy of ModeL7 profiles.
 type L7 struct {
 	// Backends is what the proxy sends requests to: "nodes" (nodeIP:nodePort,
-	// through kube-proxy; the default) or "pods" (container-native load
-	// balancing, which the cloud LB does not emulate).
+	// through kube-proxy; the default) or "pods" (podIP:targetPort,
+	// container-native load balancing). It must agree with healthCheck.target
+	// (pod for pods), which is what decides it for every mode.
 	Backends            string   `json:"backends,omitempty"`
 	KeepAlive           bool     `json:"keepAlive"`
 	IdleConnTimeout     Duration `json:"idleConnTimeout"`
 	MaxIdleConnsPerNode int      `json:"maxIdleConnsPerNode"`
 }
+
+// Pods configures a Pod-targeted profile (healthCheck.target pod): how the
+// vendor's controller turns the Service's endpoints into the LB's targets.
+type Pods struct {
+	// Register says which endpoints become targets: RegisterReady or
+	// RegisterNotTerminating. An endpoint that stops qualifying is
+	// deregistered, and its target drains as flows.onRemoved says.
+	Register string `json:"register"`
+}
+
+// Which endpoints a Pod-targeted LB registers.
+const (
+	// RegisterReady: the endpoints the EndpointSlices call ready (the AWS
+	// Load Balancer Controller's IP targets).
+	RegisterReady = "ready"
+	// RegisterNotTerminating: every endpoint that is not terminating, ready
+	// or not; the LB's own health check decides which take traffic (GKE's
+	// NEGs).
+	RegisterNotTerminating = "notTerminating"
+)
 
 // Profile is one vendor's load-balancer behaviour, loaded from a YAML file.
 type Profile struct {
@@ -226,6 +253,8 @@ type Profile struct {
 	// LB; empty is AffinityIgnored.
 	SessionAffinity SessionAffinity `json:"sessionAffinity,omitempty"`
 	L7              *L7             `json:"l7,omitempty"`
+	// Pods is how a Pod-targeted profile registers targets (PodBackends).
+	Pods *Pods `json:"pods,omitempty"`
 	// BackendConfig: a Service may tune the health check with a GKE
 	// BackendConfig (WithBackendConfig), as GKE's Ingress LBs let it.
 	BackendConfig bool              `json:"backendConfig,omitempty"`
@@ -263,15 +292,17 @@ func (p Profile) AdditionLag() time.Duration { return p.HealthCheck.AdditionTime
 func (p Profile) FollowsServing() bool { return p.HealthCheck.Target == TargetServing }
 
 // Emulated reports whether zerodrop's cloud LB can run the profile (modes l4
-// and l7); the others exist for their timing (the doctor, the fixtures) and
-// for the LB that implements them (MetalLB for announce).
+// and l7, with node or Pod targets); the others exist for their timing (the
+// doctor, the fixtures) and for the LB that implements them (MetalLB for
+// announce).
 func (p Profile) Emulated() bool {
-	return p.Mode == ModeL4 || (p.Mode == ModeL7 && !p.PodBackends())
+	return p.Mode == ModeL4 || p.Mode == ModeL7
 }
 
-// PodBackends reports whether an L7 profile sends requests straight to Pods
-// (container-native load balancing) instead of through nodes and kube-proxy.
-func (p Profile) PodBackends() bool { return p.L7 != nil && p.L7.Backends == L7BackendPods }
+// PodBackends reports whether the LB's targets are the Service's Pods
+// (container-native load balancing: GKE NEG, AWS IP targets) instead of
+// nodes and kube-proxy: its health check asks each Pod.
+func (p Profile) PodBackends() bool { return p.HealthCheck.Target == TargetPod }
 
 // L7 backend kinds.
 const (
@@ -352,6 +383,18 @@ func (p Profile) Validate() error {
 			bad("l7.backends %q: want %s or %s", p.L7.Backends, L7BackendNodes, L7BackendPods)
 		}
 	}
+	switch {
+	case p.PodBackends() && p.Pods == nil:
+		bad("healthCheck.target %s needs a pods section (pods.register)", TargetPod)
+	case p.PodBackends() && p.ClusterHealthCheck != nil:
+		bad("clusterHealthCheck: a Pod-targeted LB checks each Pod the same way whatever the traffic policy")
+	case p.PodBackends() && p.Mode == ModeL4:
+		bad("mode l4 with Pod targets (AWS NLB IP targets) is not emulated yet; use mode l7 or node targets")
+	case !p.PodBackends() && p.Pods != nil:
+		bad("pods section needs healthCheck.target %s", TargetPod)
+	case p.Pods != nil && p.Pods.Register != RegisterReady && p.Pods.Register != RegisterNotTerminating:
+		bad("pods.register %q: want %s or %s", p.Pods.Register, RegisterReady, RegisterNotTerminating)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("profile %q: %w", p.Name, err)
 	}
@@ -365,7 +408,14 @@ func (p Profile) validateHealthCheck(field string, h HealthCheck, bad func(strin
 		if p.Mode != ModeAnnounce {
 			bad("%s.target %s belongs to mode announce", field, TargetServing)
 		}
-	case TargetNodePort, TargetPod, TargetFixedPort:
+	case TargetPod:
+		if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
+			bad("%s.path %q: target %s needs an absolute path, or none for a TCP check", field, h.Path, h.Target)
+		}
+		if p.Mode != ModeL4 && p.Mode != ModeL7 {
+			bad("%s.target %s needs mode l4 or l7", field, h.Target)
+		}
+	case TargetNodePort, TargetFixedPort:
 		if !strings.HasPrefix(h.Path, "/") {
 			bad("%s.path %q: target %s needs an absolute path", field, h.Path, h.Target)
 		}
@@ -374,6 +424,9 @@ func (p Profile) validateHealthCheck(field string, h HealthCheck, bad func(strin
 		}
 	default:
 		bad("%s.target %q: want kube-proxy, traffic-port, nodeport, pod, port or %s", field, h.Target, TargetServing)
+	}
+	if h.FromReadinessProbe && h.Target != TargetPod && h.Target != TargetNodePort {
+		bad("%s.fromReadinessProbe: only an HTTP check of the Pod or its NodePort (target pod or nodeport) is built from a readiness probe", field)
 	}
 	if h.Interval.D() <= 0 {
 		bad("%s.interval must be > 0", field)

@@ -17,7 +17,7 @@ func TestStockProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"aws-elb", "aws-nlb", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
+	want := []string{"aws-alb-ip", "aws-elb", "aws-nlb", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
 	if got := strings.Join(ps.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
@@ -48,7 +48,7 @@ func TestStockProfiles(t *testing.T) {
 		}
 	}
 	for n, p := range ps {
-		if wantEmulated := n != "metallb" && n != "aws-elb" && n != "gclb-neg"; p.Emulated() != wantEmulated {
+		if wantEmulated := n != "metallb" && n != "aws-elb"; p.Emulated() != wantEmulated {
 			t.Errorf("%s: emulated by the cloud LB = %v, want %v", n, p.Emulated(), wantEmulated)
 		}
 		if p.FollowsServing() != (n == "metallb") {
@@ -136,8 +136,15 @@ func TestVendorNumbers(t *testing.T) {
 	if f := ps["gke-l4"].Flows; f.OnRemoved != FlowDrain || f.DrainTimeout.D() != 30*time.Second {
 		t.Errorf("gke-l4 removal: %+v; want 30s connection draining", f)
 	}
-	if ps["gclb-neg"].Emulated() || !ps["gclb-neg"].PodBackends() || ps["gclb"].PodBackends() {
-		t.Error("gclb-neg sends to Pods and is not emulated; gclb sends to nodes")
+	if !ps["gclb-neg"].PodBackends() || ps["gclb"].PodBackends() {
+		t.Error("gclb-neg sends to Pods; gclb sends to nodes")
+	}
+	if a := ps["aws-alb-ip"]; !a.PodBackends() || a.Pods.Register != RegisterReady || a.Flows.DrainTimeout.D() != 300*time.Second ||
+		a.HealthCheck.Interval.D() != 15*time.Second || a.HealthCheck.HealthyThreshold != 2 {
+		t.Errorf("aws-alb-ip: %+v; want ready endpoints registered, checked every 15s, healthy after 2, 300s deregistration delay", a)
+	}
+	if r := ps["gclb-neg"].Pods; r == nil || r.Register != RegisterNotTerminating {
+		t.Errorf("gclb-neg registers %+v; want every endpoint not terminating (the NEG syncer's rule)", r)
 	}
 }
 
@@ -175,6 +182,10 @@ noHealthyBackends: drop
 		{"bad cluster check", base + "clusterHealthCheck: {target: pod, path: /, interval: 5s, timeout: 1s, healthyThreshold: 1, unhealthyThreshold: 2}\n", "clusterHealthCheck.target pod"},
 		{"cluster check timing", base + "clusterHealthCheck: {target: traffic-port, interval: 5s, timeout: 9s, healthyThreshold: 1, unhealthyThreshold: 2}\n", "clusterHealthCheck.timeout"},
 		{"keep after close", strings.Replace(strings.Replace(base, "onRemoved: drain", "onRemoved: close", 1), "drainTimeout: 10s", "drainTimeout: 10s, afterDrain: keep", 1), "afterDrain keep needs a drain"},
+		{"pod check without a pods section", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n", "needs a pods section"},
+		{"bad registration rule", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\npods: {register: always}\n", "pods.register"},
+		{"pods section on a node check", base + "pods: {register: ready}\n", "pods section needs"},
+		{"pod targets on l4", strings.Replace(base, "target: kube-proxy", "target: pod", 1) + "pods: {register: ready}\n", "not emulated yet"},
 		{"pods without pod check", strings.Replace(base, "mode: l4", "mode: l7", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n", "needs healthCheck.target pod"},
 	}
 	for _, c := range cases {
