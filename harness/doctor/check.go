@@ -308,8 +308,12 @@ func (v serviceView) judged() bool {
 	return v.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || v.l7Via != ""
 }
 
+// local: externalTrafficPolicy Local on a node-based LB. An LB whose
+// targets are the Pods themselves sends past kube-proxy, so the traffic
+// policy's node rules (the healthCheckNodePort, a node's last local
+// endpoint) do not apply to it.
 func (v serviceView) local() bool {
-	return v.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	return v.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && !v.choice.profiles[0].PodBackends
 }
 
 // target is what the rules read of workload wo behind the Service (scaled

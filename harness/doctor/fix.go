@@ -65,7 +65,7 @@ var fixers = map[string]func(t *target) string{
 	"ZD030": fixNoReadiness,
 	"ZD032": fixRollout,
 	"ZD033": func(t *target) string {
-		secs := int32(ceilSeconds(t.recipe(corev1.ServiceExternalTrafficPolicyLocal).MinReady))
+		secs := int32(ceilSeconds(t.recipe(t.svc.Spec.ExternalTrafficPolicy).MinReady))
 		if setMinReady(t.wl, secs) {
 			return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s)", secs, seconds(t.profile.AdditionLag()))
 		}

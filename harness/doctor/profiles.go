@@ -65,6 +65,7 @@ func (p LBProfile) RemovalLag() time.Duration {
 // doctor judges them (a Service's annotations may have changed them).
 func (p LBProfile) RecipeLB() recipe.LB {
 	return recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing,
+		PodTargets:            p.PodBackends,
 		ChecksThroughNodePort: recipe.FromProfile(p.Profile).ChecksThroughNodePort, BackendConfig: p.Profile.BackendConfig}
 }
 

@@ -370,10 +370,13 @@ var catalogue = []Rule{
 	{
 		ID: "ZD033", Name: "local-without-min-ready", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
 		Triggers: []incident.Trigger{incident.Rollout},
-		Summary:  "with Local, minReadySeconds is 0",
+		Summary:  "with Local, or behind Pod targets, minReadySeconds is 0",
 		Description: "A rollout moves on as soon as a new Pod is ready, before the LB has health-checked its node " +
 			"into the backend set (interval x healthyThreshold); old Pods can go before the new node takes traffic. " +
-			"GKE recommends minReadySeconds (incident rolling-update-local).",
+			"GKE recommends minReadySeconds (incident rolling-update-local). Behind Pod targets (GKE NEG, AWS IP " +
+			"targets) the LB checks the new Pod itself, whatever the traffic policy, and deregisters each old Pod as it " +
+			"terminates: the same race, which a pod readiness gate also closes (aws-load-balancer-controller " +
+			"docs/deploy/pod_readiness_gate.md).",
 		Fix:   "Set minReadySeconds to at least the LB's interval x healthyThreshold.",
 		check: checkMinReady,
 	},
@@ -984,10 +987,17 @@ func checkRollout(t *target) []result {
 }
 
 func checkMinReady(t *target) []result {
-	if !t.local || t.wl.minReady > 0 {
+	if !(t.local || t.profile.PodBackends) || t.wl.minReady > 0 {
 		return nil
 	}
 	add := t.profile.AdditionLag()
+	if t.profile.PodBackends {
+		return []result{{sev: Warning, line: t.line([]any{"spec", "minReadySeconds"}, []any{"spec"}),
+			msg: fmt.Sprintf("minReadySeconds is 0 behind Pod targets (profile %s): a rollout moves on as soon as a new Pod is "+
+				"ready, while the LB sends it nothing until its own check of the Pod passed (up to %s), and the old Pods' "+
+				"targets are deregistered as they terminate: the Service can be left with no healthy target (the outage "+
+				"pod readiness gates exist for)", t.profile.Name, seconds(add))}}
+	}
 	hint := ""
 	if add > 0 {
 		hint = fmt.Sprintf(" (profile %s adds a node after up to %s)", t.profile.Name, seconds(add))

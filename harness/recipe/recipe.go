@@ -78,6 +78,10 @@ const (
 	// ServingCondition: the LB follows the EndpointSlices' serving
 	// condition (Local, MetalLB L2).
 	ServingCondition Mechanism = "serving-condition"
+	// TargetDeregistration: the LB's targets are the Pods themselves
+	// (container-native load balancing); the vendor's controller
+	// deregisters a terminating Pod's target, whatever the traffic policy.
+	TargetDeregistration Mechanism = "target-deregistration"
 )
 
 // Fate is what a disruption does to the node of a terminating Pod, as far
@@ -110,6 +114,17 @@ const (
 	// incident's "small amount of additional time to allow kube-proxy to
 	// observe the terminating Pod").
 	KubeProxyMargin = 5 * time.Second
+	// DeregistrationMargin is what a Pod target's preStop gives the
+	// vendor's controller and LB to stop sending new requests after its
+	// endpoint terminates. No vendor publishes that figure (AWS ELB docs,
+	// "Deregistration delay": "the target may still receive connections due
+	// to configuration propagation delay"; kubernetes/ingress-gce issue 1574:
+	// NEG detach latency is "optimized", not configurable); zerodrop's cloud
+	// LB reacts to the EndpointSlice within its reconcile. On a real cloud,
+	// measure yours and lengthen the hook: users of AWS IP targets report
+	// tens of seconds and more (aws-load-balancer-controller issues 1064,
+	// 2106, 2366).
+	DeregistrationMargin = 5 * time.Second
 	// Drain is how long the app may take to finish what it is serving once
 	// it lets go (ECHO_DRAIN_TIMEOUT of the bundled workload).
 	Drain = 10 * time.Second
@@ -148,6 +163,10 @@ type LB struct {
 	// serving (interval x healthyThreshold).
 	AdditionLag    time.Duration
 	FollowsServing bool
+	// PodTargets: the LB sends to the Pods directly and checks each one
+	// (profiles.Profile.PodBackends); AdditionLag is then how long a new
+	// Pod waits for the LB's check to pass.
+	PodTargets bool
 	// ChecksThroughNodePort: with Local the LB's check asks the Service's
 	// NodePort (an L7 LB's instance-group check), so it passes while
 	// kube-proxy still gives the node's connections to a terminating
@@ -161,6 +180,7 @@ type LB struct {
 // FromProfile is the LB of a profile of clusters/lb/profiles.
 func FromProfile(p profiles.Profile) LB {
 	return LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing(),
+		PodTargets:            p.PodBackends(),
 		ChecksThroughNodePort: p.HealthCheckFor(corev1.ServiceExternalTrafficPolicyLocal).Target == profiles.TargetNodePort,
 		BackendConfig:         p.BackendConfig}
 }
@@ -225,6 +245,23 @@ func Hardened(lb LB, policy corev1.ServiceExternalTrafficPolicy) Recipe {
 func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 	r := Recipe{Drain: Drain}
 	switch {
+	case lb.PodTargets:
+		// Neither kube-proxy nor the node is on the path: the Pod's own
+		// target leaves the LB when the vendor's controller deregisters it
+		// (its endpoint terminates), and a new Pod takes traffic only once
+		// the LB's check of it passed.
+		r.Mechanism = TargetDeregistration
+		r.PreStop = DeregistrationMargin
+		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
+		r.MinReady = ceilSecond(max(lb.AdditionLag+DeregistrationMargin, MinReadyFloor))
+		r.Why = fmt.Sprintf("Pod targets behind %s (container-native load balancing): the LB sends to the Pod itself, so "+
+			"the traffic policy and kube-proxy play no part; the vendor's controller deregisters the Pod's target when its "+
+			"endpoint terminates (kubernetes/ingress-gce pkg/neg/types EndpointsDataFromEndpointSlices; "+
+			"aws-load-balancer-controller pkg/backend/endpoint_resolver.go), and the app keeps accepting for the %s that "+
+			"takes to reach the LB; a new Pod takes traffic only after the LB's check passed (%s), so a rollout waits "+
+			"that before it moves on, or the Service's last healthy targets are gone while the new ones are still "+
+			"being checked (the outage pod readiness gates exist for: aws-load-balancer-controller "+
+			"docs/deploy/pod_readiness_gate.md)", lb.Name, DeregistrationMargin, lb.AdditionLag)
 	case policy != corev1.ServiceExternalTrafficPolicyLocal:
 		// The LB's view of the node does not change when one of its Pods
 		// terminates, and a new Pod's node is a backend already: only
@@ -293,7 +330,7 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			"to the terminating endpoint until then (KEP-1669), and a rollout waits the LB's addition lag %s "+
 			"before it moves on", lb.Name, lb.RemovalLag, lb.AdditionLag)
 	}
-	if policy == corev1.ServiceExternalTrafficPolicyLocal && r.Mechanism != ServingCondition {
+	if policy == corev1.ServiceExternalTrafficPolicyLocal && r.Mechanism != ServingCondition && r.Mechanism != TargetDeregistration {
 		readinessFirst(&r, 0)
 		r.Why += fmt.Sprintf("; after its hook the app fails readiness and keeps accepting for the probe's %s x %d and "+
 			"kube-proxy's margin before it drains, because a node whose local endpoints are all terminating spreads new "+

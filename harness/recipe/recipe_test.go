@@ -107,8 +107,17 @@ func TestEveryStockProfile(t *testing.T) {
 				// it asks for, if any.
 				eff := FromProfile(r.LB(stock[name], 30000))
 				need := KubeProxyMargin
-				if policy == corev1.ServiceExternalTrafficPolicyLocal && (fate == Replaced || !eff.ChecksThroughNodePort) {
+				if policy == corev1.ServiceExternalTrafficPolicyLocal && !eff.PodTargets && (fate == Replaced || !eff.ChecksThroughNodePort) {
 					need += eff.RemovalLag
+				}
+				if eff.PodTargets {
+					// The LB sends to the Pod itself: its deregistration, not
+					// the traffic policy, ends new requests, and a new Pod
+					// takes traffic only once the LB's check passed.
+					need = DeregistrationMargin
+					if r.MinReady < eff.AdditionLag || r.UnreadyOnTerm {
+						t.Errorf("%s %s %s: Pod targets with minReady %v (addition lag %v), unready on its signal %t", name, policy, fate, r.MinReady, eff.AdditionLag, r.UnreadyOnTerm)
+					}
 				}
 				if r.LBCheck != nil && (policy != corev1.ServiceExternalTrafficPolicyLocal || !lb.BackendConfig) {
 					t.Errorf("%s %s %s: asks the LB for check %+v", name, policy, fate, *r.LBCheck)
@@ -121,7 +130,7 @@ func TestEveryStockProfile(t *testing.T) {
 				// the app must go unready and keep accepting until kube-proxy
 				// has seen it.
 				unreadySeen := r.ReadinessPeriod*time.Duration(r.ReadinessFailureThreshold) + KubeProxyMargin
-				if policy == corev1.ServiceExternalTrafficPolicyLocal && (!r.UnreadyOnTerm || r.ShutdownDelay < unreadySeen) {
+				if policy == corev1.ServiceExternalTrafficPolicyLocal && !eff.PodTargets && (!r.UnreadyOnTerm || r.ShutdownDelay < unreadySeen) {
 					t.Errorf("%s %s %s: unready on its signal %t, accepting %v after it; want unready and %v",
 						name, policy, fate, r.UnreadyOnTerm, r.ShutdownDelay, unreadySeen)
 				}
