@@ -74,3 +74,8 @@ func (s Settings) Models() ([]Model, error) {
 	}
 	return out, nil
 }
+
+// podTargets picks the LB models whose targets are the Pods themselves
+// (container-native load balancing: gclb-neg, aws-alb-ip): neither the
+// node nor kube-proxy is between the LB and the Pod.
+func podTargets(m Model) bool { return m.Cloud && m.Profile.PodBackends() }

@@ -24,6 +24,10 @@ func distribution() Scenario {
 		},
 		Hazard: "with Local, pods on nodes the LB does not send to get no traffic at all",
 		Prevented: []Prevention{{
+			On: podTargets,
+			Why: "the LB's targets are the Pods themselves (container-native load balancing): it spreads requests " +
+				"over every registered Pod whose check passes, whatever node or pool it runs on (internal/cloudlb, Pod targets)",
+		}, {
 			Policy: localPolicy,
 			On:     func(m Model) bool { return m.Cloud && m.Profile.Eligibility.DefaultPool == "" },
 			Why: "the LB takes every node as a backend and sends to each node whose health check passes, which with " +

@@ -31,6 +31,10 @@ func drainPoolWithPDB() Scenario {
 		Hazard: "the LB drops the cordoned nodes from its backends while the PDB keeps every pod on them: with Local " +
 			"no other node has an endpoint, so the Service is blackholed",
 		Prevented: []Prevention{{
+			On: podTargets,
+			Why: "the LB's targets are the Pods themselves: a cordon changes nothing for it, and the Pods the PDB " +
+				"holds on the cordoned nodes keep serving until each is evicted and deregistered (internal/cloudlb, Pod targets)",
+		}, {
 			On: func(m Model) bool { return !m.Profile.Eligibility.ExcludeUnschedulable },
 			Why: "the LB keeps cordoned nodes as backends, so the pods the PDB holds on them keep serving: only the " +
 				"service controller of Kubernetes 1.18 and older dropped unschedulable nodes (kubernetes/kubernetes " +
