@@ -535,6 +535,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 	dp.PodCIDRs = podCIDRs(nodeList)
 	var l7 []L7Service
 	var next time.Time
+	gates := map[gateKey]*gateWant{}
 	seen := map[string]bool{}
 	var statusUpdates, finalize, cleanups []*corev1.Service
 	for _, svc := range svcList {
@@ -690,6 +691,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		for _, ch := range st.backends.Update(now, active, eligible, reasons) {
 			c.emitBackendChange(key, st, prof, ch, failOpen, st.backends)
 		}
+
 		if d := st.backends.NextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
 			next = d
 		}
@@ -706,6 +708,9 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				c.emit(zdv1.EventNote, "service/"+key, fmt.Sprintf("LB forwards %s for service %s from now on (%s after its status was written, for kube-proxy to program the address)",
 					st.vip, key, c.programDelay), map[string]string{"service": key, "vip": st.vip.String()})
 			}
+		}
+		if prof.PodBackends() {
+			c.wantGates(gates, key, st, prof)
 		}
 		dp.VIPs = append(dp.VIPs, st.vip)
 		activeNodes := st.backends.Nodes(cloudlbv1.Active)
@@ -777,6 +782,11 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		if err := c.writeStatus(ctx, svc, c.svcs[svcKey(svc)].vip); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// Readiness gates once the data plane sends to what the LB calls
+	// healthy: a Pod the gate lets go Ready is one the LB already uses.
+	if err := c.setGates(ctx, gates); err != nil {
+		errs = append(errs, err)
 	}
 	// Cleanups after the data plane stopped forwarding their addresses.
 	if forwarding {
@@ -886,7 +896,7 @@ func (c *Controller) registerPods(key string, st *svcState, prof profiles.Profil
 		if t.Ready {
 			st.endpointNodes = append(st.endpointNodes, t.Name)
 		}
-		if !t.registered(prof.Pods.Register) {
+		if !t.registered(prof.Pods.Register) && (t.Terminating || !c.waitsOnGate(svc.Namespace, t.Name, prof.ReadinessGate())) {
 			st.excluded[t.Name] = IneligibleNotRegistered(prof.Pods.Register, t)
 			continue
 		}

@@ -176,7 +176,12 @@
 // path. A target that stops qualifying is deregistered at once and leaves
 // as flows.onRemoved says; its events name pod/<namespace>/<name>, with
 // its address and node, and its health flips are lb-target-healthy and
-// lb-target-unhealthy.
+// lb-target-unhealthy. Where the vendor has a pod readiness gate
+// (pods.readinessGate) the LB sets that condition on every Pod that names
+// it, True once the Pod's target is healthy in every Service of the
+// profile, and registers a Pod whose containers are ready but that waits
+// on the gate, as the AWS controller does; the gate is never injected (no
+// webhook runs), so the Pods carry it in their own spec.
 //
 // # Events
 //

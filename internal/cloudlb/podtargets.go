@@ -1,13 +1,22 @@
 package cloudlb
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
@@ -163,4 +172,128 @@ func (c *Controller) probeProfile(prof profiles.Profile, svc *corev1.Service) (p
 		}
 	}
 	return prof, ""
+}
+
+// waitsOnGate reports whether Pod name of ns names the profile's readiness
+// gate and has every container ready: a Pod held back only by the LB's own
+// condition, which the AWS controller registers although its endpoint is
+// not ready, or the condition could never turn True
+// (aws-load-balancer-controller pkg/backend/endpoint_resolver.go: a
+// not-ready endpoint whose Pod IsContainersReady is registered).
+func (c *Controller) waitsOnGate(ns, name string, g *profiles.ReadinessGate) bool {
+	if g == nil || c.podLister == nil {
+		return false
+	}
+	pod, err := c.podLister.Pods(ns).Get(name)
+	if err != nil || !hasGate(pod, g.ConditionType) {
+		return false
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.ContainersReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasGate(pod *corev1.Pod, conditionType string) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if string(g.ConditionType) == conditionType {
+			return true
+		}
+	}
+	return false
+}
+
+// gateKey is one condition of one Pod.
+type gateKey struct {
+	ns, pod, condition string
+}
+
+// gateWant is what the LB wants a Pod's readiness-gate condition to say.
+type gateWant struct {
+	healthy bool
+	sticky  bool
+	// why names the Services and the verdicts behind it.
+	why []string
+}
+
+// wantGates adds, for every Pod target of key that names the profile's
+// gate, whether the LB finds it healthy for this Service: a Pod's
+// condition is True only when every Service of the profile that targets it
+// does (one gate per binding on AWS, all of which must pass).
+func (c *Controller) wantGates(want map[gateKey]*gateWant, key string, st *svcState, prof profiles.Profile) {
+	g := prof.ReadinessGate()
+	if g == nil || c.podLister == nil {
+		return
+	}
+	ns, _, _ := strings.Cut(key, "/")
+	active := map[string]bool{}
+	for _, n := range st.backends.Nodes(cloudlbv1.Active) {
+		active[n] = true
+	}
+	for name := range st.pods {
+		pod, err := c.podLister.Pods(ns).Get(name)
+		if err != nil || !hasGate(pod, g.ConditionType) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		k := gateKey{ns: ns, pod: name, condition: g.ConditionType}
+		w := want[k]
+		if w == nil {
+			w = &gateWant{healthy: true, sticky: g.Sticky}
+			want[k] = w
+		}
+		healthy := active[name] && c.mon.Healthy(ProbeKey{Service: key, Node: name})
+		w.healthy = w.healthy && healthy
+		verdict := "healthy"
+		if !healthy {
+			verdict = "not healthy"
+		}
+		w.why = append(w.why, fmt.Sprintf("%s in %s", verdict, key))
+	}
+}
+
+// setGates writes the conditions want calls for where the Pod says
+// otherwise: True once healthy; back to False only for a gate that is not
+// sticky (AWS follows the target both ways, GKE never turns it back).
+func (c *Controller) setGates(ctx context.Context, want map[gateKey]*gateWant) error {
+	var errs []error
+	for k, w := range want {
+		pod, err := c.podLister.Pods(k.ns).Get(k.pod)
+		if err != nil {
+			continue
+		}
+		cur := corev1.ConditionUnknown
+		for _, cond := range pod.Status.Conditions {
+			if string(cond.Type) == k.condition {
+				cur = cond.Status
+			}
+		}
+		status := corev1.ConditionFalse
+		if w.healthy {
+			status = corev1.ConditionTrue
+		}
+		if cur == status || (cur == corev1.ConditionTrue && w.sticky) {
+			continue
+		}
+		reason := "LoadBalancerTargetNotHealthy"
+		if w.healthy {
+			reason = "LoadBalancerTargetHealthy"
+		}
+		msg := "zerodrop-lb: " + strings.Join(w.why, ", ")
+		body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
+			"type": k.condition, "status": status, "reason": reason, "message": msg,
+			"lastTransitionTime": metav1.NewTime(c.clk.Now()),
+		}}}})
+		if err != nil {
+			return err
+		}
+		if _, err := c.cs.CoreV1().Pods(k.ns).Patch(ctx, k.pod, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+			errs = append(errs, fmt.Errorf("set readiness gate %s of pod %s/%s: %w", k.condition, k.ns, k.pod, err))
+			continue
+		}
+		c.emit(zdv1.EventNote, "pod/"+k.ns+"/"+k.pod, fmt.Sprintf("LB set readiness gate %s of pod %s/%s %s: %s", k.condition, k.ns, k.pod, status, msg),
+			map[string]string{"pod": k.pod, "condition": k.condition, "status": string(status)})
+	}
+	return errors.Join(errs...)
 }

@@ -322,3 +322,94 @@ func TestPodTargetsFailOpenSkipsInitial(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestPodTargetsReadinessGate: a Pod waiting only on the LB's gate is
+// registered (AWS registers a not-ready endpoint whose containers are
+// ready), and the LB sets the gate True once its check passes, and back to
+// False when it fails unless the gate is sticky (GKE).
+func TestPodTargetsReadinessGate(t *testing.T) {
+	const gate = "target-health.example.com/web"
+	for _, sticky := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sticky %v", sticky), func(t *testing.T) {
+			svc := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "alb"}},
+				Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
+			}
+			slice := &discoveryv1.EndpointSlice{
+				ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
+				// Not ready: its gate is not True yet.
+				Endpoints: []discoveryv1.Endpoint{podEndpoint("web-a", "10.244.1.5", "n1", false, false)},
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-a", Namespace: "default"},
+				Spec: corev1.PodSpec{ReadinessGates: []corev1.PodReadinessGate{{ConditionType: gate}}, Containers: []corev1.Container{{Name: "app"}}},
+				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+					{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionFalse}}}}
+			cs := fake.NewSimpleClientset(svc, slice, pod, kNode("n1", "10.0.0.1"))
+			var mu sync.Mutex
+			ok := true
+			check := func(_ context.Context, url string) cloudlbv1.CheckResult {
+				mu.Lock()
+				defer mu.Unlock()
+				r := cloudlbv1.CheckResult{Time: time.Now(), URL: url, OK: ok, Status: 503}
+				if ok {
+					r.Status = 200
+				}
+				return r
+			}
+			pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+			l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
+			ps, _ := profiles.Stock()
+			prof := podProfile("alb", profiles.RegisterReady)
+			prof.Pods.ReadinessGate = &profiles.ReadinessGate{ConditionType: gate, Sticky: sticky, Injected: profiles.GateInjectedNamespaceLabel}
+			ps["alb"] = prof
+			ctl, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
+				WithProgrammingDelay(programDelay))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- ctl.Run(ctx) }()
+			condition := func() corev1.ConditionStatus {
+				p, err := cs.CoreV1().Pods("default").Get(ctx, "web-a", metav1.GetOptions{})
+				if err != nil {
+					return ""
+				}
+				for _, c := range p.Status.Conditions {
+					if string(c.Type) == gate {
+						return c.Status
+					}
+				}
+				return ""
+			}
+			waitFor(t, "the gate True once the Pod passed its check", func() bool { return condition() == corev1.ConditionTrue })
+			if l7.backends(80) != "[10.244.1.5:8080]" {
+				t.Fatalf("backends %s; the Pod waiting on the gate should be a target", l7.backends(80))
+			}
+			mu.Lock()
+			ok = false
+			mu.Unlock()
+			waitFor(t, "the Pod unhealthy", func() bool { return l7.backends(80) == "[]" })
+			time.Sleep(100 * time.Millisecond)
+			want := corev1.ConditionFalse
+			if sticky {
+				want = corev1.ConditionTrue
+			}
+			waitFor(t, fmt.Sprintf("the gate %s", want), func() bool { return condition() == want })
+			var note string
+			for _, e := range evs.snapshot() {
+				if strings.Contains(e.Message, "readiness gate") {
+					note = e.Message
+				}
+			}
+			if !strings.Contains(note, gate) {
+				t.Fatalf("no note of the gate: %q", note)
+			}
+			cancel()
+			<-done
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"zerodrop.dev/zerodrop/apis/contract"
@@ -211,7 +212,38 @@ type Pods struct {
 	// RegisterNotTerminating. An endpoint that stops qualifying is
 	// deregistered, and its target drains as flows.onRemoved says.
 	Register string `json:"register"`
+	// ReadinessGate is the Pod condition the vendor's controller sets
+	// from the target's health, for Pods whose spec.readinessGates name
+	// it (nil: the vendor has none).
+	ReadinessGate *ReadinessGate `json:"readinessGate,omitempty"`
 }
+
+// ReadinessGate is a vendor's pod readiness gate: a Pod that names
+// ConditionType in spec.readinessGates is Ready only once the LB has set
+// that condition True, so a rollout or a drain waits for the LB.
+type ReadinessGate struct {
+	// ConditionType is the condition the LB sets. AWS writes one per
+	// TargetGroupBinding (target-health.elbv2.k8s.aws/<binding>); the
+	// cloud LB writes one per profile, True only while the Pod is healthy
+	// in every Service of that profile that targets it: the effect of all
+	// a Pod's bindings' gates together.
+	ConditionType string `json:"conditionType"`
+	// Sticky: once True the condition is never set back to False (GKE);
+	// otherwise it follows the target's health both ways (AWS).
+	Sticky bool `json:"sticky,omitempty"`
+	// Injected says when the vendor puts the gate into Pods: "always"
+	// (every Pod of a Service the LB targets: GKE with container-native
+	// load balancing) or "namespaceLabel" (Pods created in a namespace the
+	// user labelled: AWS). The cloud LB injects nothing (no webhook); the
+	// workload builders write the gate where the vendor would inject it.
+	Injected string `json:"injected"`
+}
+
+// When a vendor injects its readiness gate.
+const (
+	GateInjectedAlways         = "always"
+	GateInjectedNamespaceLabel = "namespaceLabel"
+)
 
 // Which endpoints a Pod-targeted LB registers.
 const (
@@ -297,6 +329,14 @@ func (p Profile) FollowsServing() bool { return p.HealthCheck.Target == TargetSe
 // announce).
 func (p Profile) Emulated() bool {
 	return p.Mode == ModeL4 || p.Mode == ModeL7
+}
+
+// ReadinessGate is the vendor's pod readiness gate, nil when it has none.
+func (p Profile) ReadinessGate() *ReadinessGate {
+	if p.Pods == nil {
+		return nil
+	}
+	return p.Pods.ReadinessGate
 }
 
 // PodBackends reports whether the LB's targets are the Service's Pods
@@ -394,6 +434,14 @@ func (p Profile) Validate() error {
 		bad("pods section needs healthCheck.target %s", TargetPod)
 	case p.Pods != nil && p.Pods.Register != RegisterReady && p.Pods.Register != RegisterNotTerminating:
 		bad("pods.register %q: want %s or %s", p.Pods.Register, RegisterReady, RegisterNotTerminating)
+	}
+	if g := p.ReadinessGate(); g != nil {
+		if msgs := validation.IsQualifiedName(g.ConditionType); len(msgs) > 0 || !strings.Contains(g.ConditionType, "/") {
+			bad("pods.readinessGate.conditionType %q: want a prefixed condition type (domain/name): %s", g.ConditionType, strings.Join(msgs, "; "))
+		}
+		if g.Injected != GateInjectedAlways && g.Injected != GateInjectedNamespaceLabel {
+			bad("pods.readinessGate.injected %q: want %s or %s", g.Injected, GateInjectedAlways, GateInjectedNamespaceLabel)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("profile %q: %w", p.Name, err)
