@@ -65,11 +65,17 @@ var fixers = map[string]func(t *target) string{
 	"ZD030": fixNoReadiness,
 	"ZD032": fixRollout,
 	"ZD033": func(t *target) string {
-		secs := int32(ceilSeconds(t.recipe(t.svc.Spec.ExternalTrafficPolicy).MinReady))
-		if setMinReady(t.wl, secs) {
-			return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s)", secs, seconds(t.profile.AdditionLag()))
+		r := t.recipe(t.svc.Spec.ExternalTrafficPolicy)
+		secs := int32(ceilSeconds(r.MinReady))
+		if !setMinReady(t.wl, secs) {
+			return ""
 		}
-		return ""
+		if g := r.ReadinessGate; g != "" && !hasReadinessGate(t.wl.template, g) {
+			t.wl.template.Spec.ReadinessGates = append(t.wl.template.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)})
+			return fmt.Sprintf("readinessGates: %s (the LB sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
+				g, seconds(t.profile.AdditionLag()), secs)
+		}
+		return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s)", secs, seconds(t.profile.AdditionLag()))
 	},
 }
 

@@ -178,8 +178,18 @@ func TestFixesAreTheRecipe(t *testing.T) {
 				if got, want := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds)*time.Second, hard.PreStopSleep; got != want {
 					t.Errorf("fixed preStop %v, hardened fixture %v (applied %v)", got, want, applied)
 				}
-				if policy == corev1.ServiceExternalTrafficPolicyLocal && d.Spec.MinReadySeconds != hard.MinReadySeconds {
+				// minReadySeconds is the LB's addition lag where nothing else
+				// waits for the LB: with Local on a node-based LB, and behind
+				// Pod targets without the vendor's readiness gate (which,
+				// where the naive Pods already carry it, needs no fix).
+				gated := len(hard.ReadinessGates) > 0 && hasReadinessGate(&d.Spec.Template, hard.ReadinessGates[0])
+				if (policy == corev1.ServiceExternalTrafficPolicyLocal || p.PodBackends) && !gated && d.Spec.MinReadySeconds != hard.MinReadySeconds {
 					t.Errorf("fixed minReadySeconds %d, hardened fixture %d (applied %v)", d.Spec.MinReadySeconds, hard.MinReadySeconds, applied)
+				}
+				for _, g := range hard.ReadinessGates {
+					if !hasReadinessGate(&d.Spec.Template, g) {
+						t.Errorf("the hardened fixture names readiness gate %s; the fixed workload does not (applied %v)", g, applied)
+					}
 				}
 				// The check the recipe asks the LB for comes with the fix: a
 				// BackendConfig on the Service's pinned healthCheckNodePort.

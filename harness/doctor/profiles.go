@@ -66,6 +66,7 @@ func (p LBProfile) RemovalLag() time.Duration {
 func (p LBProfile) RecipeLB() recipe.LB {
 	return recipe.LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing,
 		PodTargets:            p.PodBackends,
+		ReadinessGate:         recipe.FromProfile(p.Profile).ReadinessGate,
 		ChecksThroughNodePort: recipe.FromProfile(p.Profile).ChecksThroughNodePort, BackendConfig: p.Profile.BackendConfig}
 }
 

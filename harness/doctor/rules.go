@@ -377,7 +377,9 @@ var catalogue = []Rule{
 			"targets) the LB checks the new Pod itself, whatever the traffic policy, and deregisters each old Pod as it " +
 			"terminates: the same race, which a pod readiness gate also closes (aws-load-balancer-controller " +
 			"docs/deploy/pod_readiness_gate.md).",
-		Fix:   "Set minReadySeconds to at least the LB's interval x healthyThreshold.",
+		Fix: "Set minReadySeconds to at least the LB's interval x healthyThreshold; behind Pod targets, name the LB's " +
+			"pod readiness gate instead (AWS: label the namespace elbv2.k8s.aws/pod-readiness-gate-inject: enabled; " +
+			"GKE injects cloud.google.com/load-balancer-neg-ready), which also holds a drain's evictions.",
 		check: checkMinReady,
 	},
 	{
@@ -992,6 +994,9 @@ func checkMinReady(t *target) []result {
 	}
 	add := t.profile.AdditionLag()
 	if t.profile.PodBackends {
+		if g := t.profile.RecipeLB().ReadinessGate; g != "" && hasReadinessGate(t.wl.template, g) {
+			return nil // the LB's gate holds every new Pod unready until its check passed
+		}
 		return []result{{sev: Warning, line: t.line([]any{"spec", "minReadySeconds"}, []any{"spec"}),
 			msg: fmt.Sprintf("minReadySeconds is 0 behind Pod targets (profile %s): a rollout moves on as soon as a new Pod is "+
 				"ready, while the LB sends it nothing until its own check of the Pod passed (up to %s), and the old Pods' "+
@@ -1004,6 +1009,17 @@ func checkMinReady(t *target) []result {
 	}
 	return []result{{sev: Warning, line: t.line([]any{"spec", "minReadySeconds"}, []any{"spec"}),
 		msg: "minReadySeconds is 0 with externalTrafficPolicy Local: a rollout continues before the LB takes traffic to the new Pod's node" + hint}}
+}
+
+// hasReadinessGate reports whether the Pod template names condition in
+// spec.readinessGates.
+func hasReadinessGate(tpl *corev1.PodTemplateSpec, condition string) bool {
+	for _, g := range tpl.Spec.ReadinessGates {
+		if string(g.ConditionType) == condition {
+			return true
+		}
+	}
+	return false
 }
 
 // keepAliveCanReachUnready: the serving container's readiness can flip on

@@ -167,6 +167,9 @@ type LB struct {
 	// (profiles.Profile.PodBackends); AdditionLag is then how long a new
 	// Pod waits for the LB's check to pass.
 	PodTargets bool
+	// ReadinessGate is the condition type of the vendor's pod readiness
+	// gate for Pod targets ("" when it has none).
+	ReadinessGate string
 	// ChecksThroughNodePort: with Local the LB's check asks the Service's
 	// NodePort (an L7 LB's instance-group check), so it passes while
 	// kube-proxy still gives the node's connections to a terminating
@@ -181,8 +184,16 @@ type LB struct {
 func FromProfile(p profiles.Profile) LB {
 	return LB{Name: p.Name, RemovalLag: p.RemovalLag(), AdditionLag: p.AdditionLag(), FollowsServing: p.FollowsServing(),
 		PodTargets:            p.PodBackends(),
+		ReadinessGate:         gateOf(p),
 		ChecksThroughNodePort: p.HealthCheckFor(corev1.ServiceExternalTrafficPolicyLocal).Target == profiles.TargetNodePort,
 		BackendConfig:         p.BackendConfig}
+}
+
+func gateOf(p profiles.Profile) string {
+	if g := p.ReadinessGate(); g != nil {
+		return g.ConditionType
+	}
+	return ""
 }
 
 // Recipe is the hardened timing of a workload behind one LB with one
@@ -210,6 +221,11 @@ type Recipe struct {
 	// MinReady is minReadySeconds: how long a new Pod stays ready before a
 	// rollout moves on.
 	MinReady time.Duration
+	// ReadinessGate, when set, is the LB's pod readiness gate the Pods
+	// name in spec.readinessGates: a Pod is Ready only once the LB calls
+	// its target healthy, so a rollout and a drain's evictions (a PDB
+	// counts Ready Pods) wait for the LB.
+	ReadinessGate string
 	// LBCheck, when set, is the check the workload asks its LB to run
 	// instead of the LB's default (a GKE BackendConfig the Service names):
 	// kube-proxy's answer on the Service's healthCheckNodePort
@@ -254,6 +270,14 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 		r.PreStop = DeregistrationMargin
 		r.ReadinessPeriod, r.ReadinessFailureThreshold = DefaultProbePeriod, DefaultProbeFailureThreshold
 		r.MinReady = ceilSecond(max(lb.AdditionLag+DeregistrationMargin, MinReadyFloor))
+		if lb.ReadinessGate != "" {
+			// The gate holds the Pod unready until the LB's check passed:
+			// a rollout waits for it with no guess at its lag, and so does
+			// a drain, whose evictions a PDB paces by Ready Pods, which
+			// minReadySeconds does not touch.
+			r.ReadinessGate = lb.ReadinessGate
+			r.MinReady = MinReadyFloor
+		}
 		r.Why = fmt.Sprintf("Pod targets behind %s (container-native load balancing): the LB sends to the Pod itself, so "+
 			"the traffic policy and kube-proxy play no part; the vendor's controller deregisters the Pod's target when its "+
 			"endpoint terminates (kubernetes/ingress-gce pkg/neg/types EndpointsDataFromEndpointSlices; "+
@@ -262,6 +286,12 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			"that before it moves on, or the Service's last healthy targets are gone while the new ones are still "+
 			"being checked (the outage pod readiness gates exist for: aws-load-balancer-controller "+
 			"docs/deploy/pod_readiness_gate.md)", lb.Name, DeregistrationMargin, lb.AdditionLag)
+		if r.ReadinessGate != "" {
+			r.Why += fmt.Sprintf("; the Pods name the LB's readiness gate %s, so a new Pod is Ready only once the LB's "+
+				"check passed and a rollout and a drain's evictions (a PodDisruptionBudget counts Ready Pods, not "+
+				"minReadySeconds) wait for it; the gate does not delay an old Pod's termination, so the preStop stays",
+				r.ReadinessGate)
+		}
 	case policy != corev1.ServiceExternalTrafficPolicyLocal:
 		// The LB's view of the node does not change when one of its Pods
 		// terminates, and a new Pod's node is a backend already: only

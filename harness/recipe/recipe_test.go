@@ -115,7 +115,7 @@ func TestEveryStockProfile(t *testing.T) {
 					// the traffic policy, ends new requests, and a new Pod
 					// takes traffic only once the LB's check passed.
 					need = DeregistrationMargin
-					if r.MinReady < eff.AdditionLag || r.UnreadyOnTerm {
+					if (r.MinReady < eff.AdditionLag && r.ReadinessGate == "") || r.UnreadyOnTerm {
 						t.Errorf("%s %s %s: Pod targets with minReady %v (addition lag %v), unready on its signal %t", name, policy, fate, r.MinReady, eff.AdditionLag, r.UnreadyOnTerm)
 					}
 				}
