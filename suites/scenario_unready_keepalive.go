@@ -29,13 +29,15 @@ func unreadyKeepalive() Scenario {
 			"or an L7 LB's to the node) keeps reaching the pod it was first sent to after that pod's endpoint is gone",
 		Prevented: []Prevention{{
 			On: podTargets,
-			Why: "the LB sends to the Pod itself and checks it with the Pod's own readiness probe (GKE builds a NEG's " +
-				"check from it: kubernetes/ingress-gce pkg/translator/healthchecks.go ApplyProbeSettingsToHC), so no " +
-				"kube-proxy NAT outlives the Pod's readiness: the LB stops sending, on kept-alive connections too, one " +
-				"check interval x unhealthyThreshold after the Pod turns unready (measured on gclb-neg, 2026-11-27: the " +
-				"victim answered 17 requests in the 1.03 s between its endpoint's removal and the LB's lb-target-unhealthy, " +
-				"none after). A readiness probe slower than the suite's grace would let it answer longer, for the check's " +
-				"lag, not for the life of a connection",
+			Why: "the LB sends to the Pod itself, so no kube-proxy NAT outlives the Pod's readiness, on kept-alive " +
+				"connections either: an LB that registers ready endpoints only deregisters the Pod with its endpoint " +
+				"(aws-alb-ip: measured 2026-11-27, lb-backend-removed 3 ms after endpoint-removed, no request after), and " +
+				"one that keeps unready Pods registered checks each with its own readiness probe (GKE builds a NEG's check " +
+				"from it: kubernetes/ingress-gce pkg/translator/healthchecks.go ApplyProbeSettingsToHC) and drops it one " +
+				"check interval x unhealthyThreshold later (gclb-neg, 2026-11-27: the victim answered 17 requests in the " +
+				"1.03 s between its endpoint's removal and the LB's lb-target-unhealthy, none after). A readiness probe " +
+				"slower than the suite's grace would let it answer longer there, for the check's lag, not for the life of " +
+				"a connection",
 		}},
 		// The Pod turned unready must carry the witness's own kept-alive
 		// connections: over shared Pods the busiest Pod of one witness
