@@ -735,7 +735,15 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 						to = append(to, ap)
 					}
 				}
+				// Connection draining applies to a backend that leaves (GCP:
+				// "when ... an endpoint is removed"; ALB: deregistration):
+				// one that only fails its check keeps its requests in flight.
 				draining := map[netip.AddrPort]time.Time{}
+				for n := range eligible {
+					if ap, ok := st.l7Addr(n, p, nodeIPs); ok && !active[n] {
+						draining[ap] = time.Time{}
+					}
+				}
 				for _, b := range st.backends.Backends() {
 					if ap, ok := st.l7Addr(b.Node, p, nodeIPs); ok && b.State == cloudlbv1.Draining {
 						draining[ap] = b.Deadline

@@ -202,7 +202,12 @@
 // timeout (sessionAffinityConfig; the LB keeps a client on its node while
 // the active set stands), Pod targets behind an L4 LB (AWS NLB IP
 // targets), the programming latency between a Pod target's
-// deregistration and the vendor's front ends (no vendor publishes it),
+// deregistration and the vendor's front ends (no vendor publishes it), the
+// cut of an L7 backend's requests in flight when it is removed with no
+// connection draining (GCP: with a draining timeout of 0 the LB "stops
+// sending all traffic to the removed VM or endpoint" at once; the proxy
+// lets them finish, and cuts them only when a drain with an end runs out),
+// a GKE BackendConfig's connectionDraining,
 // GKE subsetting's 25-node
 // limit, the AWS CLB TCP proxy, and the health checks of UDP-only Services
 // on profiles that probe the traffic port (AWS probes it over TCP, Azure

@@ -73,12 +73,14 @@ type l7Listener struct {
 	tmu     sync.Mutex
 	perNode map[string]*http.Transport
 	// life holds, per backend address, the context its requests in flight
-	// run under: cancelled when the backend is closed, or when its drain
-	// ends (connection draining: "After the timeout duration is reached,
-	// the load balancer stops sending all traffic to the removed VM or
-	// endpoint", GCP "Enable connection draining"; ALB: in-flight requests
-	// are dropped when the deregistration delay expires, AWS EKS Best
-	// Practices, load balancing).
+	// run under: cancelled when its drain ends (connection draining: "After
+	// the timeout duration is reached, the load balancer stops sending all
+	// traffic to the removed VM or endpoint", GCP "Enable connection
+	// draining"; ALB: in-flight requests are dropped when the
+	// deregistration delay expires, AWS EKS Best Practices, load
+	// balancing). A backend closed outright (no drain) keeps its requests
+	// in flight: the cut GCP's wording implies for a draining timeout of 0
+	// is not modelled (package doc).
 	life map[string]*backendLife
 }
 
@@ -98,8 +100,8 @@ func (b *backendLife) stop() {
 
 // Apply makes the proxy serve exactly svcs. Listeners that stay keep their
 // client and backend connections; a backend that leaves has its idle
-// connections closed, and its requests in flight cut at once or when its
-// drain ends (L7Service.Draining).
+// connections closed, and its requests in flight cut when its drain ends
+// (L7Service.Draining).
 func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -154,9 +156,9 @@ func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 	return errors.Join(errs...)
 }
 
-// setLives gives every active backend a live context, lets a draining one's
-// run until its drain ends, and cancels the others' (their requests in
-// flight are cut and answered 502).
+// setLives gives every active backend a live context, cancels a draining
+// one's when its drain ends (its requests in flight are cut and answered
+// 502), and forgets the others, whose requests in flight finish.
 func (l *l7Listener) setLives(active []string, draining map[string]time.Time) {
 	l.tmu.Lock()
 	defer l.tmu.Unlock()
@@ -178,7 +180,9 @@ func (l *l7Listener) setLives(active []string, draining map[string]time.Time) {
 		until, ok := draining[a]
 		switch {
 		case !ok:
-			b.stop()
+			if b.timer != nil {
+				b.timer.Stop()
+			}
 			delete(l.life, a)
 		case until.IsZero() || until.Equal(b.until):
 		default:
@@ -191,17 +195,15 @@ func (l *l7Listener) setLives(active []string, draining map[string]time.Time) {
 	}
 }
 
-// lifeOf is the context requests to addr run under (a cancelled one when
-// the backend is gone).
+// lifeOf is the context requests to addr run under (one that never ends
+// for a backend the proxy forgot: a request picked it just before it left).
 func (l *l7Listener) lifeOf(addr string) context.Context {
 	l.tmu.Lock()
 	defer l.tmu.Unlock()
 	if b, ok := l.life[addr]; ok {
 		return b.ctx
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
+	return context.Background()
 }
 
 // Close stops every listener.
