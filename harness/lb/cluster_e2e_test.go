@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -998,6 +999,121 @@ func TestCluster(t *testing.T) {
 			}
 			if !tc.zd001 && n != 0 {
 				t.Errorf("%s: the doctor predicts no drop and %d were measured", tc.name, n)
+			}
+		}
+	})
+
+	// Pod targets on the real kernel: the LB's proxy reaches the Pod IPs
+	// itself (the Pods see the LB's own address as the client: no node and
+	// no kube-proxy in between), and a Pod that turns unready (through its
+	// admin port, so it keeps running) leaves as its vendor has it: AWS
+	// deregisters it with its endpoint and it drains for the
+	// deregistration delay (300 s), its request in flight finishing; GKE
+	// keeps it in the NEG and drops it on its own readiness-probe check,
+	// unhealthy but registered, its request in flight finishing too.
+	t.Run("pod-targets", func(t *testing.T) {
+		lbIP := strings.TrimPrefix(e.lb.AdminURL(), "http://")
+		lbIP = lbIP[:strings.LastIndex(lbIP, ":")]
+		for _, tc := range []struct {
+			profile  string
+			draining bool // the leaving Pod drains (deregistered) rather than stays registered, unhealthy
+		}{
+			{"aws-alb-ip", true},
+			{"gclb-neg", false},
+		} {
+			ns := e.namespace(t, "zdlb-pods-"+tc.profile)
+			w, err := fixtures.New(fixtures.WithHardening(fixtures.Naive), fixtures.WithNamespace(ns), fixtures.WithReplicas(2),
+				fixtures.WithLBProfile(tc.profile), fixtures.WithKeepAlive(false),
+				fixtures.WithReadiness(&fixtures.Probe{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vip := e.deploy(t, w)
+			key := ns + "/" + w.Config.Name
+			st := e.state(t, key)
+			pods, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			podIP := map[string]string{}
+			for _, p := range pods.Items {
+				podIP[p.Name] = p.Status.PodIP
+			}
+			for _, n := range st.Active {
+				if podIP[n] == "" || !strings.Contains(st.Health[n].URL, podIP[n]) {
+					t.Fatalf("%s: active target %q is not a Pod checked at its own address (health %+v, Pods %v)", tc.profile, n, st.Health[n], podIP)
+				}
+			}
+			res, stop := e.startLoad(t, vip, 50, 0, false)
+			time.Sleep(3 * time.Second)
+			sum := stop()
+			res.mu.Lock()
+			fromLB, other := 0, map[string]int{}
+			for _, x := range res.r {
+				if x.OK() && x.ClientIP == lbIP {
+					fromLB++
+				} else if x.OK() {
+					other[x.ClientIP]++
+				}
+			}
+			res.mu.Unlock()
+			t.Logf("%s: %d of %d requests reached the Pods with the LB (%s) as their peer; other peers %v; per Pod %v",
+				tc.profile, fromLB, sum.Results, lbIP, other, res.byPod())
+			if fromLB == 0 || len(other) != 0 || len(res.byPod()) != 2 {
+				t.Fatalf("%s: want every request from the LB's own address, to both Pods", tc.profile)
+			}
+
+			// One slow request per Pod (the proxy alternates), then the
+			// first Pod answering leaves.
+			type answer struct {
+				code int
+				err  error
+			}
+			answers := make(chan answer, 2)
+			c := &http.Client{Timeout: 30 * time.Second}
+			for range 2 {
+				go func() {
+					resp, err := c.Get("http://" + vip + "/?delay=8s")
+					if err != nil {
+						answers <- answer{err: err}
+						return
+					}
+					defer resp.Body.Close()
+					answers <- answer{code: resp.StatusCode}
+				}()
+				time.Sleep(200 * time.Millisecond)
+			}
+			time.Sleep(time.Second)
+			leaving := st.Active[0]
+			t0 := time.Now()
+			if err := e.cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(fmt.Sprintf("%s:%d", leaving, fixtures.AdminPort)).
+				SubResource("proxy").Suffix("admin/ready").Param("value", "false").Do(ctx).Error(); err != nil {
+				t.Fatalf("make %s unready: %v", leaving, err)
+			}
+			waitT(t, 30*time.Second, tc.profile+": "+leaving+" out of the LB's active targets", func() bool {
+				return !slices.Contains(e.state(t, key).Active, leaving)
+			})
+			left := time.Since(t0)
+			codes := map[int]int{}
+			for range 2 {
+				a := <-answers
+				if a.err != nil {
+					t.Fatalf("%s: slow request: %v", tc.profile, a.err)
+				}
+				codes[a.code]++
+			}
+			st = e.state(t, key)
+			t.Logf("%s: %s left the active targets %s after turning unready; the two slow requests in flight got %v; draining now %v",
+				tc.profile, leaving, left.Round(100*time.Millisecond), codes, st.Draining)
+			if codes[http.StatusOK] != 2 {
+				t.Errorf("%s: both requests in flight should finish (200), the leaving Pod's too: %v", tc.profile, codes)
+			}
+			if tc.draining {
+				if len(st.Draining) != 1 || st.Draining[0].Node != leaving || time.Until(st.Draining[0].Deadline) < 250*time.Second {
+					t.Errorf("%s: %s should be draining for the 300 s deregistration delay: %+v", tc.profile, leaving, st.Draining)
+				}
+			} else if len(st.Draining) != 0 || !slices.Contains(st.Eligible, leaving) {
+				t.Errorf("%s: %s should stay registered (eligible %v), unhealthy, not draining (%+v)", tc.profile, leaving, st.Eligible, st.Draining)
 			}
 		}
 	})
