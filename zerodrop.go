@@ -175,7 +175,9 @@ func (r Result) String() string {
 // means the run was measured and it dropped requests, or was not measured
 // well enough to judge (ERROR: a load generator that fell behind, requests
 // lost before the disruption). Either way the run file, when there is one,
-// says what happened.
+// says what happened. UnderLoad measures once: unlike the matrix (Run),
+// which runs a cell again when a shared disruption missed its witness, a
+// caller's disruption is the caller's to repeat.
 func UnderLoad(ctx context.Context, client kubernetes.Interface, svc Service, d Disruption, opts Options) (Result, error) {
 	if client == nil {
 		return Result{}, errors.New("zerodrop: UnderLoad needs a Kubernetes client")

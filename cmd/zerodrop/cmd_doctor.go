@@ -291,7 +291,10 @@ func printRecipes(c *cli, format doctor.Format) int {
 		// LBCheck is the check the recipe asks the LB for (a GKE
 		// BackendConfig), "" for the LB's own.
 		LBCheck string `json:"lbCheck,omitempty"`
-		Why     string `json:"why"`
+		// ReadinessGate is the LB's pod readiness gate the Pods name, ""
+		// for none.
+		ReadinessGate string `json:"readinessGate,omitempty"`
+		Why           string `json:"why"`
 	}
 	var rows []row
 	for _, p := range doctor.Profiles() {
@@ -308,7 +311,7 @@ func printRecipes(c *cli, format doctor.Format) int {
 				}
 				rows = append(rows, row{Profile: p.Name, Policy: string(policy), Fate: fate.String(), Mechanism: string(r.Mechanism), PreStop: r.PreStop.String(),
 					UnreadyOnTerm: r.UnreadyOnTerm, ShutdownDelay: r.ShutdownDelay.String(), Grace: r.Grace.String(),
-					Readiness: fmt.Sprintf("%v x %d", r.ReadinessPeriod, r.ReadinessFailureThreshold), MinReady: r.MinReady.String(), LBCheck: check, Why: r.Why})
+					Readiness: fmt.Sprintf("%v x %d", r.ReadinessPeriod, r.ReadinessFailureThreshold), MinReady: r.MinReady.String(), LBCheck: check, ReadinessGate: r.ReadinessGate, Why: r.Why})
 			}
 		}
 	}
@@ -316,10 +319,10 @@ func printRecipes(c *cli, format doctor.Format) int {
 		return printJSON(c, rows)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tPOLICY\tFATE\tMECHANISM\tPRESTOP\tUNREADY ON TERM\tSHUTDOWN DELAY\tGRACE\tREADINESS\tMIN READY\tLB CHECK")
+	fmt.Fprintln(tw, "PROFILE\tPOLICY\tFATE\tMECHANISM\tPRESTOP\tUNREADY ON TERM\tSHUTDOWN DELAY\tGRACE\tREADINESS\tMIN READY\tLB CHECK\tREADINESS GATE")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", r.Profile, r.Policy, r.Fate, r.Mechanism, r.PreStop, r.UnreadyOnTerm,
-			r.ShutdownDelay, r.Grace, r.Readiness, r.MinReady, cmp.Or(r.LBCheck, "the LB's"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Profile, r.Policy, r.Fate, r.Mechanism, r.PreStop, r.UnreadyOnTerm,
+			r.ShutdownDelay, r.Grace, r.Readiness, r.MinReady, cmp.Or(r.LBCheck, "the LB's"), cmp.Or(r.ReadinessGate, "-"))
 	}
 	if err := tw.Flush(); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)

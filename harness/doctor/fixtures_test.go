@@ -182,12 +182,12 @@ func TestFixesAreTheRecipe(t *testing.T) {
 				// waits for the LB: with Local on a node-based LB, and behind
 				// Pod targets without the vendor's readiness gate (which,
 				// where the naive Pods already carry it, needs no fix).
-				gated := len(hard.ReadinessGates) > 0 && hasReadinessGate(&d.Spec.Template, hard.ReadinessGates[0])
+				gated := len(hard.ReadinessGates) > 0 && namesGate(&d.Spec.Template, hard.ReadinessGates[0])
 				if (policy == corev1.ServiceExternalTrafficPolicyLocal || p.PodBackends) && !gated && d.Spec.MinReadySeconds != hard.MinReadySeconds {
 					t.Errorf("fixed minReadySeconds %d, hardened fixture %d (applied %v)", d.Spec.MinReadySeconds, hard.MinReadySeconds, applied)
 				}
 				for _, g := range hard.ReadinessGates {
-					if !hasReadinessGate(&d.Spec.Template, g) {
+					if !namesGate(&d.Spec.Template, g) {
 						t.Errorf("the hardened fixture names readiness gate %s; the fixed workload does not (applied %v)", g, applied)
 					}
 				}

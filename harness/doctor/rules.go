@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"zerodrop.dev/zerodrop/apis/contract"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
@@ -536,8 +537,12 @@ func checkNoPreStop(t *target) []result {
 		return nil
 	}
 	if t.c.Lifecycle == nil || t.c.Lifecycle.PreStop == nil {
-		return []result{{sev: Warning, line: t.line(t.cpath()),
-			msg: "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"}}
+		msg := "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"
+		if t.profile.PodBackends {
+			msg = fmt.Sprintf("no preStop hook: SIGTERM arrives while the LB (profile %s) may still send this Pod new requests, "+
+				"until its target's deregistration reaches the LB", t.profile.Name)
+		}
+		return []result{{sev: Warning, line: t.line(t.cpath()), msg: msg}}
 	}
 	// A hook known to stop the server at once (kong quit, /wait-shutdown
 	// with no grace period) delays nothing.
@@ -994,7 +999,7 @@ func checkMinReady(t *target) []result {
 	}
 	add := t.profile.AdditionLag()
 	if t.profile.PodBackends {
-		if g := t.profile.RecipeLB().ReadinessGate; g != "" && hasReadinessGate(t.wl.template, g) {
+		if g := t.profile.Profile.ReadinessGate(); g != nil && (g.Injected == profiles.GateInjectedAlways || namesGate(t.wl.template, g.ConditionType)) {
 			return nil // the LB's gate holds every new Pod unready until its check passed
 		}
 		return []result{{sev: Warning, line: t.line([]any{"spec", "minReadySeconds"}, []any{"spec"}),
@@ -1011,11 +1016,13 @@ func checkMinReady(t *target) []result {
 		msg: "minReadySeconds is 0 with externalTrafficPolicy Local: a rollout continues before the LB takes traffic to the new Pod's node" + hint}}
 }
 
-// hasReadinessGate reports whether the Pod template names condition in
-// spec.readinessGates.
-func hasReadinessGate(tpl *corev1.PodTemplateSpec, condition string) bool {
+// namesGate reports whether the template names the vendor's gate: its
+// condition type, or one of the same domain (AWS names one per
+// TargetGroupBinding, target-health.elbv2.k8s.aws/<binding>).
+func namesGate(tpl *corev1.PodTemplateSpec, condition string) bool {
+	domain, _, _ := strings.Cut(condition, "/")
 	for _, g := range tpl.Spec.ReadinessGates {
-		if string(g.ConditionType) == condition {
+		if d, _, _ := strings.Cut(string(g.ConditionType), "/"); d == domain {
 			return true
 		}
 	}
