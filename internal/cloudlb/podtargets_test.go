@@ -33,6 +33,29 @@ func podProfile(name, register string) profiles.Profile {
 		L7:                &profiles.L7{Backends: profiles.L7BackendPods, KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 1}}
 }
 
+// startPodLB runs a controller until the test ends, with the stock
+// profiles and prof as name, over cs, checking with check.
+func startPodLB(t *testing.T, cs *fake.Clientset, name string, prof profiles.Profile, check Checker) (context.Context, *Controller, *fakeL4, *fakeL7, *eventLog) {
+	t.Helper()
+	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
+	l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
+	ps, _ := profiles.Stock()
+	ps[name] = prof
+	ctl, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
+		WithProgrammingDelay(programDelay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ctx, ctl, l4, l7, evs
+}
+
 func podEndpoint(pod, ip, node string, ready, terminating bool) discoveryv1.Endpoint {
 	return discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr(node),
 		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: pod, Namespace: "default"},
@@ -92,19 +115,7 @@ func TestPodTargetsRegisterCheckAndDeregister(t *testing.T) {
 				}
 				return r
 			}
-			pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-			l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
-			ps, _ := profiles.Stock()
-			ps["neg"] = podProfile("neg", c.register)
-			ctl, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
-				WithProgrammingDelay(programDelay))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- ctl.Run(ctx) }()
+			ctx, ctl, l4, l7, evs := startPodLB(t, cs, "neg", podProfile("neg", c.register), check)
 
 			// The proxy sends to the Pods' own addresses and ports, not to nodes,
 			// and the LB routes each node's Pod range through that node.
@@ -157,8 +168,6 @@ func TestPodTargetsRegisterCheckAndDeregister(t *testing.T) {
 			if e := evs.find(zdv1.EventLBTargetUnhealthy, "pod/default/web-a"); e == nil || e.Fields["threshold"] != "2" {
 				t.Fatalf("lb-target-unhealthy for web-a: %+v", e)
 			}
-			cancel()
-			<-done
 		})
 	}
 }
@@ -223,22 +232,10 @@ func TestPodTargetsCheckFromReadinessProbe(t *testing.T) {
 		asked[url] = true
 		return cloudlbv1.CheckResult{Time: time.Now(), URL: url, OK: true, Status: 200}
 	}
-	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-	l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
-	ps, _ := profiles.Stock()
 	prof := podProfile("neg", profiles.RegisterNotTerminating)
 	prof.HealthCheck.FromReadinessProbe = true
 	prof.HealthCheck.Interval = profiles.Duration(time.Hour) // replaced by the probe's 1 s
-	ps["neg"] = prof
-	ctl, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
-		WithProgrammingDelay(programDelay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- ctl.Run(ctx) }()
+	_, _, _, l7, evs := startPodLB(t, cs, "neg", prof, check)
 	waitFor(t, "the Pod a backend", func() bool { return l7.backends(80) == "[10.244.1.5:8080]" })
 	mu.Lock()
 	gotProbe, gotDefault := asked["http://10.244.1.5:8080/readyz"], asked["http://10.244.1.5:8080/ready"]
@@ -255,8 +252,6 @@ func TestPodTargetsCheckFromReadinessProbe(t *testing.T) {
 	if !strings.Contains(note, "GET /readyz on each Pod's serving port every 1s") {
 		t.Fatalf("no note of the inferred check: %q", note)
 	}
-	cancel()
-	<-done
 }
 
 // TestPodTargetsFailOpenSkipsInitial: with every registered Pod failing,
@@ -282,22 +277,10 @@ func TestPodTargetsFailOpenSkipsInitial(t *testing.T) {
 		checks++
 		return cloudlbv1.CheckResult{Time: time.Now(), URL: url, Status: 503}
 	}
-	pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-	l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
-	ps, _ := profiles.Stock()
 	prof := podProfile("alb", profiles.RegisterReady)
 	prof.NoHealthyBackends = profiles.NoHealthyFailOpen
 	prof.HealthCheck.Interval = profiles.Duration(300 * time.Millisecond)
-	ps["alb"] = prof
-	ctl, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
-		WithProgrammingDelay(programDelay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- ctl.Run(ctx) }()
+	_, _, _, l7, evs := startPodLB(t, cs, "alb", prof, check)
 	waitFor(t, "the proxy configured with no backend", func() bool { return l7.backends(80) == "[]" })
 	mu.Lock()
 	first := checks
@@ -319,8 +302,6 @@ func TestPodTargetsFailOpenSkipsInitial(t *testing.T) {
 	if !found {
 		t.Fatal("no note says the LB fails open over the failed Pods")
 	}
-	cancel()
-	<-done
 }
 
 // TestPodTargetsReadinessGate: a Pod waiting only on the LB's gate is
@@ -358,21 +339,9 @@ func TestPodTargetsReadinessGate(t *testing.T) {
 				}
 				return r
 			}
-			pool, _ := ParseVIPRange("10.0.0.200-10.0.0.201")
-			l4, l7, evs := &fakeL4{}, &fakeL7{}, &eventLog{}
-			ps, _ := profiles.Stock()
 			prof := podProfile("alb", profiles.RegisterReady)
 			prof.Pods.ReadinessGate = &profiles.ReadinessGate{ConditionType: gate, Sticky: sticky, Injected: profiles.GateInjectedNamespaceLabel}
-			ps["alb"] = prof
-			ctl, err := NewController(cs, WithProfiles(ps), WithVIPPool(pool), WithL4(l4), WithL7(l7), WithChecker(check), WithEventSink(evs),
-				WithProgrammingDelay(programDelay))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- ctl.Run(ctx) }()
+			ctx, _, _, l7, evs := startPodLB(t, cs, "alb", prof, check)
 			condition := func() corev1.ConditionStatus {
 				p, err := cs.CoreV1().Pods("default").Get(ctx, "web-a", metav1.GetOptions{})
 				if err != nil {
@@ -408,8 +377,6 @@ func TestPodTargetsReadinessGate(t *testing.T) {
 			if !strings.Contains(note, gate) {
 				t.Fatalf("no note of the gate: %q", note)
 			}
-			cancel()
-			<-done
 		})
 	}
 }
