@@ -218,43 +218,41 @@ func (m *Monitor) Set(ctx context.Context, probes []Probe) {
 	}
 }
 
-// Healthy reports the verdict of a unit (false when unknown).
-func (m *Monitor) Healthy(k ProbeKey) bool {
+// loop returns the unit's loop, locked, and the function that unlocks it;
+// nil when the unit is unknown.
+func (m *Monitor) loop(k ProbeKey) (*probeLoop, func()) {
 	m.mu.Lock()
 	l, ok := m.loops[k]
 	m.mu.Unlock()
 	if !ok {
-		return false
+		return nil, func() {}
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.published
+	return l, l.mu.Unlock
+}
+
+// Healthy reports the verdict of a unit (false when unknown).
+func (m *Monitor) Healthy(k ProbeKey) bool {
+	l, unlock := m.loop(k)
+	defer unlock()
+	return l != nil && l.published
 }
 
 // Initial reports whether a unit is still in its first checks (true when
 // unknown): HealthState.Initial.
 func (m *Monitor) Initial(k ProbeKey) bool {
-	m.mu.Lock()
-	l, ok := m.loops[k]
-	m.mu.Unlock()
-	if !ok {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.state.Initial()
+	l, unlock := m.loop(k)
+	defer unlock()
+	return l == nil || l.state.Initial()
 }
 
 // Last returns the latest check result of a unit.
 func (m *Monitor) Last(k ProbeKey) (cloudlbv1.CheckResult, bool) {
-	m.mu.Lock()
-	l, ok := m.loops[k]
-	m.mu.Unlock()
-	if !ok {
+	l, unlock := m.loop(k)
+	defer unlock()
+	if l == nil {
 		return cloudlbv1.CheckResult{}, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	return l.last, l.last.URL != ""
 }
 
