@@ -585,14 +585,22 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				st.backends.SetFlows(prof.Flows)
 			}
 		}
+		// A Pod-targeted profile reads the Service's Pods once per pass:
+		// its check may come from their readiness probe, and they are
+		// its targets.
+		var targets []podTarget
+		if prof.PodBackends() {
+			slices, err := c.slicesOf(svc)
+			if err != nil {
+				st.err = fmt.Sprintf("list EndpointSlices of %s: %v", key, err)
+			}
+			targets = podTargets(slices)
+		}
 		// The check may come from the Pods' readiness probe, and a
 		// BackendConfig may tune it after that (GKE's Ingress LBs).
-		prof, probeNote := c.probeProfile(prof, svc)
-		prof, note := checkProfile(prof, svc, c.bcs)
-		if probeNote != "" {
-			note = strings.TrimSpace(probeNote + "; " + note)
-			note = strings.TrimSuffix(note, ";")
-		}
+		prof, probeNote := c.probeProfile(prof, svc, targets)
+		prof, bcNote := checkProfile(prof, svc, c.bcs)
+		note := joinNonEmpty("; ", probeNote, bcNote)
 		if note != st.checkNote {
 			msg := note
 			if msg == "" {
@@ -630,7 +638,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		}
 		var eligible map[string]bool
 		if prof.PodBackends() {
-			eligible = c.registerPods(key, st, prof, svc)
+			eligible = c.registerPods(key, st, prof, svc, targets)
 		} else {
 			eligible = c.registerNodes(key, st, prof, svc, nodeList, nodeIPs)
 		}
@@ -691,7 +699,6 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 		for _, ch := range st.backends.Update(now, active, eligible, reasons) {
 			c.emitBackendChange(key, st, prof, ch, failOpen, st.backends)
 		}
-
 		if d := st.backends.NextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
 			next = d
 		}
@@ -877,13 +884,9 @@ func (c *Controller) registerNodes(key string, st *svcState, prof profiles.Profi
 // checked on its serving port, straight from the LB, so the traffic policy
 // and kube-proxy play no part. A Pod that is no longer registered leaves
 // the set as the profile's flows.onRemoved says (the deregistration delay).
-// It returns the registered Pods.
-func (c *Controller) registerPods(key string, st *svcState, prof profiles.Profile, svc *corev1.Service) map[string]bool {
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
-	slices, err := c.sliceLister.EndpointSlices(svc.Namespace).List(sel)
-	if err != nil {
-		st.err = fmt.Sprintf("list EndpointSlices of %s: %v", key, err)
-	}
+// targets are the Service's Pods (podTargets). It returns the registered
+// Pods.
+func (c *Controller) registerPods(key string, st *svcState, prof profiles.Profile, svc *corev1.Service, targets []podTarget) map[string]bool {
 	st.local = false
 	st.eligible, st.excluded, st.endpointNodes = nil, map[string]Ineligible{}, nil
 	st.probes = map[string]Probe{}
@@ -899,7 +902,7 @@ func (c *Controller) registerPods(key string, st *svcState, prof profiles.Profil
 	}
 	st.pods = kept
 	eligible := map[string]bool{}
-	for _, t := range podTargets(slices) {
+	for _, t := range targets {
 		st.pods[t.Name] = t
 		if t.Ready {
 			st.endpointNodes = append(st.endpointNodes, t.Name)
@@ -1034,9 +1037,25 @@ func (c *Controller) patchLBStatus(ctx context.Context, svc *corev1.Service, ing
 	return nil
 }
 
-func (c *Controller) readyEndpointNodes(svc *corev1.Service) []string {
+// slicesOf lists the EndpointSlices of svc from the cache.
+func (c *Controller) slicesOf(svc *corev1.Service) ([]*discoveryv1.EndpointSlice, error) {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
-	slices, err := c.sliceLister.EndpointSlices(svc.Namespace).List(sel)
+	return c.sliceLister.EndpointSlices(svc.Namespace).List(sel)
+}
+
+// joinNonEmpty joins the parts that are not empty with sep.
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+func (c *Controller) readyEndpointNodes(svc *corev1.Service) []string {
+	slices, err := c.slicesOf(svc)
 	if err != nil {
 		return nil
 	}

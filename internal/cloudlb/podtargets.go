@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	cloudlbv1 "zerodrop.dev/zerodrop/apis/cloudlb/v1"
@@ -145,19 +144,14 @@ func podProbeURL(p profiles.Profile, svc *corev1.Service, t podTarget) (string, 
 
 // probeProfile is prof with the check its vendor builds from the serving
 // container's readiness probe (profiles.Profile.WithReadinessProbe), read
-// from the first of the Service's Pods that has one, and what the LB says
-// of it; prof unchanged and "" when the profile builds no such check or
-// no Pod has the probe.
-func (c *Controller) probeProfile(prof profiles.Profile, svc *corev1.Service) (profiles.Profile, string) {
+// from the first of the Service's Pods (targets) that has one, and what
+// the LB says of it; prof unchanged and "" when the profile builds no such
+// check or no Pod has the probe.
+func (c *Controller) probeProfile(prof profiles.Profile, svc *corev1.Service, targets []podTarget) (profiles.Profile, string) {
 	if !prof.HealthCheck.FromReadinessProbe || c.podLister == nil {
 		return prof, ""
 	}
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
-	slices, err := c.sliceLister.EndpointSlices(svc.Namespace).List(sel)
-	if err != nil {
-		return prof, ""
-	}
-	for _, t := range podTargets(slices) {
+	for _, t := range targets {
 		port, ok := t.servingPort(svc)
 		if !ok {
 			continue
@@ -214,6 +208,8 @@ type gateKey struct {
 type gateWant struct {
 	healthy bool
 	sticky  bool
+	// current is what the Pod's condition says now (Unknown: unset).
+	current corev1.ConditionStatus
 	// why names the Services and the verdicts behind it.
 	why []string
 }
@@ -240,7 +236,12 @@ func (c *Controller) wantGates(want map[gateKey]*gateWant, key string, st *svcSt
 		k := gateKey{ns: ns, pod: name, condition: g.ConditionType}
 		w := want[k]
 		if w == nil {
-			w = &gateWant{healthy: true, sticky: g.Sticky}
+			w = &gateWant{healthy: true, sticky: g.Sticky, current: corev1.ConditionUnknown}
+			for _, cond := range pod.Status.Conditions {
+				if string(cond.Type) == g.ConditionType {
+					w.current = cond.Status
+				}
+			}
 			want[k] = w
 		}
 		healthy := active[name] && c.mon.Healthy(ProbeKey{Service: key, Node: name})
@@ -259,16 +260,7 @@ func (c *Controller) wantGates(want map[gateKey]*gateWant, key string, st *svcSt
 func (c *Controller) setGates(ctx context.Context, want map[gateKey]*gateWant) error {
 	var errs []error
 	for k, w := range want {
-		pod, err := c.podLister.Pods(k.ns).Get(k.pod)
-		if err != nil {
-			continue
-		}
-		cur := corev1.ConditionUnknown
-		for _, cond := range pod.Status.Conditions {
-			if string(cond.Type) == k.condition {
-				cur = cond.Status
-			}
-		}
+		cur := w.current
 		status := corev1.ConditionFalse
 		if w.healthy {
 			status = corev1.ConditionTrue
