@@ -56,6 +56,25 @@ func startPodLB(t *testing.T, cs *fake.Clientset, name string, prof profiles.Pro
 	return ctx, ctl, l4, l7, evs
 }
 
+// webService is default/web, a LoadBalancer Service of port http 80 whose
+// LB profile is profile.
+func webService(profile string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: profile}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
+	}
+}
+
+// webSlice is web's EndpointSlice with eps, their port http 8080.
+func webSlice(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
+		Endpoints:   eps,
+	}
+}
+
 func podEndpoint(pod, ip, node string, ready, terminating bool) discoveryv1.Endpoint {
 	return discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr(node),
 		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: pod, Namespace: "default"},
@@ -84,21 +103,14 @@ func TestPodTargetsRegisterCheckAndDeregister(t *testing.T) {
 		{profiles.RegisterNotTerminating, true},
 	} {
 		t.Run(c.register, func(t *testing.T) {
-			svc := &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "neg"}},
-				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
-					HealthCheckNodePort: 32000, Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
-			}
-			slice := &discoveryv1.EndpointSlice{
-				ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-				AddressType: discoveryv1.AddressTypeIPv4,
-				Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
-				Endpoints: []discoveryv1.Endpoint{
-					podEndpoint("web-a", "10.244.1.5", "n1", true, false),
-					podEndpoint("web-b", "10.244.2.7", "n2", true, false),
-					podEndpoint("web-c", "10.244.2.9", "n2", false, false),
-				},
-			}
+			// Local, whose node rules a Pod-targeted LB has no use for.
+			svc := webService("neg")
+			svc.Spec.ExternalTrafficPolicy, svc.Spec.HealthCheckNodePort = corev1.ServiceExternalTrafficPolicyLocal, 32000
+			slice := webSlice(
+				podEndpoint("web-a", "10.244.1.5", "n1", true, false),
+				podEndpoint("web-b", "10.244.2.7", "n2", true, false),
+				podEndpoint("web-c", "10.244.2.9", "n2", false, false),
+			)
 			n1, n2 := kNode("n1", "10.0.0.1"), kNode("n2", "10.0.0.2")
 			n1.Spec.PodCIDR, n2.Spec.PodCIDR = "10.244.1.0/24", "10.244.2.0/24"
 			cs := fake.NewSimpleClientset(svc, slice, n1, n2)
@@ -206,16 +218,8 @@ func TestPodTargetsFromSlices(t *testing.T) {
 }
 
 func TestPodTargetsCheckFromReadinessProbe(t *testing.T) {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "neg"}},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
-	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
-		Endpoints:   []discoveryv1.Endpoint{podEndpoint("web-a", "10.244.1.5", "n1", true, false)},
-	}
+	svc := webService("neg")
+	slice := webSlice(podEndpoint("web-a", "10.244.1.5", "n1", true, false))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-a", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
 		Name: "echo", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 		ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, TimeoutSeconds: 1,
@@ -258,16 +262,8 @@ func TestPodTargetsCheckFromReadinessProbe(t *testing.T) {
 // an ALB-like LB spreads requests over them only once they are unhealthy;
 // while they are still in their first checks it sends nothing.
 func TestPodTargetsFailOpenSkipsInitial(t *testing.T) {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "alb"}},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
-	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
-		Endpoints:   []discoveryv1.Endpoint{podEndpoint("web-a", "10.244.1.5", "n1", true, false)},
-	}
+	svc := webService("alb")
+	slice := webSlice(podEndpoint("web-a", "10.244.1.5", "n1", true, false))
 	cs := fake.NewSimpleClientset(svc, slice, kNode("n1", "10.0.0.1"))
 	var mu sync.Mutex
 	checks := 0
@@ -312,17 +308,9 @@ func TestPodTargetsReadinessGate(t *testing.T) {
 	const gate = "target-health.example.com/web"
 	for _, sticky := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sticky %v", sticky), func(t *testing.T) {
-			svc := &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{contract.LBProfileAnnotation: "alb"}},
-				Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 31000, Protocol: corev1.ProtocolTCP}}},
-			}
-			slice := &discoveryv1.EndpointSlice{
-				ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-				AddressType: discoveryv1.AddressTypeIPv4,
-				Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
-				// Not ready: its gate is not True yet.
-				Endpoints: []discoveryv1.Endpoint{podEndpoint("web-a", "10.244.1.5", "n1", false, false)},
-			}
+			svc := webService("alb")
+			// Not ready: its gate is not True yet.
+			slice := webSlice(podEndpoint("web-a", "10.244.1.5", "n1", false, false))
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-a", Namespace: "default"},
 				Spec: corev1.PodSpec{ReadinessGates: []corev1.PodReadinessGate{{ConditionType: gate}}, Containers: []corev1.Container{{Name: "app"}}},
 				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
