@@ -6,6 +6,7 @@ import (
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+	"zerodrop.dev/zerodrop/fixtures"
 )
 
 // Model is one column of the readiness matrix: an LB model a Service can
@@ -79,3 +80,8 @@ func (s Settings) Models() ([]Model, error) {
 // (container-native load balancing: gclb-neg, aws-alb-ip): neither the
 // node nor kube-proxy is between the LB and the Pod.
 func podTargets(m Model) bool { return m.Cloud && m.Profile.PodBackends() }
+
+// optionalGate picks the Pod-targeted models whose readiness gate a
+// workload may go without (aws-alb-ip: the controller injects it where a
+// namespace asks), the ones the gate cases compare with and without it.
+func optionalGate(m Model) bool { return podTargets(m) && fixtures.OptionalGate(m.Profile) }

@@ -76,7 +76,9 @@ type cellTimes struct {
 	// accepting is how long a terminating Pod keeps serving (preStop and
 	// shutdown delay), minReady the rollout's pause per Pod.
 	accepting, minReady time.Duration
-	replicas            int
+	// gate is how long a new Pod waits for its LB's readiness gate.
+	gate     time.Duration
+	replicas int
 	// removal is the LB's lag to drop a node that lost its endpoints
 	// (Local), addition its first verdict on a node before the load starts.
 	removal, addition time.Duration
@@ -101,9 +103,23 @@ func timesOf(tm Timing, c Cell, fate recipe.Fate) cellTimes {
 		t.removal = lb.RemovalLag
 		t.lagFromExit = lb.ChecksThroughNodePort || lb.FollowsServing
 	}
-	if c.Hardening == fixtures.Hardened && c.StandIn == nil {
-		r := recipe.For(lb, c.Policy, fate)
-		t.accepting, t.minReady = r.Accepting(), r.MinReady
+	if c.StandIn != nil {
+		return t
+	}
+	// The bundled workload's own knobs, as fixtures builds them for this
+	// cell: a hardening that cannot be built here (none of the registry's)
+	// leaves the naive zeros.
+	cfg, err := fixtures.NewConfig(fixtures.WithHardening(c.Hardening), fixtures.WithLB(c.Model.Profile),
+		fixtures.WithPolicy(c.Policy), fixtures.WithFate(fate))
+	if err != nil {
+		return t
+	}
+	t.accepting = cfg.PreStopSleep + cfg.Shutdown.Delay
+	t.minReady = time.Duration(cfg.MinReadySeconds) * time.Second
+	if len(cfg.ReadinessGates) > 0 {
+		// A gated Pod is Ready only once the LB's first checks of its
+		// target passed.
+		t.gate = t.addition
 	}
 	return t
 }
@@ -135,8 +151,12 @@ func (t cellTimes) leaves(tm Timing, sinceTerm, sinceExit time.Duration) time.Du
 
 // rollout is a rolling replacement of every Pod, one at a time.
 func (t cellTimes) rollout(k Costs) time.Duration {
-	return time.Duration(t.replicas) * (k.PodStart + t.minReady)
+	return time.Duration(t.replicas) * t.replacement(k)
 }
+
+// replacement is a new Pod's way to counting as available: its start,
+// its LB's gate, its minReadySeconds.
+func (t cellTimes) replacement(k Costs) time.Duration { return k.PodStart + t.gate + t.minReady }
 
 // CellCost is a scenario's estimate of one cell's disruption and settling
 // (from the end of the baseline to the end of its load): what the batch

@@ -26,6 +26,24 @@ func matrix(policies ...corev1.ServiceExternalTrafficPolicy) []Case {
 	return out
 }
 
+// gateCases take the Pod-targeted recipe apart on the LB models whose
+// readiness gate a workload may leave out (optionalGate), beside naive
+// (neither) and hardened (both): the gate alone and the termination alone,
+// as documentation. The gate alone is expected to reproduce the scenario's
+// hazard (it holds a rollout for the new targets but does not delay an old
+// Pod's exit); the preStop alone reproduces preStopOnly where the
+// disruption replaces Pods faster than the LB checks the new ones (a
+// scenario whose preStop-only cells are spared says so in its Prevented).
+// Cluster only: an LB that sends to Pods bypasses kube-proxy, so the
+// Service's traffic policy changes nothing on its path and a Local pair
+// would measure the same thing twice.
+func gateCases(preStopOnly string) []Case {
+	return []Case{
+		{Policy: clusterPolicy, Hardening: fixtures.GateOnly, KeepAlive: true, Role: zdv1.RoleDocumentation, Only: optionalGate},
+		{Policy: clusterPolicy, Hardening: fixtures.PreStopOnly, KeepAlive: true, Role: zdv1.RoleDocumentation, Only: optionalGate, Hazard: preStopOnly},
+	}
+}
+
 // Scenarios is the registry, in the order the suite runs them: the order is
 // a decision (the control first, so every later cell is judged against its
 // column's; nodepool-replacement last, since it re-pools the cluster), so

@@ -23,7 +23,14 @@ func drainNode() Scenario {
 		Seeds:       []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 		Triggers:    []incident.Trigger{incident.PodTermination, incident.Eviction},
 		Own:         true,
-		Cases:       matrix(clusterPolicy, localPolicy),
+		Cases:       append(matrix(clusterPolicy, localPolicy), gateCases("")...),
+		Prevented: []Prevention{{
+			Hardening: fixtures.PreStopOnly, On: optionalGate,
+			Why: "the evicted Pods' targets are deregistered as their endpoints start terminating, and their preStop " +
+				"keeps them serving until that reached the LB; the Pods on the other nodes stay healthy targets " +
+				"throughout, so a replacement still in its first checks is not needed (the gate matters where every " +
+				"target is replaced: rolling-update)",
+		}},
 		// The drained node gets no Pod back while the LB still counts it.
 		Fate: recipe.Leaves,
 		Hazard: "evicted pods that exit at once refuse what is still sent to them; with Local, the drained node " +
@@ -39,8 +46,8 @@ func drainNode() Scenario {
 		// The drain waits for the evicted Pod's exit, its replacement
 		// starts, and with Local the drained node leaves the LB.
 		Cost: func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {
-			d := t.accepting + k.Terminate + k.PodStart + t.minReady
-			return d + t.leaves(tm, d, k.PodStart+t.minReady)
+			d := t.accepting + k.Terminate + t.replacement(k)
+			return d + t.leaves(tm, d, t.replacement(k))
 		},
 	}
 }

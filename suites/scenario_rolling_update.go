@@ -27,7 +27,7 @@ func rollingUpdate() Scenario {
 		Seeds:    []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 		Triggers: []incident.Trigger{incident.Rollout, incident.PodTermination},
 		Own:      true,
-		Cases:    rolling,
+		Cases:    append(rolling, gateCases(rolloutOutrunsTargets)...),
 		Hazard: "a pod that exits at once on SIGTERM refuses the connections kube-proxy and the LB still send it " +
 			"until its endpoint's removal reaches them; with Local, a node whose last endpoint went keeps getting " +
 			"the LB's traffic until its health check fails",
@@ -42,6 +42,16 @@ func rollingUpdate() Scenario {
 		},
 	}
 }
+
+// rolloutOutrunsTargets is what a rollout does behind Pod targets without
+// a readiness gate, whatever the old Pods' preStop: the outage the gate
+// exists for.
+const rolloutOutrunsTargets = "the rollout outruns the LB: a new Pod counts as Ready once its own probe passes, before " +
+	"its target passed the LB's first health checks (initial, taking nothing), and each old Pod's target is " +
+	"deregistered as its endpoint starts terminating, so the preStop keeps old Pods serving what the LB no longer " +
+	"sends them; once the last old target left, the LB has only initial targets and answers 503 until they pass " +
+	"(kubernetes-sigs/aws-load-balancer-controller docs/deploy/pod_readiness_gate.md: the outage pod readiness gates " +
+	"exist for)"
 
 // noTerminatingEndpointsRollout is why a rollout with Local can drop new
 // connections on a kube-proxy without KEP-1669: the drain mechanism of

@@ -27,7 +27,13 @@ func scaleDown() Scenario {
 			"scaling in would. Naive: no preStop, the app exits at once. Hardened: preStop covering the LB's lag, graceful drain.",
 		Seeds:    []string{incident.SourceIPDilemma, incident.RollingUpdateLocal},
 		Triggers: []incident.Trigger{incident.PodTermination},
-		Cases:    matrix(clusterPolicy, localPolicy),
+		Cases:    append(matrix(clusterPolicy, localPolicy), gateCases("")...),
+		Prevented: []Prevention{{
+			Hardening: fixtures.PreStopOnly, On: optionalGate,
+			Why: "nothing replaces the removed Pods, so the gate has nothing to hold: their targets are deregistered " +
+				"as their endpoints start terminating, their preStop keeps them serving until that reached the LB, " +
+				"and the Pod that stays was a healthy target throughout",
+		}},
 		// The nodes of the Pods removed get none back.
 		Fate: recipe.Leaves,
 		Hazard: "pods that exit at once on SIGTERM refuse what is still sent to them; with Local, the nodes left " +

@@ -330,6 +330,11 @@ func TestExpectationsFollowTheLBModel(t *testing.T) {
 		"distribution/metallb/local/hardened/no-keepalive":     zdv1.OutcomeHazardReproduced,
 		"distribution/gcp-nlb/local/hardened/no-keepalive":     zdv1.OutcomeHazardNotReproduced,
 		"unready-keepalive/gclb/cluster/hardened":              zdv1.OutcomeHazardReproduced,
+		"rolling-update/aws-alb-ip/cluster/gate-only":          zdv1.OutcomeHazardReproduced,
+		"rolling-update/aws-alb-ip/cluster/prestop-only":       zdv1.OutcomeHazardReproduced,
+		"drain-node/aws-alb-ip/cluster/gate-only":              zdv1.OutcomeHazardReproduced,
+		"drain-node/aws-alb-ip/cluster/prestop-only":           zdv1.OutcomeHazardNotReproduced,
+		"scale-down/aws-alb-ip/cluster/prestop-only":           zdv1.OutcomeHazardNotReproduced,
 	}
 	seen := 0
 	for _, sc := range Scenarios() {
@@ -346,6 +351,35 @@ func TestExpectationsFollowTheLBModel(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Errorf("found %d of the %d cells", seen, len(want))
+	}
+}
+
+// The gate cases run where a workload may go without the LB's gate, and
+// only there: on gclb-neg GKE injects it into every Pod (naive is already
+// "gate only"), and a node-targeted LB has none.
+func TestGateCasesOnlyWhereTheGateIsOptional(t *testing.T) {
+	ms, err := Settings{LB: "all"}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Settings: Settings{Rate: 200, LB: "all", Provider: "kind"}, Timing: DefaultTiming(), Models: ms}
+	got := map[string][]string{}
+	for _, sc := range Scenarios() {
+		for _, c := range sc.Cells(ms) {
+			if c.Hardening != fixtures.GateOnly && c.Hardening != fixtures.PreStopOnly {
+				continue
+			}
+			got[c.Model.Name] = append(got[c.Model.Name], sc.Name+"/"+c.Case.Name())
+			// Each builds, with its own Pods.
+			if _, err := fixtures.NewConfig(s.spec(sc, c).Workload...); err != nil {
+				t.Errorf("%s: %v", sc.CellName(c), err)
+			}
+		}
+	}
+	want := []string{"rolling-update/cluster/gate-only", "rolling-update/cluster/prestop-only", "drain-node/cluster/gate-only",
+		"drain-node/cluster/prestop-only", "scale-down/cluster/gate-only", "scale-down/cluster/prestop-only"}
+	if len(got) != 1 || !slices.Equal(got["aws-alb-ip"], want) {
+		t.Errorf("gate cases = %v, want %v on aws-alb-ip only", got, want)
 	}
 }
 

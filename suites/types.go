@@ -40,6 +40,13 @@ type Case struct {
 	// deploys instead of the bundled one; Hardening is then OwnHardening and
 	// Policy the user's Service's.
 	StandIn *standin.StandIn
+	// Only, when set, picks the LB models the case runs on (nil: every
+	// model): the gate cases need an LB whose gate a workload may leave
+	// out (gateCases).
+	Only func(Model) bool
+	// Hazard, when set, is what this documentation case is expected to
+	// reproduce instead of its scenario's Hazard.
+	Hazard string
 }
 
 // OwnHardening names the cases of a user's own workload (zerodrop test), and
@@ -164,13 +171,14 @@ type Scenario struct {
 }
 
 // Prevention is where a scenario's hazard is not expected: the documentation
-// cells of Policy ("" any) on the LB models On picks (nil: every model).
-// The first that matches a cell decides it. Why names the mechanism that
-// prevents the hazard, with its source.
+// cells of Policy ("" any) and Hardening ("" any) on the LB models On picks
+// (nil: every model). The first that matches a cell decides it. Why names
+// the mechanism that prevents the hazard, with its source.
 type Prevention struct {
-	Policy corev1.ServiceExternalTrafficPolicy
-	On     func(Model) bool
-	Why    string
+	Policy    corev1.ServiceExternalTrafficPolicy
+	Hardening fixtures.Hardening
+	On        func(Model) bool
+	Why       string
 }
 
 // Limit turns a scenario's assertion cases with Policy into documentation
@@ -256,7 +264,12 @@ func (sc Scenario) OnCluster(cells []Cell, kp KubeProxy) []Cell {
 // that holds: azure-basic both resets an unhealthy node's flows and
 // serves from one pool).
 func (sc Scenario) CasesOn(m Model) []Case {
-	out := append([]Case(nil), sc.Cases...)
+	var out []Case
+	for _, c := range sc.Cases {
+		if c.Only == nil || c.Only(m) {
+			out = append(out, c)
+		}
+	}
 	for i := range out {
 		if out[i].Role != zdv1.RoleAssertion {
 			continue
@@ -358,9 +371,12 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 		return &zdv1.Expectation{Why: c.PlatformLimit}
 	}
 	for _, e := range sc.Prevented {
-		if (e.Policy == "" || e.Policy == c.Policy) && (e.On == nil || e.On(m)) {
+		if (e.Policy == "" || e.Policy == c.Policy) && (e.Hardening == "" || e.Hardening == c.Hardening) && (e.On == nil || e.On(m)) {
 			return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardNotReproduced, Why: e.Why}
 		}
+	}
+	if c.Hazard != "" {
+		return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardReproduced, Why: c.Hazard}
 	}
 	return &zdv1.Expectation{Outcome: zdv1.OutcomeHazardReproduced, Why: sc.Hazard}
 }
