@@ -278,7 +278,7 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	if r := ix.routeTo(so.Namespace, so.Name); r != nil {
 		v.l7Via = r.Ref()
 	}
-	v.choice, v.problems = serviceProfile(v.svc, explicit)
+	v.choice, v.problems = serviceProfile(v.svc, explicit, ix.routeTo(so.Namespace, so.Name))
 	v.choice, v.problems = withBackendConfig(so, ix, v.choice, v.problems)
 	prof := v.choice.profiles[0] // the worst lag of the plausible ones
 	if v.l7Via == "" && prof.L7 {
@@ -327,17 +327,23 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 		return nil
 	}
 	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via, podDirect: v.podDirect,
-		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig}
+		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig, nsLabels: ix.nsLabels[wo.Namespace]}
 }
 
 // classified is the input sorted by what the rules read of it, namespaces
 // defaulted and later definitions winning.
 type classified struct {
-	services, workloads, pdbs, routes, hpas, bcs []*Object
-	skipped                                      []Skip
+	services, workloads, pdbs, routes, hpas, bcs, namespaces []*Object
+	skipped                                                  []Skip
 }
 
-func (c *classified) index() *index { return newIndex(c.workloads, c.pdbs, c.hpas, c.routes, c.bcs) }
+func (c *classified) index() *index {
+	ix := newIndex(c.workloads, c.pdbs, c.hpas, c.routes, c.bcs)
+	for _, o := range c.namespaces {
+		ix.nsLabels[o.Name] = o.Obj.(*corev1.Namespace).Labels
+	}
+	return ix
+}
 
 // classify copies the objects (so defaulting the namespace leaves the input
 // untouched) and sorts them; like kubectl apply, a later definition of the
@@ -367,6 +373,8 @@ func classify(m *Manifests, namespace string) *classified {
 		default:
 			if _, ok := o.Obj.(*corev1.Service); ok {
 				c.services = append(c.services, o)
+			} else if _, ok := o.Obj.(*corev1.Namespace); ok {
+				c.namespaces = append(c.namespaces, o)
 			} else if pdbOf(o) != nil {
 				c.pdbs = append(c.pdbs, o)
 			} else if _, ok := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {

@@ -70,7 +70,7 @@ var fixers = map[string]func(t *target) string{
 		if !setMinReady(t.wl, secs) {
 			return ""
 		}
-		if g := r.ReadinessGate; g != "" && !namesGate(t.wl.template, g) {
+		if g := r.ReadinessGate; g != "" && !t.gated() {
 			t.wl.template.Spec.ReadinessGates = append(t.wl.template.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)})
 			return fmt.Sprintf("readinessGates: %s (the LB sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
 				g, seconds(t.profile.AdditionLag()), secs)
@@ -150,7 +150,7 @@ func Fix(m *Manifests, opts ...Option) (*Manifests, []Applied) {
 		ix := in.index()
 		for _, so := range in.services {
 			v := viewService(so, ix, cfg.profile)
-			if v.svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			if !v.judged() { // Fix fixes what Check judges
 				continue
 			}
 			for _, wo := range ix.selected(v.svc, so.Namespace) {

@@ -26,11 +26,14 @@ type index struct {
 	bcs map[string]*Object
 	// order is each workload's and PDB's position in the input.
 	order map[*Object]int
+	// nsLabels are the labels of the input's Namespaces, by name.
+	nsLabels map[string]map[string]string
 }
 
 func newIndex(workloads, pdbs, hpas, routes, bcs []*Object) *index {
 	ix := &index{workloads: map[string]map[string][]*Object{}, pdbs: map[string]map[string][]*Object{},
-		hpas: map[string]*Object{}, routes: map[string]*Object{}, bcs: map[string]*Object{}, order: map[*Object]int{}}
+		hpas: map[string]*Object{}, routes: map[string]*Object{}, bcs: map[string]*Object{}, order: map[*Object]int{},
+		nsLabels: map[string]map[string]string{}}
 	for _, o := range bcs {
 		ix.bcs[o.Namespace+"/"+o.Name] = o
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
@@ -278,13 +280,57 @@ func (h lbHint) matches(svc *corev1.Service) bool {
 	return ok && (h.value == "" || strings.EqualFold(strings.TrimSpace(v), h.value))
 }
 
+// Annotations that say how an Ingress's load balancer reaches a Service's
+// Pods.
+const (
+	// annALBTargetType is the AWS Load Balancer Controller's target type
+	// for an Ingress backend: instance (the default: nodes, through the
+	// NodePort) or ip (the Pods); on the Service it wins over the
+	// Ingress's (kubernetes-sigs/aws-load-balancer-controller
+	// docs/guide/ingress/annotations.md: "Annotations applied to Service
+	// have higher priority over annotations applied to Ingress";
+	// target-type default instance).
+	annALBTargetType = "alb.ingress.kubernetes.io/target-type"
+	// annIngressClass is the Ingress class before spec.ingressClassName.
+	annIngressClass = "kubernetes.io/ingress.class"
+)
+
+// routeHint is the LB an Ingress in front of svc implies for it, when its
+// annotations say the LB sends to the Pods themselves: the AWS Load
+// Balancer Controller's ALB with IP targets, or GKE's Ingress over NEG
+// backends (the Service's cloud.google.com/neg, an Ingress of class gce or
+// none). nil when the route says nothing that a profile models.
+func routeHint(svc *corev1.Service, route *Object) (names []string, why string) {
+	m, ok := route.Obj.(metav1.Object)
+	if !ok || route.Kind != "Ingress" {
+		return nil, ""
+	}
+	tt, on := svc.Annotations[annALBTargetType], "the Service"
+	if tt == "" {
+		tt, on = m.GetAnnotations()[annALBTargetType], route.Ref()
+	}
+	if strings.EqualFold(strings.TrimSpace(tt), "ip") {
+		return []string{"aws-alb-ip"}, fmt.Sprintf("%s=ip on %s: the AWS Load Balancer Controller's ALB with IP targets", annALBTargetType, on)
+	}
+	class := m.GetAnnotations()[annIngressClass]
+	if ing, ok := route.Obj.(*networkingv1.Ingress); ok && ing.Spec.IngressClassName != nil {
+		class = *ing.Spec.IngressClassName
+	}
+	if negIngress(svc) && (class == "" || class == "gce" || class == "gce-internal") {
+		return []string{"gclb-neg"}, fmt.Sprintf("%s with ingress true, behind %s (class %q): GKE's Ingress with container-native (NEG) backends",
+			annGKENEG, route.Ref(), class)
+	}
+	return nil, ""
+}
+
 // serviceProfile resolves what one Service is judged against: its
 // zerodrop.dev/lb-profile annotation, else explicit (the --lb-profile flag,
 // nil when not given), else the LB its provider annotations or
-// loadBalancerClass name, else every plausible LB. Provider annotations that
-// change the timing apply on top. Problems are returned as messages for a
-// finding.
-func serviceProfile(svc *corev1.Service, explicit *LBProfile) (lbChoice, []string) {
+// loadBalancerClass name, else, for a Service only an Ingress exposes, the
+// LB the Ingress implies (routeHint, route nil without one), else every
+// plausible LB. Provider annotations that change the timing apply on top.
+// Problems are returned as messages for a finding.
+func serviceProfile(svc *corev1.Service, explicit *LBProfile, route *Object) (lbChoice, []string) {
 	var problems []string
 	pick := func(names []string, how string) lbChoice {
 		c := lbChoice{how: how}
@@ -313,6 +359,11 @@ func serviceProfile(svc *corev1.Service, explicit *LBProfile) (lbChoice, []strin
 				choice = pick(h.profiles, h.why)
 				break
 			}
+		}
+	}
+	if choice.profiles == nil && route != nil && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if names, why := routeHint(svc, route); names != nil {
+			choice = pick(names, why)
 		}
 	}
 	if choice.profiles == nil {

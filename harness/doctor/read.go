@@ -872,7 +872,7 @@ func jsonable(v any, depth int) (any, error) {
 	}
 }
 
-// decodeTyped fills obj.Obj (or obj.routes) for the kinds the doctor reads
+// decodeTyped fills obj.Obj (and a route's obj.routes) for the kinds the doctor reads
 // (typedTarget); other kinds are left alone.
 func decodeTyped(obj *Object, raw []byte) error {
 	v, routes, ok := typedTarget(obj)
@@ -887,10 +887,11 @@ func decodeTyped(obj *Object, raw []byte) error {
 			return err
 		}
 	}
+	// A route keeps its decoded object too: its annotations say how its
+	// LB reaches the Pods (routeHint).
+	obj.Obj = v
 	if routes != nil {
 		obj.routes = routes()
-	} else {
-		obj.Obj = v
 	}
 	return nil
 }
@@ -963,6 +964,10 @@ func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 		v = &appsv1.StatefulSet{}
 	case obj.Kind == "DaemonSet" && (group == "apps" || group == "extensions"):
 		v = &appsv1.DaemonSet{}
+	case obj.Kind == "Namespace" && group == "":
+		// Its labels: a namespace may ask a vendor to inject its pod
+		// readiness gate (profiles.ReadinessGate.NamespaceLabel).
+		v = &corev1.Namespace{}
 	case obj.Kind == "PodDisruptionBudget" && group == "policy":
 		v = &policyv1.PodDisruptionBudget{}
 	case obj.Kind == "ReplicationController" && group == "":

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"zerodrop.dev/zerodrop/apis/contract"
-	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
@@ -74,6 +73,17 @@ type target struct {
 	kubeMinor int
 	// bcs finds a GKE BackendConfig of the input by namespace and name.
 	bcs func(ns, name string) *Object
+	// nsLabels are the labels of the workload's Namespace when the input
+	// holds it (nil otherwise).
+	nsLabels map[string]string
+}
+
+// gated reports whether the Pods carry the LB's readiness gate: the
+// template names it, or the vendor injects it there (into every Pod it
+// targets, or into those of a namespace the input labels so).
+func (t *target) gated() bool {
+	g := t.profile.Profile.ReadinessGate()
+	return g != nil && (g.InjectedIn(t.nsLabels) || namesGate(t.wl.template, g.ConditionType))
 }
 
 // release is the Kubernetes release the rules judge for: the zero Version
@@ -541,6 +551,14 @@ func checkNoPreStop(t *target) []result {
 		if t.profile.PodBackends {
 			msg = fmt.Sprintf("no preStop hook: SIGTERM arrives while the LB (profile %s) may still send this Pod new requests, "+
 				"until its target's deregistration reaches the LB", t.profile.Name)
+			if t.gated() {
+				// The AWS controller's own guide: the gate holds a
+				// rollout, it does not hold a terminating Pod
+				// (kubernetes-sigs/aws-load-balancer-controller
+				// docs/deploy/pod_readiness_gate.md).
+				msg += fmt.Sprintf("; the readiness gate %s holds the rollout until each new target is healthy, "+
+					"but does not delay an old Pod's termination", t.profile.Profile.ReadinessGate().ConditionType)
+			}
 		}
 		return []result{{sev: Warning, line: t.line(t.cpath()), msg: msg}}
 	}
@@ -999,7 +1017,7 @@ func checkMinReady(t *target) []result {
 	}
 	add := t.profile.AdditionLag()
 	if t.profile.PodBackends {
-		if g := t.profile.Profile.ReadinessGate(); g != nil && (g.Injected == profiles.GateInjectedAlways || namesGate(t.wl.template, g.ConditionType)) {
+		if t.gated() {
 			return nil // the LB's gate holds every new Pod unready until its check passed
 		}
 		return []result{{sev: Warning, line: t.line([]any{"spec", "minReadySeconds"}, []any{"spec"}),

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"text/template"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"zerodrop.dev/zerodrop/harness/incident"
 )
 
@@ -1028,5 +1030,134 @@ func TestNotJudgedSaysWhy(t *testing.T) {
 	var buf strings.Builder
 	if err := WriteText(&buf, r); err != nil || !strings.Contains(buf.String(), "not judged service/shop/api") {
 		t.Errorf("text output (err %v) does not say what was not judged:\n%s", err, buf.String())
+	}
+}
+
+// ingressWith is the test Ingress with annotations (YAML "key: value"
+// lines) and an ingressClassName ("" none).
+func ingressWith(ann, class string) string {
+	doc := "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: shop\n"
+	if ann != "" {
+		doc += "  annotations:\n" + "    " + strings.ReplaceAll(ann, "\n", "\n    ") + "\n"
+	}
+	doc += "spec:\n"
+	if class != "" {
+		doc += "  ingressClassName: " + class + "\n"
+	}
+	return doc + "  defaultBackend:\n    service:\n      name: web\n      port:\n        number: 80"
+}
+
+// TestPodTargetInference: a Service only an Ingress exposes is judged
+// against the LB the Ingress's controller builds when its annotations say
+// the LB sends to the Pods.
+func TestPodTargetInference(t *testing.T) {
+	const albIP = "alb.ingress.kubernetes.io/target-type: ip"
+	const neg = `cloud.google.com/neg: '{"ingress": true}'`
+	cases := []struct {
+		name, svcAnn, ingress string
+		profile, choice       string
+	}{
+		{"ALB ip on the Ingress", "", ingressWith(albIP, "alb"), "aws-alb-ip", "on ingress/shop/web"},
+		{"ALB ip on the Service", albIP, ingressWith("", "alb"), "aws-alb-ip", "on the Service"},
+		// The Service's annotation wins over the Ingress's (the controller's
+		// annotation priority): instance targets are nodes.
+		{"ALB instance on the Service wins over ip on the Ingress", "alb.ingress.kubernetes.io/target-type: instance", ingressWith(albIP, "alb"),
+			"any of aws-elb|", "every plausible"},
+		{"NEG behind a gce Ingress", neg, ingressWith("kubernetes.io/ingress.class: gce", ""), "gclb-neg", "container-native"},
+		{"NEG behind an Ingress with no class", neg, ingressWith("", ""), "gclb-neg", "container-native"},
+		{"NEG behind an nginx Ingress: not GKE's LB", neg, ingressWith("", "nginx"), "any of aws-elb|", "every plausible"},
+		{"no annotation", "", ingressWith("", "alb"), "any of aws-elb|", "every plausible"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := m{SvcType: "ClusterIP", Policy: "Cluster", SvcAnnotations: c.svcAnn, Extra: c.ingress}.yaml(t)
+			ms, err := Read("test.yaml", bytes.NewReader(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Check(ms)
+			if len(r.Services) != 1 {
+				t.Fatalf("%d services judged, want 1: %+v", len(r.Services), r.Findings)
+			}
+			s := r.Services[0]
+			if !strings.HasPrefix(s.Profile, c.profile) || !strings.Contains(s.LBChoice, c.choice) {
+				t.Errorf("lb = %q (%s), want %q (%s)", s.Profile, s.LBChoice, c.profile, c.choice)
+			}
+		})
+	}
+}
+
+// TestGateByNamespaceLabel: the AWS Load Balancer Controller injects its
+// readiness gate into the Pods of a namespace labelled for it, so a
+// workload there needs no minReadySeconds (ZD033) and its fix adds no gate.
+func TestGateByNamespaceLabel(t *testing.T) {
+	const ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    elbv2.k8s.aws/pod-readiness-gate-inject: %s\n---\n"
+	const gate = "readinessGates:\n- conditionType: target-health.elbv2.k8s.aws/k8s-shop-web"
+	ing := ingressWith("alb.ingress.kubernetes.io/target-type: ip", "alb")
+	cases := []struct {
+		name      string
+		extra     string
+		podExtra  string
+		fires     bool
+		fixesGate bool
+	}{
+		{"no Namespace in the input", ing, "", true, true},
+		{"Namespace labelled for injection", fmt.Sprintf(ns, "enabled") + ing, "", false, false},
+		{"Namespace labelled otherwise", fmt.Sprintf(ns, "disabled") + ing, "", true, true},
+		{"gate written in the template", ing, gate, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := m{SvcType: "ClusterIP", Policy: "Cluster", MinReady: "-", Extra: c.extra, PodExtra: c.podExtra}.yaml(t)
+			ms, err := Read("test.yaml", bytes.NewReader(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Check(ms)
+			if len(r.Services) != 1 || r.Services[0].Profile != "aws-alb-ip" {
+				t.Fatalf("services %+v, want one judged on aws-alb-ip", r.Services)
+			}
+			if _, got := bySeverity(r)["ZD033"]; got != c.fires {
+				t.Errorf("ZD033 fired %v, want %v: %+v", got, c.fires, r.Findings)
+			}
+			fixed, applied := Fix(ms)
+			var added bool
+			for _, o := range fixed.Objects {
+				if d, ok := o.Obj.(*appsv1.Deployment); ok {
+					added = len(d.Spec.Template.Spec.ReadinessGates) > 0 && c.podExtra == ""
+				}
+			}
+			if added != c.fixesGate {
+				t.Errorf("fix added a readiness gate: %v, want %v (applied %v)", added, c.fixesGate, applied)
+			}
+		})
+	}
+}
+
+// TestGateSaysWhatItLeavesOut: on gated Pods without a preStop, ZD004 says
+// that the gate holds the rollout and not the old Pod's termination.
+func TestGateSaysWhatItLeavesOut(t *testing.T) {
+	for _, gated := range []bool{false, true} {
+		x := m{SvcType: "ClusterIP", Policy: "Cluster", Lifecycle: "-", Grace: "-",
+			Extra: ingressWith("alb.ingress.kubernetes.io/target-type: ip", "alb")}
+		if gated {
+			x.PodExtra = "readinessGates:\n- conditionType: target-health.elbv2.k8s.aws/k8s-shop-web"
+		}
+		ms, err := Read("test.yaml", bytes.NewReader(x.yaml(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg string
+		for _, f := range Check(ms).Findings {
+			if f.RuleID == "ZD004" {
+				msg = f.Message
+			}
+		}
+		if msg == "" {
+			t.Fatalf("gated %v: ZD004 quiet on a Pod-targeted workload without a preStop", gated)
+		}
+		if says := strings.Contains(msg, "does not delay an old Pod's termination"); says != gated {
+			t.Errorf("gated %v: ZD004 names the gate's limit: %v (%q)", gated, says, msg)
+		}
 	}
 }

@@ -237,6 +237,21 @@ type ReadinessGate struct {
 	// user labelled: AWS). The cloud LB injects nothing (no webhook); the
 	// workload builders write the gate where the vendor would inject it.
 	Injected string `json:"injected"`
+	// NamespaceLabel is the label, "key=value", that asks for the gate on
+	// a namespace (injected namespaceLabel): the doctor counts a Pod of a
+	// namespace the input labels so as gated.
+	NamespaceLabel string `json:"namespaceLabel,omitempty"`
+}
+
+// InjectedIn reports whether the vendor injects the gate into Pods of a
+// namespace with the given labels (nil: not known).
+func (g ReadinessGate) InjectedIn(nsLabels map[string]string) bool {
+	if g.Injected == GateInjectedAlways {
+		return true
+	}
+	k, v, _ := strings.Cut(g.NamespaceLabel, "=")
+	got, ok := nsLabels[k]
+	return g.Injected == GateInjectedNamespaceLabel && k != "" && ok && got == v
 }
 
 // When a vendor injects its readiness gate.
@@ -439,8 +454,16 @@ func (p Profile) Validate() error {
 		if msgs := validation.IsQualifiedName(g.ConditionType); len(msgs) > 0 || !strings.Contains(g.ConditionType, "/") {
 			bad("pods.readinessGate.conditionType %q: want a prefixed condition type (domain/name): %s", g.ConditionType, strings.Join(msgs, "; "))
 		}
-		if g.Injected != GateInjectedAlways && g.Injected != GateInjectedNamespaceLabel {
+		switch {
+		case g.Injected != GateInjectedAlways && g.Injected != GateInjectedNamespaceLabel:
 			bad("pods.readinessGate.injected %q: want %s or %s", g.Injected, GateInjectedAlways, GateInjectedNamespaceLabel)
+		case (g.Injected == GateInjectedNamespaceLabel) != (g.NamespaceLabel != ""):
+			bad("pods.readinessGate.namespaceLabel %q: wanted (key=value) exactly when injected is %s", g.NamespaceLabel, GateInjectedNamespaceLabel)
+		case g.NamespaceLabel != "":
+			k, v, ok := strings.Cut(g.NamespaceLabel, "=")
+			if msgs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); !ok || len(msgs) > 0 {
+				bad("pods.readinessGate.namespaceLabel %q: want key=value of a label: %s", g.NamespaceLabel, strings.Join(msgs, "; "))
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -186,6 +186,9 @@ noHealthyBackends: drop
 		{"bad registration rule", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\npods: {register: always}\n", "pods.register"},
 		{"pods section on a node check", base + "pods: {register: ready}\n", "pods section needs"},
 		{"pod targets on l4", strings.Replace(base, "target: kube-proxy", "target: pod", 1) + "pods: {register: ready}\n", "not emulated yet"},
+		{"label gate without its label", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n" + "pods: {register: ready, readinessGate: {conditionType: a.b/c, injected: namespaceLabel}}\n", "namespaceLabel"},
+		{"label on an always gate", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n" + "pods: {register: ready, readinessGate: {conditionType: a.b/c, injected: always, namespaceLabel: a=b}}\n", "namespaceLabel"},
+		{"label not key=value", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n" + "pods: {register: ready, readinessGate: {conditionType: a.b/c, injected: namespaceLabel, namespaceLabel: a}}\n", "key=value"},
 		{"pods without pod check", strings.Replace(base, "mode: l4", "mode: l7", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n", "needs healthCheck.target pod"},
 	}
 	for _, c := range cases {
@@ -237,5 +240,26 @@ noHealthyBackends: drop
 	}
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "must equal the file name") {
 		t.Fatalf("mismatched name error = %v", err)
+	}
+}
+
+// A gate injected by namespace label is there for the namespaces that carry
+// the label the profile names, and only those; GKE's for every namespace.
+func TestGateInjectedIn(t *testing.T) {
+	alb, neg := MustStock("aws-alb-ip").ReadinessGate(), MustStock("gclb-neg").ReadinessGate()
+	for _, c := range []struct {
+		name     string
+		g        *ReadinessGate
+		labels   map[string]string
+		injected bool
+	}{
+		{"aws, labelled", alb, map[string]string{"elbv2.k8s.aws/pod-readiness-gate-inject": "enabled"}, true},
+		{"aws, other value", alb, map[string]string{"elbv2.k8s.aws/pod-readiness-gate-inject": "disabled"}, false},
+		{"aws, no labels", alb, nil, false},
+		{"gke, any namespace", neg, nil, true},
+	} {
+		if got := c.g.InjectedIn(c.labels); got != c.injected {
+			t.Errorf("%s: InjectedIn = %v, want %v", c.name, got, c.injected)
+		}
 	}
 }
