@@ -69,6 +69,8 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 				svc.Annotations = map[string]string{}
 			}
 			svc.Annotations[contract.LBProfileAnnotation] = c.Model.Name
+			// The user's LB gate, as this model's LB sets it.
+			own.GateFor(c.Model.Profile)
 		}
 	}
 	// Documentation cells carry the assertion's criteria too: the hazard

@@ -45,8 +45,10 @@ The LB health-check lag (preStop must outlast it with externalTrafficPolicy
 Local) comes from a Service's zerodrop.dev/lb-profile annotation, else
 --lb-profile, else the LB its provider annotations or loadBalancerClass name
 (aws-load-balancer-type: nlb is aws-nlb, other AWS annotations the Classic ELB,
-Azure annotations azure-lb, GKE's gke-l4 or gcp-nlb); a Service that names
-no LB is judged against every plausible cloud LB (gke-l4, gcp-nlb, aws-nlb,
+Azure annotations azure-lb, GKE's gke-l4 or gcp-nlb), or for a Service only
+an Ingress exposes, the LB the Ingress asks for when it sends to the Pods
+(alb.ingress.kubernetes.io/target-type: ip is aws-alb-ip; cloud.google.com/neg
+behind a gce Ingress gclb-neg); a Service that names no LB is judged against every plausible cloud LB (gke-l4, gcp-nlb, aws-nlb,
 aws-elb, azure-lb), each finding saying on which it holds, and the exit code
 follows the worst. The provider's health-check annotations on the Service
 change the timing. See --list-profiles for every number and its source.

@@ -327,7 +327,7 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 		return nil
 	}
 	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via, podDirect: v.podDirect,
-		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig, nsLabels: ix.nsLabels[wo.Namespace]}
+		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig, ns: ix.namespaces[wo.Namespace]}
 }
 
 // classified is the input sorted by what the rules read of it, namespaces
@@ -340,7 +340,7 @@ type classified struct {
 func (c *classified) index() *index {
 	ix := newIndex(c.workloads, c.pdbs, c.hpas, c.routes, c.bcs)
 	for _, o := range c.namespaces {
-		ix.nsLabels[o.Name] = o.Obj.(*corev1.Namespace).Labels
+		ix.namespaces[o.Name] = o
 	}
 	return ix
 }
@@ -400,6 +400,16 @@ type Subject struct {
 	// BackendConfig is the GKE BackendConfig the Service names, when the
 	// input holds it (nil otherwise).
 	BackendConfig *Object
+	// Via is the Ingress that exposes a Service not itself of type
+	// LoadBalancer, when its controller's LB sends to the Pods (an ALB with
+	// IP targets, GKE's NEG backends): a load balancer all the same, one
+	// profile models (Profile). nil for a LoadBalancer Service.
+	Via     *Object
+	Profile string
+	// NamespaceLabels are the labels of the Service's Namespace when the
+	// input holds it: a vendor may inject its readiness gate by them
+	// (profiles.ReadinessGate.InjectedIn).
+	NamespaceLabels map[string]string
 }
 
 // Backend is one workload behind a Subject's Service.
@@ -415,8 +425,10 @@ type Backend struct {
 	HPA       *Object
 }
 
-// Subjects pairs every Service of type LoadBalancer in m with the workloads,
-// PDBs and HPAs behind it, the way Check does; objects without a namespace
+// Subjects pairs every Service of type LoadBalancer in m, and every Service
+// an Ingress exposes through an LB that sends to its Pods (Subject.Via),
+// with the workloads, PDBs and HPAs behind it, the way Check does; objects
+// without a namespace
 // get namespace ("default" when empty).
 func Subjects(m *Manifests, namespace string) []Subject {
 	if namespace == "" {
@@ -427,10 +439,18 @@ func Subjects(m *Manifests, namespace string) []Subject {
 	var out []Subject
 	for _, so := range in.services {
 		svc := so.Obj.(*corev1.Service)
+		sub := Subject{Service: so, NamespaceLabels: ix.nsLabels(so.Namespace)}
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			continue
+			r := ix.routeTo(so.Namespace, so.Name)
+			if r == nil {
+				continue
+			}
+			names, _ := routeHint(svc, r)
+			if len(names) != 1 {
+				continue
+			}
+			sub.Via, sub.Profile = r, names[0]
 		}
-		sub := Subject{Service: so}
 		if name, err := profiles.ServiceBackendConfig(svc); err == nil && name != "" {
 			sub.BackendConfig = ix.backendConfig(so.Namespace, name)
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/harness/recipe"
 )
 
@@ -69,6 +70,21 @@ var fixers = map[string]func(t *target) string{
 		secs := int32(ceilSeconds(r.MinReady))
 		if !setMinReady(t.wl, secs) {
 			return ""
+		}
+		if pg := t.profile.Profile.ReadinessGate(); r.ReadinessGate != "" && !t.gated() && pg.Injected == profiles.GateInjectedNamespaceLabel && t.ns != nil {
+			// The vendor's webhook injects its gate, named after a target
+			// group binding the manifests cannot know, into the Pods of a
+			// namespace labelled for it: label the namespace, as its guide
+			// says (kubernetes-sigs/aws-load-balancer-controller
+			// docs/deploy/pod_readiness_gate.md).
+			ns := t.ns.Obj.(*corev1.Namespace)
+			k, v, _ := strings.Cut(pg.NamespaceLabel, "=")
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[k] = v
+			return fmt.Sprintf("namespace %s labelled %s (the LB's controller then injects its readiness gate into new Pods and sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
+				ns.Name, pg.NamespaceLabel, seconds(t.profile.AdditionLag()), secs)
 		}
 		if g := r.ReadinessGate; g != "" && !t.gated() {
 			t.wl.template.Spec.ReadinessGates = append(t.wl.template.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)})

@@ -26,14 +26,14 @@ type index struct {
 	bcs map[string]*Object
 	// order is each workload's and PDB's position in the input.
 	order map[*Object]int
-	// nsLabels are the labels of the input's Namespaces, by name.
-	nsLabels map[string]map[string]string
+	// namespaces are the input's Namespaces, by name.
+	namespaces map[string]*Object
 }
 
 func newIndex(workloads, pdbs, hpas, routes, bcs []*Object) *index {
 	ix := &index{workloads: map[string]map[string][]*Object{}, pdbs: map[string]map[string][]*Object{},
 		hpas: map[string]*Object{}, routes: map[string]*Object{}, bcs: map[string]*Object{}, order: map[*Object]int{},
-		nsLabels: map[string]map[string]string{}}
+		namespaces: map[string]*Object{}}
 	for _, o := range bcs {
 		ix.bcs[o.Namespace+"/"+o.Name] = o
 	}
@@ -144,6 +144,15 @@ func (ix *index) hpaOf(wl *workload) *Object {
 
 // routeTo returns an Ingress or route that sends to Service ns/name, or nil.
 func (ix *index) routeTo(ns, name string) *Object { return ix.routes[ns+"/"+name] }
+
+// nsLabels are the labels of Namespace ns when the input holds it (nil
+// otherwise).
+func (ix *index) nsLabels(ns string) map[string]string {
+	if o := ix.namespaces[ns]; o != nil {
+		return o.Obj.(*corev1.Namespace).Labels
+	}
+	return nil
+}
 
 // backendConfig is BackendConfig ns/name of the input, nil when absent.
 func (ix *index) backendConfig(ns, name string) *Object { return ix.bcs[ns+"/"+name] }

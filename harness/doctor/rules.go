@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"zerodrop.dev/zerodrop/apis/contract"
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
@@ -73,9 +74,9 @@ type target struct {
 	kubeMinor int
 	// bcs finds a GKE BackendConfig of the input by namespace and name.
 	bcs func(ns, name string) *Object
-	// nsLabels are the labels of the workload's Namespace when the input
-	// holds it (nil otherwise).
-	nsLabels map[string]string
+	// ns is the workload's Namespace when the input holds it (nil
+	// otherwise): its labels may ask a vendor to inject its gate.
+	ns *Object
 }
 
 // gated reports whether the Pods carry the LB's readiness gate: the
@@ -83,7 +84,31 @@ type target struct {
 // targets, or into those of a namespace the input labels so).
 func (t *target) gated() bool {
 	g := t.profile.Profile.ReadinessGate()
-	return g != nil && (g.InjectedIn(t.nsLabels) || namesGate(t.wl.template, g.ConditionType))
+	return g != nil && (g.InjectedIn(t.nsLabels()) || namesGate(t.wl.template, g.ConditionType))
+}
+
+func (t *target) nsLabels() map[string]string {
+	if t.ns == nil {
+		return nil
+	}
+	return t.ns.Obj.(*corev1.Namespace).Labels
+}
+
+// gateName is the LB's readiness gate as the user's Pods carry it: the
+// template's own, the vendor's fixed name where it injects one into every
+// Pod, else its domain (AWS names one per target group binding).
+func (t *target) gateName() string {
+	g := t.profile.Profile.ReadinessGate()
+	domain, _, _ := strings.Cut(g.ConditionType, "/")
+	for _, r := range t.wl.template.Spec.ReadinessGates {
+		if d, _, _ := strings.Cut(string(r.ConditionType), "/"); d == domain {
+			return string(r.ConditionType)
+		}
+	}
+	if g.Injected == profiles.GateInjectedAlways {
+		return g.ConditionType
+	}
+	return domain + "/<target group binding>"
 }
 
 // release is the Kubernetes release the rules judge for: the zero Version
@@ -557,7 +582,7 @@ func checkNoPreStop(t *target) []result {
 				// (kubernetes-sigs/aws-load-balancer-controller
 				// docs/deploy/pod_readiness_gate.md).
 				msg += fmt.Sprintf("; the readiness gate %s holds the rollout until each new target is healthy, "+
-					"but does not delay an old Pod's termination", t.profile.Profile.ReadinessGate().ConditionType)
+					"but does not delay an old Pod's termination", t.gateName())
 			}
 		}
 		return []result{{sev: Warning, line: t.line(t.cpath()), msg: msg}}

@@ -10,6 +10,7 @@ import (
 	"text/template"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"zerodrop.dev/zerodrop/harness/incident"
 )
@@ -1099,12 +1100,13 @@ func TestGateByNamespaceLabel(t *testing.T) {
 		extra     string
 		podExtra  string
 		fires     bool
-		fixesGate bool
+		fixesGate bool // the fix writes the gate into the template
+		labels    bool // the fix labels the Namespace for injection
 	}{
-		{"no Namespace in the input", ing, "", true, true},
-		{"Namespace labelled for injection", fmt.Sprintf(ns, "enabled") + ing, "", false, false},
-		{"Namespace labelled otherwise", fmt.Sprintf(ns, "disabled") + ing, "", true, true},
-		{"gate written in the template", ing, gate, false, false},
+		{"no Namespace in the input", ing, "", true, true, false},
+		{"Namespace labelled for injection", fmt.Sprintf(ns, "enabled") + ing, "", false, false, false},
+		{"Namespace labelled otherwise", fmt.Sprintf(ns, "disabled") + ing, "", true, false, true},
+		{"gate written in the template", ing, gate, false, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1121,14 +1123,23 @@ func TestGateByNamespaceLabel(t *testing.T) {
 				t.Errorf("ZD033 fired %v, want %v: %+v", got, c.fires, r.Findings)
 			}
 			fixed, applied := Fix(ms)
-			var added bool
+			var added, labelled bool
 			for _, o := range fixed.Objects {
-				if d, ok := o.Obj.(*appsv1.Deployment); ok {
-					added = len(d.Spec.Template.Spec.ReadinessGates) > 0 && c.podExtra == ""
+				switch v := o.Obj.(type) {
+				case *appsv1.Deployment:
+					added = len(v.Spec.Template.Spec.ReadinessGates) > 0 && c.podExtra == ""
+				case *corev1.Namespace:
+					labelled = c.fires && v.Labels["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
 				}
 			}
-			if added != c.fixesGate {
-				t.Errorf("fix added a readiness gate: %v, want %v (applied %v)", added, c.fixesGate, applied)
+			if added != c.fixesGate || labelled != c.labels {
+				t.Errorf("fix added a readiness gate: %v, want %v; labelled the namespace: %v, want %v (applied %v)", added, c.fixesGate, labelled, c.labels, applied)
+			}
+			if c.labels {
+				// Judged again, the fixed input needs no gate written.
+				if _, still := bySeverity(Check(fixed))["ZD033"]; still {
+					t.Errorf("ZD033 still fires on the fixed input (applied %v)", applied)
+				}
 			}
 		})
 	}

@@ -284,7 +284,7 @@ func dropClusterOwned(spec *corev1.PodSpec, drop func(field string, set bool, wa
 	drop("runtimeClassName", spec.RuntimeClassName != nil, "set", "the runtime class is the user's cluster's")
 	drop("nodeName", spec.NodeName != "", spec.NodeName, "a node of the user's cluster")
 	drop("readinessGates", len(spec.ReadinessGates) > 0, gates(spec.ReadinessGates),
-		"set by a controller the test cluster does not run (such as an LB controller's target health): the stand-in's Pods are ready without them, so what the gate protects is not measured")
+		"set by a controller the test cluster does not run: the stand-in's Pods are ready without them, except an LB's gate where the LB under test sets one of the same vendor (StandIn.GateFor)")
 	spec.PriorityClassName, spec.Priority, spec.RuntimeClassName, spec.NodeName = "", nil, nil, ""
 	spec.ReadinessGates, spec.EphemeralContainers = nil, nil
 	if spec.SchedulerName != corev1.DefaultSchedulerName {

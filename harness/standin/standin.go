@@ -163,6 +163,17 @@ type StandIn struct {
 	Images     []string
 	Referenced []runtime.Object
 
+	// Profile is the LB model the input implies when the user's Service is
+	// exposed by an Ingress rather than being a LoadBalancer itself
+	// (doctor.Subject.Via); "" otherwise.
+	Profile string
+	// Gates are the readiness gates the user's Pod template names, and
+	// NamespaceLabels the labels of its namespace when the input holds it:
+	// the stand-in's Pods carry none until the LB under test is one that
+	// sets such a gate (GateFor).
+	Gates           []string
+	NamespaceLabels map[string]string
+
 	Changes []Change
 	Knobs   []KnobState
 }
@@ -209,7 +220,8 @@ func FromManifests(m *doctor.Manifests, opts Options) ([]*StandIn, error) {
 		}
 		sort.Strings(names)
 		return nil, &Error{Source: doctor.Source{File: strings.Join(names, ", ")}, Object: "input",
-			Err: errors.New("no Service of type LoadBalancer: zerodrop test measures what reaches a workload through its LB; add the Service (type: LoadBalancer) that fronts the workload")}
+			Err: errors.New("no Service of type LoadBalancer, nor one an Ingress exposes through an LB that sends to its Pods (alb.ingress.kubernetes.io/target-type: ip; " +
+				"cloud.google.com/neg behind a gce Ingress): zerodrop test measures what reaches a workload through its LB; add the Service (type: LoadBalancer) that fronts the workload")}
 	}
 	var out []*StandIn
 	for i, sub := range subs {
@@ -333,6 +345,17 @@ func Build(sub doctor.Subject, opts Options) (*StandIn, error) {
 	svc, port, err := service(svcIn, opts.Namespace, change)
 	if err != nil {
 		return nil, fail("%v", err)
+	}
+	if sub.Via != nil {
+		was := string(cmp.Or(svcIn.Spec.Type, corev1.ServiceTypeClusterIP))
+		svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+		change("service/"+opts.Namespace+"/"+svc.Name, "spec.type", was, string(corev1.ServiceTypeLoadBalancer),
+			fmt.Sprintf("%s exposes it through an LB that sends to the Pods (profile %s): the test cluster's LB stands in for that LB with Pod targets", sub.Via.Ref(), sub.Profile))
+		s.Profile = sub.Profile
+	}
+	s.NamespaceLabels = maps.Clone(sub.NamespaceLabels)
+	for _, g := range in.tpl.Spec.ReadinessGates {
+		s.Gates = append(s.Gates, string(g.ConditionType))
 	}
 	out.svc, s.ServiceObj, s.Port = svc, svc, port
 	if sub.BackendConfig != nil {

@@ -330,7 +330,7 @@ func (p Prediction) Expectation() *zdv1.Expectation {
 // every scenario: [scenario][model]. On the user's manifests this is what
 // the doctor says of them on each LB; on the stand-in as deployed it is
 // what the measurement is compared with (the stand-in's changes included).
-func predict(objs []runtime.Object, service string, models []suites.Model, scs []suites.Scenario, kubeMinor int) (Predictions, error) {
+func predict(objsOn func(suites.Model) []runtime.Object, service string, models []suites.Model, scs []suites.Scenario, kubeMinor int) (Predictions, error) {
 	out := map[string]map[string]Prediction{}
 	for _, sc := range scs {
 		out[sc.Name] = map[string]Prediction{}
@@ -342,7 +342,7 @@ func predict(objs []runtime.Object, service string, models []suites.Model, scs [
 			}
 			continue
 		}
-		ms, err := onModel(objs, service, m.Name)
+		ms, err := onModel(objsOn(m), service, m.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -409,10 +409,20 @@ func typedObjects(ms *doctor.Manifests) []runtime.Object {
 // Predict gives the doctor's predictions for the user's manifests and
 // for the stand-in as deployed.
 func Predict(ms *doctor.Manifests, own *standin.StandIn, models []suites.Model, scs []suites.Scenario, kubeMinor int) (user, deployed Predictions, err error) {
-	if user, err = predict(typedObjects(ms), own.Service, models, scs, kubeMinor); err != nil {
+	objs := typedObjects(ms)
+	if user, err = predict(func(suites.Model) []runtime.Object { return objs }, own.Service, models, scs, kubeMinor); err != nil {
 		return nil, nil, fmt.Errorf("predict for the manifests: %w", err)
 	}
-	if deployed, err = predict(own.Objects(), "service/"+own.Namespace+"/"+own.ServiceName, models, scs, kubeMinor); err != nil {
+	// As each cell deploys it: with the model's readiness gate where the
+	// user's Pods would carry that vendor's (suites' cell spec, GateFor).
+	onCell := func(m suites.Model) []runtime.Object {
+		cell := own.In(own.Namespace)
+		if m.Cloud {
+			cell.GateFor(m.Profile)
+		}
+		return cell.Objects()
+	}
+	if deployed, err = predict(onCell, "service/"+own.Namespace+"/"+own.ServiceName, models, scs, kubeMinor); err != nil {
 		return nil, nil, fmt.Errorf("predict for the stand-in: %w", err)
 	}
 	return user, deployed, nil

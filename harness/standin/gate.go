@@ -1,0 +1,61 @@
+package standin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop.dev/zerodrop/clusters/lb/profiles"
+)
+
+// GateFor gives the stand-in's Pods the readiness gate of the LB under
+// test, p, where the user's Pods would carry that vendor's gate: the
+// template names one of the same domain (AWS names one per target group
+// binding, target-health.elbv2.k8s.aws/<binding>, which the test LB cannot
+// match by name), or the vendor injects it into every Pod it targets (GKE
+// NEG), or into the Pods of a namespace labelled so and the input's
+// Namespace is. The test LB injects nothing itself: the gate is written
+// into the template, each addition a Change. An LB with no gate, or a
+// workload its vendor would not gate, is left as built (without the
+// user's gates, which only their own controller sets).
+func (s *StandIn) GateFor(p profiles.Profile) {
+	g := p.ReadinessGate()
+	if g == nil {
+		return
+	}
+	tpl := s.template()
+	if tpl == nil || slices.ContainsFunc(tpl.Spec.ReadinessGates, func(r corev1.PodReadinessGate) bool { return string(r.ConditionType) == g.ConditionType }) {
+		return
+	}
+	domain := func(c string) string { d, _, _ := strings.Cut(c, "/"); return d }
+	var why string
+	switch i := slices.IndexFunc(s.Gates, func(c string) bool { return domain(c) == domain(g.ConditionType) }); {
+	case i >= 0:
+		why = fmt.Sprintf("the user's Pods name %s, which their LB controller sets; the test LB (profile %s) sets %s the same way, once its check of the Pod passes",
+			s.Gates[i], p.Name, g.ConditionType)
+	case g.Injected == profiles.GateInjectedAlways:
+		why = fmt.Sprintf("the LB's controller injects this gate into every Pod it targets (profile %s); the test LB sets it once its check of the Pod passes", p.Name)
+	case g.InjectedIn(s.NamespaceLabels):
+		why = fmt.Sprintf("the user's namespace is labelled %s, so the LB's controller injects this gate (profile %s); the test LB sets it once its check of the Pod passes",
+			g.NamespaceLabel, p.Name)
+	default:
+		return
+	}
+	tpl.Spec.ReadinessGates = append(tpl.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g.ConditionType)})
+	s.Changes = append(s.Changes, Change{Object: strings.ToLower(s.Kind) + "/" + s.Namespace + "/" + s.Name,
+		Field: "spec.template.spec.readinessGates", Now: g.ConditionType, Why: why})
+}
+
+// template is the stand-in workload's Pod template.
+func (s *StandIn) template() *corev1.PodTemplateSpec {
+	switch w := s.WorkloadObj.(type) {
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	}
+	return nil
+}
