@@ -242,10 +242,15 @@ type lbHint struct {
 var lbHints = []lbHint{
 	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "nlb", profiles: []string{"aws-nlb"},
 		why: "cloud-provider-aws creates an NLB for aws-load-balancer-type: nlb"},
+	// IP targets behind an NLB (kubernetes-sigs/aws-load-balancer-controller
+	// docs/guide/service/annotations.md, nlb-target-type; nlb-ip is its
+	// legacy type): the Pods are the targets, which no L4 profile models.
+	{annotation: "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type", value: "ip", profiles: []string{"aws-nlb"},
+		why: "AWS Load Balancer Controller NLB with IP targets: Pod targets behind an L4 LB are not modelled (no aws-nlb-ip profile); aws-nlb's node timing assumed"},
 	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "external", profiles: []string{"aws-nlb"},
 		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
 	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "nlb-ip", profiles: []string{"aws-nlb"},
-		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
+		why: "AWS Load Balancer Controller NLB with IP targets: Pod targets behind an L4 LB are not modelled (no aws-nlb-ip profile); aws-nlb's node timing assumed"},
 	{class: "service.k8s.aws/nlb", profiles: []string{"aws-nlb"},
 		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
 	{prefix: "service.beta.kubernetes.io/aws-load-balancer-", profiles: []string{"aws-elb"},

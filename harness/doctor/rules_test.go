@@ -749,6 +749,8 @@ func TestLBInference(t *testing.T) {
 		zd002     string // "" quiet, else a substring of its message
 	}{
 		{"aws nlb annotation", "service.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "aws-nlb", "cloud-provider-aws", ""},
+		{"aws nlb with IP targets: said not modelled", "service.beta.kubernetes.io/aws-load-balancer-type: external\nservice.beta.kubernetes.io/aws-load-balancer-nlb-target-type: ip",
+			"", "aws-nlb", "Pod targets behind an L4 LB are not modelled", ""},
 		{"other aws annotation: the Classic ELB", `service.beta.kubernetes.io/aws-load-balancer-internal: "true"`, "", "aws-elb", "Classic ELB", "60s"},
 		{"azure annotation", `service.beta.kubernetes.io/azure-load-balancer-internal: "true"`, "", "azure-lb", "cloud-provider-azure", ""},
 		// Rolling-update-local's own recommendation: preStop 10 s for GKE L4's 3 s x 2.
