@@ -41,7 +41,8 @@ func ownCommand() command {
 
 const ownDescription = `
 Takes your manifests (a Deployment or StatefulSet, its Service of type
-LoadBalancer, PodDisruptionBudgets, an HPA; files, directories, - for stdin;
+LoadBalancer, or the Service and Ingress of an ALB with IP targets or of GKE's
+NEG backends, PodDisruptionBudgets, an HPA; files, directories, - for stdin;
 multi-document YAML, Lists, kubectl get -o yaml output) and:
 
  1. runs the doctor and prints its prediction per disruption and LB model;
@@ -271,7 +272,7 @@ func prepareOwn(c *cli, stdin io.Reader, getenv func(string) string, f ownFlags)
 		for _, o := range owns {
 			names = append(names, o.Service)
 		}
-		return nil, badInput(c, "test", "the input has %d Services of type LoadBalancer (%s): test one at a time", len(owns), strings.Join(names, ", ")), false
+		return nil, badInput(c, "test", "the input has %d Services to stand in for (%s): test one at a time", len(owns), strings.Join(names, ", ")), false
 	}
 	r.own = owns[0]
 
@@ -290,7 +291,7 @@ func prepareOwn(c *cli, stdin io.Reader, getenv func(string) string, f ownFlags)
 		return nil, badInput(c, "test", "%v", err), false
 	}
 
-	printStandIn(c.stdout, r.own)
+	printStandIn(c.stdout, r.own, r.models)
 	if f.render != "" {
 		if err := renderStandIn(c, r.own, f.render); err != nil {
 			fmt.Fprintf(c.stderr, "zerodrop test: --render: %v\n", err)
@@ -521,7 +522,7 @@ func leaveOut(w io.Writer, scs []suites.Scenario, out func(suites.Scenario) bool
 	return keep
 }
 
-func printStandIn(w io.Writer, s *standin.StandIn) {
+func printStandIn(w io.Writer, s *standin.StandIn, models []suites.Model) {
 	kept := 0
 	for _, k := range s.Knobs {
 		if k.Kept {
@@ -545,6 +546,18 @@ func printStandIn(w io.Writer, s *standin.StandIn) {
 		fmt.Fprintln(w, "  changes:")
 		for _, ch := range s.Changes {
 			fmt.Fprintf(w, "    - %s\n", ch)
+		}
+	}
+	// What each cell changes on its own: the LB model's readiness gate
+	// (suites' cell spec gives it, standin.GateFor).
+	for _, m := range models {
+		if !m.Cloud {
+			continue
+		}
+		cell := s.In(s.Namespace)
+		cell.GateFor(m.Profile)
+		for _, ch := range cell.Changes[len(s.Changes):] {
+			fmt.Fprintf(w, "    - on %s: %s\n", m.Name, ch)
 		}
 	}
 	fmt.Fprintln(w)

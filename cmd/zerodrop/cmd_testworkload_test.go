@@ -98,7 +98,7 @@ func TestOwnBadInput(t *testing.T) {
 		{"broken YAML", []string{write("broken.yaml", "kind: Service\nmetadata: {name: x\n")}, "broken.yaml:2: invalid YAML"},
 		{"no LB Service", []string{write("nolb.yaml", strings.Replace(string(seed), "type: LoadBalancer", "type: ClusterIP", 1))}, "no Service of type LoadBalancer"},
 		{"DaemonSet", []string{write("ds.yaml", strings.Replace(strings.Replace(string(seed), "kind: Deployment", "kind: DaemonSet", 1), "  replicas: 3\n", "", 1))}, "daemonset/shop/web: DaemonSet is not supported"},
-		{"two LB Services", []string{write("two.yaml", twoLB)}, "2 Services of type LoadBalancer"},
+		{"two LB Services", []string{write("two.yaml", twoLB)}, "2 Services to stand in for"},
 		{"unknown scenario", []string{"--scenario", "scale-up", "testdata/rolling-update-local.yaml"}, `"scale-up" is not a disruption`},
 		{"unknown LB", []string{"--lb-profile", "f5", "testdata/rolling-update-local.yaml"}, `"f5" is not a profile`},
 		{"unknown image mode", []string{"--image", "mine", "testdata/netexec.yaml"}, `--image "mine": want echo`},

@@ -148,7 +148,9 @@ func checkThroughNodePort(t *target) []result {
 // change; adders makes one when the Service names none.
 func fixCheckThroughNodePort(t *target) string {
 	r := t.recipe(corev1.ServiceExternalTrafficPolicyLocal)
-	if r.LBCheck == nil || !t.local {
+	// Only a LoadBalancer Service has a healthCheckNodePort (the API
+	// server refuses one elsewhere): behind an Ingress the fix is the user's.
+	if r.LBCheck == nil || !t.local || t.svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		return ""
 	}
 	svc := t.svc

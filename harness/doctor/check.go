@@ -401,9 +401,9 @@ type Subject struct {
 	// input holds it (nil otherwise).
 	BackendConfig *Object
 	// Via is the Ingress that exposes a Service not itself of type
-	// LoadBalancer, when its controller's LB sends to the Pods (an ALB with
-	// IP targets, GKE's NEG backends): a load balancer all the same, one
-	// profile models (Profile). nil for a LoadBalancer Service.
+	// LoadBalancer, when the LB Check judges it on sends to the Pods (an
+	// ALB with IP targets, GKE's NEG backends): a load balancer all the
+	// same, one profile models (Profile). nil for a LoadBalancer Service.
 	Via     *Object
 	Profile string
 	// NamespaceLabels are the labels of the Service's Namespace when the
@@ -441,15 +441,17 @@ func Subjects(m *Manifests, namespace string) []Subject {
 		svc := so.Obj.(*corev1.Service)
 		sub := Subject{Service: so, NamespaceLabels: ix.nsLabels(so.Namespace)}
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			// The LB Check judges it on (viewService), when that is one
+			// whose targets are the Pods.
 			r := ix.routeTo(so.Namespace, so.Name)
 			if r == nil {
 				continue
 			}
-			names, _ := routeHint(svc, r)
-			if len(names) != 1 {
+			v := viewService(so, ix, nil)
+			if len(v.choice.profiles) != 1 || !v.choice.profiles[0].PodBackends {
 				continue
 			}
-			sub.Via, sub.Profile = r, names[0]
+			sub.Via, sub.Profile = r, v.choice.profiles[0].Name
 		}
 		if name, err := profiles.ServiceBackendConfig(svc); err == nil && name != "" {
 			sub.BackendConfig = ix.backendConfig(so.Namespace, name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -11,7 +12,7 @@ import (
 
 // LoadCluster reads the objects the rules need from a live cluster:
 // Services, Deployments, StatefulSets, DaemonSets, PodDisruptionBudgets,
-// HorizontalPodAutoscalers and Ingresses in namespace ("" for all namespaces). Findings from a cluster
+// HorizontalPodAutoscalers, Ingresses and Namespaces in namespace ("" for all namespaces). Findings from a cluster
 // have no file or line; they name the object.
 func LoadCluster(ctx context.Context, cs kubernetes.Interface, namespace string) (*Manifests, error) {
 	m := &Manifests{}
@@ -87,7 +88,7 @@ func LoadCluster(ctx context.Context, cs kubernetes.Interface, namespace string)
 			ing := &ings.Items[i]
 			m.Objects = append(m.Objects, &Object{
 				APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
-				routes: ingressServices(ing),
+				Obj: ing, routes: ingressServices(ing),
 			})
 		}
 	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
@@ -96,6 +97,31 @@ func LoadCluster(ctx context.Context, cs kubernetes.Interface, namespace string)
 		m.Skipped = append(m.Skipped, Skip{Reason: fmt.Sprintf("ingresses in %s not readable (%v): ZD040 only sees L7 LB profiles", where, err)})
 	default:
 		return nil, fail("ingresses", err)
+	}
+	// Namespaces: their labels may ask a vendor to inject its readiness
+	// gate (profiles.ReadinessGate.NamespaceLabel). Namespace-scoped
+	// credentials may read their own only, or none.
+	var nss []corev1.Namespace
+	if namespace != "" {
+		var ns *corev1.Namespace
+		if ns, err = cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err == nil {
+			nss = []corev1.Namespace{*ns}
+		}
+	} else {
+		var list *corev1.NamespaceList
+		if list, err = cs.CoreV1().Namespaces().List(ctx, opts); err == nil {
+			nss = list.Items
+		}
+	}
+	switch {
+	case err == nil:
+		for i := range nss {
+			add("v1", "Namespace", &nss[i], &nss[i])
+		}
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		m.Skipped = append(m.Skipped, Skip{Reason: fmt.Sprintf("namespaces not readable (%v): a readiness gate injected by a namespace label is not seen", err)})
+	default:
+		return nil, fail("namespaces", err)
 	}
 	return m, nil
 }

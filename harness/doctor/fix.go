@@ -65,34 +65,7 @@ var fixers = map[string]func(t *target) string{
 	"ZD024": fixBudgetAllowsAll,
 	"ZD030": fixNoReadiness,
 	"ZD032": fixRollout,
-	"ZD033": func(t *target) string {
-		r := t.recipe(t.svc.Spec.ExternalTrafficPolicy)
-		secs := int32(ceilSeconds(r.MinReady))
-		if !setMinReady(t.wl, secs) {
-			return ""
-		}
-		if pg := t.profile.Profile.ReadinessGate(); r.ReadinessGate != "" && !t.gated() && pg.Injected == profiles.GateInjectedNamespaceLabel && t.ns != nil {
-			// The vendor's webhook injects its gate, named after a target
-			// group binding the manifests cannot know, into the Pods of a
-			// namespace labelled for it: label the namespace, as its guide
-			// says (kubernetes-sigs/aws-load-balancer-controller
-			// docs/deploy/pod_readiness_gate.md).
-			ns := t.ns.Obj.(*corev1.Namespace)
-			k, v, _ := strings.Cut(pg.NamespaceLabel, "=")
-			if ns.Labels == nil {
-				ns.Labels = map[string]string{}
-			}
-			ns.Labels[k] = v
-			return fmt.Sprintf("namespace %s labelled %s (the LB's controller then injects its readiness gate into new Pods and sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
-				ns.Name, pg.NamespaceLabel, seconds(t.profile.AdditionLag()), secs)
-		}
-		if g := r.ReadinessGate; g != "" && !t.gated() {
-			t.wl.template.Spec.ReadinessGates = append(t.wl.template.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)})
-			return fmt.Sprintf("readinessGates: %s (the LB sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
-				g, seconds(t.profile.AdditionLag()), secs)
-		}
-		return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s)", secs, seconds(t.profile.AdditionLag()))
-	},
+	"ZD033": fixMinReady,
 }
 
 // adders are the fixes that add an object rather than change one: the
@@ -100,12 +73,93 @@ var fixers = map[string]func(t *target) string{
 // instead (fixPDBs), so no two budgets select them (ZD021).
 var adders = map[string]func(t *target) (*Object, string){
 	"ZD007": addBackendConfig,
+	"ZD033": addGateNamespace,
 	"ZD024": func(t *target) (*Object, string) {
 		if len(t.pdbs) > 0 {
 			return nil, ""
 		}
 		return addPDB(t)
 	},
+}
+
+// injectedByLabel is the LB's readiness gate when its vendor injects it
+// into the Pods of a namespace labelled for it, and the Pods do not carry
+// it yet; nil otherwise.
+func injectedByLabel(t *target) *profiles.ReadinessGate {
+	if g := t.profile.Profile.ReadinessGate(); g != nil && g.Injected == profiles.GateInjectedNamespaceLabel && !t.gated() {
+		return g
+	}
+	return nil
+}
+
+// fixMinReady (ZD033) holds a rollout until the LB takes traffic to a new
+// Pod: with the LB's readiness gate where the recipe has one, else with
+// minReadySeconds of the LB's addition lag. A gate the vendor injects by
+// namespace label is named after a target group binding the manifests
+// cannot know, so it is never written into the template: the fix labels
+// the input's Namespace instead, as the vendor's guide says
+// (kubernetes-sigs/aws-load-balancer-controller
+// docs/deploy/pod_readiness_gate.md), or leaves it to addGateNamespace when
+// the input has none.
+func fixMinReady(t *target) string {
+	r := t.recipe(t.svc.Spec.ExternalTrafficPolicy)
+	if g := injectedByLabel(t); g != nil && r.ReadinessGate != "" {
+		k, v, _ := strings.Cut(g.NamespaceLabel, "=")
+		switch {
+		case t.ns != nil:
+			secs := int32(ceilSeconds(r.MinReady))
+			setMinReady(t.wl, secs)
+			ns := t.ns.Obj.(*corev1.Namespace)
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[k] = v
+			return fmt.Sprintf("namespace %s labelled %s (the LB's controller then injects its readiness gate into new Pods and sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
+				ns.Name, g.NamespaceLabel, seconds(t.profile.AdditionLag()), secs)
+		case t.wl.obj.Namespace != "":
+			return "" // addGateNamespace adds the Namespace, labelled
+		}
+		// No namespace to label: minReadySeconds of the LB's lag, as for an
+		// LB without a gate.
+		secs := int32(ceilSeconds(max(t.profile.AdditionLag()+recipe.DeregistrationMargin, recipe.MinReadyFloor)))
+		if !setMinReady(t.wl, secs) {
+			return ""
+		}
+		return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s; or label the Pods' namespace %s, and the LB's controller injects its readiness gate instead)",
+			secs, seconds(t.profile.AdditionLag()), g.NamespaceLabel)
+	}
+	secs := int32(ceilSeconds(r.MinReady))
+	if !setMinReady(t.wl, secs) {
+		return ""
+	}
+	if g := r.ReadinessGate; g != "" && !t.gated() {
+		t.wl.template.Spec.ReadinessGates = append(t.wl.template.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)})
+		return fmt.Sprintf("readinessGates: %s (the LB sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
+			g, seconds(t.profile.AdditionLag()), secs)
+	}
+	return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s)", secs, seconds(t.profile.AdditionLag()))
+}
+
+// addGateNamespace (ZD033) adds the workload's Namespace, labelled for the
+// vendor's readiness-gate injection, where the input does not hold it
+// (applied, it labels the namespace that exists).
+func addGateNamespace(t *target) (*Object, string) {
+	g := injectedByLabel(t)
+	name := t.wl.obj.Namespace
+	if g == nil || t.ns != nil || name == "" || t.recipe(t.svc.Spec.ExternalTrafficPolicy).ReadinessGate == "" {
+		return nil, ""
+	}
+	k, v, _ := strings.Cut(g.NamespaceLabel, "=")
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{k: v}}}
+	o := &Object{APIVersion: "v1", Kind: "Namespace", Name: name, Obj: ns, Source: Source{File: t.wl.obj.Source.File}}
+	what := fmt.Sprintf("new Namespace %s labelled %s: the LB's controller injects its readiness gate into the Pods created there, and sets it once its check of the Pod passed (addition lag %s)",
+		name, g.NamespaceLabel, seconds(t.profile.AdditionLag()))
+	secs := int32(ceilSeconds(t.recipe(t.svc.Spec.ExternalTrafficPolicy).MinReady))
+	if setMinReady(t.wl, secs) {
+		what += fmt.Sprintf("; minReadySeconds: %d", secs)
+	}
+	return o, what
 }
 
 // fixBudgetAllowsAll changes a budget that lets every replica go (ZD024);

@@ -210,3 +210,32 @@ func TestLoadCluster(t *testing.T) {
 		t.Errorf("other namespace: %v objects, err %v", len(empty.Objects), err)
 	}
 }
+
+// TestLoadClusterPodTargets: from a live cluster as from files, a Service
+// an ALB Ingress with IP targets exposes is judged on aws-alb-ip, and its
+// Namespace's injection label counts as the readiness gate.
+func TestLoadClusterPodTargets(t *testing.T) {
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    elbv2.k8s.aws/pod-readiness-gate-inject: enabled\n---\n"
+	doc := m{SvcType: "ClusterIP", Policy: "Cluster", MinReady: "-", Extra: ns + ingressWith("alb.ingress.kubernetes.io/target-type: ip", "alb")}.yaml(t)
+	ms, err := Read("test.yaml", bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	for _, o := range ms.Objects {
+		if ro, ok := o.Obj.(runtime.Object); ok {
+			objs = append(objs, ro)
+		}
+	}
+	live, err := LoadCluster(context.Background(), fake.NewClientset(objs...), "shop")
+	if err != nil {
+		t.Fatalf("LoadCluster: %v", err)
+	}
+	r := Check(live)
+	if len(r.Services) != 1 || r.Services[0].Profile != "aws-alb-ip" {
+		t.Fatalf("services %+v, want one judged on aws-alb-ip", r.Services)
+	}
+	if _, fired := bySeverity(r)["ZD033"]; fired {
+		t.Errorf("ZD033 fired: the namespace's label injects the gate")
+	}
+}

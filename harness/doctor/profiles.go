@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	extv1beta1 "k8s.io/api/extensions/v1beta1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -233,8 +234,18 @@ var plausibleNames = []string{"gke-l4", "gcp-nlb", "aws-nlb", "aws-elb", "azure-
 type lbHint struct {
 	// annotation (with value, "" = any value) or class names the hint.
 	annotation, value, prefix, class string
-	profiles                         []string
-	why                              string
+	// with, when set, must hold too.
+	with     func(*corev1.Service) bool
+	profiles []string
+	why      string
+}
+
+// awsLBC: the AWS Load Balancer Controller reconciles the Service (type
+// external or its loadBalancerClass; cloud-provider-aws ignores its
+// annotations otherwise).
+func awsLBC(svc *corev1.Service) bool {
+	t := strings.TrimSpace(svc.Annotations["service.beta.kubernetes.io/aws-load-balancer-type"])
+	return t == "external" || (svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == "service.k8s.aws/nlb")
 }
 
 // lbHints, first match wins. Each names the controller that reads the
@@ -245,7 +256,7 @@ var lbHints = []lbHint{
 	// IP targets behind an NLB (kubernetes-sigs/aws-load-balancer-controller
 	// docs/guide/service/annotations.md, nlb-target-type; nlb-ip is its
 	// legacy type): the Pods are the targets, which no L4 profile models.
-	{annotation: "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type", value: "ip", profiles: []string{"aws-nlb"},
+	{annotation: "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type", value: "ip", profiles: []string{"aws-nlb"}, with: awsLBC,
 		why: "AWS Load Balancer Controller NLB with IP targets: Pod targets behind an L4 LB are not modelled (no aws-nlb-ip profile); aws-nlb's node timing assumed"},
 	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "external", profiles: []string{"aws-nlb"},
 		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
@@ -269,6 +280,9 @@ var lbHints = []lbHint{
 
 // matches reports whether the hint applies to svc.
 func (h lbHint) matches(svc *corev1.Service) bool {
+	if h.with != nil && !h.with(svc) {
+		return false
+	}
 	if h.class != "" {
 		return svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == h.class
 	}
@@ -310,16 +324,25 @@ func routeHint(svc *corev1.Service, route *Object) (names []string, why string) 
 	if !ok || route.Kind != "Ingress" {
 		return nil, ""
 	}
+	class := m.GetAnnotations()[annIngressClass]
+	switch ing := route.Obj.(type) {
+	case *networkingv1.Ingress:
+		if ing.Spec.IngressClassName != nil {
+			class = *ing.Spec.IngressClassName
+		}
+	case *extv1beta1.Ingress:
+		if ing.Spec.IngressClassName != nil {
+			class = *ing.Spec.IngressClassName
+		}
+	}
 	tt, on := svc.Annotations[annALBTargetType], "the Service"
 	if tt == "" {
 		tt, on = m.GetAnnotations()[annALBTargetType], route.Ref()
 	}
-	if strings.EqualFold(strings.TrimSpace(tt), "ip") {
+	// The controller's own class is alb (its IngressClass's controller
+	// ingress.k8s.aws/alb); "" may be a default class that is it.
+	if strings.EqualFold(strings.TrimSpace(tt), "ip") && (class == "" || class == "alb") {
 		return []string{"aws-alb-ip"}, fmt.Sprintf("%s=ip on %s: the AWS Load Balancer Controller's ALB with IP targets", annALBTargetType, on)
-	}
-	class := m.GetAnnotations()[annIngressClass]
-	if ing, ok := route.Obj.(*networkingv1.Ingress); ok && ing.Spec.IngressClassName != nil {
-		class = *ing.Spec.IngressClassName
 	}
 	if negIngress(svc) && (class == "" || class == "gce" || class == "gce-internal") {
 		return []string{"gclb-neg"}, fmt.Sprintf("%s with ingress true, behind %s (class %q): GKE's Ingress with container-native (NEG) backends",
@@ -330,10 +353,9 @@ func routeHint(svc *corev1.Service, route *Object) (names []string, why string) 
 
 // serviceProfile resolves what one Service is judged against: its
 // zerodrop.dev/lb-profile annotation, else explicit (the --lb-profile flag,
-// nil when not given), else the LB its provider annotations or
-// loadBalancerClass name, else, for a Service only an Ingress exposes, the
-// LB the Ingress implies (routeHint, route nil without one), else every
-// plausible LB. Provider annotations that change the timing apply on top.
+// nil when not given), else the LB an Ingress that alone exposes the
+// Service implies (routeHint, route nil without one), else the LB its
+// provider annotations or loadBalancerClass name, else every plausible LB. Provider annotations that change the timing apply on top.
 // Problems are returned as messages for a finding.
 func serviceProfile(svc *corev1.Service, explicit *LBProfile, route *Object) (lbChoice, []string) {
 	var problems []string
@@ -358,17 +380,20 @@ func serviceProfile(svc *corev1.Service, explicit *LBProfile, route *Object) (lb
 	if choice.profiles == nil && explicit != nil {
 		choice = lbChoice{profiles: []LBProfile{*explicit}, how: "--lb-profile"}
 	}
+	// A Service only an Ingress exposes gets its LB from the Ingress: its
+	// own GKE annotations (a BackendConfig, neg-status) say nothing of an
+	// L4 LB.
+	if choice.profiles == nil && route != nil && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if names, why := routeHint(svc, route); names != nil {
+			choice = pick(names, why)
+		}
+	}
 	if choice.profiles == nil {
 		for _, h := range lbHints {
 			if h.matches(svc) {
 				choice = pick(h.profiles, h.why)
 				break
 			}
-		}
-	}
-	if choice.profiles == nil && route != nil && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		if names, why := routeHint(svc, route); names != nil {
-			choice = pick(names, why)
 		}
 	}
 	if choice.profiles == nil {

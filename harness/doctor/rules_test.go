@@ -751,6 +751,9 @@ func TestLBInference(t *testing.T) {
 		{"aws nlb annotation", "service.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "aws-nlb", "cloud-provider-aws", ""},
 		{"aws nlb with IP targets: said not modelled", "service.beta.kubernetes.io/aws-load-balancer-type: external\nservice.beta.kubernetes.io/aws-load-balancer-nlb-target-type: ip",
 			"", "aws-nlb", "Pod targets behind an L4 LB are not modelled", ""},
+		// Without type external the AWS Load Balancer Controller leaves the
+		// Service to cloud-provider-aws, whose Classic ELB ignores it.
+		{"nlb-target-type alone: the Classic ELB", "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type: ip", "", "aws-elb", "Classic ELB", "60s"},
 		{"other aws annotation: the Classic ELB", `service.beta.kubernetes.io/aws-load-balancer-internal: "true"`, "", "aws-elb", "Classic ELB", "60s"},
 		{"azure annotation", `service.beta.kubernetes.io/azure-load-balancer-internal: "true"`, "", "azure-lb", "cloud-provider-azure", ""},
 		// Rolling-update-local's own recommendation: preStop 10 s for GKE L4's 3 s x 2.
@@ -1070,6 +1073,11 @@ func TestPodTargetInference(t *testing.T) {
 		{"NEG behind an Ingress with no class", neg, ingressWith("", ""), "gclb-neg", "container-native"},
 		{"NEG behind an nginx Ingress: not GKE's LB", neg, ingressWith("", "nginx"), "any of aws-elb|", "every plausible"},
 		{"no annotation", "", ingressWith("", "alb"), "any of aws-elb|", "every plausible"},
+		{"ALB ip asked of an nginx Ingress: not the ALB", albIP, ingressWith("", "nginx"), "any of aws-elb|", "every plausible"},
+		// GKE annotations of the Service's own (a BackendConfig) say
+		// nothing of an L4 LB when an Ingress alone exposes it.
+		{"NEG with a BackendConfig behind a gce Ingress", neg + "\ncloud.google.com/backend-config: '{\"default\": \"web\"}'",
+			ingressWith("kubernetes.io/ingress.class: gce", ""), "gclb-neg", "container-native"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1105,7 +1113,9 @@ func TestGateByNamespaceLabel(t *testing.T) {
 		fixesGate bool // the fix writes the gate into the template
 		labels    bool // the fix labels the Namespace for injection
 	}{
-		{"no Namespace in the input", ing, "", true, true, false},
+		// The gate is named after a binding the manifests cannot know: the
+		// fix adds the Namespace, labelled, rather than write one.
+		{"no Namespace in the input", ing, "", true, false, true},
 		{"Namespace labelled for injection", fmt.Sprintf(ns, "enabled") + ing, "", false, false, false},
 		{"Namespace labelled otherwise", fmt.Sprintf(ns, "disabled") + ing, "", true, false, true},
 		{"gate written in the template", ing, gate, false, false, false},

@@ -128,3 +128,20 @@ func TestGateFor(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadBalancerServiceFirst: an input with a LoadBalancer Service and a
+// Service an Ingress exposes through Pod targets stands in for the
+// LoadBalancer one, as before Ingress-fronted Services were subjects.
+func TestLoadBalancerServiceFirst(t *testing.T) {
+	ss, err := fromYAML(every+"---\n"+behindALB(albIP, "", ""), Options{})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if len(ss) != 1 || ss[0].Service != "service/prod/shop" || ss[0].Profile != "" {
+		var got []string
+		for _, s := range ss {
+			got = append(got, s.Service)
+		}
+		t.Fatalf("stand-ins for %v, want only service/prod/shop", got)
+	}
+}

@@ -200,12 +200,19 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %v", e.Source, e.Ob
 func (e *Error) Unwrap() error { return e.Err }
 
 // FromManifests builds a stand-in for every Service of type LoadBalancer
-// in m (objects without a namespace are in "default"). Input it cannot
+// in m, or where m has none, for every Service an Ingress exposes through
+// an LB whose targets are the Pods (objects without a namespace are in
+// "default"). Input it cannot
 // stand in for is an *Error: no LoadBalancer Service, a Service that
 // selects no workload or several, a kind other than Deployment and
 // StatefulSet, host networking.
 func FromManifests(m *doctor.Manifests, opts Options) ([]*StandIn, error) {
 	subs := doctor.Subjects(m, "")
+	// A LoadBalancer Service is what the stand-in is for; a Service an
+	// Ingress exposes through Pod targets only when the input has none.
+	if slices.ContainsFunc(subs, func(s doctor.Subject) bool { return s.Via == nil }) {
+		subs = slices.DeleteFunc(subs, func(s doctor.Subject) bool { return s.Via != nil })
+	}
 	if len(subs) == 0 {
 		files := map[string]bool{}
 		for _, o := range m.Objects {

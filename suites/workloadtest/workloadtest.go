@@ -277,10 +277,14 @@ func Settings(getenv func(string) string, provider, clusterName, kubeconfig, out
 	return suites.SettingsFromEnv(get, abs)
 }
 
-// impliedLB is the one LB model the Service's annotations name, if they
-// name exactly one the cloud LB runs (the doctor's reading); none means
-// every model.
+// impliedLB is the one LB model the input implies: the Pod-targeted LB of
+// the Ingress in front of a Service that is not a LoadBalancer itself, or
+// the one the Service's annotations name, if they name exactly one the
+// cloud LB runs (the doctor's reading); none means every model.
 func impliedLB(ms *doctor.Manifests, own *standin.StandIn) []string {
+	if own.Profile != "" {
+		return []string{own.Profile} // the LB the Ingress in front implies
+	}
 	rep := doctor.Check(ms)
 	for _, s := range rep.Services {
 		if s.Service == own.Service && !strings.Contains(s.Profile, ",") && s.Profile != "" {
