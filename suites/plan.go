@@ -104,6 +104,11 @@ func timesOf(tm Timing, c Cell, fate recipe.Fate) cellTimes {
 		t.lagFromExit = lb.ChecksThroughNodePort || lb.FollowsServing
 	}
 	if c.StandIn != nil {
+		// A user's workload: its own knobs are not the recipe's; the LB's
+		// gate, where its cells add it, holds each new Pod as below.
+		if c.Model.Cloud && c.StandIn.Gated(c.Model.Profile) {
+			t.gate = t.addition
+		}
 		return t
 	}
 	// The bundled workload's own knobs, as fixtures builds them for this

@@ -59,3 +59,17 @@ func (s *StandIn) template() *corev1.PodTemplateSpec {
 	}
 	return nil
 }
+
+// Gated reports whether the stand-in's Pods carry p's readiness gate in a
+// cell on p (GateFor), so a new Pod is Ready only once the LB's first
+// checks of it passed.
+func (s *StandIn) Gated(p profiles.Profile) bool {
+	g := p.ReadinessGate()
+	if g == nil {
+		return false
+	}
+	cell := s.In(s.Namespace)
+	cell.GateFor(p)
+	tpl := cell.template()
+	return tpl != nil && slices.ContainsFunc(tpl.Spec.ReadinessGates, func(r corev1.PodReadinessGate) bool { return string(r.ConditionType) == g.ConditionType })
+}

@@ -122,6 +122,9 @@ func TestGateFor(t *testing.T) {
 			case c.want != "" && (len(got) != 1 || got[0] != c.want):
 				t.Errorf("gates %v, want [%s]", got, c.want)
 			}
+			if built := build(t, behindALB(albIP, c.ns, c.gate), Options{}); built.Gated(prof(c.profile)) != (c.want != "") {
+				t.Errorf("Gated = %v, want %v", !(c.want != ""), c.want != "")
+			}
 			if c.want != "" && !strings.Contains(s.Changes[len(s.Changes)-1].Field, "readinessGates") {
 				t.Errorf("last change %v, want the gate's", s.Changes[len(s.Changes)-1])
 			}
