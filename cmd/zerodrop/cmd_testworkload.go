@@ -551,12 +551,7 @@ func printStandIn(w io.Writer, s *standin.StandIn, models []suites.Model) {
 	// What each cell changes on its own: the LB model's readiness gate
 	// (suites' cell spec gives it, standin.GateFor).
 	for _, m := range models {
-		if !m.Cloud {
-			continue
-		}
-		cell := s.In(s.Namespace)
-		cell.GateFor(m.Profile)
-		for _, ch := range cell.Changes[len(s.Changes):] {
+		if ch, ok := s.GateChange(m.Profile); ok && m.Cloud {
 			fmt.Fprintf(w, "    - on %s: %s\n", m.Name, ch)
 		}
 	}

@@ -275,10 +275,11 @@ type serviceView struct {
 
 func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	v := serviceView{so: so, svc: so.Obj.(*corev1.Service)}
-	if r := ix.routeTo(so.Namespace, so.Name); r != nil {
+	r := ix.routeTo(so.Namespace, so.Name)
+	if r != nil {
 		v.l7Via = r.Ref()
 	}
-	v.choice, v.problems = serviceProfile(v.svc, explicit, ix.routeTo(so.Namespace, so.Name))
+	v.choice, v.problems = serviceProfile(v.svc, explicit, r)
 	v.choice, v.problems = withBackendConfig(so, ix, v.choice, v.problems)
 	prof := v.choice.profiles[0] // the worst lag of the plausible ones
 	if v.l7Via == "" && prof.L7 {

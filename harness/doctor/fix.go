@@ -100,33 +100,24 @@ func injectedByLabel(t *target) *profiles.ReadinessGate {
 // the input's Namespace instead, as the vendor's guide says
 // (kubernetes-sigs/aws-load-balancer-controller
 // docs/deploy/pod_readiness_gate.md), or leaves it to addGateNamespace when
-// the input has none.
+// the input has none (a workload's namespace is never empty here: objects
+// without one are in the default namespace, WithDefaultNamespace).
 func fixMinReady(t *target) string {
 	r := t.recipe(t.svc.Spec.ExternalTrafficPolicy)
 	if g := injectedByLabel(t); g != nil && r.ReadinessGate != "" {
-		k, v, _ := strings.Cut(g.NamespaceLabel, "=")
-		switch {
-		case t.ns != nil:
-			secs := int32(ceilSeconds(r.MinReady))
-			setMinReady(t.wl, secs)
-			ns := t.ns.Obj.(*corev1.Namespace)
-			if ns.Labels == nil {
-				ns.Labels = map[string]string{}
-			}
-			ns.Labels[k] = v
-			return fmt.Sprintf("namespace %s labelled %s (the LB's controller then injects its readiness gate into new Pods and sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
-				ns.Name, g.NamespaceLabel, seconds(t.profile.AdditionLag()), secs)
-		case t.wl.obj.Namespace != "":
+		if t.ns == nil {
 			return "" // addGateNamespace adds the Namespace, labelled
 		}
-		// No namespace to label: minReadySeconds of the LB's lag, as for an
-		// LB without a gate.
-		secs := int32(ceilSeconds(max(t.profile.AdditionLag()+recipe.DeregistrationMargin, recipe.MinReadyFloor)))
-		if !setMinReady(t.wl, secs) {
-			return ""
+		secs := int32(ceilSeconds(r.MinReady))
+		setMinReady(t.wl, secs)
+		ns := t.ns.Obj.(*corev1.Namespace)
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
 		}
-		return fmt.Sprintf("minReadySeconds: %d (the LB's addition lag %s; or label the Pods' namespace %s, and the LB's controller injects its readiness gate instead)",
-			secs, seconds(t.profile.AdditionLag()), g.NamespaceLabel)
+		k, v := g.Label()
+		ns.Labels[k] = v
+		return fmt.Sprintf("namespace %s labelled %s (the LB's controller then injects its readiness gate into new Pods and sets it once its check of the Pod passed; its addition lag is %s); minReadySeconds: %d",
+			ns.Name, g.NamespaceLabel, seconds(t.profile.AdditionLag()), secs)
 	}
 	secs := int32(ceilSeconds(r.MinReady))
 	if !setMinReady(t.wl, secs) {
@@ -146,10 +137,10 @@ func fixMinReady(t *target) string {
 func addGateNamespace(t *target) (*Object, string) {
 	g := injectedByLabel(t)
 	name := t.wl.obj.Namespace
-	if g == nil || t.ns != nil || name == "" || t.recipe(t.svc.Spec.ExternalTrafficPolicy).ReadinessGate == "" {
+	if g == nil || t.ns != nil || t.recipe(t.svc.Spec.ExternalTrafficPolicy).ReadinessGate == "" {
 		return nil, ""
 	}
-	k, v, _ := strings.Cut(g.NamespaceLabel, "=")
+	k, v := g.Label()
 	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{k: v}}}
 	o := &Object{APIVersion: "v1", Kind: "Namespace", Name: name, Obj: ns, Source: Source{File: t.wl.obj.Source.File}}

@@ -147,12 +147,7 @@ func (ix *index) routeTo(ns, name string) *Object { return ix.routes[ns+"/"+name
 
 // nsLabels are the labels of Namespace ns when the input holds it (nil
 // otherwise).
-func (ix *index) nsLabels(ns string) map[string]string {
-	if o := ix.namespaces[ns]; o != nil {
-		return o.Obj.(*corev1.Namespace).Labels
-	}
-	return nil
-}
+func (ix *index) nsLabels(ns string) map[string]string { return namespaceLabels(ix.namespaces[ns]) }
 
 // backendConfig is BackendConfig ns/name of the input, nil when absent.
 func (ix *index) backendConfig(ns, name string) *Object { return ix.bcs[ns+"/"+name] }

@@ -87,11 +87,14 @@ func (t *target) gated() bool {
 	return g != nil && (g.InjectedIn(t.nsLabels()) || namesGate(t.wl.template, g.ConditionType))
 }
 
-func (t *target) nsLabels() map[string]string {
-	if t.ns == nil {
+func (t *target) nsLabels() map[string]string { return namespaceLabels(t.ns) }
+
+// namespaceLabels are the labels of Namespace object o (nil for none).
+func namespaceLabels(o *Object) map[string]string {
+	if o == nil {
 		return nil
 	}
-	return t.ns.Obj.(*corev1.Namespace).Labels
+	return o.Obj.(*corev1.Namespace).Labels
 }
 
 // gateName is the LB's readiness gate as the user's Pods carry it: the
@@ -99,15 +102,13 @@ func (t *target) nsLabels() map[string]string {
 // Pod, else its domain (AWS names one per target group binding).
 func (t *target) gateName() string {
 	g := t.profile.Profile.ReadinessGate()
-	domain, _, _ := strings.Cut(g.ConditionType, "/")
-	for _, r := range t.wl.template.Spec.ReadinessGates {
-		if d, _, _ := strings.Cut(string(r.ConditionType), "/"); d == domain {
-			return string(r.ConditionType)
-		}
+	if own := gateOfDomain(t.wl.template, g.ConditionType); own != "" {
+		return own
 	}
 	if g.Injected == profiles.GateInjectedAlways {
 		return g.ConditionType
 	}
+	domain, _, _ := strings.Cut(g.ConditionType, "/")
 	return domain + "/<target group binding>"
 }
 
@@ -1063,13 +1064,19 @@ func checkMinReady(t *target) []result {
 // condition type, or one of the same domain (AWS names one per
 // TargetGroupBinding, target-health.elbv2.k8s.aws/<binding>).
 func namesGate(tpl *corev1.PodTemplateSpec, condition string) bool {
+	return gateOfDomain(tpl, condition) != ""
+}
+
+// gateOfDomain is the template's readiness gate of condition's domain, ""
+// for none.
+func gateOfDomain(tpl *corev1.PodTemplateSpec, condition string) string {
 	domain, _, _ := strings.Cut(condition, "/")
 	for _, g := range tpl.Spec.ReadinessGates {
 		if d, _, _ := strings.Cut(string(g.ConditionType), "/"); d == domain {
-			return true
+			return string(g.ConditionType)
 		}
 	}
-	return false
+	return ""
 }
 
 // keepAliveCanReachUnready: the serving container's readiness can flip on

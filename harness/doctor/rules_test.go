@@ -1184,3 +1184,31 @@ func TestGateSaysWhatItLeavesOut(t *testing.T) {
 		}
 	}
 }
+
+// TestGateFixWithoutNamespace: objects that name no namespace are in the
+// default one (as kubectl apply puts them), so ZD033's fix on an LB whose
+// gate is injected by namespace label adds Namespace default, labelled,
+// and writes no gate.
+func TestGateFixWithoutNamespace(t *testing.T) {
+	doc := m{SvcType: "ClusterIP", Policy: "Cluster", MinReady: "-", Extra: ingressWith("alb.ingress.kubernetes.io/target-type: ip", "alb")}.yaml(t)
+	doc = bytes.ReplaceAll(doc, []byte("  namespace: shop\n"), nil)
+	ms, err := Read("test.yaml", bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, applied := Fix(ms)
+	var labelled bool
+	for _, o := range fixed.Objects {
+		switch v := o.Obj.(type) {
+		case *appsv1.Deployment:
+			if len(v.Spec.Template.Spec.ReadinessGates) != 0 {
+				t.Errorf("gates %v written (applied %v)", v.Spec.Template.Spec.ReadinessGates, applied)
+			}
+		case *corev1.Namespace:
+			labelled = v.Name == "default" && v.Labels["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
+		}
+	}
+	if !labelled {
+		t.Errorf("no Namespace default labelled for injection (applied %v)", applied)
+	}
+}

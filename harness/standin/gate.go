@@ -12,23 +12,32 @@ import (
 )
 
 // GateFor gives the stand-in's Pods the readiness gate of the LB under
-// test, p, where the user's Pods would carry that vendor's gate: the
-// template names one of the same domain (AWS names one per target group
-// binding, target-health.elbv2.k8s.aws/<binding>, which the test LB cannot
-// match by name), or the vendor injects it into every Pod it targets (GKE
-// NEG), or into the Pods of a namespace labelled so and the input's
-// Namespace is. The test LB injects nothing itself: the gate is written
-// into the template, each addition a Change. An LB with no gate, or a
-// workload its vendor would not gate, is left as built (without the
-// user's gates, which only their own controller sets).
+// test, p, where the user's Pods would carry that vendor's gate (GateChange
+// says where), each addition a Change. The test LB injects nothing itself:
+// the gate is written into the template. An LB with no gate, or a workload
+// its vendor would not gate, is left as built (without the user's gates,
+// which only their own controller sets).
 func (s *StandIn) GateFor(p profiles.Profile) {
-	g := p.ReadinessGate()
-	if g == nil {
+	ch, ok := s.GateChange(p)
+	if !ok {
 		return
 	}
 	tpl := s.template()
-	if tpl == nil || slices.ContainsFunc(tpl.Spec.ReadinessGates, func(r corev1.PodReadinessGate) bool { return string(r.ConditionType) == g.ConditionType }) {
-		return
+	tpl.Spec.ReadinessGates = append(tpl.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(ch.Now)})
+	s.Changes = append(s.Changes, ch)
+}
+
+// GateChange is the change GateFor makes for p, and whether it makes one:
+// p has a gate the Pods do not carry yet, and the user's Pods would carry
+// that vendor's: the template names one of the same domain (AWS names one
+// per target group binding, target-health.elbv2.k8s.aws/<binding>, which
+// the test LB cannot match by name), or the vendor injects it into every
+// Pod it targets (GKE NEG), or into the Pods of a namespace labelled so
+// and the input's Namespace is.
+func (s *StandIn) GateChange(p profiles.Profile) (Change, bool) {
+	g := p.ReadinessGate()
+	if g == nil || s.hasGate(g.ConditionType) || s.template() == nil {
+		return Change{}, false
 	}
 	domain := func(c string) string { d, _, _ := strings.Cut(c, "/"); return d }
 	var why string
@@ -42,11 +51,16 @@ func (s *StandIn) GateFor(p profiles.Profile) {
 		why = fmt.Sprintf("the user's namespace is labelled %s, so the LB's controller injects this gate (profile %s); the test LB sets it once its check of the Pod passes",
 			g.NamespaceLabel, p.Name)
 	default:
-		return
+		return Change{}, false
 	}
-	tpl.Spec.ReadinessGates = append(tpl.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g.ConditionType)})
-	s.Changes = append(s.Changes, Change{Object: strings.ToLower(s.Kind) + "/" + s.Namespace + "/" + s.Name,
-		Field: "spec.template.spec.readinessGates", Now: g.ConditionType, Why: why})
+	return Change{Object: strings.ToLower(s.Kind) + "/" + s.Namespace + "/" + s.Name,
+		Field: "spec.template.spec.readinessGates", Now: g.ConditionType, Why: why}, true
+}
+
+// hasGate reports whether the stand-in's Pod template names condition.
+func (s *StandIn) hasGate(condition string) bool {
+	tpl := s.template()
+	return tpl != nil && slices.ContainsFunc(tpl.Spec.ReadinessGates, func(r corev1.PodReadinessGate) bool { return string(r.ConditionType) == condition })
 }
 
 // template is the stand-in workload's Pod template.
@@ -68,8 +82,6 @@ func (s *StandIn) Gated(p profiles.Profile) bool {
 	if g == nil {
 		return false
 	}
-	cell := s.In(s.Namespace)
-	cell.GateFor(p)
-	tpl := cell.template()
-	return tpl != nil && slices.ContainsFunc(tpl.Spec.ReadinessGates, func(r corev1.PodReadinessGate) bool { return string(r.ConditionType) == g.ConditionType })
+	_, adds := s.GateChange(p)
+	return adds || s.hasGate(g.ConditionType)
 }

@@ -249,9 +249,15 @@ func (g ReadinessGate) InjectedIn(nsLabels map[string]string) bool {
 	if g.Injected == GateInjectedAlways {
 		return true
 	}
-	k, v, _ := strings.Cut(g.NamespaceLabel, "=")
+	k, v := g.Label()
 	got, ok := nsLabels[k]
 	return g.Injected == GateInjectedNamespaceLabel && k != "" && ok && got == v
+}
+
+// Label is NamespaceLabel's key and value ("" and "" when unset).
+func (g ReadinessGate) Label() (key, value string) {
+	key, value, _ = strings.Cut(g.NamespaceLabel, "=")
+	return key, value
 }
 
 // When a vendor injects its readiness gate.
