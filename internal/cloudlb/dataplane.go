@@ -78,7 +78,21 @@ type DPService struct {
 	CloseAction profiles.CloseAction // what packets of closed or unknown flows meet
 	NoBackends  profiles.CloseAction // what new connections meet when Active is empty
 	IdleTimeout time.Duration
+	// Targets, when not nil, makes the service's backends Pods behind an L4
+	// LB (AWS NLB IP targets) instead of nodes: each backend name of Active
+	// and Draining maps to the Pod address a VIP port sends to. A new flow
+	// is DNATed to one Active target and masqueraded to the LB's own
+	// address, which is the NLB's default for IP targets over TCP (client
+	// IP preservation off: AWS NLB guide, "Edit target group attributes",
+	// Client IP preservation), and conntrack keeps it on that target. A
+	// packet of a flow whose target is neither Active nor Draining meets
+	// CloseAction. Only TCP ports are sent (the Pod targets' ports are
+	// read for TCP only).
+	Targets map[string]map[DPPort]netip.AddrPort
 }
+
+// NAT reports whether the service sends to Pod targets through NAT.
+func (s DPService) NAT() bool { return s.Targets != nil }
 
 // DPConfig is the whole desired data plane.
 type DPConfig struct {
@@ -192,6 +206,7 @@ func (d *Dataplane) Prepare(ctx context.Context) error {
 		}
 	}
 	_, _ = d.run(ctx, "", "nft", "delete", "table", "ip", d.table)
+	_, _ = d.run(ctx, "", "nft", "delete", "table", "ip", d.natTable())
 	d.applied = ""
 	d.prepared = true
 	return nil
@@ -431,7 +446,9 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 
 	chains := map[uint16]bool{}
 	for _, s := range cfg.Services {
-		chains[d.svcIDs[s.Key]] = true
+		if !s.NAT() { // NAT services have their chains in the NAT table
+			chains[d.svcIDs[s.Key]] = true
+		}
 	}
 	var stale []int
 	for id := range d.chains {
@@ -452,6 +469,11 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 	fmt.Fprintf(&b, "add rule %s raw ip daddr @vipaddrs notrack\n", t)
 	fmt.Fprintf(&b, "add rule %s pre ip daddr . meta l4proto . th dport vmap @vips\n", t)
 	vipSeen := map[netip.Addr]bool{}
+	for _, s := range cfg.Services {
+		if s.NAT() {
+			vipSeen[s.VIP] = true // conntrack is the state of NAT flows (renderNAT)
+		}
+	}
 	for _, v := range cfg.VIPs {
 		if !vipSeen[v] {
 			vipSeen[v] = true
@@ -459,6 +481,9 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 		}
 	}
 	for _, s := range cfg.Services {
+		if s.NAT() {
+			continue
+		}
 		id := d.svcIDs[s.Key]
 		c := fmt.Sprintf("svc_%d", id)
 		timeout := int(s.IdleTimeout / time.Second)
@@ -525,7 +550,92 @@ func (d *Dataplane) render(cfg DPConfig) (string, map[uint16]bool) {
 			fmt.Fprintf(&b, "add element %s live { %#08x : jump %s_keep }\n", t, Mark(id, d.nodeIDs[n]), c)
 		}
 	}
+	d.renderNAT(&b, cfg.Services)
 	return b.String(), chains
+}
+
+// natTable is the nftables table of the NAT services, next to d.table.
+func (d *Dataplane) natTable() string { return d.table + "_nat" }
+
+// renderNAT writes the NAT services' table (Pod targets behind an L4 LB),
+// rebuilt whole in the same transaction as the main table: its chains
+// follow the targets, and deleting them touches no established flow, whose
+// translation lives in conntrack. A new flow's first packet picks an
+// Active target with jhash over its 4-tuple and is DNATed to it; the LB
+// masquerades it, so the Pod answers the LB and conntrack undoes both
+// translations on the way back. In forward, a packet of a flow whose
+// target is no longer live (Active or Draining for its service) meets the
+// service's closeAction: a RST to the client for reset (nf_reject attaches
+// the flow's conntrack entry, so the RST leaves from the VIP) or a drop.
+func (d *Dataplane) renderNAT(b *strings.Builder, services []DPService) {
+	t := "ip " + d.natTable()
+	fmt.Fprintf(b, "add table %s\ndelete table %s\nadd table %s\n", t, t, t)
+	var nat []DPService
+	for _, s := range services {
+		if s.NAT() {
+			nat = append(nat, s)
+		}
+	}
+	if len(nat) == 0 {
+		return
+	}
+	flow := "ip saddr . th sport . ip daddr . th dport"
+	fmt.Fprintf(b, "add set %s natvips { type ipv4_addr; }\n", t)
+	fmt.Fprintf(b, "add set %s live { type ipv4_addr . ipv4_addr . inet_proto . inet_service; }\n", t)
+	fmt.Fprintf(b, "add chain %s pre { type nat hook prerouting priority dstnat; policy accept; }\n", t)
+	fmt.Fprintf(b, "add chain %s post { type nat hook postrouting priority srcnat; policy accept; }\n", t)
+	fmt.Fprintf(b, "add chain %s established { type filter hook forward priority filter; policy accept; }\n", t)
+	fmt.Fprintf(b, "add chain %s closed_reset\nadd chain %s closed_drop\n", t, t)
+	fmt.Fprintf(b, "add rule %s closed_reset meta l4proto tcp reject with tcp reset\nadd rule %s closed_reset drop\nadd rule %s closed_drop drop\n", t, t, t)
+	fmt.Fprintf(b, "add rule %s post ct status dnat ct original ip daddr @natvips masquerade\n", t)
+	for _, s := range nat {
+		id := d.svcIDs[s.Key]
+		closed := "closed_reset"
+		if s.CloseAction == profiles.CloseDrop {
+			closed = "closed_drop"
+		}
+		noBackends := "accept" // to the local stack, which has no socket on VIP:port: RST from the VIP
+		if s.NoBackends == profiles.CloseDrop {
+			noBackends = "drop"
+		}
+		fmt.Fprintf(b, "# %s %s ports %v active %v draining %v (Pod targets, NAT)\n", s.Key, s.VIP, s.Ports, s.Active, s.Draining)
+		fmt.Fprintf(b, "add element %s natvips { %s }\n", t, s.VIP)
+		fmt.Fprintf(b, "add rule %s established ct direction original ct status dnat ct original ip daddr %s ct original ip daddr . ip daddr . meta l4proto . th dport != @live goto %s\n", t, s.VIP, closed)
+		for _, p := range s.Ports {
+			if p.Proto != ProtoTCP {
+				continue
+			}
+			c := fmt.Sprintf("nat_%d_%d", id, p.Port)
+			fmt.Fprintf(b, "add chain %s %s\n", t, c)
+			fmt.Fprintf(b, "add rule %s pre ip daddr %s meta l4proto %s th dport %d goto %s\n", t, s.VIP, p.Proto, p.Port, c)
+			var to []netip.AddrPort
+			for _, n := range s.Active {
+				if ap, ok := s.Targets[n][p]; ok {
+					to = append(to, ap)
+				}
+			}
+			for _, n := range append(append([]string(nil), s.Active...), s.Draining...) {
+				if ap, ok := s.Targets[n][p]; ok {
+					fmt.Fprintf(b, "add element %s live { %s . %s . %s . %d }\n", t, s.VIP, ap.Addr(), p.Proto, ap.Port())
+				}
+			}
+			if len(to) == 0 {
+				fmt.Fprintf(b, "add rule %s %s %s\n", t, c, noBackends)
+				continue
+			}
+			var elems []string
+			for i, ap := range to {
+				tc := fmt.Sprintf("%s_%d", c, i)
+				fmt.Fprintf(b, "add chain %s %s\nadd rule %s %s meta l4proto %s dnat to %s\n", t, tc, t, tc, p.Proto, ap)
+				elems = append(elems, fmt.Sprintf("%d : goto %s", i, tc))
+			}
+			hash := flow
+			if s.ClientIP {
+				hash = "ip saddr"
+			}
+			fmt.Fprintf(b, "add rule %s %s jhash %s mod %d seed %#x vmap { %s }\n", t, c, hash, len(to), d.seed, strings.Join(elems, ", "))
+		}
+	}
 }
 
 // Close removes what the data plane added: the nftables table, the fwmark
@@ -538,6 +648,7 @@ func (d *Dataplane) Close(ctx context.Context) error {
 	if _, err := d.run(ctx, "", "nft", "delete", "table", "ip", d.table); err != nil && d.prepared {
 		errs = append(errs, err.Error())
 	}
+	_, _ = d.run(ctx, "", "nft", "delete", "table", "ip", d.natTable()) // absent when no NAT service ever ran
 	for id := range d.routes {
 		table := fmt.Sprint(tableBase + int(id))
 		_, _ = d.run(ctx, "", "ip", "rule", "del", "pref", fmt.Sprint(rulePref), "fwmark", fmt.Sprintf("%#x/%#x", id, nodeMarkMask), "lookup", table)

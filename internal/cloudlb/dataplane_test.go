@@ -220,3 +220,44 @@ func TestDataplaneSkipsUnchangedRuleset(t *testing.T) {
 		t.Errorf("a changed backend set was not sent: %d rulesets, want 3", got)
 	}
 }
+
+// A NAT service (Pod targets behind the L4 LB) is conntracked and DNATed in
+// its own table: its VIP is not untracked, new flows go to active targets
+// only, draining ones keep theirs, and a target with no port for the VIP
+// port is left out.
+func TestDataplaneRenderNAT(t *testing.T) {
+	d := NewDataplane((&recorder{}).run, "eth0")
+	vip := netip.MustParseAddr("10.0.0.201")
+	at := func(s string) map[DPPort]netip.AddrPort {
+		return map[DPPort]netip.AddrPort{{ProtoTCP, 80}: netip.MustParseAddrPort(s)}
+	}
+	cfg := testConfig([]string{"n1"}, nil, profiles.CloseReset)
+	cfg.Services = append(cfg.Services, DPService{Key: "default/pods", VIP: vip, Ports: []DPPort{{ProtoTCP, 80}, {ProtoUDP, 53}},
+		Active: []string{"pod-a", "pod-c"}, Draining: []string{"pod-b"}, CloseAction: profiles.CloseReset, NoBackends: profiles.CloseReset,
+		Targets: map[string]map[DPPort]netip.AddrPort{"pod-a": at("10.244.1.5:8080"), "pod-b": at("10.244.2.7:8080"), "pod-c": {}}})
+	cfg.VIPs = append(cfg.VIPs, vip)
+	if err := d.assignIDs(cfg); err != nil {
+		t.Fatal(err)
+	}
+	script, chains := d.render(cfg)
+	for _, want := range []string{
+		"add element ip zerodrop_lb vipaddrs { 10.0.0.200 }",
+		"add element ip zerodrop_lb_nat natvips { 10.0.0.201 }",
+		"add rule ip zerodrop_lb_nat nat_2_80_0 meta l4proto tcp dnat to 10.244.1.5:8080",
+		"jhash ip saddr . th sport . ip daddr . th dport mod 1 seed",
+		"add element ip zerodrop_lb_nat live { 10.0.0.201 . 10.244.2.7 . tcp . 8080 }",
+		"add rule ip zerodrop_lb_nat post ct status dnat ct original ip daddr @natvips masquerade",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	for _, not := range []string{"vipaddrs { 10.0.0.201 }", "10.244.2.7:8080", "svc_2", "dport 53"} {
+		if strings.Contains(script, not) {
+			t.Errorf("script has %q (untracked NAT VIP, new flows to a draining target, a node chain or a UDP port for a NAT service):\n%s", not, script)
+		}
+	}
+	if chains[2] || !chains[1] {
+		t.Errorf("service chains %v; want the node service's only", chains)
+	}
+}
