@@ -113,6 +113,25 @@ func (b *BackendSet) Update(now time.Time, active, eligible map[string]bool, rea
 	return changes
 }
 
+// ForgetDrained closes the backends whose drain period ended with their
+// flows kept (AfterDrain keep) and that gone reports gone, and returns the
+// changes. A Pod target whose Pod has left the EndpointSlices has exited,
+// so no flow of it is left to keep, and a Service's Pods come and go by
+// the hundred over rollouts: without this the set would keep every one.
+func (b *BackendSet) ForgetDrained(gone func(string) bool) []BackendChange {
+	var changes []BackendChange
+	for n, be := range b.backends {
+		if !b.drained[n] || be.State != cloudlbv1.Draining || !gone(n) {
+			continue
+		}
+		changes = append(changes, BackendChange{Node: n, From: be.State, To: cloudlbv1.Closed, Reason: be.Reason + "; its Pod is gone"})
+		delete(b.backends, n)
+		delete(b.drained, n)
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Node < changes[j].Node })
+	return changes
+}
+
 // NextDeadline is the earliest drain deadline after which Update must run again
 // (zero when none).
 func (b *BackendSet) NextDeadline() time.Time {

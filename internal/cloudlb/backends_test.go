@@ -126,3 +126,30 @@ func TestBackendSetNextDeadline(t *testing.T) {
 		t.Fatalf("reason = %q", be.Reason)
 	}
 }
+
+// A target whose drain ended with its flows kept is forgotten once its Pod
+// is gone, and only then: one still draining, or drained but present,
+// stays.
+func TestBackendSetForgetDrained(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBackendSet(profiles.Flows{OnUnhealthy: profiles.FlowClose, OnRemoved: profiles.FlowDrain,
+		DrainTimeout: profiles.Duration(300 * time.Second), AfterDrain: profiles.FlowKeep})
+	b.Update(t0, set("a", "b", "c"), set("a", "b", "c"), nil)
+	b.Update(t0.Add(time.Second), set("c"), set("c"), nil)      // a and b deregistered: draining
+	b.Update(t0.Add(200*time.Second), set("c"), set("c"), nil)  // b's drain still running
+	gone := func(n string) bool { return n != "c" && n != "b" } // a's Pod left; b's not yet
+	if ch := b.ForgetDrained(gone); len(ch) != 0 {
+		t.Fatalf("forgot %v while every drain still runs", ch)
+	}
+	b.Update(t0.Add(302*time.Second), set("c"), set("c"), nil) // drains over, flows kept
+	if got := describe(b); got != "a=draining b=draining c=active" {
+		t.Fatalf("after the drain period: %s", got)
+	}
+	ch := b.ForgetDrained(gone)
+	if len(ch) != 1 || ch[0].Node != "a" || ch[0].To != "closed" {
+		t.Fatalf("changes %v; want a closed", ch)
+	}
+	if got := describe(b); got != "b=draining c=active" {
+		t.Fatalf("after forgetting: %s", got)
+	}
+}

@@ -422,6 +422,31 @@ func (c *Controller) onTransition(tr Transition) {
 		fields)
 }
 
+// natTargets maps each Pod target of an L4 LB (active or draining) to
+// the Pod address each TCP port of the Service sends to: the Pod's own
+// port for the Service port (a named targetPort may differ per Pod). UDP
+// ports get none (podTargets reads TCP ports only): the L4 data plane does
+// not send them to Pods.
+func (st *svcState) natTargets(svc *corev1.Service, active, draining []string) map[string]map[DPPort]netip.AddrPort {
+	out := map[string]map[DPPort]netip.AddrPort{}
+	for _, n := range append(append([]string(nil), active...), draining...) {
+		for _, p := range svc.Spec.Ports {
+			if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
+				continue
+			}
+			ap, ok := st.l7Addr(n, p, nil)
+			if !ok {
+				continue
+			}
+			if out[n] == nil {
+				out[n] = map[DPPort]netip.AddrPort{}
+			}
+			out[n][DPPort{Proto: ProtoTCP, Port: uint16(p.Port)}] = ap
+		}
+	}
+	return out
+}
+
 // l7Addr is where the L7 proxy sends port p's requests for target n: the
 // Pod's own address and port, or the node's address and the NodePort.
 func (st *svcState) l7Addr(n string, p corev1.ServicePort, nodeIPs map[string]netip.Addr) (netip.AddrPort, bool) {
@@ -696,7 +721,15 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				reasons[n] = endedFailOpen + r
 			}
 		}
-		for _, ch := range st.backends.Update(now, active, eligible, reasons) {
+		changes := st.backends.Update(now, active, eligible, reasons)
+		if prof.PodBackends() {
+			present := map[string]bool{}
+			for _, t := range targets {
+				present[t.Name] = true
+			}
+			changes = append(changes, st.backends.ForgetDrained(func(n string) bool { return !present[n] })...)
+		}
+		for _, ch := range changes {
 			c.emitBackendChange(key, st, prof, ch, failOpen, st.backends)
 		}
 		if d := st.backends.NextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
@@ -730,6 +763,9 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				ds.NoBackends = profiles.CloseDrop
 			}
 			ds.Ports = l4Ports(svc)
+			if prof.PodBackends() {
+				ds.Targets = st.natTargets(svc, activeNodes, ds.Draining)
+			}
 			dp.Services = append(dp.Services, ds)
 		case profiles.ModeL7:
 			for _, p := range svc.Spec.Ports {
