@@ -92,6 +92,26 @@
 // A restart of the LB forgets the flows (their packets then meet the
 // closeAction), as a cloud LB's own failover would.
 //
+// # L4 with Pod targets: NAT
+//
+// An NLB with IP targets (profile aws-nlb-ip) sends each connection to a Pod
+// address, which does not own the VIP, so direct server return cannot carry
+// it. Such a Service's flows are translated instead, in a table of their own
+// (zerodrop_lb_nat, rebuilt with the main table in one `nft -f`
+// transaction): the VIP is conntracked, a new flow's first packet picks an
+// active target by jhash over its 4-tuple in the nat prerouting hook and is
+// DNATed to the Pod's own port, and the postrouting hook masquerades it to
+// the LB's address, which is what the NLB does by default for IP targets
+// over TCP (client IP preservation off; the target answers the LB, and
+// conntrack undoes both translations on the reply). The translation lives in
+// conntrack, so rebuilding the table moves no established flow; in the
+// forward hook a packet of a flow whose target is no longer active or
+// draining for its Service meets the closeAction (reject with a TCP reset,
+// which nf_reject sends through the flow's own conntrack entry, so it leaves
+// from the VIP; or a drop). With no active target a new connection reaches
+// the LB's own stack and is refused. UDP ports of such a Service are not
+// forwarded (the Pod targets' ports are read for TCP only).
+//
 // Eligibility (eligibility.go): which nodes a Service's LB may use is the
 // Kubernetes service controller's decision, and it changed across versions.
 // ServiceControllerRules holds it per minor version as read from

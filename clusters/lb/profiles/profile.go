@@ -449,8 +449,6 @@ func (p Profile) Validate() error {
 		bad("healthCheck.target %s needs a pods section (pods.register)", TargetPod)
 	case p.PodBackends() && p.ClusterHealthCheck != nil:
 		bad("clusterHealthCheck: a Pod-targeted LB checks each Pod the same way whatever the traffic policy")
-	case p.PodBackends() && p.Mode == ModeL4:
-		bad("mode l4 with Pod targets (AWS NLB IP targets) is not emulated yet; use mode l7 or node targets")
 	case !p.PodBackends() && p.Pods != nil:
 		bad("pods section needs healthCheck.target %s", TargetPod)
 	case p.Pods != nil && p.Pods.Register != RegisterReady && p.Pods.Register != RegisterNotTerminating:

@@ -17,7 +17,7 @@ func TestStockProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"aws-alb-ip", "aws-elb", "aws-nlb", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
+	want := []string{"aws-alb-ip", "aws-elb", "aws-nlb", "aws-nlb-ip", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
 	if got := strings.Join(ps.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
@@ -143,6 +143,12 @@ func TestVendorNumbers(t *testing.T) {
 		a.HealthCheck.Interval.D() != 15*time.Second || a.HealthCheck.HealthyThreshold != 2 {
 		t.Errorf("aws-alb-ip: %+v; want ready endpoints registered, checked every 15s, healthy after 2, 300s deregistration delay", a)
 	}
+	// IP targets behind the NLB: each Pod checked by a TCP connect (no
+	// path), its connections kept after the deregistration delay.
+	if n := ps["aws-nlb-ip"]; n.Mode != ModeL4 || !n.PodBackends() || n.HealthCheck.Path != "" || n.HealthCheck.Interval.D() != 10*time.Second ||
+		n.HealthCheck.HealthyThreshold != 3 || n.Flows.AfterDrain != FlowKeep || n.ReadinessGate() == nil {
+		t.Errorf("aws-nlb-ip: %+v; want l4 Pod targets, TCP checks every 10s, healthy after 3, connections kept after the drain, a gate", n)
+	}
 	if r := ps["gclb-neg"].Pods; r == nil || r.Register != RegisterNotTerminating {
 		t.Errorf("gclb-neg registers %+v; want every endpoint not terminating (the NEG syncer's rule)", r)
 	}
@@ -185,7 +191,6 @@ noHealthyBackends: drop
 		{"pod check without a pods section", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n", "needs a pods section"},
 		{"bad registration rule", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\npods: {register: always}\n", "pods.register"},
 		{"pods section on a node check", base + "pods: {register: ready}\n", "pods section needs"},
-		{"pod targets on l4", strings.Replace(base, "target: kube-proxy", "target: pod", 1) + "pods: {register: ready}\n", "not emulated yet"},
 		{"label gate without its label", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n" + "pods: {register: ready, readinessGate: {conditionType: a.b/c, injected: namespaceLabel}}\n", "namespaceLabel"},
 		{"label on an always gate", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n" + "pods: {register: ready, readinessGate: {conditionType: a.b/c, injected: always, namespaceLabel: a=b}}\n", "namespaceLabel"},
 		{"label not key=value", strings.Replace(strings.Replace(base, "mode: l4", "mode: l7", 1), "target: kube-proxy", "target: pod, path: /", 1) + "l7: {backends: pods, keepAlive: true, idleConnTimeout: 1m, maxIdleConnsPerNode: 1}\n" + "pods: {register: ready, readinessGate: {conditionType: a.b/c, injected: namespaceLabel, namespaceLabel: a}}\n", "key=value"},
