@@ -60,7 +60,7 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		{lb: "metallb", want: "metallb"},
 		{lb: "all", profiles: []string{"gcp-nlb", "aws-nlb"}, want: "metallb,gcp-nlb,aws-nlb"},
 		{lb: "cloud", profiles: []string{"gke-legacy"}, want: "gke-legacy"},
-		{lb: "all", want: "metallb,aws-alb-ip,aws-nlb,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
+		{lb: "all", want: "metallb,aws-alb-ip,aws-nlb,aws-nlb-ip,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
 		{lb: "all", profiles: []string{"no-such-profile"}, wantErr: "no-such-profile"},
 		{lb: "cloud", profiles: []string{"metallb"}, wantErr: "not a profile the cloud LB runs"},
 		{lb: "all", profiles: []string{"aws-elb"}, wantErr: "not a profile the cloud LB runs"},

@@ -69,9 +69,11 @@ var cordonDropsFlowsReason = Mechanism{Opens: []string{zdv1.EventCordon, zdv1.Ev
 	"drain-pool-with-pdb/gke-legacy/local/hardened 616 timeouts from 45 ms after the second pool-a node's cordon."}
 
 // unhealthyResetsFlows picks the L4 LB models that reset the established
-// flows of a node whose health check fails (aws-nlb, azure-basic).
+// flows of a node whose health check fails (aws-nlb, azure-basic). A
+// Pod-targeted one (aws-nlb-ip) is not among them: its targets leave when
+// their endpoints stop being ready, before any check fails, and drain.
 func unhealthyResetsFlows(m Model) bool {
-	return m.Profile.Mode == profiles.ModeL4 && m.Profile.Flows.OnUnhealthy == profiles.FlowClose
+	return m.Profile.Mode == profiles.ModeL4 && m.Profile.Flows.OnUnhealthy == profiles.FlowClose && !m.Profile.PodBackends()
 }
 
 // unhealthyResetsFlowsReason is why a node losing its last local endpoint

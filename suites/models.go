@@ -81,6 +81,15 @@ func (s Settings) Models() ([]Model, error) {
 // node nor kube-proxy is between the LB and the Pod.
 func podTargets(m Model) bool { return m.Cloud && m.Profile.PodBackends() }
 
+// proxiedPodTargets picks the Pod-targeted models that proxy each request
+// (an L7 LB: gclb-neg, aws-alb-ip), whose choice of Pod is made per
+// request; an L4 one (aws-nlb-ip) chooses per connection and keeps it.
+func proxiedPodTargets(m Model) bool { return podTargets(m) && m.Profile.Mode == profiles.ModeL7 }
+
+// natPodTargets picks the Pod-targeted models that translate each
+// connection to one Pod and keep it there (an L4 LB: aws-nlb-ip).
+func natPodTargets(m Model) bool { return podTargets(m) && !proxiedPodTargets(m) }
+
 // optionalGate picks the Pod-targeted models whose readiness gate a
 // workload may go without (aws-alb-ip: the controller injects it where a
 // namespace asks), the ones the gate cases compare with and without it.

@@ -14,11 +14,13 @@ import (
 // sourceIP checks the client address each pod sees: Local must keep it,
 // Cluster hides it (the nodepool-backend and source-ip-dilemma incidents);
 // behind an HTTP proxy (gclb) the Pod's peer is the proxy with either
-// policy, and the client's address must arrive in X-Forwarded-For.
+// policy, and the client's address must arrive in X-Forwarded-For; behind
+// an L4 LB with Pod targets (aws-nlb-ip) the Pod's peer is the LB with
+// either policy.
 func sourceIP() Scenario {
 	return Scenario{
 		Name:        "source-ip",
-		Description: "Does the pod see the load generator's address? Local must preserve it; Cluster SNATs it away; behind an HTTP proxy it must arrive in X-Forwarded-For.",
+		Description: "Does the pod see the load generator's address? Local must preserve it; Cluster SNATs it away; behind an HTTP proxy it must arrive in X-Forwarded-For; an NLB with IP targets translates it away with either policy.",
 		Seeds:       []string{incident.NodepoolBackend, incident.SourceIPDilemma},
 		Triggers:    []incident.Trigger{incident.Placement},
 		Cases: []Case{
@@ -65,6 +67,16 @@ func sourceIPCriteria(c Cell, host string) func(*zdv1.Criteria) {
 			// "X-Forwarded-For header"; the cloud LB's proxy does the same,
 			// internal/cloudlb).
 			cr.ForwardedClientIP = host
+			cr.ForbiddenClientIP = host
+		case podTargets(c.Model) && !proxiesHTTP(c.Model):
+			// An L4 LB with Pod targets translates each connection to the
+			// Pod and, by default, to its own address too, whatever the
+			// policy: an NLB's IP target groups over TCP have client IP
+			// preservation off (AWS NLB guide, "Edit target group
+			// attributes", Client IP preservation; kubernetes-sigs/
+			// aws-load-balancer-controller pkg/service/
+			// model_build_target_group.go buildPreserveClientIPFlag), and
+			// nothing carries the address unless proxy protocol v2 is on.
 			cr.ForbiddenClientIP = host
 		case c.Policy == localPolicy:
 			// Local must keep the client's address.

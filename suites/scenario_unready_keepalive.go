@@ -25,11 +25,13 @@ func unreadyKeepalive() Scenario {
 			{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleDocumentation},
 			{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: false, Role: zdv1.RoleAssertion},
 		},
-		Hazard: "kube-proxy's NAT applies to new connections only, so a reused keep-alive connection (the client's, " +
-			"or an L7 LB's to the node) keeps reaching the pod it was first sent to after that pod's endpoint is gone",
+		Hazard: "a NAT applies to new connections only (kube-proxy's, or an L4 LB's own translation to a Pod target: an " +
+			"NLB with IP targets deregisters the Pod with its endpoint and lets its connections drain for the " +
+			"deregistration delay, 300 s by default, and keeps them after it), so a reused keep-alive connection (the " +
+			"client's, or an L7 LB's to the node) keeps reaching the pod it was first sent to after that pod's endpoint is gone",
 		Prevented: []Prevention{{
-			On: podTargets,
-			Why: "the LB sends to the Pod itself, so no kube-proxy NAT outlives the Pod's readiness, on kept-alive " +
+			On: proxiedPodTargets,
+			Why: "the LB proxies each request to the Pod itself, so no NAT outlives the Pod's readiness, on kept-alive " +
 				"connections either: an LB that registers ready endpoints only deregisters the Pod with its endpoint " +
 				"(aws-alb-ip: measured 2026-11-27, lb-backend-removed 3 ms after endpoint-removed, no request after), and " +
 				"one that keeps unready Pods registered checks each with its own readiness probe (GKE builds a NEG's check " +

@@ -355,8 +355,9 @@ func TestExpectationsFollowTheLBModel(t *testing.T) {
 }
 
 // The gate cases run where a workload may go without the LB's gate, and
-// only there: on gclb-neg GKE injects it into every Pod (naive is already
-// "gate only"), and a node-targeted LB has none.
+// only there (the AWS controller's, injected by namespace label, on its ALB
+// and NLB IP targets): on gclb-neg GKE injects it into every Pod (naive is
+// already "gate only"), and a node-targeted LB has none.
 func TestGateCasesOnlyWhereTheGateIsOptional(t *testing.T) {
 	ms, err := Settings{LB: "all"}.Models()
 	if err != nil {
@@ -378,8 +379,8 @@ func TestGateCasesOnlyWhereTheGateIsOptional(t *testing.T) {
 	}
 	want := []string{"rolling-update/cluster/gate-only", "rolling-update/cluster/prestop-only", "drain-node/cluster/gate-only",
 		"drain-node/cluster/prestop-only", "scale-down/cluster/gate-only", "scale-down/cluster/prestop-only"}
-	if len(got) != 1 || !slices.Equal(got["aws-alb-ip"], want) {
-		t.Errorf("gate cases = %v, want %v on aws-alb-ip only", got, want)
+	if len(got) != 2 || !slices.Equal(got["aws-alb-ip"], want) || !slices.Equal(got["aws-nlb-ip"], want) {
+		t.Errorf("gate cases = %v, want %v on aws-alb-ip and aws-nlb-ip only", got, want)
 	}
 }
 
@@ -652,10 +653,10 @@ func TestLimitsMergeAndReachTheCriteria(t *testing.T) {
 
 // Behind an HTTP proxy (gclb) the Pod's peer is the proxy whatever the
 // policy, and the client's address must arrive in X-Forwarded-For; on an
-// L4 LB, Local keeps the client's address and Cluster hides it. Every cell
-// asserts.
+// L4 LB, Local keeps the client's address and Cluster hides it, unless its
+// targets are Pods (aws-nlb-ip): then neither keeps it. Every cell asserts.
 func TestSourceIPBehindAProxy(t *testing.T) {
-	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gclb", "gcp-nlb"}}.Models()
+	ms, err := Settings{LB: "cloud", LBProfiles: []string{"gclb", "gcp-nlb", "aws-nlb-ip"}}.Models()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -665,6 +666,9 @@ func TestSourceIPBehindAProxy(t *testing.T) {
 		"gclb/cluster/hardened":    {ForwardedClientIP: host, ForbiddenClientIP: host},
 		"gcp-nlb/local/hardened":   {ExpectedClientIP: host},
 		"gcp-nlb/cluster/hardened": {ForbiddenClientIP: host},
+		// IP targets: the NLB translates the client away with either policy.
+		"aws-nlb-ip/local/hardened":   {ForbiddenClientIP: host},
+		"aws-nlb-ip/cluster/hardened": {ForbiddenClientIP: host},
 	}
 	cells := sourceIP().Cells(ms)
 	if len(cells) != len(want) {
