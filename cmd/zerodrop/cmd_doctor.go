@@ -44,7 +44,8 @@ rollouts and node-pool changes: each finding with the incident it comes from
 The LB health-check lag (preStop must outlast it with externalTrafficPolicy
 Local) comes from a Service's zerodrop.dev/lb-profile annotation, else
 --lb-profile, else the LB its provider annotations or loadBalancerClass name
-(aws-load-balancer-type: nlb is aws-nlb, other AWS annotations the Classic ELB,
+(aws-load-balancer-type: nlb is aws-nlb, external with nlb-target-type: ip, or
+nlb-ip, aws-nlb-ip, other AWS annotations the Classic ELB,
 Azure annotations azure-lb, GKE's gke-l4 or gcp-nlb), or for a Service only
 an Ingress exposes, the LB the Ingress asks for when it sends to the Pods
 (alb.ingress.kubernetes.io/target-type: ip is aws-alb-ip; cloud.google.com/neg

@@ -285,9 +285,12 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	if v.l7Via == "" && prof.L7 {
 		v.l7Via = "LB profile " + prof.Name
 	}
-	if prof.PodBackends || (negIngress(v.svc) && v.l7Via != "") {
+	if (prof.PodBackends && prof.Profile.Mode == profiles.ModeL7) || (negIngress(v.svc) && v.l7Via != "") {
 		// Container-native load balancing: the proxy reaches Pods without
 		// kube-proxy, so no NATed connection outlives a Pod's readiness.
+		// An L4 LB with Pod targets (aws-nlb-ip) is no proxy: it NATs a
+		// client's connection to one Pod and keeps it there through the
+		// deregistration delay, so ZD041 holds there.
 		// The NEG annotation alone says how an Ingress would reach the
 		// Pods (GKE puts it on Services by default); a LoadBalancer
 		// Service's own clients still go through kube-proxy.

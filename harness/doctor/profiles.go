@@ -41,8 +41,8 @@ type LBProfile struct {
 	// L7: an HTTP proxy that keeps connections to the nodes open and reuses
 	// them (GCE Ingress, incident keepalive-unready).
 	L7 bool `json:"l7,omitempty"`
-	// PodBackends: an HTTP proxy that sends to Pods directly (GKE NEG), so
-	// no kube-proxy NAT outlives a Pod's readiness.
+	// PodBackends: the LB's targets are the Pods themselves, no node and no
+	// kube-proxy between (GKE NEG, AWS IP targets).
 	PodBackends bool `json:"podBackends,omitempty"`
 	// ClusterCheck describes the check of externalTrafficPolicy Cluster
 	// Services when it differs from the Local one ("" when the same).
@@ -242,10 +242,17 @@ type lbHint struct {
 
 // awsLBC: the AWS Load Balancer Controller reconciles the Service (type
 // external or its loadBalancerClass; cloud-provider-aws ignores its
-// annotations otherwise).
+// annotations otherwise), or EKS Auto Mode's own NLB controller, which
+// reads the same nlb-target-type annotation (EKS User Guide, "Use Service
+// Annotations to configure Network Load Balancers": loadBalancerClass
+// eks.amazonaws.com/nlb; aws-load-balancer-nlb-target-type instance or ip).
 func awsLBC(svc *corev1.Service) bool {
 	t := strings.TrimSpace(svc.Annotations["service.beta.kubernetes.io/aws-load-balancer-type"])
-	return t == "external" || (svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == "service.k8s.aws/nlb")
+	c := ""
+	if svc.Spec.LoadBalancerClass != nil {
+		c = *svc.Spec.LoadBalancerClass
+	}
+	return t == "external" || c == "service.k8s.aws/nlb" || c == "eks.amazonaws.com/nlb"
 }
 
 // lbHints, first match wins. Each names the controller that reads the
@@ -255,13 +262,13 @@ var lbHints = []lbHint{
 		why: "cloud-provider-aws creates an NLB for aws-load-balancer-type: nlb"},
 	// IP targets behind an NLB (kubernetes-sigs/aws-load-balancer-controller
 	// docs/guide/service/annotations.md, nlb-target-type; nlb-ip is its
-	// legacy type): the Pods are the targets, which no L4 profile models.
-	{annotation: "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type", value: "ip", profiles: []string{"aws-nlb"}, with: awsLBC,
-		why: "AWS Load Balancer Controller NLB with IP targets: Pod targets behind an L4 LB are not modelled (no aws-nlb-ip profile); aws-nlb's node timing assumed"},
+	// legacy type): the Pods are the targets.
+	{annotation: "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type", value: "ip", profiles: []string{"aws-nlb-ip"}, with: awsLBC,
+		why: "AWS Load Balancer Controller NLB with IP targets (nlb-target-type: ip): each Pod is a target"},
 	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "external", profiles: []string{"aws-nlb"},
 		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
-	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "nlb-ip", profiles: []string{"aws-nlb"},
-		why: "AWS Load Balancer Controller NLB with IP targets: Pod targets behind an L4 LB are not modelled (no aws-nlb-ip profile); aws-nlb's node timing assumed"},
+	{annotation: "service.beta.kubernetes.io/aws-load-balancer-type", value: "nlb-ip", profiles: []string{"aws-nlb-ip"},
+		why: "AWS Load Balancer Controller NLB with IP targets (its legacy type nlb-ip): each Pod is a target"},
 	{class: "service.k8s.aws/nlb", profiles: []string{"aws-nlb"},
 		why: "AWS Load Balancer Controller NLB (its own health-check defaults are not modelled; aws-nlb's timing assumed)"},
 	{prefix: "service.beta.kubernetes.io/aws-load-balancer-", profiles: []string{"aws-elb"},

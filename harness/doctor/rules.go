@@ -443,7 +443,10 @@ var catalogue = []Rule{
 			"pkg/proxy/conntrack/cleanup.go, CleanStaleEntries). A client that reuses a keep-alive connection goes on " +
 			"reaching the unready Pod until the app or the client closes it; whether that hurts depends on why the Pod " +
 			"is unready, which the manifests do not say. Measured by zerodrop test on Kubernetes 1.37: an unready Pod " +
-			"answered 2,401 to 2,661 requests after its endpoint went, behind the gcp-nlb and gke-l4 profiles.",
+			"answered 2,401 to 2,661 requests after its endpoint went, behind the gcp-nlb and gke-l4 profiles. An NLB with " +
+			"IP targets does the same with its own translation: it deregisters the unready Pod's target and lets its " +
+			"connections drain for the deregistration delay (300 s by default) and keeps them after it (aws-nlb-ip, " +
+			"2026-11-28: 325 requests on reused connections after the endpoint went, none on new ones).",
 		Fix: "Have the app close keep-alive connections once it is unready (answer with Connection: close, or close idle " +
 			"connections), or have clients bound a connection's life; the echo server's ECHO_KEEPALIVE=false turns " +
 			"keep-alive off.",

@@ -551,6 +551,10 @@ func TestRules(t *testing.T) {
 			SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'", Readiness: "-"},
 			fire: map[string]Severity{"ZD030": Error}, quiet: []string{"ZD040", "ZD041"}},
 		{name: "ZD041 quiet with container-native backends", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040", "ZD041"}},
+		// An NLB with IP targets NATs the client's connection to one Pod and
+		// keeps it through the deregistration delay: no proxy between.
+		{name: "ZD041 fires behind an NLB with IP targets", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb-ip"},
+			fire: map[string]Severity{"ZD041": Info}, quiet: []string{"ZD040"}},
 		// GKE puts the NEG annotation on Services by default: without an
 		// L7 front end the LB Service's own clients still meet kube-proxy.
 		{name: "ZD041 fires on an L4 Service with the NEG annotation and no Ingress", in: m{SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'"},
@@ -749,8 +753,9 @@ func TestLBInference(t *testing.T) {
 		zd002     string // "" quiet, else a substring of its message
 	}{
 		{"aws nlb annotation", "service.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "aws-nlb", "cloud-provider-aws", ""},
-		{"aws nlb with IP targets: said not modelled", "service.beta.kubernetes.io/aws-load-balancer-type: external\nservice.beta.kubernetes.io/aws-load-balancer-nlb-target-type: ip",
-			"", "aws-nlb", "Pod targets behind an L4 LB are not modelled", ""},
+		{"aws nlb with IP targets", "service.beta.kubernetes.io/aws-load-balancer-type: external\nservice.beta.kubernetes.io/aws-load-balancer-nlb-target-type: ip",
+			"", "aws-nlb-ip", "each Pod is a target", ""},
+		{"aws nlb-ip, the legacy type", "service.beta.kubernetes.io/aws-load-balancer-type: nlb-ip", "", "aws-nlb-ip", "legacy type nlb-ip", ""},
 		// Without type external the AWS Load Balancer Controller leaves the
 		// Service to cloud-provider-aws, whose Classic ELB ignores it.
 		{"nlb-target-type alone: the Classic ELB", "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type: ip", "", "aws-elb", "Classic ELB", "60s"},
@@ -790,6 +795,20 @@ func TestLBInference(t *testing.T) {
 				t.Errorf("ZD002 = %q, want %q", msg, c.zd002)
 			}
 		})
+	}
+}
+
+// EKS Auto Mode's own NLB controller (class eks.amazonaws.com/nlb) reads
+// nlb-target-type as the AWS Load Balancer Controller does.
+func TestEKSAutoModeIPTargets(t *testing.T) {
+	doc := m{SvcAnnotations: "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type: ip", SvcSpec: "loadBalancerClass: eks.amazonaws.com/nlb"}.yaml(t)
+	ms, err := Read("test.yaml", bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(ms)
+	if len(r.Services) != 1 || r.Services[0].Profile != "aws-nlb-ip" {
+		t.Fatalf("services %+v; want one judged on aws-nlb-ip", r.Services)
 	}
 }
 
