@@ -491,6 +491,13 @@ func (r *ownRun) placeable(ctx context.Context, sess *suites.Session) (int, bool
 		r.scs = leaveOut(r.c.stdout, r.scs, workloadtest.Triggers(incident.Rollout), fmt.Sprintf(
 			"one Pod per node (required anti-affinity) with maxUnavailable 0 must place a surge Pod on a free node first: %d nodes needed, %d of the test cluster's take the Pods (%s); the rollout would wait forever here",
 			own.RolloutNodes(), len(fit), strings.Join(fit, ", ")))
+	default:
+		// A spread that counts nodes the Pods never use stalls the same
+		// way on this cluster's nodes (and on any cluster with a tainted
+		// node: the doctor's ZD013 says so from the manifest alone).
+		if why := own.SpreadStallsRollout(nodes.Items, fit); why != "" {
+			r.scs = leaveOut(r.c.stdout, r.scs, workloadtest.Triggers(incident.Rollout), "on the test cluster "+why)
+		}
 	}
 	if len(fit) == 1 {
 		r.progress(fmt.Sprintf("only %s takes the stand-in's Pods: disruptions of other nodes will not meet them", strings.Join(fit, ", ")))

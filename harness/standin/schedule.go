@@ -2,6 +2,7 @@ package standin
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -108,4 +109,86 @@ func (s *StandIn) RolloutNodes() int {
 		return int(s.Replicas)
 	}
 	return int(s.Replicas + surge)
+}
+
+// SpreadStallsRollout says why a rollout of the stand-in cannot place its
+// first surge Pod on nodes ("" when it can): a required spread per node
+// (whenUnsatisfiable DoNotSchedule, topologyKey kubernetes.io/hostname)
+// counts as a domain every node that matches the Pods' node affinity, and
+// with nodeTaintsPolicy Ignore (the default) also the nodes whose taints
+// the Pods do not tolerate, or that are cordoned (k8s.io/kubernetes
+// v1.37.2 pkg/scheduler/framework/plugins/podtopologyspread/common.go,
+// filterTopologySpreadConstraints; filtering.go: a node is rejected when
+// its matching Pods + 1 - the global minimum exceed maxSkew; the doctor's
+// ZD013 reads the same rule from the manifest alone). Such a node never gets a Pod, so the minimum
+// stays 0, and once the nodes that take the Pods hold maxSkew each, a
+// surge Pod fits nowhere. fit are the nodes that take the Pods
+// (Placeable). The replicas are assumed spread as evenly as the
+// constraint allows (the best case); a Deployment that may go below its
+// replicas (maxUnavailable above 0 once resolved) removes an old Pod
+// first, and a StatefulSet replaces in place, so neither stalls here, nor
+// does a constraint whose matchLabelKeys name pod-template-hash (it counts
+// the new ReplicaSet's Pods only).
+func (s *StandIn) SpreadStallsRollout(nodes []corev1.Node, fit []string) string {
+	d, ok := s.WorkloadObj.(*appsv1.Deployment)
+	if !ok || len(fit) == 0 {
+		return ""
+	}
+	surge, unavailable, err := doctor.RolloutFenceposts(d.Spec.Strategy, s.Replicas)
+	if err != nil || unavailable > 0 || surge == 0 {
+		return ""
+	}
+	tpl, _, _ := s.Spec()
+	pod := &corev1.Pod{Spec: tpl.Spec}
+	req := nodeaffinity.GetRequiredNodeAffinity(pod)
+	takes := map[string]bool{}
+	for _, n := range fit {
+		takes[n] = true
+	}
+	for _, c := range tpl.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.TopologyKey != corev1.LabelHostname || c.MaxSkew < 1 ||
+			slices.Contains(c.MatchLabelKeys, appsv1.DefaultDeploymentUniqueLabelKey) {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector); err != nil || sel.Empty() || !sel.Matches(labels.Set(tpl.Labels)) {
+			continue
+		}
+		// Domains the constraint counts that never take a Pod.
+		var empty []string
+		for i := range nodes {
+			n := &nodes[i]
+			if takes[n.Name] {
+				continue
+			}
+			if c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
+				if ok, err := req.Match(n); err != nil || !ok {
+					continue
+				}
+			}
+			if c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
+				continue // a node whose taints are not tolerated is not a domain
+			}
+			empty = append(empty, n.Name)
+		}
+		if len(empty) == 0 {
+			continue
+		}
+		// Spread evenly, the emptiest node that takes Pods holds
+		// replicas / len(fit) of them; the minimum over domains is 0.
+		if least := int(s.Replicas) / len(fit); least >= int(c.MaxSkew) {
+			sort.Strings(empty)
+			return fmt.Sprintf("its required spread per node (maxSkew %d, nodeTaintsPolicy %s) counts %s, which takes none of the Pods, as a domain holding 0: "+
+				"with %d replicas on %d nodes (%s) each holds at least %d, so the surge Pod of a rollout with maxUnavailable 0 fits nowhere and the rollout waits forever "+
+				"(nodeTaintsPolicy: Honor, the doctor's ZD013 fix, leaves such nodes out)",
+				c.MaxSkew, policyName(c.NodeTaintsPolicy), strings.Join(empty, ", "), s.Replicas, len(fit), strings.Join(fit, ", "), least)
+		}
+	}
+	return ""
+}
+
+func policyName(p *corev1.NodeInclusionPolicy) string {
+	if p == nil {
+		return string(corev1.NodeInclusionPolicyIgnore) + " (the default)"
+	}
+	return string(*p)
 }

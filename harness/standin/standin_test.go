@@ -815,3 +815,65 @@ func TestServesWhatTheServiceTargets(t *testing.T) {
 		t.Errorf("a target name no container declares: err %v", err)
 	}
 }
+
+// The rolling-update-local write-up's recipe (3 replicas, maxSurge 1,
+// maxUnavailable 0, a DoNotSchedule spread per hostname) on three workers
+// and a tainted control plane: the control plane is an empty domain, so
+// the surge Pod fits nowhere; with nodeTaintsPolicy Honor, a fourth
+// worker, an unavailable budget or a ScheduleAnyway spread it fits.
+func TestSpreadStallsRollout(t *testing.T) {
+	const base = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}POLICY}
+      containers:
+      - {name: web, image: web:1, ports: [{containerPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  type: LoadBalancer
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+`
+	node := func(name string, taints ...corev1.Taint) corev1.Node {
+		n := corev1.Node{}
+		n.Name, n.Labels, n.Spec.Taints = name, map[string]string{corev1.LabelHostname: name}, taints
+		return n
+	}
+	cp := node("control-plane", corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule})
+	three := []corev1.Node{cp, node("w1"), node("w2"), node("w3")}
+	for _, tc := range []struct {
+		name, yaml string
+		nodes      []corev1.Node
+		stalls     bool
+	}{
+		{"the write-up's recipe, a tainted control plane", strings.Replace(base, "POLICY", "", 1), three, true},
+		{"nodeTaintsPolicy Honor", strings.Replace(base, "POLICY", ", nodeTaintsPolicy: Honor", 1), three, false},
+		{"a fourth worker takes the surge", strings.Replace(base, "POLICY", "", 1), append(three, node("w4")), false},
+		{"no tainted node", strings.Replace(base, "POLICY", "", 1), three[1:], false},
+		{"ScheduleAnyway", strings.Replace(strings.Replace(base, "POLICY", "", 1), "DoNotSchedule", "ScheduleAnyway", 1), three, false},
+		{"one may go first", strings.Replace(strings.Replace(base, "POLICY", "", 1), "maxUnavailable: 0", "maxUnavailable: 1", 1), three, false},
+		{"matchLabelKeys counts the new ReplicaSet only", strings.Replace(base, "POLICY", ", matchLabelKeys: [pod-template-hash]", 1), three, false},
+		{"maxSkew 2 leaves room", strings.Replace(strings.Replace(base, "POLICY", "", 1), "maxSkew: 1", "maxSkew: 2", 1), three, false},
+	} {
+		s := build(t, tc.yaml, Options{})
+		fit, _ := s.Placeable(tc.nodes)
+		why := s.SpreadStallsRollout(tc.nodes, fit)
+		if (why != "") != tc.stalls {
+			t.Errorf("%s: stalls %q, want stalls=%v", tc.name, why, tc.stalls)
+		}
+		if tc.stalls && !strings.Contains(why, "control-plane") {
+			t.Errorf("%s: %q does not name the empty domain", tc.name, why)
+		}
+	}
+}
