@@ -594,9 +594,12 @@ func checkNoPreStop(t *target) []result {
 	// A hook known to stop the server at once (kong quit, /wait-shutdown
 	// with no grace period) delays nothing.
 	if tl, ok := timelineOf(t.c); ok && tl.accept == 0 {
+		sender := "kube-proxy on other nodes may still forward new connections to it"
+		if t.profile.PodBackends {
+			sender = fmt.Sprintf("the LB (profile %s) may still send it new requests until its target's deregistration reaches the LB", t.profile.Name)
+		}
 		return []result{{sev: Warning, line: t.line(t.cpath("lifecycle", "preStop")),
-			msg: fmt.Sprintf("%s: the server stops accepting as soon as the Pod terminates, while kube-proxy on other nodes may still forward new connections to it",
-				tl.ps)}}
+			msg: fmt.Sprintf("%s: the server stops accepting as soon as the Pod terminates, while %s", tl.ps, sender)}}
 	}
 	return nil
 }

@@ -1231,3 +1231,28 @@ func TestGateFixWithoutNamespace(t *testing.T) {
 		t.Errorf("no Namespace default labelled for injection (applied %v)", applied)
 	}
 }
+
+// A hook that stops the server at once is blamed on what still sends to
+// the Pod: kube-proxy behind nodes, the LB itself behind Pod targets.
+func TestQuitHookNamesTheSender(t *testing.T) {
+	hook := "lifecycle:\n  preStop:\n    exec:\n      command: [nginx, -s, quit]"
+	for _, tc := range []struct{ ann, want string }{
+		{"zerodrop.dev/lb-profile: gcp-nlb", "kube-proxy on other nodes"},
+		{"zerodrop.dev/lb-profile: gclb-neg", "the LB (profile gclb-neg) may still send it new requests"},
+		{"zerodrop.dev/lb-profile: aws-nlb-ip", "the LB (profile aws-nlb-ip) may still send it new requests"},
+	} {
+		ms, err := Read("test.yaml", bytes.NewReader(m{SvcAnnotations: tc.ann, Policy: "Cluster", Lifecycle: hook}.yaml(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg string
+		for _, f := range Check(ms).Findings {
+			if f.RuleID == "ZD004" {
+				msg = f.Message
+			}
+		}
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: ZD004 %q, want it to say %q", tc.ann, msg, tc.want)
+		}
+	}
+}
