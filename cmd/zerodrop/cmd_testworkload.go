@@ -492,11 +492,16 @@ func (r *ownRun) placeable(ctx context.Context, sess *suites.Session) (int, bool
 			"one Pod per node (required anti-affinity) with maxUnavailable 0 must place a surge Pod on a free node first: %d nodes needed, %d of the test cluster's take the Pods (%s); the rollout would wait forever here",
 			own.RolloutNodes(), len(fit), strings.Join(fit, ", ")))
 	default:
-		// A spread that counts nodes the Pods never use stalls the same
-		// way on this cluster's nodes (and on any cluster with a tainted
-		// node: the doctor's ZD013 says so from the manifest alone).
-		if why := own.SpreadStallsRollout(nodes.Items, fit); why != "" {
-			r.scs = leaveOut(r.c.stdout, r.scs, workloadtest.Triggers(incident.Rollout), "on the test cluster "+why)
+		// A spread that counts nodes the Pods never use stalls on this
+		// cluster's nodes too (and on any cluster with a tainted node: the
+		// doctor's ZD013 says so from the manifest alone). A drain alone
+		// is left out; the pool scenarios add a pool before they drain.
+		rollout, drain := own.SpreadStalls(nodes.Items, fit)
+		if rollout != "" {
+			r.scs = leaveOut(r.c.stdout, r.scs, workloadtest.Triggers(incident.Rollout), "on the test cluster "+rollout)
+		}
+		if drain != "" {
+			r.scs = leaveOut(r.c.stdout, r.scs, func(sc suites.Scenario) bool { return sc.Name == "drain-node" }, "on the test cluster "+drain)
 		}
 	}
 	if len(fit) == 1 {

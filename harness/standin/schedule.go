@@ -111,32 +111,32 @@ func (s *StandIn) RolloutNodes() int {
 	return int(s.Replicas + surge)
 }
 
-// SpreadStallsRollout says why a rollout of the stand-in cannot place its
-// first surge Pod on nodes ("" when it can): a required spread per node
-// (whenUnsatisfiable DoNotSchedule, topologyKey kubernetes.io/hostname)
-// counts as a domain every node that matches the Pods' node affinity, and
-// with nodeTaintsPolicy Ignore (the default) also the nodes whose taints
-// the Pods do not tolerate, or that are cordoned (k8s.io/kubernetes
-// v1.37.2 pkg/scheduler/framework/plugins/podtopologyspread/common.go,
+// SpreadStalls says why the stand-in's Pods cannot be placed again on
+// these nodes after a disruption ("" when they can): rollout for the first
+// surge Pod of a rollout, drain for the Pods of a node drained alone.
+//
+// A required spread per node (whenUnsatisfiable DoNotSchedule,
+// topologyKey kubernetes.io/hostname) counts as a domain every node that
+// matches the Pods' node affinity, and with nodeTaintsPolicy Ignore (the
+// default) also the nodes whose taints the Pods do not tolerate, cordoned
+// ones included (k8s.io/kubernetes v1.37.2
+// pkg/scheduler/framework/plugins/podtopologyspread/common.go,
 // filterTopologySpreadConstraints; filtering.go: a node is rejected when
 // its matching Pods + 1 - the global minimum exceed maxSkew; the doctor's
-// ZD013 reads the same rule from the manifest alone). Such a node never gets a Pod, so the minimum
-// stays 0, and once the nodes that take the Pods hold maxSkew each, a
-// surge Pod fits nowhere. fit are the nodes that take the Pods
+// ZD013 reads the same rule from the manifest alone). Such a node never
+// gets a Pod, so the minimum stays 0, and once the nodes that take the
+// Pods hold maxSkew each a new Pod fits nowhere: a rollout's surge Pod when
+// a tainted node is among them, and the Pods of a drained node in any case,
+// since the drain cordons it. fit are the nodes that take the Pods
 // (Placeable). The replicas are assumed spread as evenly as the
-// constraint allows (the best case); a Deployment that may go below its
+// constraint allows (the best case). A Deployment that may go below its
 // replicas (maxUnavailable above 0 once resolved) removes an old Pod
-// first, and a StatefulSet replaces in place, so neither stalls here, nor
-// does a constraint whose matchLabelKeys name pod-template-hash (it counts
-// the new ReplicaSet's Pods only).
-func (s *StandIn) SpreadStallsRollout(nodes []corev1.Node, fit []string) string {
-	d, ok := s.WorkloadObj.(*appsv1.Deployment)
-	if !ok || len(fit) == 0 {
-		return ""
-	}
-	surge, unavailable, err := doctor.RolloutFenceposts(d.Spec.Strategy, s.Replicas)
-	if err != nil || unavailable > 0 || surge == 0 {
-		return ""
+// first, and a StatefulSet replaces in place, so neither rollout stalls,
+// nor does one whose constraint's matchLabelKeys name pod-template-hash
+// (it counts the new ReplicaSet's Pods only).
+func (s *StandIn) SpreadStalls(nodes []corev1.Node, fit []string) (rollout, drain string) {
+	if len(fit) == 0 {
+		return "", ""
 	}
 	tpl, _, _ := s.Spec()
 	pod := &corev1.Pod{Spec: tpl.Spec}
@@ -145,12 +145,25 @@ func (s *StandIn) SpreadStallsRollout(nodes []corev1.Node, fit []string) string 
 	for _, n := range fit {
 		takes[n] = true
 	}
+	surges := false
+	if d, ok := s.WorkloadObj.(*appsv1.Deployment); ok {
+		surge, unavailable, err := doctor.RolloutFenceposts(d.Spec.Strategy, s.Replicas)
+		surges = err == nil && unavailable == 0 && surge > 0
+	}
 	for _, c := range tpl.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.TopologyKey != corev1.LabelHostname || c.MaxSkew < 1 ||
-			slices.Contains(c.MatchLabelKeys, appsv1.DefaultDeploymentUniqueLabelKey) {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.TopologyKey != corev1.LabelHostname || c.MaxSkew < 1 {
 			continue
 		}
 		if sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector); err != nil || sel.Empty() || !sel.Matches(labels.Set(tpl.Labels)) {
+			continue
+		}
+		if c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
+			continue // a node whose taints are not tolerated is no domain
+		}
+		// Spread evenly, the emptiest node that takes Pods holds
+		// replicas / len(fit) of them.
+		least := int(s.Replicas) / len(fit)
+		if least < int(c.MaxSkew) {
 			continue
 		}
 		// Domains the constraint counts that never take a Pod.
@@ -165,30 +178,27 @@ func (s *StandIn) SpreadStallsRollout(nodes []corev1.Node, fit []string) string 
 					continue
 				}
 			}
-			if c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
-				continue // a node whose taints are not tolerated is not a domain
-			}
 			empty = append(empty, n.Name)
 		}
-		if len(empty) == 0 {
-			continue
+		sort.Strings(empty)
+		full := fmt.Sprintf("with %d replicas on %d nodes (%s) each holds at least %d, maxSkew %d", s.Replicas, len(fit), strings.Join(fit, ", "), least, c.MaxSkew)
+		if rollout == "" && surges && len(empty) > 0 && !slices.Contains(c.MatchLabelKeys, appsv1.DefaultDeploymentUniqueLabelKey) {
+			rollout = fmt.Sprintf("its required spread per node (nodeTaintsPolicy %s) counts %s, which takes none of the Pods, as a domain holding 0: "+
+				"%s, so the surge Pod of a rollout with maxUnavailable 0 fits nowhere and the rollout waits forever "+
+				"(nodeTaintsPolicy: Honor, the doctor's ZD013 fix, leaves such nodes out)", policyName(c.NodeTaintsPolicy), strings.Join(empty, ", "), full)
 		}
-		// Spread evenly, the emptiest node that takes Pods holds
-		// replicas / len(fit) of them; the minimum over domains is 0.
-		if least := int(s.Replicas) / len(fit); least >= int(c.MaxSkew) {
-			sort.Strings(empty)
-			return fmt.Sprintf("its required spread per node (maxSkew %d, nodeTaintsPolicy %s) counts %s, which takes none of the Pods, as a domain holding 0: "+
-				"with %d replicas on %d nodes (%s) each holds at least %d, so the surge Pod of a rollout with maxUnavailable 0 fits nowhere and the rollout waits forever "+
-				"(nodeTaintsPolicy: Honor, the doctor's ZD013 fix, leaves such nodes out)",
-				c.MaxSkew, policyName(c.NodeTaintsPolicy), strings.Join(empty, ", "), s.Replicas, len(fit), strings.Join(fit, ", "), least)
+		if drain == "" {
+			drain = fmt.Sprintf("its required spread per node (nodeTaintsPolicy %s) counts the drained node, cordoned, as a domain holding 0: "+
+				"%s, so the drained node's Pods fit nowhere and stay Pending until it is uncordoned "+
+				"(nodeTaintsPolicy: Honor, the doctor's ZD013 fix, leaves such nodes out)", policyName(c.NodeTaintsPolicy), full)
 		}
 	}
-	return ""
+	return rollout, drain
 }
 
 func policyName(p *corev1.NodeInclusionPolicy) string {
 	if p == nil {
-		return string(corev1.NodeInclusionPolicyIgnore) + " (the default)"
+		return string(corev1.NodeInclusionPolicyIgnore) + ", the default"
 	}
 	return string(*p)
 }

@@ -820,8 +820,10 @@ func TestServesWhatTheServiceTargets(t *testing.T) {
 // maxUnavailable 0, a DoNotSchedule spread per hostname) on three workers
 // and a tainted control plane: the control plane is an empty domain, so
 // the surge Pod fits nowhere; with nodeTaintsPolicy Honor, a fourth
-// worker, an unavailable budget or a ScheduleAnyway spread it fits.
-func TestSpreadStallsRollout(t *testing.T) {
+// worker, an unavailable budget or a ScheduleAnyway spread it fits. A
+// drained node is an empty domain itself (cordoned): its Pod fits nowhere
+// whenever the other nodes are full, tainted node or not.
+func TestSpreadStalls(t *testing.T) {
 	const base = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: default}
@@ -853,27 +855,27 @@ spec:
 	cp := node("control-plane", corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule})
 	three := []corev1.Node{cp, node("w1"), node("w2"), node("w3")}
 	for _, tc := range []struct {
-		name, yaml string
-		nodes      []corev1.Node
-		stalls     bool
+		name, yaml     string
+		nodes          []corev1.Node
+		rollout, drain bool
 	}{
-		{"the write-up's recipe, a tainted control plane", strings.Replace(base, "POLICY", "", 1), three, true},
-		{"nodeTaintsPolicy Honor", strings.Replace(base, "POLICY", ", nodeTaintsPolicy: Honor", 1), three, false},
-		{"a fourth worker takes the surge", strings.Replace(base, "POLICY", "", 1), append(three, node("w4")), false},
-		{"no tainted node", strings.Replace(base, "POLICY", "", 1), three[1:], false},
-		{"ScheduleAnyway", strings.Replace(strings.Replace(base, "POLICY", "", 1), "DoNotSchedule", "ScheduleAnyway", 1), three, false},
-		{"one may go first", strings.Replace(strings.Replace(base, "POLICY", "", 1), "maxUnavailable: 0", "maxUnavailable: 1", 1), three, false},
-		{"matchLabelKeys counts the new ReplicaSet only", strings.Replace(base, "POLICY", ", matchLabelKeys: [pod-template-hash]", 1), three, false},
-		{"maxSkew 2 leaves room", strings.Replace(strings.Replace(base, "POLICY", "", 1), "maxSkew: 1", "maxSkew: 2", 1), three, false},
+		{"the write-up's recipe, a tainted control plane", strings.Replace(base, "POLICY", "", 1), three, true, true},
+		{"nodeTaintsPolicy Honor", strings.Replace(base, "POLICY", ", nodeTaintsPolicy: Honor", 1), three, false, false},
+		{"a fourth worker takes the surge and the drained Pod", strings.Replace(base, "POLICY", "", 1), append(three, node("w4")), false, false},
+		{"no tainted node: the drained node is the empty domain", strings.Replace(base, "POLICY", "", 1), three[1:], false, true},
+		{"ScheduleAnyway", strings.Replace(strings.Replace(base, "POLICY", "", 1), "DoNotSchedule", "ScheduleAnyway", 1), three, false, false},
+		{"one may go first", strings.Replace(strings.Replace(base, "POLICY", "", 1), "maxUnavailable: 0", "maxUnavailable: 1", 1), three, false, true},
+		{"matchLabelKeys counts the new ReplicaSet only", strings.Replace(base, "POLICY", ", matchLabelKeys: [pod-template-hash]", 1), three, false, true},
+		{"maxSkew 2 leaves room", strings.Replace(strings.Replace(base, "POLICY", "", 1), "maxSkew: 1", "maxSkew: 2", 1), three, false, false},
 	} {
 		s := build(t, tc.yaml, Options{})
 		fit, _ := s.Placeable(tc.nodes)
-		why := s.SpreadStallsRollout(tc.nodes, fit)
-		if (why != "") != tc.stalls {
-			t.Errorf("%s: stalls %q, want stalls=%v", tc.name, why, tc.stalls)
+		rollout, drain := s.SpreadStalls(tc.nodes, fit)
+		if (rollout != "") != tc.rollout || (drain != "") != tc.drain {
+			t.Errorf("%s: rollout %q, drain %q; want rollout stalls=%v, drain stalls=%v", tc.name, rollout, drain, tc.rollout, tc.drain)
 		}
-		if tc.stalls && !strings.Contains(why, "control-plane") {
-			t.Errorf("%s: %q does not name the empty domain", tc.name, why)
+		if tc.rollout && !strings.Contains(rollout, "control-plane") {
+			t.Errorf("%s: %q does not name the empty domain", tc.name, rollout)
 		}
 	}
 }
