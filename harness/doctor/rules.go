@@ -375,7 +375,9 @@ var catalogue = []Rule{
 		Triggers: []incident.Trigger{incident.Rollout, incident.Eviction},
 		Summary:  "the serving container has no readiness probe",
 		Description: "Without a readiness probe a Pod is an endpoint as soon as its container starts, before it " +
-			"listens, and stays one while it cannot serve; the LB and kube-proxy send it traffic it drops.",
+			"listens, and stays one while it cannot serve; the LB and kube-proxy send it traffic it drops. Behind an LB " +
+			"that targets Pods and checks each one before it sends (ALB or NLB IP targets, GKE NEGs) it is an info: " +
+			"the LB's own check keeps a Pod that does not listen yet out, and the rollout's race is ZD033's.",
 		Fix:       "Add a readinessProbe on an endpoint that fails while the app cannot serve (and while it drains, if it should).",
 		check:     checkNoReadiness,
 		container: true,
@@ -948,6 +950,18 @@ func checkNoReadiness(t *target) []result {
 		return []result{{sev: Warning, line: t.line(t.cpath()),
 			msg: fmt.Sprintf("container %q has no readinessProbe: the Pod's readiness is container %q's, which takes the "+
 				"endpoint out when that container cannot serve but not when %q does not listen yet or any more", t.c.Name, gates[0].Name, t.c.Name)}}
+	}
+	if t.profile.PodBackends {
+		// The LB checks each Pod target itself and sends it nothing
+		// until that check passes, so a Pod that does not listen yet gets
+		// no request from it; what is left of a rollout's race (the old
+		// targets deregistered while the new ones are still being
+		// checked) is ZD033's. Found by the doctor study's set C (an ALB
+		// with IP targets, a NEG Ingress, a GKE Gateway): docs/doctor-study.md.
+		return []result{{sev: Info, line: t.line(t.cpath()),
+			msg: fmt.Sprintf("container %q has no readinessProbe: the LB (profile %s) checks the Pod itself before it sends to it "+
+				"(%s), but a Pod that stops serving stays its target until that check fails, where a failing probe would "+
+				"deregister it at once", t.c.Name, t.profile.Name, t.profile.Describe())}}
 	}
 	return []result{{sev: Error, line: t.line(t.cpath()),
 		msg: fmt.Sprintf("container %q has no readinessProbe: it is an endpoint before it listens and while it cannot serve", t.c.Name)}}

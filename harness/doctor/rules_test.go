@@ -553,6 +553,14 @@ func TestRules(t *testing.T) {
 		{name: "ZD041 quiet with container-native backends", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040", "ZD041"}},
 		// An NLB with IP targets NATs the client's connection to one Pod and
 		// keeps it through the deregistration delay: no proxy between.
+		// An LB that checks each Pod target before it sends keeps a Pod
+		// that does not listen yet out by itself (doctor study, set C).
+		{name: "ZD030 is an info behind Pod targets", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: aws-alb-ip", Readiness: "-"},
+			fire: map[string]Severity{"ZD030": Info}},
+		{name: "ZD030 is an info behind NEGs", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg", Readiness: "-"},
+			fire: map[string]Severity{"ZD030": Info}},
+		{name: "ZD030 is an error behind nodes", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb", Readiness: "-"},
+			fire: map[string]Severity{"ZD030": Error}},
 		{name: "ZD041 fires behind an NLB with IP targets", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb-ip"},
 			fire: map[string]Severity{"ZD041": Info}, quiet: []string{"ZD040"}},
 		// GKE puts the NEG annotation on Services by default: without an
