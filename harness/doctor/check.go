@@ -271,6 +271,9 @@ type serviceView struct {
 	// a Pod's readiness and the keep-alive rules (ZD040, ZD041) do not
 	// apply; the Service is judged all the same.
 	podDirect bool
+	// inCluster: that front end is an in-cluster proxy (ingress-nginx),
+	// not a container-native cloud LB.
+	inCluster bool
 }
 
 func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
@@ -284,6 +287,11 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	prof := v.choice.profiles[0] // the worst lag of the plausible ones
 	if v.l7Via == "" && prof.L7 {
 		v.l7Via = "LB profile " + prof.Name
+	}
+	if r != nil && proxiesToPodIPs(r) != "" {
+		// An in-cluster proxy that balances over Pod IPs: no NAT of
+		// kube-proxy between it and the Pods either.
+		v.podDirect, v.inCluster = true, true
 	}
 	if (prof.PodBackends && prof.Profile.Mode == profiles.ModeL7) || (negIngress(v.svc) && v.l7Via != "") {
 		// Container-native load balancing: the proxy reaches Pods without
@@ -301,7 +309,10 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 
 // l7Summary is the front end as the summary names it.
 func (v serviceView) l7Summary() string {
-	if v.podDirect && v.l7Via != "" {
+	switch {
+	case v.inCluster:
+		return v.l7Via + " (an in-cluster proxy: to Pod IPs directly)"
+	case v.podDirect && v.l7Via != "":
 		return v.l7Via + " (container-native: to Pods directly)"
 	}
 	return v.l7Via

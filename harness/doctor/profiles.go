@@ -331,17 +331,7 @@ func routeHint(svc *corev1.Service, route *Object) (names []string, why string) 
 	if !ok || route.Kind != "Ingress" {
 		return nil, ""
 	}
-	class := m.GetAnnotations()[annIngressClass]
-	switch ing := route.Obj.(type) {
-	case *networkingv1.Ingress:
-		if ing.Spec.IngressClassName != nil {
-			class = *ing.Spec.IngressClassName
-		}
-	case *extv1beta1.Ingress:
-		if ing.Spec.IngressClassName != nil {
-			class = *ing.Spec.IngressClassName
-		}
-	}
+	class := ingressClass(route)
 	tt, on := svc.Annotations[annALBTargetType], "the Service"
 	if tt == "" {
 		tt, on = m.GetAnnotations()[annALBTargetType], route.Ref()
@@ -356,6 +346,48 @@ func routeHint(svc *corev1.Service, route *Object) (names []string, why string) 
 			annGKENEG, route.Ref(), class)
 	}
 	return nil, ""
+}
+
+// ingressClass is an Ingress's class: spec.ingressClassName, else the
+// older annotation; "" for none (a default class, whichever it is) or
+// for a route that is no Ingress.
+func ingressClass(route *Object) string {
+	m, ok := route.Obj.(metav1.Object)
+	if !ok || route.Kind != "Ingress" {
+		return ""
+	}
+	class := m.GetAnnotations()[annIngressClass]
+	switch ing := route.Obj.(type) {
+	case *networkingv1.Ingress:
+		if ing.Spec.IngressClassName != nil {
+			class = *ing.Spec.IngressClassName
+		}
+	case *extv1beta1.Ingress:
+		if ing.Spec.IngressClassName != nil {
+			class = *ing.Spec.IngressClassName
+		}
+	}
+	return class
+}
+
+// proxiesToPodIPs says why an Ingress's controller balances each request
+// over the Service's Pod IPs itself ("" when it does not, or the doctor
+// cannot tell): then no NodePort and no kube-proxy NAT pins its kept-alive
+// connections to a Pod, and ZD040's incident cannot happen behind it.
+// ingress-nginx (class nginx) does so unless its service-upstream
+// annotation sends it through the ClusterIP (kubernetes/ingress-nginx
+// docs/user-guide/nginx-configuration/annotations.md, "Service Upstream":
+// "By default the NGINX ingress controller uses a list of all endpoints
+// (Pod IP/port) in the NGINX upstream configuration").
+func proxiesToPodIPs(route *Object) string {
+	m, ok := route.Obj.(metav1.Object)
+	if !ok || ingressClass(route) != "nginx" {
+		return ""
+	}
+	if strings.EqualFold(strings.TrimSpace(m.GetAnnotations()["nginx.ingress.kubernetes.io/service-upstream"]), "true") {
+		return ""
+	}
+	return fmt.Sprintf("%s is served by ingress-nginx (class nginx), which balances each request over the Service's Pod IPs", route.Ref())
 }
 
 // serviceProfile resolves what one Service is judged against: its

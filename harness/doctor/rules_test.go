@@ -544,6 +544,13 @@ func TestRules(t *testing.T) {
 		{name: "ZD040 fires with the gclb profile", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: gclb", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 605", Grace: "620"},
 			fire: map[string]Severity{"ZD040": Warning}},
 		{name: "ZD040 quiet with container-native (NEG) backends", in: m{Extra: ingress, SvcAnnotations: "cloud.google.com/neg: '{\"ingress\": true}'"}, quiet: []string{"ZD040"}},
+		// ingress-nginx balances over Pod IPs (no kube-proxy NAT pins its
+		// connections) unless service-upstream sends it through the ClusterIP.
+		{name: "ZD040 quiet behind ingress-nginx", in: m{Extra: strings.Replace(ingress, "spec:\n  rules:", "spec:\n  ingressClassName: nginx\n  rules:", 1)},
+			quiet: []string{"ZD040"}},
+		{name: "ZD040 fires behind ingress-nginx with service-upstream", in: m{Extra: strings.Replace(ingress, "  namespace: shop\nspec:\n  rules:",
+			"  namespace: shop\n  annotations: {nginx.ingress.kubernetes.io/service-upstream: \"true\"}\nspec:\n  ingressClassName: nginx\n  rules:", 1)},
+			fire: map[string]Severity{"ZD040": Warning}},
 		{name: "ZD040 quiet with the gclb-neg profile", in: m{Extra: ingress, SvcAnnotations: "zerodrop.dev/lb-profile: gclb-neg"}, quiet: []string{"ZD040"}},
 		// Container-native backends skip only the kube-proxy keep-alive
 		// rules: the Service is still judged.
