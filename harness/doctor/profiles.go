@@ -59,10 +59,15 @@ type LBProfile struct {
 	Profile profiles.Profile `json:"-"`
 }
 
-// RemovalLag is interval x unhealthy threshold.
+// RemovalLag is interval x unhealthy threshold, each failing check counted
+// at its timeout when that is the longer (profiles.HealthCheck.DetectionTime).
 func (p LBProfile) RemovalLag() time.Duration {
-	return p.Interval * time.Duration(p.UnhealthyThreshold)
+	return p.failWait() * time.Duration(p.UnhealthyThreshold)
 }
+
+// failWait is how long one failing check takes at most: its interval, or
+// its timeout where a vendor lets that be longer (alibaba-slb).
+func (p LBProfile) failWait() time.Duration { return max(p.Interval, p.Timeout) }
 
 // RecipeLB is what harness/recipe needs of the profile: its lags as the
 // doctor judges them (a Service's annotations may have changed them).
@@ -78,10 +83,14 @@ func (p LBProfile) AdditionLag() time.Duration {
 	return p.Interval * time.Duration(p.HealthyThreshold)
 }
 
-// Describe is "8s x 3 = 24s" or "no health check".
+// Describe is "8s x 3 = 24s", "5s timeout x 3 = 15s" (a timeout longer
+// than the interval) or "no health check".
 func (p LBProfile) Describe() string {
 	if p.Interval == 0 || p.UnhealthyThreshold == 0 {
 		return "no health check"
+	}
+	if p.Timeout > p.Interval {
+		return fmt.Sprintf("%v timeout x %d = %v", p.Timeout, p.UnhealthyThreshold, p.RemovalLag())
 	}
 	return fmt.Sprintf("%v x %d = %v", p.Interval, p.UnhealthyThreshold, p.RemovalLag())
 }
