@@ -46,7 +46,8 @@ Local) comes from a Service's zerodrop.dev/lb-profile annotation, else
 --lb-profile, else the LB its provider annotations or loadBalancerClass name
 (aws-load-balancer-type: nlb is aws-nlb, external with nlb-target-type: ip, or
 nlb-ip, aws-nlb-ip, other AWS annotations the Classic ELB,
-Azure annotations azure-lb, GKE's gke-l4 or gcp-nlb), or for a Service only
+Azure annotations azure-lb, Alibaba Cloud's alibaba-cloud-loadbalancer-
+annotations alibaba-slb, GKE's gke-l4 or gcp-nlb), or for a Service only
 an Ingress exposes, the LB the Ingress asks for when it sends to the Pods
 (alb.ingress.kubernetes.io/target-type: ip is aws-alb-ip; cloud.google.com/neg
 behind a gce Ingress gclb-neg); a Service that names no LB is judged against every plausible cloud LB (gke-l4, gcp-nlb, aws-nlb,

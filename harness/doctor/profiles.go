@@ -192,7 +192,11 @@ const (
 // of zerodrop test on zerodrop's cloud LB) must leave them out so the
 // doctor and the LB time the Service alike.
 func TimingAnnotations() []string {
-	return []string{annAWSInterval, annAWSUnhealthy, annAWSHealthy, annAzInterval, annAzProbes}
+	out := []string{annAWSInterval, annAWSUnhealthy, annAWSHealthy, annAzInterval, annAzProbes}
+	for _, s := range alibabaTimingSuffixes {
+		out = append(out, annAlibabaPrefix+s, annAlibabaLegacyPrefix+s)
+	}
+	return out
 }
 
 // lbChoice is the LB profile(s) one Service is judged against, and why.
@@ -284,6 +288,10 @@ var lbHints = []lbHint{
 		why: "AWS annotations without aws-load-balancer-type: nlb: cloud-provider-aws creates a Classic ELB"},
 	{prefix: "service.beta.kubernetes.io/azure-", profiles: []string{"azure-lb"},
 		why: "Azure annotations: cloud-provider-azure's Standard LB"},
+	// Alibaba Cloud's controller builds a CLB unless a class asks for
+	// another LB (alibaba.go); the why says whether Pods are its backends.
+	{prefix: annAlibabaPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
+	{prefix: annAlibabaLegacyPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
 	{annotation: "cloud.google.com/l4-rbs", value: "enabled", profiles: []string{"gke-l4"},
 		why: "cloud.google.com/l4-rbs: enabled: ingress-gce's backend-service NLB"},
 	{class: "networking.gke.io/l4-regional-external", profiles: []string{"gke-l4"}, why: "GKE L4 class: ingress-gce"},
@@ -407,7 +415,11 @@ func serviceProfile(svc *corev1.Service, explicit *LBProfile, route *Object) (lb
 	if choice.profiles == nil {
 		for _, h := range lbHints {
 			if h.matches(svc) {
-				choice = pick(h.profiles, h.why)
+				why := h.why
+				if h.profiles[0] == alibabaProfile {
+					why = alibabaWhy(svc)
+				}
+				choice = pick(h.profiles, why)
 				break
 			}
 		}
@@ -463,6 +475,13 @@ func withTimingAnnotations(svc *corev1.Service, p LBProfile, problems []string) 
 	setCount(annAWSHealthy, &p.HealthyThreshold)
 	setSeconds(annAzInterval, &p.Interval)
 	setCount(annAzProbes, &p.UnhealthyThreshold)
+	// Alibaba's annotations name its own listener: they change the
+	// alibaba-slb profile only.
+	if p.Profile.Name == alibabaProfile {
+		var changed bool
+		p, changed = withAlibabaAnnotations(svc, p, report)
+		overridden = overridden || changed
+	}
 	if overridden {
 		p.Name += " + Service annotations"
 	}
