@@ -55,6 +55,12 @@ aws-elb, azure-lb), each finding saying on which it holds, and the exit code
 follows the worst. The provider's health-check annotations on the Service
 change the timing. See --list-profiles for every number and its source.
 
+Input: at most 32 MiB in one run, stdin included (files are measured
+first; stdin and pipes get what they leave, read into memory and refused
+as soon as they cross it, before any of it is parsed), and at most 100000
+documents and List items in one input (documents counted before it is
+parsed). Ctrl-C or SIGTERM stops the reading.
+
 Exit status: 0 no finding at or above --fail-on, 1 such a finding exists,
 2 bad input (unreadable or unparseable manifests, named by file and line) or
 the cluster could not be read.`
@@ -135,8 +141,13 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 			kubeMinor = clusterMinor
 		}
 	} else {
-		ms, err = doctor.Load(paths, stdin)
+		// Ctrl-C or SIGTERM (ctx) stops the reading, stdin's included.
+		ms, err = doctor.LoadContext(ctx, paths, stdin, doctor.DefaultLimits())
 		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintf(c.stderr, "zerodrop doctor: interrupted: %v\n", err)
+				return exitBroken
+			}
 			fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
 			return exitBroken
 		}

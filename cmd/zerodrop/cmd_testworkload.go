@@ -186,7 +186,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if !ok {
 		return code
 	}
-	r, code, ok := prepareOwn(c, stdin, getenv, f)
+	r, code, ok := prepareOwn(ctx, c, stdin, getenv, f)
 	if !ok {
 		return code
 	}
@@ -234,7 +234,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 // prepareOwn reads the manifests, builds the stand-in, picks the
 // disruptions and LB models and prints the stand-in; on bad input it has
 // said why and returns false with the exit code.
-func prepareOwn(c *cli, stdin io.Reader, getenv func(string) string, f ownFlags) (*ownRun, int, bool) {
+func prepareOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) string, f ownFlags) (*ownRun, int, bool) {
 	r := &ownRun{c: c, f: f, progress: func(msg string) { fmt.Fprintln(c.stderr, "zerodrop test:", msg) }}
 	if f.kubeVersion != "" {
 		var err error
@@ -254,7 +254,7 @@ func prepareOwn(c *cli, stdin io.Reader, getenv func(string) string, f ownFlags)
 		}
 		scs = leaveOut(c.stdout, scs, needsPools, "it adds and removes nodepools, which the existing provider cannot do")
 	}
-	if r.ms, err = doctor.Load(f.paths, stdin); err != nil {
+	if r.ms, err = doctor.LoadContext(ctx, f.paths, stdin, doctor.DefaultLimits()); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return nil, exitBroken, false
 	}
