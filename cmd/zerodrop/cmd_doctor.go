@@ -57,9 +57,9 @@ change the timing. See --list-profiles for every number and its source.
 
 Input: at most 32 MiB in one run, stdin included (files are measured
 first; stdin and pipes get what they leave, read into memory and refused
-as soon as they cross it, before any of it is parsed), and at most 100000
-documents and List items in one input (documents counted before it is
-parsed). Ctrl-C or SIGTERM stops the reading.
+as soon as they cross it), and at most 100000 documents and List items in
+one input; every input is measured and its documents counted before any
+is parsed. Ctrl-C or SIGTERM stops the reading.
 
 Exit status: 0 no finding at or above --fail-on, 1 such a finding exists,
 2 bad input (unreadable or unparseable manifests, named by file and line) or

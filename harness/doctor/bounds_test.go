@@ -63,6 +63,11 @@ func TestStdinInRunBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	fileSize := st.Size()
+	// A file the parser would refuse: the budget is judged before it is.
+	brokenFile := filepath.Join(dir, "broken.yaml")
+	if err := os.WriteFile(brokenFile, []byte("---\na: b: c\n"+docs(4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A first document the parser would refuse at line 2: a size error
 	// instead shows the budget was judged before any parsing.
 	broken := "---\na: b: c\n"
@@ -84,6 +89,8 @@ func TestStdinInRunBudget(t *testing.T) {
 			objects: 7},
 		{name: "stdin takes the run past its budget", paths: []string{file, "-"}, stdin: broken + docs(2), lim: Limits{FileSize: 4096, InputSize: fileSize + 50, Objects: 100},
 			want: fmt.Sprintf("more than the 50 bytes left of the %d bytes one run reads (the other inputs hold %d bytes)", fileSize+50, fileSize)},
+		{name: "a file before stdin is not parsed first", paths: []string{brokenFile, "-"}, stdin: docs(2), lim: Limits{FileSize: 4096, InputSize: fileSize + 50, Objects: 100},
+			want: "bytes left of the"},
 		{name: "stdin first, the files measured still count", paths: []string{"-", file}, stdin: broken + docs(2), lim: Limits{FileSize: 4096, InputSize: fileSize + 50, Objects: 100},
 			want: "more than the 50 bytes left"},
 	}
@@ -168,6 +175,25 @@ func TestObjectCapBeforeParsing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestObjectCapBeforeAnyParsing: every input's documents are counted
+// before the first is parsed, so one over the cap is refused even after
+// an input the parser would refuse.
+func TestObjectCapBeforeAnyParsing(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	if err := os.WriteFile(first, []byte("---\na: b: c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(second, []byte(docs(4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadContext(context.Background(), []string{first, second}, nil, Limits{FileSize: 4096, InputSize: 8192, Objects: 3})
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.File != second || !strings.Contains(err.Error(), "more than 3 objects") {
+		t.Errorf("err = %v, want the object cap on %s", err, second)
 	}
 }
 

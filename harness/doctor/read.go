@@ -39,8 +39,8 @@ const MaxFileSize = 32 << 20
 // to more memory than one large file may take. Files are measured before
 // any is parsed, and a run over the budget is refused before anything is
 // read; stdin (and a pipe named as a file) gets what the files leave and is
-// read into memory up to that, refused the moment it crosses, before any of
-// it is parsed. 32 MiB of nothing but Service, Deployment and PDB triples
+// read into memory up to that, refused the moment it crosses, before any
+// input is parsed (LoadContext). 32 MiB of nothing but Service, Deployment and PDB triples
 // took about 1.4 GB of memory whether in 2 files or 10 (README, "zerodrop
 // doctor").
 const MaxInputSize = 32 << 20
@@ -50,10 +50,11 @@ const maxListDepth = 8
 
 // MaxObjects bounds the documents and List items of one input. YAML aliases
 // let a few hundred bytes name a List item millions of times (items: [*a,
-// *a, ...] nested); go-yaml's own alias limit only guards decoding. The
-// documents are counted before an input is parsed (countDocuments), so one
-// of too many documents is refused before any is decoded; List items and
-// aliases are counted as they are decoded.
+// *a, ...] nested); go-yaml's own alias limit only guards decoding. Every
+// input's documents are counted before any input is parsed
+// (countDocuments), so one of too many documents is refused before
+// anything is decoded; List items and aliases are counted as they are
+// decoded.
 const MaxObjects = 100000
 
 // Limits bounds what one Load reads; DefaultLimits are the constants
@@ -345,7 +346,10 @@ func Load(paths []string, stdin io.Reader) (*Manifests, error) {
 
 // LoadContext is Load within lim, stopping with ctx's error (wrapped in an
 // InputError) once ctx is done: a read blocked on stdin is left behind, so
-// a caller that gives up may exit at once.
+// a caller that gives up may exit at once. Nothing is parsed before every
+// input is within the limits: files are measured, stdin and pipes read
+// into memory within what the files leave, and every input's documents
+// counted; then the inputs are parsed in order.
 func LoadContext(ctx context.Context, paths []string, stdin io.Reader, lim Limits) (*Manifests, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "(arguments)", Err: errors.New("no input: give files, directories or - for stdin")}
@@ -358,20 +362,16 @@ func LoadContext(ctx context.Context, paths []string, stdin io.Reader, lim Limit
 	// What the measured files leave of the run's budget is for the inputs
 	// that cannot be measured before they are read: stdin and pipes.
 	left := lim.InputSize - measured
-	all := &Manifests{}
+	read := make([][]byte, len(inputs)) // stdin's and pipes' bytes
 	stdinUsed := false
-	for _, in := range inputs {
+	for i, in := range inputs {
 		if err := ctx.Err(); err != nil {
 			return nil, interrupted(cmp.Or(in.file, "(input)"), err)
 		}
-		var m *Manifests
-		var err error
 		switch {
 		case in.err != nil:
 			return nil, in.err
 		case in.skip != nil:
-			all.Skipped = append(all.Skipped, *in.skip)
-			continue
 		case in.file == "-":
 			if stdinUsed {
 				return nil, &InputError{File: StdinName, Err: errors.New("- given more than once")}
@@ -380,9 +380,30 @@ func LoadContext(ctx context.Context, paths []string, stdin io.Reader, lim Limit
 			if stdin == nil {
 				return nil, &InputError{File: StdinName, Err: errors.New("no stdin available")}
 			}
-			m, err = readUnmeasured(ctx, StdinName, stdin, lim, &left)
+			if read[i], err = readUnmeasured(ctx, StdinName, stdin, lim, &left); err != nil {
+				return nil, err
+			}
 		default:
-			m, err = readFile(ctx, in.file, lim, &left)
+			if read[i], err = countFile(ctx, in.file, lim, &left); err != nil {
+				return nil, err
+			}
+		}
+	}
+	all := &Manifests{}
+	for i, in := range inputs {
+		var m *Manifests
+		switch {
+		case in.skip != nil:
+			all.Skipped = append(all.Skipped, *in.skip)
+			continue
+		case read[i] != nil:
+			name := in.file
+			if name == "-" {
+				name = StdinName
+			}
+			m, err = readStream(ctx, name, bytes.NewReader(read[i]), lim)
+		default:
+			m, err = parseFile(ctx, in.file, lim)
 		}
 		if err != nil {
 			return nil, err
@@ -512,13 +533,21 @@ func manifestFiles(dir string) ([]string, error) {
 // ReadFile reads one manifest file.
 func ReadFile(path string) (*Manifests, error) {
 	left := int64(MaxInputSize)
-	return readFile(context.Background(), path, DefaultLimits(), &left)
+	b, err := countFile(context.Background(), path, DefaultLimits(), &left)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		return readStream(context.Background(), path, bytes.NewReader(b), DefaultLimits())
+	}
+	return parseFile(context.Background(), path, DefaultLimits())
 }
 
-// readFile reads one file: a regular one (measured already) has its
-// documents counted before it is parsed, then is parsed from the start;
-// anything else (a pipe, /dev/stdin) is read as stdin is.
-func readFile(ctx context.Context, path string, lim Limits, left *int64) (*Manifests, error) {
+// countFile counts the documents of one file before it is parsed: a
+// regular one (measured already) where it is, anything else (a pipe,
+// /dev/stdin) once read into memory as stdin is, which it returns (nil for
+// a regular file).
+func countFile(ctx context.Context, path string, lim Limits, left *int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &InputError{File: path, Err: fmt.Errorf("cannot open: %w", err)}
@@ -527,20 +556,24 @@ func readFile(ctx context.Context, path string, lim Limits, left *int64) (*Manif
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return readUnmeasured(ctx, path, f, lim, left)
 	}
-	if err := countDocuments(ctx, path, f, lim.Objects); err != nil {
-		return nil, err
+	return nil, countDocuments(ctx, path, f, lim.Objects)
+}
+
+// parseFile parses a regular file, streamed.
+func parseFile(ctx context.Context, path string, lim Limits) (*Manifests, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &InputError{File: path, Err: fmt.Errorf("cannot open: %w", err)}
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, &InputError{File: path, Err: fmt.Errorf("read failed: %w", err)}
-	}
+	defer f.Close()
 	return readStream(ctx, path, f, lim)
 }
 
 // readUnmeasured reads an input whose size is not known before it is read
 // (stdin, a pipe) into memory, up to what is left of the run's budget and
 // the file cap, refusing it the moment it crosses either, before any of it
-// is parsed; then counts its documents and parses it.
-func readUnmeasured(ctx context.Context, name string, r io.Reader, lim Limits, left *int64) (*Manifests, error) {
+// is parsed, and counts its documents.
+func readUnmeasured(ctx context.Context, name string, r io.Reader, lim Limits, left *int64) ([]byte, error) {
 	limit := min(lim.FileSize, max(*left, 0))
 	b, err := readBounded(ctx, r, limit)
 	switch {
@@ -555,10 +588,10 @@ func readUnmeasured(ctx context.Context, name string, r io.Reader, lim Limits, l
 		return nil, &InputError{File: name, Err: fmt.Errorf("read failed: %w", err)}
 	}
 	*left -= int64(len(b))
-	if err := countDocuments(ctx, name, bytes.NewReader(b), lim.Objects); err != nil {
-		return nil, err
+	if b == nil {
+		b = []byte{} // read, and empty
 	}
-	return readStream(ctx, name, bytes.NewReader(b), lim)
+	return b, countDocuments(ctx, name, bytes.NewReader(b), lim.Objects)
 }
 
 // readBounded reads r whole into memory, or stops with errInputTooLarge as
