@@ -46,13 +46,20 @@ Local) comes from a Service's zerodrop.dev/lb-profile annotation, else
 --lb-profile, else the LB its provider annotations or loadBalancerClass name
 (aws-load-balancer-type: nlb is aws-nlb, external with nlb-target-type: ip, or
 nlb-ip, aws-nlb-ip, other AWS annotations the Classic ELB,
-Azure annotations azure-lb, GKE's gke-l4 or gcp-nlb), or for a Service only
+Azure annotations azure-lb, Alibaba Cloud's alibaba-cloud-loadbalancer-
+annotations alibaba-slb, GKE's gke-l4 or gcp-nlb), or for a Service only
 an Ingress exposes, the LB the Ingress asks for when it sends to the Pods
 (alb.ingress.kubernetes.io/target-type: ip is aws-alb-ip; cloud.google.com/neg
 behind a gce Ingress gclb-neg); a Service that names no LB is judged against every plausible cloud LB (gke-l4, gcp-nlb, aws-nlb,
 aws-elb, azure-lb), each finding saying on which it holds, and the exit code
 follows the worst. The provider's health-check annotations on the Service
 change the timing. See --list-profiles for every number and its source.
+
+Input: at most 32 MiB in one run, stdin included (files are measured
+first; stdin and pipes get what they leave, read into memory and refused
+as soon as they cross it), and at most 100000 documents and List items in
+one input; every input is measured and its documents counted before any
+is parsed. Ctrl-C or SIGTERM stops the reading.
 
 Exit status: 0 no finding at or above --fail-on, 1 such a finding exists,
 2 bad input (unreadable or unparseable manifests, named by file and line) or
@@ -134,8 +141,13 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 			kubeMinor = clusterMinor
 		}
 	} else {
-		ms, err = doctor.Load(paths, stdin)
+		// Ctrl-C or SIGTERM (ctx) stops the reading, stdin's included.
+		ms, err = doctor.LoadContext(ctx, paths, stdin, doctor.DefaultLimits())
 		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintf(c.stderr, "zerodrop doctor: interrupted: %v\n", err)
+				return exitBroken
+			}
 			fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
 			return exitBroken
 		}

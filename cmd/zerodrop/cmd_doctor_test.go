@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"zerodrop.dev/zerodrop/fixtures"
 )
@@ -215,5 +217,35 @@ func TestDoctorRegistered(t *testing.T) {
 	code, out, _ = runCLI(t, "--help")
 	if code != 0 || !strings.Contains(out, "doctor") {
 		t.Errorf("usage does not list doctor:\n%s", out)
+	}
+}
+
+// The doctor stops reading stdin when its context is cancelled (Ctrl-C,
+// SIGTERM), whatever stdin does, and says so.
+func TestDoctorStopsReadingWhenInterrupted(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	type res struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan res, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := runDoctor(ctx, &cli{stdout: &out, stderr: &errOut, version: "test", keyDir: testKeyDir}, pr, []string{"-"})
+		done <- res{code, out.String(), errOut.String()}
+	}()
+	if _, err := pw.Write([]byte("apiVersion: v1\nkind: Service\n")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case r := <-done:
+		if r.code != exitBroken || !strings.Contains(r.errOut, "zerodrop doctor: interrupted: <stdin>") || r.out != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 2 and an interruption on <stdin>", r.code, r.out, r.errOut)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the doctor still reads stdin after its context was cancelled")
 	}
 }

@@ -179,6 +179,8 @@ type ownPlan struct {
 	fixed                                  *standin.StandIn
 	fixedMs                                *doctor.Manifests
 	lastApplied                            string
+	// unfixed still predict drops with the fixes, each with why.
+	unfixed []workloadtest.Unfixed
 }
 
 func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) string, args []string) int {
@@ -186,7 +188,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 	if !ok {
 		return code
 	}
-	r, code, ok := prepareOwn(c, stdin, getenv, f)
+	r, code, ok := prepareOwn(ctx, c, stdin, getenv, f)
 	if !ok {
 		return code
 	}
@@ -221,7 +223,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 			res, ok := measured[sc.Name+"/"+m.Name]
 			return ok && res.Outcome() == zdv1.OutcomeHazardReproduced
 		}
-		after := workloadtest.Measure(ctx, sess, r.scs, suites.OwnFixedHardening, r.plan.fixed, r.plan.fixedExpect, dropped, r.progress)
+		after := workloadtest.Measure(ctx, sess, r.scs, suites.OwnFixedHardening, r.plan.fixed, r.plan.fixedExpect.WithUnfixed(r.plan.unfixed), dropped, r.progress)
 		// A run that broke before the fix stays the exit code: the fix
 		// cannot prove what was never measured.
 		if fc := printBeforeAfter(c.stdout, workloadtest.BeforeAfter(measured, after, r.scs, sess.Suite.Models)); code != exitBroken {
@@ -234,7 +236,7 @@ func runOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) st
 // prepareOwn reads the manifests, builds the stand-in, picks the
 // disruptions and LB models and prints the stand-in; on bad input it has
 // said why and returns false with the exit code.
-func prepareOwn(c *cli, stdin io.Reader, getenv func(string) string, f ownFlags) (*ownRun, int, bool) {
+func prepareOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string) string, f ownFlags) (*ownRun, int, bool) {
 	r := &ownRun{c: c, f: f, progress: func(msg string) { fmt.Fprintln(c.stderr, "zerodrop test:", msg) }}
 	if f.kubeVersion != "" {
 		var err error
@@ -254,7 +256,7 @@ func prepareOwn(c *cli, stdin io.Reader, getenv func(string) string, f ownFlags)
 		}
 		scs = leaveOut(c.stdout, scs, needsPools, "it adds and removes nodepools, which the existing provider cannot do")
 	}
-	if r.ms, err = doctor.Load(f.paths, stdin); err != nil {
+	if r.ms, err = doctor.LoadContext(ctx, f.paths, stdin, doctor.DefaultLimits()); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)
 		return nil, exitBroken, false
 	}
@@ -340,11 +342,19 @@ func (r *ownRun) replan(kubeMinor int, again bool) error {
 		return nil
 	}
 	fixedMs, applied := workloadtest.FixForEvery(r.ms, r.models, kubeMinor)
-	same := again && fmt.Sprint(applied) == p.lastApplied
-	p.lastApplied = fmt.Sprint(applied)
+	// What still predicts drops once fixed is said with why, not left to
+	// the prediction with the fixes to show unexplained.
+	unfixed, err := workloadtest.UnfixedIn(fixedMs, r.own.Service, r.models, r.scs, kubeMinor)
+	if err != nil {
+		fmt.Fprintf(r.c.stderr, "zerodrop test: the fixed manifests: %v\n", err)
+		return err
+	}
+	same := again && fmt.Sprint(applied, unfixed) == p.lastApplied
+	p.lastApplied, p.unfixed = fmt.Sprint(applied, unfixed), unfixed
 	if len(applied) == 0 {
 		if !same {
 			fmt.Fprintln(r.c.stdout, "--prove-fix: the doctor has no fix it can make itself for these manifests.")
+			printUnfixed(r.c.stdout, unfixed)
 		}
 		p.fixed, p.fixedMs = nil, nil
 		return nil
@@ -360,7 +370,7 @@ func (r *ownRun) replan(kubeMinor int, again bool) error {
 	if path == "" {
 		path = filepath.Join(r.settings.OutDir, "fixed.yaml")
 	}
-	if err := workloadtest.WriteFixed(path, fixedMs, r.ms, applied); err != nil {
+	if err := workloadtest.WriteFixed(path, fixedMs, r.ms, applied, unfixed); err != nil {
 		fmt.Fprintf(r.c.stderr, "zerodrop test: --fix-out: %v\n", err)
 		return err
 	}
@@ -369,9 +379,23 @@ func (r *ownRun) replan(kubeMinor int, again bool) error {
 		for _, a := range applied {
 			fmt.Fprintf(r.c.stdout, "  - %s\n", a)
 		}
+		printUnfixed(r.c.stdout, unfixed)
 		fmt.Fprintln(r.c.stdout)
 	}
 	return r.predict("Doctor's prediction with the fixes:", fixedMs, p.fixed, kubeMinor, same, &p.fixedPreds, &p.fixedExpect)
+}
+
+// printUnfixed lists the findings that still predict drops after the
+// fixes, each on the LB models it holds on, with why the doctor could not
+// fix it.
+func printUnfixed(w io.Writer, unfixed []workloadtest.Unfixed) {
+	if len(unfixed) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Not fixed: these still predict drops, and the doctor cannot write their fix:")
+	for _, u := range unfixed {
+		fmt.Fprintf(w, "  - %s\n", u)
+	}
 }
 
 // checkImages refuses, before a cluster is made, own images the kind

@@ -249,3 +249,67 @@ func TestOwnProveFixWritesAnAddedBudget(t *testing.T) {
 		t.Errorf("fixed file lacks the budget:\n%s", b)
 	}
 }
+
+// --prove-fix says which findings still predict drops once fixed, and
+// why the doctor cannot fix them, with fixes made and without any.
+func TestOwnProveFixSaysWhatItCannotFix(t *testing.T) {
+	const in = `apiVersion: v1
+kind: Service
+metadata: {name: gw, namespace: web, annotations: {zerodrop.dev/lb-profile: gke-l4}}
+spec: {type: LoadBalancer, selector: {app: gw}, ports: [{name: http, port: 80, targetPort: 8080}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gw, namespace: web}
+spec:
+  replicas: 2
+  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  selector: {matchLabels: {app: gw}}
+  template:
+    metadata: {labels: {app: gw}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports: [{containerPort: 8080}]
+        lifecycle: {preStop: {sleep: {seconds: 5}}}
+        readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 1}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: gw, namespace: web}
+spec: {maxUnavailable: 1, unhealthyPodEvictionPolicy: AlwaysAllow, selector: {matchLabels: {app: gw}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: gw-2, namespace: web}
+spec: {minAvailable: 1, unhealthyPodEvictionPolicy: AlwaysAllow, selector: {matchLabels: {app: gw}}}
+`
+	const reason = "ZD021 poddisruptionbudget/web/gw-2 (gke-l4): no automatic fix: which of the overlapping PodDisruptionBudgets to keep"
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"nothing else to fix", in, []string{"--prove-fix: the doctor has no fix it can make itself for these manifests.\nNot fixed: these still predict drops, and the doctor cannot write their fix:\n  - " + reason}},
+		{"beside a fix", strings.Replace(in, "        readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 1}\n", "", 1),
+			[]string{"ZD030 deployment/web/gw: container nginx: readinessProbe tcpSocket port 8080", "Not fixed: these still predict drops", "  - " + reason,
+				"Doctor's prediction with the fixes:", "drain-node drops (ZD021)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
+			if err := os.WriteFile(p, []byte(c.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runOwnCLI(t, "", nil, "--dry-run", "--prove-fix", "--fix-out", filepath.Join(dir, "fixed-"+filepath.Base(p)), p)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, want := range c.want {
+				if !containsSquashed(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}

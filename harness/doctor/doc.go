@@ -76,12 +76,16 @@
 // without that flag the provider annotations and loadBalancerClass the cloud
 // controllers read name the LB (lbHints: aws-load-balancer-type nlb is
 // aws-nlb, other AWS annotations the in-tree Classic ELB, Azure annotations
-// azure-lb, cloud.google.com/l4-rbs gke-l4, other GKE annotations gke-l4 or
-// gcp-nlb). A Service that names no LB at all is judged against every
+// azure-lb, Alibaba Cloud's alibaba-cloud-loadbalancer- (or alicloud-)
+// annotations alibaba-slb, cloud.google.com/l4-rbs gke-l4, other GKE
+// annotations gke-l4 or gcp-nlb). A Service that names no LB at all is judged against every
 // plausible cloud LB (gke-l4, gcp-nlb, aws-nlb, aws-elb, azure-lb): each
 // finding says on which it holds, and the exit code follows the worst, so
 // naming the LB is how a user gets the verdict for theirs. The providers' own health-check
 // annotations (aws-load-balancer-healthcheck-interval / -unhealthy-threshold /
 // -healthy-threshold, azure-load-balancer-health-probe-interval /
-// -num-of-probe) override the profile's numbers for that Service.
+// -num-of-probe; on alibaba-slb the listener's health-check-interval,
+// healthy-/unhealthy-threshold, the timeout of its health-check-type and
+// health-check-connect-port) override the profile's numbers for that
+// Service.
 package doctor

@@ -59,10 +59,15 @@ type LBProfile struct {
 	Profile profiles.Profile `json:"-"`
 }
 
-// RemovalLag is interval x unhealthy threshold.
+// RemovalLag is interval x unhealthy threshold, each failing check counted
+// at its timeout when that is the longer (profiles.HealthCheck.DetectionTime).
 func (p LBProfile) RemovalLag() time.Duration {
-	return p.Interval * time.Duration(p.UnhealthyThreshold)
+	return p.failWait() * time.Duration(p.UnhealthyThreshold)
 }
+
+// failWait is how long one failing check takes at most: its interval, or
+// its timeout where a vendor lets that be longer (alibaba-slb).
+func (p LBProfile) failWait() time.Duration { return max(p.Interval, p.Timeout) }
 
 // RecipeLB is what harness/recipe needs of the profile: its lags as the
 // doctor judges them (a Service's annotations may have changed them).
@@ -78,10 +83,14 @@ func (p LBProfile) AdditionLag() time.Duration {
 	return p.Interval * time.Duration(p.HealthyThreshold)
 }
 
-// Describe is "8s x 3 = 24s" or "no health check".
+// Describe is "8s x 3 = 24s", "5s timeout x 3 = 15s" (a timeout longer
+// than the interval) or "no health check".
 func (p LBProfile) Describe() string {
 	if p.Interval == 0 || p.UnhealthyThreshold == 0 {
 		return "no health check"
+	}
+	if p.Timeout > p.Interval {
+		return fmt.Sprintf("%v timeout x %d = %v", p.Timeout, p.UnhealthyThreshold, p.RemovalLag())
 	}
 	return fmt.Sprintf("%v x %d = %v", p.Interval, p.UnhealthyThreshold, p.RemovalLag())
 }
@@ -183,7 +192,11 @@ const (
 // of zerodrop test on zerodrop's cloud LB) must leave them out so the
 // doctor and the LB time the Service alike.
 func TimingAnnotations() []string {
-	return []string{annAWSInterval, annAWSUnhealthy, annAWSHealthy, annAzInterval, annAzProbes}
+	out := []string{annAWSInterval, annAWSUnhealthy, annAWSHealthy, annAzInterval, annAzProbes}
+	for _, s := range alibabaTimingSuffixes {
+		out = append(out, annAlibabaPrefix+s, annAlibabaLegacyPrefix+s)
+	}
+	return out
 }
 
 // lbChoice is the LB profile(s) one Service is judged against, and why.
@@ -275,6 +288,10 @@ var lbHints = []lbHint{
 		why: "AWS annotations without aws-load-balancer-type: nlb: cloud-provider-aws creates a Classic ELB"},
 	{prefix: "service.beta.kubernetes.io/azure-", profiles: []string{"azure-lb"},
 		why: "Azure annotations: cloud-provider-azure's Standard LB"},
+	// Alibaba Cloud's controller builds a CLB unless a class asks for
+	// another LB (alibaba.go); the why says whether Pods are its backends.
+	{prefix: annAlibabaPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
+	{prefix: annAlibabaLegacyPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
 	{annotation: "cloud.google.com/l4-rbs", value: "enabled", profiles: []string{"gke-l4"},
 		why: "cloud.google.com/l4-rbs: enabled: ingress-gce's backend-service NLB"},
 	{class: "networking.gke.io/l4-regional-external", profiles: []string{"gke-l4"}, why: "GKE L4 class: ingress-gce"},
@@ -430,7 +447,11 @@ func serviceProfile(svc *corev1.Service, explicit *LBProfile, route *Object) (lb
 	if choice.profiles == nil {
 		for _, h := range lbHints {
 			if h.matches(svc) {
-				choice = pick(h.profiles, h.why)
+				why := h.why
+				if h.profiles[0] == alibabaProfile {
+					why = alibabaWhy(svc)
+				}
+				choice = pick(h.profiles, why)
 				break
 			}
 		}
@@ -486,6 +507,13 @@ func withTimingAnnotations(svc *corev1.Service, p LBProfile, problems []string) 
 	setCount(annAWSHealthy, &p.HealthyThreshold)
 	setSeconds(annAzInterval, &p.Interval)
 	setCount(annAzProbes, &p.UnhealthyThreshold)
+	// Alibaba's annotations name its own listener: they change the
+	// alibaba-slb profile only.
+	if p.Profile.Name == alibabaProfile {
+		var changed bool
+		p, changed = withAlibabaAnnotations(svc, p, report)
+		overridden = overridden || changed
+	}
 	if overridden {
 		p.Name += " + Service annotations"
 	}

@@ -1,6 +1,10 @@
 package doctor
 
 import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,12 +34,15 @@ import (
 // fast instead of eating memory.
 const MaxFileSize = 32 << 20
 
-// MaxInputSize bounds all the files of one run together, as MaxFileSize
-// bounds one: a directory of many small files cannot add up to more memory
-// than one large file may take. Each is measured before any is parsed, and
-// an input over the budget is refused before anything is read. 32 MiB of
-// nothing but Service, Deployment and PDB triples took about 1.4 GB of
-// memory whether in 2 files or 10 (README, "zerodrop doctor").
+// MaxInputSize bounds all the inputs of one run together, stdin included,
+// as MaxFileSize bounds one: a directory of many small files cannot add up
+// to more memory than one large file may take. Files are measured before
+// any is parsed, and a run over the budget is refused before anything is
+// read; stdin (and a pipe named as a file) gets what the files leave and is
+// read into memory up to that, refused the moment it crosses, before any
+// input is parsed (LoadContext). 32 MiB of nothing but Service, Deployment and PDB triples
+// took about 1.4 GB of memory whether in 2 files or 10 (README, "zerodrop
+// doctor").
 const MaxInputSize = 32 << 20
 
 // maxListDepth bounds nested List kinds; real manifests nest at most once.
@@ -43,8 +50,28 @@ const maxListDepth = 8
 
 // MaxObjects bounds the documents and List items of one input. YAML aliases
 // let a few hundred bytes name a List item millions of times (items: [*a,
-// *a, ...] nested); go-yaml's own alias limit only guards decoding.
+// *a, ...] nested); go-yaml's own alias limit only guards decoding. Every
+// input's documents are counted before any input is parsed
+// (countDocuments), so one of too many documents is refused before
+// anything is decoded; List items and aliases are counted as they are
+// decoded.
 const MaxObjects = 100000
+
+// Limits bounds what one Load reads; DefaultLimits are the constants
+// above. Tests pass small ones.
+type Limits struct {
+	// FileSize bounds one input, a file or stdin.
+	FileSize int64
+	// InputSize bounds all the inputs of one run together.
+	InputSize int64
+	// Objects bounds the documents and List items of one input.
+	Objects int
+}
+
+// DefaultLimits are MaxFileSize, MaxInputSize and MaxObjects.
+func DefaultLimits() Limits {
+	return Limits{FileSize: MaxFileSize, InputSize: MaxInputSize, Objects: MaxObjects}
+}
 
 // StdinName is how "-" appears in findings.
 const StdinName = "<stdin>"
@@ -314,21 +341,37 @@ func (e *yamlMsg) Unwrap() error { return e.err }
 // Load reads every path: "-" is stdin, a directory is walked for *.yaml,
 // *.yml and *.json (hidden entries skipped), anything else is read as a file.
 func Load(paths []string, stdin io.Reader) (*Manifests, error) {
+	return LoadContext(context.Background(), paths, stdin, DefaultLimits())
+}
+
+// LoadContext is Load within lim, stopping with ctx's error (wrapped in an
+// InputError) once ctx is done: a read blocked on stdin is left behind, so
+// a caller that gives up may exit at once. Nothing is parsed before every
+// input is within the limits: files are measured, stdin and pipes read
+// into memory within what the files leave, and every input's documents
+// counted; then the inputs are parsed in order.
+func LoadContext(ctx context.Context, paths []string, stdin io.Reader, lim Limits) (*Manifests, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "(arguments)", Err: errors.New("no input: give files, directories or - for stdin")}
 	}
 	inputs := resolveInputs(paths)
-	if err := measureInputs(inputs); err != nil {
+	measured, err := measureInputs(inputs, lim)
+	if err != nil {
 		return nil, err
 	}
-	all := &Manifests{}
+	// What the measured files leave of the run's budget is for the inputs
+	// that cannot be measured before they are read: stdin and pipes.
+	left := lim.InputSize - measured
+	read := make([][]byte, len(inputs)) // stdin's and pipes' bytes
 	stdinUsed := false
-	for _, in := range inputs {
+	for i, in := range inputs {
+		if err := ctx.Err(); err != nil {
+			return nil, interrupted(cmp.Or(in.file, "(input)"), err)
+		}
 		switch {
 		case in.err != nil:
 			return nil, in.err
 		case in.skip != nil:
-			all.Skipped = append(all.Skipped, *in.skip)
 		case in.file == "-":
 			if stdinUsed {
 				return nil, &InputError{File: StdinName, Err: errors.New("- given more than once")}
@@ -337,20 +380,45 @@ func Load(paths []string, stdin io.Reader) (*Manifests, error) {
 			if stdin == nil {
 				return nil, &InputError{File: StdinName, Err: errors.New("no stdin available")}
 			}
-			m, err := Read(StdinName, stdin)
-			if err != nil {
+			if read[i], err = readUnmeasured(ctx, StdinName, stdin, lim, &left); err != nil {
 				return nil, err
 			}
-			all.add(m)
 		default:
-			m, err := ReadFile(in.file)
-			if err != nil {
+			if read[i], err = countFile(ctx, in.file, lim, &left); err != nil {
 				return nil, err
 			}
-			all.add(m)
 		}
 	}
+	all := &Manifests{}
+	for i, in := range inputs {
+		var m *Manifests
+		switch {
+		case in.skip != nil:
+			all.Skipped = append(all.Skipped, *in.skip)
+			continue
+		case read[i] != nil:
+			name := in.file
+			if name == "-" {
+				name = StdinName
+			}
+			m, err = readStream(ctx, name, bytes.NewReader(read[i]), lim)
+		default:
+			m, err = parseFile(ctx, in.file, lim)
+		}
+		if err != nil {
+			return nil, err
+		}
+		all.add(m)
+	}
 	return all, nil
+}
+
+// interrupted is the error of a read that ctx stopped.
+func interrupted(file string, err error) *InputError {
+	if file == "-" {
+		file = StdinName
+	}
+	return &InputError{File: file, Err: fmt.Errorf("reading stopped before the input was read whole: %w", err)}
 }
 
 // input is one thing Load reads, in order: a file ("-" for stdin), a
@@ -395,9 +463,10 @@ func resolveInputs(paths []string) []input {
 }
 
 // measureInputs refuses, before any file is parsed, a file over
-// MaxFileSize and files over MaxInputSize together (stdin is bounded as it
-// is read). Unreadable paths are left to Load, which names them.
-func measureInputs(inputs []input) error {
+// lim.FileSize and files over lim.InputSize together, and returns the size
+// of the files it measured (stdin and pipes are bounded as they are read,
+// by what is left). Unreadable paths are left to Load, which names them.
+func measureInputs(inputs []input, lim Limits) (int64, error) {
 	var total int64
 	n := 0
 	for _, in := range inputs {
@@ -408,17 +477,25 @@ func measureInputs(inputs []input) error {
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		if st.Size() > MaxFileSize {
-			return &InputError{File: in.file, Err: fmt.Errorf("%d MiB, larger than %d MiB; is this a manifest?", st.Size()>>20, MaxFileSize>>20)}
+		if st.Size() > lim.FileSize {
+			return 0, &InputError{File: in.file, Err: fmt.Errorf("%s, larger than %s; is this a manifest?", mib(st.Size()), mib(lim.FileSize))}
 		}
 		total += st.Size()
 		n++
-		if total > MaxInputSize {
-			return &InputError{File: in.file, Err: fmt.Errorf("the input reaches %d MiB by its %d files up to this one, more than the %d MiB one run reads: check fewer files at a time",
-				total>>20, n, MaxInputSize>>20)}
+		if total > lim.InputSize {
+			return 0, &InputError{File: in.file, Err: fmt.Errorf("the input reaches %s by its %d files up to this one, more than the %s one run reads: check fewer files at a time",
+				mib(total), n, mib(lim.InputSize))}
 		}
 	}
-	return nil
+	return total, nil
+}
+
+// mib is a size for people: whole MiB, or bytes below one.
+func mib(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }
 
 func manifestFiles(dir string) ([]string, error) {
@@ -455,12 +532,114 @@ func manifestFiles(dir string) ([]string, error) {
 
 // ReadFile reads one manifest file.
 func ReadFile(path string) (*Manifests, error) {
+	left := int64(MaxInputSize)
+	b, err := countFile(context.Background(), path, DefaultLimits(), &left)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		return readStream(context.Background(), path, bytes.NewReader(b), DefaultLimits())
+	}
+	return parseFile(context.Background(), path, DefaultLimits())
+}
+
+// countFile counts the documents of one file before it is parsed: a
+// regular one (measured already) where it is, anything else (a pipe,
+// /dev/stdin) once read into memory as stdin is, which it returns (nil for
+// a regular file).
+func countFile(ctx context.Context, path string, lim Limits, left *int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &InputError{File: path, Err: fmt.Errorf("cannot open: %w", err)}
 	}
 	defer f.Close()
-	return Read(path, f)
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return readUnmeasured(ctx, path, f, lim, left)
+	}
+	return nil, countDocuments(ctx, path, f, lim.Objects)
+}
+
+// parseFile parses a regular file, streamed.
+func parseFile(ctx context.Context, path string, lim Limits) (*Manifests, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &InputError{File: path, Err: fmt.Errorf("cannot open: %w", err)}
+	}
+	defer f.Close()
+	return readStream(ctx, path, f, lim)
+}
+
+// readUnmeasured reads an input whose size is not known before it is read
+// (stdin, a pipe) into memory, up to what is left of the run's budget and
+// the file cap, refusing it the moment it crosses either, before any of it
+// is parsed, and counts its documents.
+func readUnmeasured(ctx context.Context, name string, r io.Reader, lim Limits, left *int64) ([]byte, error) {
+	limit := min(lim.FileSize, max(*left, 0))
+	b, err := readBounded(ctx, r, limit)
+	switch {
+	case errors.Is(err, errInputTooLarge) && limit < lim.FileSize:
+		return nil, &InputError{File: name, Err: fmt.Errorf("more than the %s left of the %s one run reads (the other inputs hold %s): check fewer files at a time",
+			mib(limit), mib(lim.InputSize), mib(lim.InputSize-limit))}
+	case errors.Is(err, errInputTooLarge):
+		return nil, &InputError{File: name, Err: fmt.Errorf("larger than %s; is this a manifest?", mib(lim.FileSize))}
+	case ctx.Err() != nil:
+		return nil, interrupted(name, ctx.Err())
+	case err != nil:
+		return nil, &InputError{File: name, Err: fmt.Errorf("read failed: %w", err)}
+	}
+	*left -= int64(len(b))
+	if b == nil {
+		b = []byte{} // read, and empty
+	}
+	return b, countDocuments(ctx, name, bytes.NewReader(b), lim.Objects)
+}
+
+// readBounded reads r whole into memory, or stops with errInputTooLarge as
+// soon as it holds more than limit bytes, or with ctx's error once ctx is
+// done; a Read blocked on a pipe is then left to return on its own (its
+// goroutine ends with it).
+func readBounded(ctx context.Context, r io.Reader, limit int64) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var buf []byte
+		chunk := make([]byte, 64<<10)
+		for {
+			if ctx.Err() != nil {
+				done <- result{err: ctx.Err()}
+				return
+			}
+			n, err := r.Read(chunk)
+			if int64(len(buf)+n) > limit {
+				done <- result{err: errInputTooLarge}
+				return
+			}
+			if len(buf)+n > cap(buf) {
+				// Doubling, but never past what the limit lets it hold.
+				grown := make([]byte, len(buf), min(max(2*cap(buf), len(buf)+n), int(limit)))
+				copy(grown, buf)
+				buf = grown
+			}
+			buf = append(buf, chunk[:n]...)
+			if errors.Is(err, io.EOF) {
+				done <- result{b: buf}
+				return
+			}
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+		}
+	}()
+	select {
+	case res := <-done:
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Read parses a YAML (or JSON) stream with any number of documents. name is
@@ -469,10 +648,18 @@ func ReadFile(path string) (*Manifests, error) {
 // HPAs, routes) are kept with their YAML trees, so memory follows those,
 // not the size of the input (ConfigMaps, Secrets and CRDs pass through).
 func Read(name string, r io.Reader) (*Manifests, error) {
-	in := &inputReader{r: r, limit: MaxFileSize, line: 1}
-	m, err := parse(name, in)
+	return readStream(context.Background(), name, r, DefaultLimits())
+}
+
+// readStream is Read within lim, stopping once ctx is done.
+func readStream(ctx context.Context, name string, r io.Reader, lim Limits) (*Manifests, error) {
+	in := &inputReader{ctx: ctx, r: r, limit: lim.FileSize, line: 1}
+	m, err := parse(name, in, lim.Objects)
 	if in.tooLarge {
-		return nil, &InputError{File: name, Err: fmt.Errorf("larger than %d MiB; is this a manifest?", MaxFileSize>>20)}
+		return nil, &InputError{File: name, Err: fmt.Errorf("larger than %s; is this a manifest?", mib(lim.FileSize))}
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, interrupted(name, ctx.Err())
 	}
 	if in.err != nil {
 		return nil, &InputError{File: name, Err: fmt.Errorf("read failed: %w", in.err)}
@@ -480,10 +667,98 @@ func Read(name string, r io.Reader) (*Manifests, error) {
 	return m, err
 }
 
+// countDocuments refuses an input of more than limit documents as soon as
+// it has seen one more, before any is decoded: each document is a line
+// scan, where decoding one costs its tree. It counts a lower bound of what
+// parse counts (addObject's budget): a document is counted at its first
+// line that holds something other than a comment, a directive or a null
+// (~, null, !!null, with an anchor or tag before it), so an empty or null
+// document, which parse skips, never counts, and List items and aliases are
+// left to parse. A line of "---" or "..." at the start of a line always
+// ends a document (YAML 1.2, c-forbidden: no scalar may hold one), so the
+// scan needs no parser.
+func countDocuments(ctx context.Context, name string, r io.Reader, limit int) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	n, line := 0, 0
+	open := false // the current document has been counted
+	for {
+		frag, err := br.ReadSlice('\n')
+		if line == 0 {
+			frag = bytes.TrimPrefix(frag, []byte("\xef\xbb\xbf")) // a byte order mark
+		}
+		if len(frag) > 0 {
+			line++
+			if line%4096 == 0 && ctx.Err() != nil {
+				return interrupted(name, ctx.Err())
+			}
+			rest := frag
+			switch {
+			case docMarker(frag, '-'):
+				open, rest = false, frag[3:]
+			case docMarker(frag, '.'):
+				open, rest = false, nil
+			case frag[0] == '%':
+				rest = nil // a directive, before a "---"
+			}
+			if !open && holdsValue(rest) {
+				open = true
+				if n++; n > limit {
+					return &InputError{File: name, Line: line, Err: fmt.Errorf("more than %d objects (documents and List items, counting YAML aliases); split the input", limit)}
+				}
+			}
+			// The rest of a line longer than the buffer holds nothing that
+			// starts a document.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return &InputError{File: name, Err: fmt.Errorf("read failed: %w", err)}
+		}
+	}
+}
+
+// docMarker reports whether line starts with "---" (c is '-') or "..."
+// (c is '.') followed by a space or its end.
+func docMarker(line []byte, c byte) bool {
+	if len(line) < 3 || line[0] != c || line[1] != c || line[2] != c {
+		return false
+	}
+	return len(line) == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r' || line[3] == '\n'
+}
+
+// holdsValue reports whether a line (or what follows a "---") holds
+// something other than blanks, a comment or a null scalar with optional
+// anchors and tags before it.
+func holdsValue(b []byte) bool {
+	f := bytes.Fields(b)
+	for len(f) > 0 && (f[0][0] == '&' || f[0][0] == '!') {
+		if bytes.Equal(f[0], []byte("!!null")) || bytes.HasSuffix(f[0], []byte(":null>")) {
+			return false // whatever follows, the document is a null
+		}
+		f = f[1:] // an anchor or a tag
+	}
+	if len(f) == 0 || f[0][0] == '#' {
+		return false
+	}
+	if len(f) > 1 && f[1][0] != '#' {
+		return true
+	}
+	switch string(f[0]) {
+	case "~", "null", "Null", "NULL":
+		return false
+	}
+	return true
+}
+
 // inputReader counts what the YAML decoder reads: it stops at limit bytes
 // and remembers the last line with text, where an error at the end of the
 // stream (an unclosed bracket) is reported.
 type inputReader struct {
+	ctx         context.Context
 	r           io.Reader
 	limit, n    int64
 	tooLarge    bool
@@ -493,6 +768,9 @@ type inputReader struct {
 }
 
 func (in *inputReader) Read(p []byte) (int, error) {
+	if err := in.ctx.Err(); err != nil {
+		return 0, err
+	}
 	if in.n >= in.limit+1 {
 		in.tooLarge = true
 		return 0, errInputTooLarge
@@ -523,11 +801,11 @@ func (in *inputReader) Read(p []byte) (int, error) {
 
 var errInputTooLarge = errors.New("input too large")
 
-func parse(name string, in *inputReader) (*Manifests, error) {
+func parse(name string, in *inputReader, maxObjects int) (*Manifests, error) {
 	m := &Manifests{}
 	dec := yaml.NewDecoder(in)
 	lastLine := 1
-	budget := MaxObjects
+	budget := maxObjects
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
@@ -535,8 +813,8 @@ func parse(name string, in *inputReader) (*Manifests, error) {
 			return m, nil
 		}
 		if err != nil {
-			if in.tooLarge || in.err != nil {
-				return nil, err // Read reports it
+			if in.tooLarge || in.err != nil || in.ctx.Err() != nil {
+				return nil, err // readStream reports it
 			}
 			ie := yamlError(name, lastLine, err)
 			// An error at the end of the stream (an unclosed bracket) is
@@ -558,7 +836,7 @@ func parse(name string, in *inputReader) (*Manifests, error) {
 		if err := checkExpansion(root); err != nil {
 			return nil, &InputError{File: name, Line: root.Line, Err: err}
 		}
-		if err := addObject(m, name, root, 0, &budget); err != nil {
+		if err := addObject(m, name, root, 0, &budget, maxObjects); err != nil {
 			return nil, err
 		}
 	}
@@ -574,10 +852,10 @@ type header struct {
 	} `json:"metadata"`
 }
 
-func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) error {
+func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int, maxObjects int) error {
 	src := Source{File: file, Line: n.Line}
 	if *budget--; *budget < 0 {
-		return &InputError{File: file, Line: n.Line, Err: fmt.Errorf("more than %d objects (documents and List items, counting YAML aliases); split the input", MaxObjects)}
+		return &InputError{File: file, Line: n.Line, Err: fmt.Errorf("more than %d objects (documents and List items, counting YAML aliases); split the input", maxObjects)}
 	}
 	if n.Kind != yaml.MappingNode {
 		m.Skipped = append(m.Skipped, Skip{Source: src, Reason: "not a Kubernetes object (the document is not a mapping)"})
@@ -614,7 +892,7 @@ func addObject(m *Manifests, file string, n *yaml.Node, depth int, budget *int) 
 			return &InputError{File: file, Line: items.Line, Err: fmt.Errorf("%s items must be a list", h.Kind)}
 		}
 		for _, it := range items.Content {
-			if err := addObject(m, file, resolveAlias(it), depth+1, budget); err != nil {
+			if err := addObject(m, file, resolveAlias(it), depth+1, budget, maxObjects); err != nil {
 				return err
 			}
 		}

@@ -475,8 +475,10 @@ var catalogue = []Rule{
 		ID: "ZD091", Name: "lb-annotation-invalid", Severity: Warning, Seeds: []string{incident.RollingUpdateLocal},
 		Summary: "an LB profile or health-check annotation cannot be used",
 		Description: "The Service names an unknown zerodrop.dev/lb-profile, a health-check annotation that is not " +
-			"a number, or a GKE BackendConfig the doctor cannot read (absent from the input, invalid, or asking a node " +
-			"port that is not the Service's pinned healthCheckNodePort); the doctor used the default timing instead.",
+			"a number, a GKE BackendConfig the doctor cannot read (absent from the input, invalid, or asking a node " +
+			"port that is not the Service's pinned healthCheckNodePort), or an Alibaba Cloud health check it cannot time (a " +
+			"health-check-connect-port other than the pinned healthCheckNodePort, an unknown health-check-type, the check " +
+			"switched off); the doctor used the default timing instead.",
 		Fix: "Use a profile from `zerodrop doctor --list-profiles` and numeric health-check annotations; give the " +
 			"doctor the BackendConfig the Service names, and pin spec.healthCheckNodePort when it asks that port.",
 	},

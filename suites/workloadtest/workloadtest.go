@@ -177,9 +177,77 @@ func FixForEvery(ms *doctor.Manifests, models []suites.Model, kubeMinor int) (*d
 	return fixed, all
 }
 
+// Unfixed is a finding that still predicts drops in the fixed manifests,
+// on the LB models named, with why the doctor could not write its fix.
+type Unfixed struct {
+	doctor.Unfixed
+	Models []string
+}
+
+func (u Unfixed) String() string {
+	return fmt.Sprintf("%s %s (%s): %s", u.RuleID, u.Object, strings.Join(u.Models, ", "), u.Reason)
+}
+
+// UnfixedIn lists what still predicts drops for service in the fixed
+// manifests, judged as the predictions are (the Service named for each
+// model in turn, the disruptions of scs), and why the doctor could not fix
+// it; the same finding on several models is listed once, naming them.
+func UnfixedIn(fixed *doctor.Manifests, service string, models []suites.Model, scs []suites.Scenario, kubeMinor int) ([]Unfixed, error) {
+	met := func(id string) bool {
+		rule, ok := doctor.RuleByID(id)
+		return ok && slices.ContainsFunc(scs, func(sc suites.Scenario) bool {
+			return slices.ContainsFunc(rule.Triggers, func(t incident.Trigger) bool { return slices.Contains(sc.OwnTriggerSet(), t) })
+		})
+	}
+	objs := typedObjects(fixed)
+	var out []Unfixed
+	at := map[string]int{}
+	for _, m := range models {
+		if _, ok := doctor.LookupProfile(m.Name); !ok {
+			continue
+		}
+		ms, err := onModel(objs, service, m.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range doctor.Unfixable(ms, doctor.WithKubernetesMinor(kubeMinor)) {
+			if u.Service != service || !met(u.RuleID) {
+				continue
+			}
+			if i, ok := at[u.String()]; ok {
+				out[i].Models = append(out[i].Models, m.Name)
+				continue
+			}
+			at[u.String()] = len(out)
+			out = append(out, Unfixed{Unfixed: u, Models: []string{m.Name}})
+		}
+	}
+	return out, nil
+}
+
+// WithUnfixed is p with why the doctor could not fix each rule of a cell
+// that still predicts drops added to that cell's Why, so the expectation
+// each measured cell carries into report.json says it.
+func (p Predictions) WithUnfixed(unfixed []Unfixed) Predictions {
+	out := Predictions{}
+	for sc, byModel := range p {
+		out[sc] = map[string]Prediction{}
+		for model, pr := range byModel {
+			for _, u := range unfixed {
+				if pr.Outcome == doctor.PredictDrops && slices.Contains(pr.Rules, u.RuleID) && slices.Contains(u.Models, model) {
+					pr.Why += "; not fixed by the doctor: " + u.Unfixed.String()
+				}
+			}
+			out[sc][model] = pr
+		}
+	}
+	return out
+}
+
 // WriteFixed writes the objects Fix changed, whole, with the changes as a
-// comment on top: the user applies them or diffs them against their own.
-func WriteFixed(path string, fixed, orig *doctor.Manifests, applied []doctor.Applied) error {
+// comment on top, and what it could not fix with why: the user applies
+// them or diffs them against their own.
+func WriteFixed(path string, fixed, orig *doctor.Manifests, applied []doctor.Applied, unfixed []Unfixed) error {
 	var objs []runtime.Object
 	for i, o := range fixed.Objects {
 		ro, ok := o.Obj.(runtime.Object)
@@ -197,6 +265,12 @@ func WriteFixed(path string, fixed, orig *doctor.Manifests, applied []doctor.App
 	head.WriteString("# zerodrop test --prove-fix: the objects the doctor changed or added, whole.\n")
 	for _, a := range applied {
 		head.WriteString("# - " + a.String() + "\n")
+	}
+	if len(unfixed) > 0 {
+		head.WriteString("# Not fixed: these still predict drops, and the doctor cannot write their fix.\n")
+		for _, u := range unfixed {
+			head.WriteString("# - not fixed: " + u.String() + "\n")
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err

@@ -160,9 +160,12 @@ type HealthCheck struct {
 
 // DetectionTime is how long a node that stopped answering stays in the set:
 // interval x unhealthyThreshold (the window incidents drain-local-pdb,
-// rolling-update-local and keepalive-unready are about).
+// rolling-update-local and keepalive-unready are about). A check whose
+// timeout is longer than its interval (a profile the cloud LB does not
+// run: alibaba-slb) counts each failure at its timeout, the bound however
+// the vendor schedules a check while the last one waits.
 func (h HealthCheck) DetectionTime() time.Duration {
-	return h.Interval.D() * time.Duration(h.UnhealthyThreshold)
+	return max(h.Interval.D(), h.Timeout.D()) * time.Duration(h.UnhealthyThreshold)
 }
 
 // AdditionTime is how long a node whose check started passing waits before
@@ -310,8 +313,14 @@ type Profile struct {
 	Pods *Pods `json:"pods,omitempty"`
 	// BackendConfig: a Service may tune the health check with a GKE
 	// BackendConfig (WithBackendConfig), as GKE's Ingress LBs let it.
-	BackendConfig bool              `json:"backendConfig,omitempty"`
-	Sources       map[string]string `json:"sources,omitempty"`
+	BackendConfig bool `json:"backendConfig,omitempty"`
+	// TimingOnly: the cloud LB does not run the profile although its mode
+	// is one it runs, because the vendor's flows are not sourced; only its
+	// health-check timing is modelled (the doctor, the fixtures). Its
+	// flows, noHealthyBackends and the timeout <= interval rule are not
+	// required then.
+	TimingOnly bool              `json:"timingOnly,omitempty"`
+	Sources    map[string]string `json:"sources,omitempty"`
 }
 
 // HealthCheckFor returns the check the LB runs for a Service with the given
@@ -345,11 +354,11 @@ func (p Profile) AdditionLag() time.Duration { return p.HealthCheck.AdditionTime
 func (p Profile) FollowsServing() bool { return p.HealthCheck.Target == TargetServing }
 
 // Emulated reports whether zerodrop's cloud LB can run the profile (modes l4
-// and l7, with node or Pod targets); the others exist for their timing (the
-// doctor, the fixtures) and for the LB that implements them (MetalLB for
-// announce).
+// and l7, with node or Pod targets, unless TimingOnly); the others exist for
+// their timing (the doctor, the fixtures) and for the LB that implements
+// them (MetalLB for announce).
 func (p Profile) Emulated() bool {
-	return p.Mode == ModeL4 || p.Mode == ModeL7
+	return (p.Mode == ModeL4 || p.Mode == ModeL7) && !p.TimingOnly
 }
 
 // ReadinessGate is the vendor's pod readiness gate, nil when it has none.
@@ -506,7 +515,9 @@ func (p Profile) validateHealthCheck(field string, h HealthCheck, bad func(strin
 	if h.Interval.D() <= 0 {
 		bad("%s.interval must be > 0", field)
 	}
-	if h.Timeout.D() <= 0 || h.Timeout.D() > h.Interval.D() {
+	// The cloud LB sends one check per interval and waits at most that
+	// long; a profile it does not run may say what its vendor does.
+	if h.Timeout.D() <= 0 || (p.Emulated() && h.Timeout.D() > h.Interval.D()) {
 		bad("%s.timeout %v must be > 0 and <= interval %v", field, h.Timeout.D(), h.Interval.D())
 	}
 	if h.HealthyThreshold < 1 || h.UnhealthyThreshold < 1 {

@@ -17,7 +17,7 @@ func TestStockProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"aws-alb-ip", "aws-elb", "aws-nlb", "aws-nlb-ip", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
+	want := []string{"alibaba-slb", "aws-alb-ip", "aws-elb", "aws-nlb", "aws-nlb-ip", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
 	if got := strings.Join(ps.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
@@ -48,7 +48,7 @@ func TestStockProfiles(t *testing.T) {
 		}
 	}
 	for n, p := range ps {
-		if wantEmulated := n != "metallb" && n != "aws-elb"; p.Emulated() != wantEmulated {
+		if wantEmulated := n != "metallb" && n != "aws-elb" && n != "alibaba-slb"; p.Emulated() != wantEmulated {
 			t.Errorf("%s: emulated by the cloud LB = %v, want %v", n, p.Emulated(), wantEmulated)
 		}
 		if p.FollowsServing() != (n == "metallb") {
@@ -114,12 +114,19 @@ func TestVendorNumbers(t *testing.T) {
 		{"gclb", local, TargetNodePort, 60 * time.Second, 60 * time.Second, 1, 10},
 		{"gclb-neg", local, TargetPod, 15 * time.Second, 15 * time.Second, 1, 2},
 		{"aws-elb", local, TargetKubeProxy, 10 * time.Second, 5 * time.Second, 2, 6},
+		{"alibaba-slb", local, TargetTrafficPort, 2 * time.Second, 5 * time.Second, 3, 3},
+		{"alibaba-slb", cluster, TargetTrafficPort, 2 * time.Second, 5 * time.Second, 3, 3},
 	}
 	for _, c := range cases {
 		h := ps[c.profile].HealthCheckFor(c.policy)
 		if h.Target != c.target || h.Interval.D() != c.every || h.Timeout.D() != c.timeout || h.HealthyThreshold != c.up || h.UnhealthyThreshold != c.down {
 			t.Errorf("%s %s: %+v, want %s %v/%v/%d/%d", c.profile, c.policy, h, c.target, c.every, c.timeout, c.up, c.down)
 		}
+	}
+	// A failing check of alibaba-slb waits its 5 s timeout, longer than
+	// its 2 s interval: 3 of them take up to 15 s; a passing one is quick.
+	if p := ps["alibaba-slb"]; p.RemovalLag() != 15*time.Second || p.AdditionLag() != 6*time.Second {
+		t.Errorf("alibaba-slb lags %v/%v; want 15s (3 x 5s timeout) and 6s (3 x 2s)", p.RemovalLag(), p.AdditionLag())
 	}
 	if p := ps["gke-l4"]; p.RemovalLag() != 6*time.Second || p.LongestRemovalLag() != 24*time.Second {
 		t.Errorf("gke-l4 removal lag %v (Local), %v (longest); want 6s and 24s", p.RemovalLag(), p.LongestRemovalLag())
@@ -201,6 +208,43 @@ noHealthyBackends: drop
 			_, err := Parse([]byte(c.edit))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestTimingOnly: a profile of an emulated mode that says timingOnly is
+// not run by the cloud LB, so it needs no flows and may say a timeout
+// longer than its interval (the vendor's); its detection counts each
+// failure at the timeout.
+func TestTimingOnly(t *testing.T) {
+	const timing = `name: x
+mode: l4
+timingOnly: true
+healthCheck: {target: traffic-port, interval: 2s, timeout: 5s, healthyThreshold: 3, unhealthyThreshold: 3}
+`
+	for _, c := range []struct {
+		name, in string
+		ok       bool
+		emulated bool
+		detect   time.Duration
+	}{
+		{"timing only, timeout over interval", timing, true, false, 15 * time.Second},
+		{"timing only, timeout under interval", strings.Replace(timing, "timeout: 5s", "timeout: 1s", 1), true, false, 6 * time.Second},
+		{"run by the cloud LB: flows needed", strings.Replace(timing, "timingOnly: true\n", "", 1), false, true, 0},
+		{"run by the cloud LB: timeout over interval refused", strings.Replace(timing, "timingOnly: true\n", "", 1) +
+			"flows: {onUnhealthy: keep, onRemoved: drain, drainTimeout: 10s, closeAction: reset, idleTimeout: 1m}\nnoHealthyBackends: drop\n", false, true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Parse([]byte(c.in))
+			if (err == nil) != c.ok {
+				t.Fatalf("err = %v, want ok %v", err, c.ok)
+			}
+			if err != nil {
+				return
+			}
+			if p.Emulated() != c.emulated || p.RemovalLag() != c.detect {
+				t.Errorf("emulated %v, detection %v; want %v, %v", p.Emulated(), p.RemovalLag(), c.emulated, c.detect)
 			}
 		})
 	}
