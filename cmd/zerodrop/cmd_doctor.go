@@ -36,8 +36,8 @@ const doctorDescription = `
 Reads Kubernetes manifests (files, directories walked for *.yaml/*.yml/*.json,
 - for stdin; multi-document YAML and List kinds) or, with no FILE or with
 --cluster, the live cluster of KUBECONFIG, and reports for every Service of
-type LoadBalancer (and every Service behind an Ingress or HTTPRoute) and the
-workloads behind it the configuration that drops requests during drains,
+type LoadBalancer (and every Service an Ingress or a Gateway API HTTP, gRPC,
+TCP, TLS or UDP route sends to) and the workloads behind it the configuration that drops requests during drains,
 rollouts and node-pool changes: each finding with the incident it comes from
 (docs/incidents.md) and the fix. Flags may follow the FILE arguments.
 

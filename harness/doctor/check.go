@@ -44,8 +44,10 @@ type ServiceSummary struct {
 	Profile string `json:"lbProfile"`
 	LBLag   string `json:"lbHealthCheck"`
 	// LBChoice says why the Service is judged against that LB (or those).
-	LBChoice  string   `json:"lbChoice"`
-	L7        string   `json:"l7,omitempty"`
+	LBChoice string `json:"lbChoice"`
+	L7       string `json:"l7,omitempty"`
+	// L4 is the TCPRoute, TLSRoute or UDPRoute that sends to the Service.
+	L4        string   `json:"l4,omitempty"`
 	Workloads []string `json:"workloads"`
 	Source    Source   `json:"source"`
 }
@@ -151,7 +153,8 @@ func WithDefaultNamespace(ns string) Option {
 }
 
 // Check runs every rule over the Services of type LoadBalancer (and the
-// Services an Ingress or HTTPRoute sends to) and the workloads behind them.
+// Services an Ingress or a Gateway API route sends to) and the workloads
+// behind them.
 func Check(m *Manifests, opts ...Option) *Report {
 	cfg := newConfig(opts)
 	prof := ProfilePerService
@@ -194,7 +197,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 		svc, choice := v.svc, v.choice
 		sum := ServiceSummary{
 			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: choice.names(),
-			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Summary(), Workloads: []string{}, Source: so.Source,
+			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Summary(), L4: v.l4Summary(), Workloads: []string{}, Source: so.Source,
 		}
 		if v.local() {
 			sum.Policy = "Local"
@@ -265,7 +268,11 @@ type serviceView struct {
 	svc      *corev1.Service
 	choice   lbChoice
 	problems []string
-	l7Via    string // "ingress/ns/name" or the L7 profile, "" for none
+	l7Via    string // "ingress/ns/name", an HTTP or gRPC route, or the L7 profile, "" for none
+	// l4Via is a TCPRoute or TLSRoute that sends to the Service (its
+	// Gateway carries each client connection to one Pod), udpVia a
+	// UDPRoute; "" for none.
+	l4Via, udpVia string
 	// podDirect: the front end sends to Pods without kube-proxy
 	// (container-native load balancing), so no NATed connection outlives
 	// a Pod's readiness and the keep-alive rules (ZD040, ZD041) do not
@@ -277,7 +284,14 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	v := serviceView{so: so, svc: so.Obj.(*corev1.Service)}
 	r := ix.routeTo(so.Namespace, so.Name)
 	if r != nil {
-		v.l7Via = r.Ref()
+		switch carriageOf(r) {
+		case carriesConnections:
+			v.l4Via = r.Ref()
+		case carriesDatagrams:
+			v.udpVia = r.Ref()
+		default:
+			v.l7Via = r.Ref()
+		}
 	}
 	v.choice, v.problems = serviceProfile(v.svc, explicit, r)
 	v.choice, v.problems = withBackendConfig(so, ix, v.choice, v.problems)
@@ -307,9 +321,18 @@ func (v serviceView) l7Summary() string {
 	return v.l7Via
 }
 
-// judged: a Service of type LoadBalancer, or one an L7 front end sends to.
+// judged: a Service of type LoadBalancer, or one an Ingress or a route
+// sends to.
 func (v serviceView) judged() bool {
-	return v.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || v.l7Via != ""
+	return v.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || v.l7Via != "" || v.l4Via != "" || v.udpVia != ""
+}
+
+// l4Summary is the TCP, TLS or UDP route in front, as the summary names it.
+func (v serviceView) l4Summary() string {
+	if v.l4Via != "" {
+		return v.l4Via
+	}
+	return v.udpVia
 }
 
 // local: externalTrafficPolicy Local on a node-based LB. An LB whose
@@ -330,7 +353,7 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 	if c == nil {
 		return nil
 	}
-	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via, podDirect: v.podDirect,
+	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via, l4Via: v.l4Via, udpVia: v.udpVia, podDirect: v.podDirect,
 		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig, ns: ix.namespaces[wo.Namespace]}
 }
 

@@ -990,9 +990,13 @@ func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 		// GKE's BackendConfig: the health check a Service may choose
 		// (backendconfig.go); decoded whole, so a fix writes it back whole.
 		v = &unstructured.Unstructured{}
-	case (obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute") && group == "gateway.networking.k8s.io":
+	case isRouteKind(obj.Kind) && group == gatewayGroup:
 		// A closure, as for the Ingresses: the route's backends are read
 		// once it is decoded, not from the empty route it decodes into.
+		// HTTPRoute, GRPCRoute, TCPRoute, TLSRoute and UDPRoute name their
+		// backends alike (kubernetes-sigs/gateway-api apis/v1 and
+		// apis/v1alpha2 *route_types.go: each rule's BackendRefs
+		// []BackendRef), in every version from v1alpha2 on.
 		rt := &gatewayRoute{}
 		v, routes = rt, func() []string { return rt.services() }
 	default:
