@@ -47,7 +47,11 @@ type ServiceSummary struct {
 	LBChoice string `json:"lbChoice"`
 	L7       string `json:"l7,omitempty"`
 	// L4 is the TCPRoute, TLSRoute or UDPRoute that sends to the Service.
-	L4        string   `json:"l4,omitempty"`
+	L4 string `json:"l4,omitempty"`
+	// Gateways say, for a Gateway API route in front, what carries it to
+	// the Service: each parent Gateway, its class and whether the doctor
+	// models it.
+	Gateways  []string `json:"gateways,omitempty"`
 	Workloads []string `json:"workloads"`
 	Source    Source   `json:"source"`
 }
@@ -197,7 +201,8 @@ func Check(m *Manifests, opts ...Option) *Report {
 		svc, choice := v.svc, v.choice
 		sum := ServiceSummary{
 			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: choice.names(),
-			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Summary(), L4: v.l4Summary(), Workloads: []string{}, Source: so.Source,
+			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Summary(), L4: v.l4Summary(), Gateways: v.gateways,
+			Workloads: []string{}, Source: so.Source,
 		}
 		if v.local() {
 			sum.Policy = "Local"
@@ -278,6 +283,9 @@ type serviceView struct {
 	// a Pod's readiness and the keep-alive rules (ZD040, ZD041) do not
 	// apply; the Service is judged all the same.
 	podDirect bool
+	// gateways say, for a Gateway API route in front, what carries it
+	// (gatewayPaths).
+	gateways []string
 }
 
 func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
@@ -293,13 +301,26 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 			v.l7Via = r.Ref()
 		}
 	}
-	v.choice, v.problems = serviceProfile(v.svc, explicit, r)
+	var hint []string
+	var why string
+	gkeGateway := false
+	if r != nil {
+		hint, why = routeHint(v.svc, r)
+		if r.Kind != "Ingress" {
+			var gw []string
+			gw, why, v.gateways = gatewayHint(r, ix.gatewayPaths(r))
+			hint, gkeGateway = gw, gw != nil
+		}
+	}
+	v.choice, v.problems = serviceProfile(v.svc, explicit, hint, why)
 	v.choice, v.problems = withBackendConfig(so, ix, v.choice, v.problems)
 	prof := v.choice.profiles[0] // the worst lag of the plausible ones
 	if v.l7Via == "" && prof.L7 {
 		v.l7Via = "LB profile " + prof.Name
 	}
-	if (prof.PodBackends && prof.Profile.Mode == profiles.ModeL7) || (negIngress(v.svc) && v.l7Via != "") {
+	// GKE's Gateway sends to the Pods through NEGs, as its Ingress does
+	// with the NEG annotation, whatever profile times it.
+	if (prof.PodBackends && prof.Profile.Mode == profiles.ModeL7) || ((negIngress(v.svc) || gkeGateway) && v.l7Via != "") {
 		// Container-native load balancing: the proxy reaches Pods without
 		// kube-proxy, so no NATed connection outlives a Pod's readiness.
 		// An L4 LB with Pod targets (aws-nlb-ip) is no proxy: it NATs a
@@ -361,6 +382,7 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 // defaulted and later definitions winning.
 type classified struct {
 	services, workloads, pdbs, routes, hpas, bcs, namespaces []*Object
+	gateways, classes                                        []*Object
 	skipped                                                  []Skip
 }
 
@@ -368,6 +390,12 @@ func (c *classified) index() *index {
 	ix := newIndex(c.workloads, c.pdbs, c.hpas, c.routes, c.bcs)
 	for _, o := range c.namespaces {
 		ix.namespaces[o.Name] = o
+	}
+	for _, o := range c.gateways {
+		ix.gateways[o.Namespace+"/"+o.Name] = o
+	}
+	for _, o := range c.classes {
+		ix.classes[o.Name] = o // cluster-scoped
 	}
 	return ix
 }
@@ -402,6 +430,10 @@ func classify(m *Manifests, namespace string) *classified {
 				c.services = append(c.services, o)
 			} else if _, ok := o.Obj.(*corev1.Namespace); ok {
 				c.namespaces = append(c.namespaces, o)
+			} else if _, ok := o.Obj.(*gatewayObject); ok {
+				c.gateways = append(c.gateways, o)
+			} else if _, ok := o.Obj.(*gatewayClassObject); ok {
+				c.classes = append(c.classes, o)
 			} else if pdbOf(o) != nil {
 				c.pdbs = append(c.pdbs, o)
 			} else if _, ok := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
@@ -427,10 +459,11 @@ type Subject struct {
 	// BackendConfig is the GKE BackendConfig the Service names, when the
 	// input holds it (nil otherwise).
 	BackendConfig *Object
-	// Via is the Ingress that exposes a Service not itself of type
-	// LoadBalancer, when the LB Check judges it on sends to the Pods (an
-	// ALB with IP targets, GKE's NEG backends): a load balancer all the
-	// same, one profile models (Profile). nil for a LoadBalancer Service.
+	// Via is the Ingress or route that exposes a Service not itself of
+	// type LoadBalancer, when the LB Check judges it on sends to the Pods
+	// (an ALB with IP targets, GKE's NEG backends behind an Ingress or a
+	// GKE Gateway): a load balancer all the same, one profile models
+	// (Profile). nil for a LoadBalancer Service.
 	Via     *Object
 	Profile string
 	// NamespaceLabels are the labels of the Service's Namespace when the
@@ -453,7 +486,8 @@ type Backend struct {
 }
 
 // Subjects pairs every Service of type LoadBalancer in m, and every Service
-// an Ingress exposes through an LB that sends to its Pods (Subject.Via),
+// an Ingress or route exposes through an LB that sends to its Pods
+// (Subject.Via),
 // with the workloads, PDBs and HPAs behind it, the way Check does; objects
 // without a namespace
 // get namespace ("default" when empty).

@@ -54,6 +54,9 @@ func WriteText(w io.Writer, r *Report) error {
 			ew.printf("  l4=%s", s.L4)
 		}
 		ew.printf("\n")
+		for _, g := range s.Gateways {
+			ew.printf("  parent %s\n", g)
+		}
 		if len(s.Workloads) > 0 {
 			ew.printf("  workloads: %s\n", strings.Join(s.Workloads, ", "))
 		}

@@ -82,6 +82,9 @@ type Object struct {
 	// routes are the Services an Ingress or a Gateway API route sends to:
 	// a name in the object's namespace, or "namespace/name".
 	routes []string
+	// parents are a Gateway API route's parentRefs: the Gateways whose
+	// data plane or LB carries it.
+	parents []parentRef
 	// lines is the shape of the object's YAML tree, for field lines.
 	lines *lineNode
 }
@@ -893,6 +896,9 @@ func decodeTyped(obj *Object, raw []byte) error {
 	if routes != nil {
 		obj.routes = routes()
 	}
+	if rt, ok := v.(*gatewayRoute); ok {
+		obj.parents = rt.parents()
+	}
 	return nil
 }
 
@@ -999,6 +1005,12 @@ func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 		// []BackendRef), in every version from v1alpha2 on.
 		rt := &gatewayRoute{}
 		v, routes = rt, func() []string { return rt.services() }
+	case obj.Kind == "Gateway" && group == gatewayGroup:
+		// Its class: the LB or data plane that carries its routes
+		// (gatewayPaths).
+		v = &gatewayObject{}
+	case obj.Kind == "GatewayClass" && group == gatewayGroup:
+		v = &gatewayClassObject{}
 	default:
 		return nil, nil, false
 	}
@@ -1047,6 +1059,12 @@ func legacyIngressServices(ing *extv1beta1.Ingress) []string {
 // Gateway API types are not a dependency of this module.
 type gatewayRoute struct {
 	Spec struct {
+		ParentRefs []struct {
+			Group     *string `json:"group"`
+			Kind      *string `json:"kind"`
+			Name      string  `json:"name"`
+			Namespace *string `json:"namespace"`
+		} `json:"parentRefs"`
 		Rules []struct {
 			BackendRefs []struct {
 				Group     *string `json:"group"`
@@ -1078,4 +1096,42 @@ func (r gatewayRoute) services() []string {
 		}
 	}
 	return out
+}
+
+// parents are the route's parentRefs with the Gateway API's defaults
+// (kubernetes-sigs/gateway-api apis/v1/shared_types.go ParentReference:
+// group gateway.networking.k8s.io, kind Gateway, the route's namespace).
+func (r gatewayRoute) parents() []parentRef {
+	var out []parentRef
+	for _, p := range r.Spec.ParentRefs {
+		ref := parentRef{group: gatewayGroup, kind: "Gateway", name: p.Name}
+		if p.Group != nil {
+			ref.group = *p.Group
+		}
+		if p.Kind != nil {
+			ref.kind = *p.Kind
+		}
+		if p.Namespace != nil {
+			ref.namespace = *p.Namespace
+		}
+		if ref.name != "" {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// gatewayObject is the part of a Gateway the doctor reads: its class.
+type gatewayObject struct {
+	Spec struct {
+		GatewayClassName string `json:"gatewayClassName"`
+	} `json:"spec"`
+}
+
+// gatewayClassObject is the part of a GatewayClass the doctor reads: the
+// controller that implements it.
+type gatewayClassObject struct {
+	Spec struct {
+		ControllerName string `json:"controllerName"`
+	} `json:"spec"`
 }
