@@ -112,6 +112,8 @@ func TestDoctorCommand(t *testing.T) {
 				"parent gateway/default/gw is not in the input"}},
 		{name: "GKE gateway", stdin: route("gateway.networking.k8s.io/v1", "HTTPRoute", "web") + gkeGateway, args: []string{"-"}, code: 0,
 			stdout: []string{"lb=gclb-neg", "GKE's Gateway with container-native (NEG) backends", "l7=httproute/default/r (container-native: to Pods directly)"}},
+		{name: "placeholder backend", stdin: route("gateway.networking.k8s.io/v1", "HTTPRoute", "{{ .Values.svc }}"), args: []string{"-"}, code: 2,
+			stderr: []string{"<stdin>:", "spec.rules[0].backendRefs[0].name is a template placeholder", "render the template first"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -797,11 +797,7 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 func typeErrorLine(o *Object, err error) int {
 	var pe *placeholderError
 	if errors.As(err, &pe) {
-		var path []any
-		for _, p := range strings.Split(pe.field, ".") {
-			path = append(path, p)
-		}
-		return o.Line(path...)
+		return o.Line(pe.path...)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
@@ -885,10 +881,8 @@ func decodeTyped(obj *Object, raw []byte) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
-	if svc, ok := v.(*corev1.Service); ok {
-		if err := placeholders(svc); err != nil {
-			return err
-		}
+	if err := placeholders(v); err != nil {
+		return err
 	}
 	// A route keeps its decoded object too: its annotations say how its
 	// LB reaches the Pods (routeHint).
@@ -900,31 +894,6 @@ func decodeTyped(obj *Object, raw []byte) error {
 		obj.parents = rt.parents()
 	}
 	return nil
-}
-
-// placeholders refuses a Service whose type or traffic policy is a
-// template placeholder left in quotes ("{{ .Values.service.type }}", or
-// envsubst's and Flux's "${POLICY}"): read
-// as it stands, it is no LoadBalancer and no Local, and the answer would be
-// "nothing to check" for a chart that may well drop requests. An unquoted
-// placeholder is already a YAML error; a quoted one is as unreadable.
-func placeholders(svc *corev1.Service) error {
-	for _, f := range []struct{ field, v string }{
-		{"spec.type", string(svc.Spec.Type)},
-		{"spec.externalTrafficPolicy", string(svc.Spec.ExternalTrafficPolicy)},
-	} {
-		if strings.Contains(f.v, "{{") || strings.Contains(f.v, "${") {
-			return &placeholderError{field: f.field, value: f.v}
-		}
-	}
-	return nil
-}
-
-type placeholderError struct{ field, value string }
-
-func (e *placeholderError) Error() string {
-	return fmt.Sprintf("%s is a template placeholder (%q), which the doctor cannot judge: render the template first "+
-		"(helm template ... | zerodrop doctor -) and check what it renders", e.field, e.value)
 }
 
 // referencedTarget is what obj decodes into when it is a kind a Pod
