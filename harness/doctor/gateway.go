@@ -19,13 +19,13 @@ const (
 	carriesRequests carriage = iota
 	// carriesConnections: a TCPRoute's or TLSRoute's Gateway carries each
 	// client connection to one backend for the connection's life: Envoy's
-	// TCP proxy, the data plane of most in-cluster Gateways, "performs
+	// TCP proxy, the data plane of the Envoy-based Gateways, "performs
 	// basic 1:1 network connection proxy between downstream clients and
 	// upstream clusters" (envoyproxy/envoy
-	// docs/root/intro/arch_overview/listeners/tcp_proxy.rst), and closes
-	// the connections to hosts that leave the cluster only when asked to
-	// (api/envoy/config/cluster/v3/cluster.proto,
-	// CommonLbConfig.close_connections_on_host_set_change, a bool, false
+	// docs/root/intro/arch_overview/listeners/tcp_proxy.rst), and draining
+	// the existing connections when hosts are added or removed is an
+	// option (api/envoy/config/cluster/v3/cluster.proto,
+	// CommonLbConfig.close_connections_on_host_set_change, a bool, so off
 	// unless set). A client's kept-alive connection so stays on one Pod,
 	// as behind an L4 LB (ZD041).
 	carriesConnections
@@ -79,19 +79,27 @@ type gatewayPath struct {
 }
 
 // gkeClassPrefix names GKE's Gateway classes: gke-l7-global-external-managed,
-// gke-l7-regional-external-managed, gke-l7-rilb, gke-l7-gxlb and their
-// multi-cluster -mc twins. GKE docs, "GatewayClass capabilities"
-// (kubernetes-engine/docs/how-to/gatewayclass-capabilities, read in its
-// German edition on documentation.s3ns.fr): each is an Application Load
-// Balancer, and its load balancer table gives container-native load
-// balancing as the default, with GCE_VM_IP_PORT zonal NEGs, the Pod
-// targets of the gclb-neg profile. GKE provides these classes itself
-// (GKE docs, "About Gateway API": "GKE provides Gateway classes"), so a
-// manifest names one without holding it.
+// gke-l7-regional-external-managed, gke-l7-cross-regional-internal-managed-mc,
+// gke-l7-rilb, gke-l7-gxlb and their multi-cluster -mc twins (GKE docs,
+// "GatewayClass capabilities", kubernetes-engine/docs/how-to/
+// gatewayclass-capabilities). That page's load balancer table, read in its
+// German edition on documentation.s3ns.fr for gke-l7-regional-external-managed
+// and gke-l7-rilb, gives each an Application Load Balancer with
+// container-native load balancing as the default, with GCE_VM_IP_PORT
+// zonal NEGs: the Pod targets of the gclb-neg profile. Google Cloud's blog
+// announcing the controller ("The evolution of Kubernetes networking with
+// the GKE Gateway controller", 2021, read as reposted on
+// globalcloudplatforms.com) says the same of gke-l7-rilb and gke-l7-gxlb:
+// "orchestrated by the Gateway controller to provide container-native load
+// balancing". The doctor takes it of every gke-l7-* class. GKE provides
+// these classes itself (GKE docs, "About Gateway API": "GKE provides
+// Gateway classes"), so a manifest names one without holding it.
 const gkeClassPrefix = "gke-l7-"
 
-// gkeControllerDomain is the domain of GKE's controller names, as in its
-// annotations (networking.gke.io/load-balancer-type); a GatewayClass's
+// gkeControllerDomain is GKE's networking domain, as in its Service
+// annotation networking.gke.io/load-balancer-type and loadBalancerClass
+// networking.gke.io/l4-regional-external (GKE docs, "Create an internal
+// load balancer" and "About LoadBalancer Services"); a GatewayClass's
 // controllerName is "a domain prefixed path" naming the controller
 // (kubernetes-sigs/gateway-api apis/v1/gatewayclass_types.go
 // GatewayClassSpec.ControllerName), so a class of another domain with a

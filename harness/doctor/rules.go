@@ -451,9 +451,9 @@ var catalogue = []Rule{
 			"connections drain for the deregistration delay (300 s by default) and keeps them after it (aws-nlb-ip, " +
 			"2026-11-28: 325 requests on reused connections after the endpoint went, none on new ones). Behind a Gateway API " +
 			"TCPRoute or TLSRoute the same holds without NAT: the Gateway carries each client connection to one Pod for the " +
-			"connection's life (Envoy's TCP proxy is a 1:1 connection proxy and closes connections to hosts that left only " +
-			"when close_connections_on_host_set_change is set: envoyproxy/envoy docs/root/intro/arch_overview/listeners/tcp_proxy.rst, " +
-			"api/envoy/config/cluster/v3/cluster.proto).",
+			"connection's life (Envoy's TCP proxy is a 1:1 connection proxy, and draining connections when hosts are removed " +
+			"is an option off by default, close_connections_on_host_set_change: envoyproxy/envoy " +
+			"docs/root/intro/arch_overview/listeners/tcp_proxy.rst, api/envoy/config/cluster/v3/cluster.proto).",
 		Fix: "Have the app close keep-alive connections once it is unready (answer with Connection: close, or close idle " +
 			"connections), or have clients bound a connection's life; the echo server's ECHO_KEEPALIVE=false turns " +
 			"keep-alive off.",
