@@ -36,8 +36,8 @@ const doctorDescription = `
 Reads Kubernetes manifests (files, directories walked for *.yaml/*.yml/*.json,
 - for stdin; multi-document YAML and List kinds) or, with no FILE or with
 --cluster, the live cluster of KUBECONFIG, and reports for every Service of
-type LoadBalancer (and every Service behind an Ingress or HTTPRoute) and the
-workloads behind it the configuration that drops requests during drains,
+type LoadBalancer (and every Service an Ingress or a Gateway API HTTP, gRPC,
+TCP, TLS or UDP route sends to) and the workloads behind it the configuration that drops requests during drains,
 rollouts and node-pool changes: each finding with the incident it comes from
 (docs/incidents.md) and the fix. Flags may follow the FILE arguments.
 
@@ -48,9 +48,11 @@ Local) comes from a Service's zerodrop.dev/lb-profile annotation, else
 nlb-ip, aws-nlb-ip, other AWS annotations the Classic ELB,
 Azure annotations azure-lb, Alibaba Cloud's alibaba-cloud-loadbalancer-
 annotations alibaba-slb, GKE's gke-l4 or gcp-nlb), or for a Service only
-an Ingress exposes, the LB the Ingress asks for when it sends to the Pods
-(alb.ingress.kubernetes.io/target-type: ip is aws-alb-ip; cloud.google.com/neg
-behind a gce Ingress gclb-neg); a Service that names no LB is judged against every plausible cloud LB (gke-l4, gcp-nlb, aws-nlb,
+an Ingress or route exposes, the LB the Ingress or the route's Gateway asks
+for when it sends to the Pods (alb.ingress.kubernetes.io/target-type: ip is
+aws-alb-ip; cloud.google.com/neg behind a gce Ingress, or an HTTP or gRPC route
+on a GKE gke-l7-* Gateway, gclb-neg; other Gateway classes are named, not
+modelled); a Service that names no LB is judged against every plausible cloud LB (gke-l4, gcp-nlb, aws-nlb,
 aws-elb, azure-lb), each finding saying on which it holds, and the exit code
 follows the worst. The provider's health-check annotations on the Service
 change the timing. See --list-profiles for every number and its source.
@@ -62,8 +64,9 @@ one input; every input is measured and its documents counted before any
 is parsed. Ctrl-C or SIGTERM stops the reading.
 
 Exit status: 0 no finding at or above --fail-on, 1 such a finding exists,
-2 bad input (unreadable or unparseable manifests, named by file and line) or
-the cluster could not be read.`
+2 bad input (unreadable or unparseable manifests, or a template placeholder in
+a field that decides the verdict, named by file and line) or the cluster could
+not be read.`
 
 func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int {
 	fs := newFlagSet(c, "doctor", "[flags] [FILE|DIR|-]...", doctorDescription)

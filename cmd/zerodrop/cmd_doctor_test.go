@@ -54,6 +54,19 @@ func TestDoctorCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A ClusterIP Service and its Deployment (readiness that can flip on
+	// its own, keep-alive on) behind a route on Gateway gw.
+	const routed = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n---\n" +
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n" +
+		"  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: web:1\n" +
+		"        ports: [{containerPort: 8080}]\n        readinessProbe: {httpGet: {path: /ready, port: 8080}}\n---\n"
+	route := func(apiVersion, kind, backend string) string {
+		return routed + "apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata: {name: r}\nspec:\n  parentRefs: [{name: gw}]\n" +
+			"  rules: [{backendRefs: [{name: '" + backend + "', port: 80}]}]\n"
+	}
+	const gkeGateway = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw}\n" +
+		"spec: {gatewayClassName: gke-l7-global-external-managed, listeners: [{name: http, protocol: HTTP, port: 80}]}\n"
+
 	tests := []struct {
 		name   string
 		stdin  string
@@ -94,6 +107,15 @@ func TestDoctorCommand(t *testing.T) {
 		// margin whatever the LB, with Local the LB's lag.
 		{name: "list recipes", args: []string{"--list-recipes"}, code: 0, stdout: []string{"endpoint-removal", "lb-health-check", "serving-condition", "BackendConfig: /healthz on the healthCheckNodePort, 3s x 2", "LB CHECK"}},
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"Usage: zerodrop doctor", "--lb-profile"}},
+		// A TCP route's Service is judged; its Gateway carries each client
+		// connection to one Pod (ZD041, not ZD040); the Gateway is not given.
+		{name: "tcp route", stdin: route("gateway.networking.k8s.io/v1alpha2", "TCPRoute", "web"), args: []string{"-"}, code: 0,
+			stdout: []string{"service/default/web ", "l4=tcproute/default/r", "INFO    ZD041", "through tcproute/default/r stays on the Pod",
+				"parent gateway/default/gw is not in the input"}},
+		{name: "GKE gateway", stdin: route("gateway.networking.k8s.io/v1", "HTTPRoute", "web") + gkeGateway, args: []string{"-"}, code: 0,
+			stdout: []string{"lb=gclb-neg", "GKE's Gateway with container-native (NEG) backends", "l7=httproute/default/r (container-native: to Pods directly)"}},
+		{name: "placeholder backend", stdin: route("gateway.networking.k8s.io/v1", "HTTPRoute", "{{ .Values.svc }}"), args: []string{"-"}, code: 2,
+			stderr: []string{"<stdin>:", "spec.rules[0].backendRefs[0].name is a template placeholder", "render the template first"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -135,7 +135,7 @@ func TestAlibabaCheckTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, so := range classify(ms, "default").services {
-		c, problems := serviceProfile(so.Obj.(*corev1.Service), nil, nil)
+		c, problems := serviceProfile(so.Obj.(*corev1.Service), nil, nil, "")
 		if len(problems) > 0 || len(c.profiles) != 1 || c.profiles[0].Profile.HealthCheck.Target != profiles.TargetKubeProxy {
 			t.Errorf("profiles %+v, problems %v; want one asking kube-proxy", c.profiles, problems)
 		}

@@ -44,8 +44,14 @@ type ServiceSummary struct {
 	Profile string `json:"lbProfile"`
 	LBLag   string `json:"lbHealthCheck"`
 	// LBChoice says why the Service is judged against that LB (or those).
-	LBChoice  string   `json:"lbChoice"`
-	L7        string   `json:"l7,omitempty"`
+	LBChoice string `json:"lbChoice"`
+	L7       string `json:"l7,omitempty"`
+	// L4 is the TCPRoute, TLSRoute or UDPRoute that sends to the Service.
+	L4 string `json:"l4,omitempty"`
+	// Gateways say, for a Gateway API route in front, what carries it to
+	// the Service: each parent Gateway, its class and whether the doctor
+	// models it.
+	Gateways  []string `json:"gateways,omitempty"`
 	Workloads []string `json:"workloads"`
 	Source    Source   `json:"source"`
 }
@@ -151,7 +157,8 @@ func WithDefaultNamespace(ns string) Option {
 }
 
 // Check runs every rule over the Services of type LoadBalancer (and the
-// Services an Ingress or HTTPRoute sends to) and the workloads behind them.
+// Services an Ingress or a Gateway API route sends to) and the workloads
+// behind them.
 func Check(m *Manifests, opts ...Option) *Report {
 	cfg := newConfig(opts)
 	prof := ProfilePerService
@@ -194,7 +201,8 @@ func Check(m *Manifests, opts ...Option) *Report {
 		svc, choice := v.svc, v.choice
 		sum := ServiceSummary{
 			Service: so.Ref(), Type: string(svc.Spec.Type), Policy: "Cluster", Profile: choice.names(),
-			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Summary(), Workloads: []string{}, Source: so.Source,
+			LBLag: choice.describe(), LBChoice: choice.how, L7: v.l7Summary(), L4: v.l4Summary(), Gateways: v.gateways,
+			Workloads: []string{}, Source: so.Source,
 		}
 		if v.local() {
 			sum.Policy = "Local"
@@ -265,7 +273,11 @@ type serviceView struct {
 	svc      *corev1.Service
 	choice   lbChoice
 	problems []string
-	l7Via    string // "ingress/ns/name" or the L7 profile, "" for none
+	l7Via    string // "ingress/ns/name", an HTTP or gRPC route, or the L7 profile, "" for none
+	// l4Via is a TCPRoute or TLSRoute that sends to the Service (its
+	// Gateway carries each client connection to one Pod), udpVia a
+	// UDPRoute; "" for none.
+	l4Via, udpVia string
 	// podDirect: the front end sends to Pods without kube-proxy
 	// (container-native load balancing), so no NATed connection outlives
 	// a Pod's readiness and the keep-alive rules (ZD040, ZD041) do not
@@ -274,15 +286,36 @@ type serviceView struct {
 	// inCluster: that front end is an in-cluster proxy (ingress-nginx),
 	// not a container-native cloud LB.
 	inCluster bool
+	// gateways say, for a Gateway API route in front, what carries it
+	// (gatewayPaths).
+	gateways []string
 }
 
 func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	v := serviceView{so: so, svc: so.Obj.(*corev1.Service)}
 	r := ix.routeTo(so.Namespace, so.Name)
 	if r != nil {
-		v.l7Via = r.Ref()
+		switch carriageOf(r) {
+		case carriesConnections:
+			v.l4Via = r.Ref()
+		case carriesDatagrams:
+			v.udpVia = r.Ref()
+		default:
+			v.l7Via = r.Ref()
+		}
 	}
-	v.choice, v.problems = serviceProfile(v.svc, explicit, r)
+	var hint []string
+	var why string
+	gkeGateway := false
+	if r != nil {
+		hint, why = routeHint(v.svc, r)
+		if r.Kind != "Ingress" {
+			var gw []string
+			gw, why, v.gateways = gatewayHint(r, ix.gatewayPaths(r))
+			hint, gkeGateway = gw, gw != nil
+		}
+	}
+	v.choice, v.problems = serviceProfile(v.svc, explicit, hint, why)
 	v.choice, v.problems = withBackendConfig(so, ix, v.choice, v.problems)
 	prof := v.choice.profiles[0] // the worst lag of the plausible ones
 	if v.l7Via == "" && prof.L7 {
@@ -293,7 +326,9 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 		// kube-proxy between it and the Pods either.
 		v.podDirect, v.inCluster = true, true
 	}
-	if (prof.PodBackends && prof.Profile.Mode == profiles.ModeL7) || (negIngress(v.svc) && v.l7Via != "") {
+	// GKE's Gateway sends to the Pods through NEGs, as its Ingress does
+	// with the NEG annotation, whatever profile times it.
+	if (prof.PodBackends && prof.Profile.Mode == profiles.ModeL7) || ((negIngress(v.svc) || gkeGateway) && v.l7Via != "") {
 		// Container-native load balancing: the proxy reaches Pods without
 		// kube-proxy, so no NATed connection outlives a Pod's readiness.
 		// An L4 LB with Pod targets (aws-nlb-ip) is no proxy: it NATs a
@@ -318,9 +353,18 @@ func (v serviceView) l7Summary() string {
 	return v.l7Via
 }
 
-// judged: a Service of type LoadBalancer, or one an L7 front end sends to.
+// judged: a Service of type LoadBalancer, or one an Ingress or a route
+// sends to.
 func (v serviceView) judged() bool {
-	return v.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || v.l7Via != ""
+	return v.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || v.l7Via != "" || v.l4Via != "" || v.udpVia != ""
+}
+
+// l4Summary is the TCP, TLS or UDP route in front, as the summary names it.
+func (v serviceView) l4Summary() string {
+	if v.l4Via != "" {
+		return v.l4Via
+	}
+	return v.udpVia
 }
 
 // local: externalTrafficPolicy Local on a node-based LB. An LB whose
@@ -341,7 +385,7 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 	if c == nil {
 		return nil
 	}
-	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via, podDirect: v.podDirect,
+	return &target{svcObj: v.so, svc: v.svc, local: v.local(), profile: v.choice.profiles[0], l7Via: v.l7Via, l4Via: v.l4Via, udpVia: v.udpVia, podDirect: v.podDirect,
 		wl: wl, ci: ci, c: c, kubeMinor: kubeMinor, pdbs: ix.pdbsOf(wl), bcs: ix.backendConfig, ns: ix.namespaces[wo.Namespace]}
 }
 
@@ -349,6 +393,7 @@ func (v serviceView) target(ix *index, wo *Object, kubeMinor int) *target {
 // defaulted and later definitions winning.
 type classified struct {
 	services, workloads, pdbs, routes, hpas, bcs, namespaces []*Object
+	gateways, classes                                        []*Object
 	skipped                                                  []Skip
 }
 
@@ -356,6 +401,12 @@ func (c *classified) index() *index {
 	ix := newIndex(c.workloads, c.pdbs, c.hpas, c.routes, c.bcs)
 	for _, o := range c.namespaces {
 		ix.namespaces[o.Name] = o
+	}
+	for _, o := range c.gateways {
+		ix.gateways[o.Namespace+"/"+o.Name] = o
+	}
+	for _, o := range c.classes {
+		ix.classes[o.Name] = o // cluster-scoped
 	}
 	return ix
 }
@@ -390,6 +441,10 @@ func classify(m *Manifests, namespace string) *classified {
 				c.services = append(c.services, o)
 			} else if _, ok := o.Obj.(*corev1.Namespace); ok {
 				c.namespaces = append(c.namespaces, o)
+			} else if _, ok := o.Obj.(*gatewayObject); ok {
+				c.gateways = append(c.gateways, o)
+			} else if _, ok := o.Obj.(*gatewayClassObject); ok {
+				c.classes = append(c.classes, o)
 			} else if pdbOf(o) != nil {
 				c.pdbs = append(c.pdbs, o)
 			} else if _, ok := o.Obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
@@ -415,10 +470,11 @@ type Subject struct {
 	// BackendConfig is the GKE BackendConfig the Service names, when the
 	// input holds it (nil otherwise).
 	BackendConfig *Object
-	// Via is the Ingress that exposes a Service not itself of type
-	// LoadBalancer, when the LB Check judges it on sends to the Pods (an
-	// ALB with IP targets, GKE's NEG backends): a load balancer all the
-	// same, one profile models (Profile). nil for a LoadBalancer Service.
+	// Via is the Ingress or route that exposes a Service not itself of
+	// type LoadBalancer, when the LB Check judges it on sends to the Pods
+	// (an ALB with IP targets, GKE's NEG backends behind an Ingress or a
+	// GKE Gateway): a load balancer all the same, one profile models
+	// (Profile). nil for a LoadBalancer Service.
 	Via     *Object
 	Profile string
 	// NamespaceLabels are the labels of the Service's Namespace when the
@@ -441,7 +497,8 @@ type Backend struct {
 }
 
 // Subjects pairs every Service of type LoadBalancer in m, and every Service
-// an Ingress exposes through an LB that sends to its Pods (Subject.Via),
+// an Ingress or route exposes through an LB that sends to its Pods
+// (Subject.Via),
 // with the workloads, PDBs and HPAs behind it, the way Check does; objects
 // without a namespace
 // get namespace ("default" when empty).

@@ -28,12 +28,15 @@ type index struct {
 	order map[*Object]int
 	// namespaces are the input's Namespaces, by name.
 	namespaces map[string]*Object
+	// gateways are the input's Gateway API Gateways by namespace/name,
+	// classes its GatewayClasses (cluster-scoped) by name.
+	gateways, classes map[string]*Object
 }
 
 func newIndex(workloads, pdbs, hpas, routes, bcs []*Object) *index {
 	ix := &index{workloads: map[string]map[string][]*Object{}, pdbs: map[string]map[string][]*Object{},
 		hpas: map[string]*Object{}, routes: map[string]*Object{}, bcs: map[string]*Object{}, order: map[*Object]int{},
-		namespaces: map[string]*Object{}}
+		namespaces: map[string]*Object{}, gateways: map[string]*Object{}, classes: map[string]*Object{}}
 	for _, o := range bcs {
 		ix.bcs[o.Namespace+"/"+o.Name] = o
 	}

@@ -45,7 +45,7 @@ func Write(w io.Writer, r *Report, f Format) error {
 func WriteText(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
 	if len(r.Services) == 0 {
-		ew.printf("no Service of type LoadBalancer (or behind an Ingress/HTTPRoute) in the input; nothing to check\n")
+		ew.printf("no Service of type LoadBalancer (or behind an Ingress or a Gateway API route) in the input; nothing to check\n")
 	}
 	byService := make(map[string][]int, len(r.Services))
 	for i, f := range r.Findings {
@@ -56,7 +56,13 @@ func WriteText(w io.Writer, r *Report) error {
 		if s.L7 != "" {
 			ew.printf("  l7=%s", s.L7)
 		}
+		if s.L4 != "" {
+			ew.printf("  l4=%s", s.L4)
+		}
 		ew.printf("\n")
+		for _, g := range s.Gateways {
+			ew.printf("  parent %s\n", g)
+		}
 		if len(s.Workloads) > 0 {
 			ew.printf("  workloads: %s\n", strings.Join(s.Workloads, ", "))
 		}

@@ -15,14 +15,20 @@ import (
 func writeTextScanning(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
 	if len(r.Services) == 0 {
-		ew.printf("no Service of type LoadBalancer (or behind an Ingress/HTTPRoute) in the input; nothing to check\n")
+		ew.printf("no Service of type LoadBalancer (or behind an Ingress or a Gateway API route) in the input; nothing to check\n")
 	}
 	for _, s := range r.Services {
 		ew.printf("%s  %s  externalTrafficPolicy=%s  lb=%s (%s; %s)", s.Service, s.Type, s.Policy, s.Profile, s.LBLag, s.LBChoice)
 		if s.L7 != "" {
 			ew.printf("  l7=%s", s.L7)
 		}
+		if s.L4 != "" {
+			ew.printf("  l4=%s", s.L4)
+		}
 		ew.printf("\n")
+		for _, g := range s.Gateways {
+			ew.printf("  parent %s\n", g)
+		}
 		if len(s.Workloads) > 0 {
 			ew.printf("  workloads: %s\n", strings.Join(s.Workloads, ", "))
 		}

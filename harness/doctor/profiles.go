@@ -409,11 +409,13 @@ func proxiesToPodIPs(route *Object) string {
 
 // serviceProfile resolves what one Service is judged against: its
 // zerodrop.dev/lb-profile annotation, else explicit (the --lb-profile flag,
-// nil when not given), else the LB an Ingress that alone exposes the
-// Service implies (routeHint, route nil without one), else the LB its
-// provider annotations or loadBalancerClass name, else every plausible LB. Provider annotations that change the timing apply on top.
+// nil when not given), else the LB the Ingress or route that alone exposes
+// the Service implies (routeNames, why routeWhy: routeHint for an
+// Ingress, gatewayHint for a route; nil without one), else the LB its
+// provider annotations or loadBalancerClass name, else every plausible LB.
+// Provider annotations that change the timing apply on top.
 // Problems are returned as messages for a finding.
-func serviceProfile(svc *corev1.Service, explicit *LBProfile, route *Object) (lbChoice, []string) {
+func serviceProfile(svc *corev1.Service, explicit *LBProfile, routeNames []string, routeWhy string) (lbChoice, []string) {
 	var problems []string
 	pick := func(names []string, how string) lbChoice {
 		c := lbChoice{how: how}
@@ -436,13 +438,11 @@ func serviceProfile(svc *corev1.Service, explicit *LBProfile, route *Object) (lb
 	if choice.profiles == nil && explicit != nil {
 		choice = lbChoice{profiles: []LBProfile{*explicit}, how: "--lb-profile"}
 	}
-	// A Service only an Ingress exposes gets its LB from the Ingress: its
+	// A Service only an Ingress or route exposes gets its LB from it: its
 	// own GKE annotations (a BackendConfig, neg-status) say nothing of an
 	// L4 LB.
-	if choice.profiles == nil && route != nil && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		if names, why := routeHint(svc, route); names != nil {
-			choice = pick(names, why)
-		}
+	if choice.profiles == nil && routeNames != nil && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		choice = pick(routeNames, routeWhy)
 	}
 	if choice.profiles == nil {
 		for _, h := range lbHints {

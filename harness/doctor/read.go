@@ -109,6 +109,9 @@ type Object struct {
 	// routes are the Services an Ingress or a Gateway API route sends to:
 	// a name in the object's namespace, or "namespace/name".
 	routes []string
+	// parents are a Gateway API route's parentRefs: the Gateways whose
+	// data plane or LB carries it.
+	parents []parentRef
 	// lines is the shape of the object's YAML tree, for field lines.
 	lines *lineNode
 }
@@ -1072,11 +1075,7 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 func typeErrorLine(o *Object, err error) int {
 	var pe *placeholderError
 	if errors.As(err, &pe) {
-		var path []any
-		for _, p := range strings.Split(pe.field, ".") {
-			path = append(path, p)
-		}
-		return o.Line(path...)
+		return o.Line(pe.path...)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
@@ -1160,10 +1159,8 @@ func decodeTyped(obj *Object, raw []byte) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
-	if svc, ok := v.(*corev1.Service); ok {
-		if err := placeholders(svc); err != nil {
-			return err
-		}
+	if err := placeholders(v); err != nil {
+		return err
 	}
 	// A route keeps its decoded object too: its annotations say how its
 	// LB reaches the Pods (routeHint).
@@ -1171,32 +1168,10 @@ func decodeTyped(obj *Object, raw []byte) error {
 	if routes != nil {
 		obj.routes = routes()
 	}
-	return nil
-}
-
-// placeholders refuses a Service whose type or traffic policy is a
-// template placeholder left in quotes ("{{ .Values.service.type }}", or
-// envsubst's and Flux's "${POLICY}"): read
-// as it stands, it is no LoadBalancer and no Local, and the answer would be
-// "nothing to check" for a chart that may well drop requests. An unquoted
-// placeholder is already a YAML error; a quoted one is as unreadable.
-func placeholders(svc *corev1.Service) error {
-	for _, f := range []struct{ field, v string }{
-		{"spec.type", string(svc.Spec.Type)},
-		{"spec.externalTrafficPolicy", string(svc.Spec.ExternalTrafficPolicy)},
-	} {
-		if strings.Contains(f.v, "{{") || strings.Contains(f.v, "${") {
-			return &placeholderError{field: f.field, value: f.v}
-		}
+	if rt, ok := v.(*gatewayRoute); ok {
+		obj.parents = rt.parents()
 	}
 	return nil
-}
-
-type placeholderError struct{ field, value string }
-
-func (e *placeholderError) Error() string {
-	return fmt.Sprintf("%s is a template placeholder (%q), which the doctor cannot judge: render the template first "+
-		"(helm template ... | zerodrop doctor -) and check what it renders", e.field, e.value)
 }
 
 // referencedTarget is what obj decodes into when it is a kind a Pod
@@ -1268,11 +1243,21 @@ func typedTarget(obj *Object) (v any, routes func() []string, ok bool) {
 		// GKE's BackendConfig: the health check a Service may choose
 		// (backendconfig.go); decoded whole, so a fix writes it back whole.
 		v = &unstructured.Unstructured{}
-	case (obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute") && group == "gateway.networking.k8s.io":
+	case isRouteKind(obj.Kind) && group == gatewayGroup:
 		// A closure, as for the Ingresses: the route's backends are read
 		// once it is decoded, not from the empty route it decodes into.
+		// HTTPRoute, GRPCRoute, TCPRoute, TLSRoute and UDPRoute name their
+		// backends alike (kubernetes-sigs/gateway-api apis/v1 and
+		// apis/v1alpha2 *route_types.go: each rule's BackendRefs
+		// []BackendRef), in every version from v1alpha2 on.
 		rt := &gatewayRoute{}
 		v, routes = rt, func() []string { return rt.services() }
+	case obj.Kind == "Gateway" && group == gatewayGroup:
+		// Its class: the LB or data plane that carries its routes
+		// (gatewayPaths).
+		v = &gatewayObject{}
+	case obj.Kind == "GatewayClass" && group == gatewayGroup:
+		v = &gatewayClassObject{}
 	default:
 		return nil, nil, false
 	}
@@ -1321,6 +1306,12 @@ func legacyIngressServices(ing *extv1beta1.Ingress) []string {
 // Gateway API types are not a dependency of this module.
 type gatewayRoute struct {
 	Spec struct {
+		ParentRefs []struct {
+			Group     *string `json:"group"`
+			Kind      *string `json:"kind"`
+			Name      string  `json:"name"`
+			Namespace *string `json:"namespace"`
+		} `json:"parentRefs"`
 		Rules []struct {
 			BackendRefs []struct {
 				Group     *string `json:"group"`
@@ -1352,4 +1343,42 @@ func (r gatewayRoute) services() []string {
 		}
 	}
 	return out
+}
+
+// parents are the route's parentRefs with the Gateway API's defaults
+// (kubernetes-sigs/gateway-api apis/v1/shared_types.go ParentReference:
+// group gateway.networking.k8s.io, kind Gateway, the route's namespace).
+func (r gatewayRoute) parents() []parentRef {
+	var out []parentRef
+	for _, p := range r.Spec.ParentRefs {
+		ref := parentRef{group: gatewayGroup, kind: "Gateway", name: p.Name}
+		if p.Group != nil {
+			ref.group = *p.Group
+		}
+		if p.Kind != nil {
+			ref.kind = *p.Kind
+		}
+		if p.Namespace != nil {
+			ref.namespace = *p.Namespace
+		}
+		if ref.name != "" {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// gatewayObject is the part of a Gateway the doctor reads: its class.
+type gatewayObject struct {
+	Spec struct {
+		GatewayClassName string `json:"gatewayClassName"`
+	} `json:"spec"`
+}
+
+// gatewayClassObject is the part of a GatewayClass the doctor reads: the
+// controller that implements it.
+type gatewayClassObject struct {
+	Spec struct {
+		ControllerName string `json:"controllerName"`
+	} `json:"spec"`
 }

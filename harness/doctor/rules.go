@@ -61,7 +61,10 @@ type target struct {
 	svc     *corev1.Service
 	local   bool
 	profile LBProfile
-	l7Via   string // "ingress/ns/name" or the L7 profile, "" for none
+	l7Via   string // "ingress/ns/name", an HTTP or gRPC route, or the L7 profile, "" for none
+	// l4Via is a TCPRoute or TLSRoute in front, udpVia a UDPRoute
+	// (serviceView.l4Via).
+	l4Via, udpVia string
 	// podDirect: the front end reaches Pods without kube-proxy
 	// (serviceView.podDirect).
 	podDirect bool
@@ -448,7 +451,11 @@ var catalogue = []Rule{
 			"answered 2,401 to 2,661 requests after its endpoint went, behind the gcp-nlb and gke-l4 profiles. An NLB with " +
 			"IP targets does the same with its own translation: it deregisters the unready Pod's target and lets its " +
 			"connections drain for the deregistration delay (300 s by default) and keeps them after it (aws-nlb-ip, " +
-			"2026-11-28: 325 requests on reused connections after the endpoint went, none on new ones).",
+			"2026-11-28: 325 requests on reused connections after the endpoint went, none on new ones). Behind a Gateway API " +
+			"TCPRoute or TLSRoute the same holds without NAT: the Gateway carries each client connection to one Pod for the " +
+			"connection's life (Envoy's TCP proxy is a 1:1 connection proxy, and draining connections when hosts are removed " +
+			"is an option off by default, close_connections_on_host_set_change: envoyproxy/envoy " +
+			"docs/root/intro/arch_overview/listeners/tcp_proxy.rst, api/envoy/config/cluster/v3/cluster.proto).",
 		Fix: "Have the app close keep-alive connections once it is unready (answer with Connection: close, or close idle " +
 			"connections), or have clients bound a connection's life; the echo server's ECHO_KEEPALIVE=false turns " +
 			"keep-alive off.",
@@ -1118,17 +1125,34 @@ func keepAliveCanReachUnready(t *target) bool {
 }
 
 // checkKeepAliveL4 is ZD041: the clients' own connections, where no L7
-// front end stands between (that is ZD040).
+// front end stands between (that is ZD040): an L4 LB's, through
+// kube-proxy's NAT or to Pod targets, and a TCPRoute's or TLSRoute's,
+// whose Gateway carries each client connection to one Pod
+// (carriesConnections). A UDPRoute carries no connection.
 func checkKeepAliveL4(t *target) []result {
 	if t.l7Via != "" || t.podDirect || !keepAliveCanReachUnready(t) {
 		return nil
 	}
+	lb := t.svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+	if !lb && t.l4Via == "" {
+		return nil // only a UDPRoute in front
+	}
 	// Info, not a warning: the fix is in the app or its clients, which the
 	// manifests do not show, so a warning would sit on every workload
 	// whose readiness can flip, the carefully probed ones first.
-	return []result{{sev: Info, line: t.line(t.cpath("readinessProbe"), t.cpath()),
-		msg: "a client's keep-alive connection stays NATed to the Pod it reached first: once this Pod turns unready, " +
-			"its endpoint goes but the open connections keep being answered by it (incident keepalive-unready)"}}
+	const unready = "once this Pod turns unready, its endpoint goes but the open connections keep being answered by it (incident keepalive-unready)"
+	var msg string
+	switch {
+	case lb && t.l4Via != "":
+		msg = "a client's keep-alive connection stays NATed to the Pod it reached first, and one through " + t.l4Via +
+			" stays on it too (the Gateway carries each client connection to one Pod for the connection's life): " + unready
+	case lb:
+		msg = "a client's keep-alive connection stays NATed to the Pod it reached first: " + unready
+	default:
+		msg = "a client's connection through " + t.l4Via + " stays on the Pod it reached first (the Gateway carries each " +
+			"client connection to one Pod for the connection's life): " + unready
+	}
+	return []result{{sev: Info, line: t.line(t.cpath("readinessProbe"), t.cpath()), msg: msg}}
 }
 
 func checkKeepAlive(t *target) []result {
