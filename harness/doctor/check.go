@@ -294,6 +294,9 @@ type serviceView struct {
 func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 	v := serviceView{so: so, svc: so.Obj.(*corev1.Service)}
 	r := ix.routeTo(so.Namespace, so.Name)
+	var hint []string // the LB the front end implies, nil for none
+	var why string
+	gkeGateway := false
 	if r != nil {
 		switch carriageOf(r) {
 		case carriesConnections:
@@ -303,16 +306,11 @@ func viewService(so *Object, ix *index, explicit *LBProfile) serviceView {
 		default:
 			v.l7Via = r.Ref()
 		}
-	}
-	var hint []string
-	var why string
-	gkeGateway := false
-	if r != nil {
-		hint, why = routeHint(v.svc, r)
-		if r.Kind != "Ingress" {
-			var gw []string
-			gw, why, v.gateways = gatewayHint(r, ix.gatewayPaths(r))
-			hint, gkeGateway = gw, gw != nil
+		if r.Kind == "Ingress" {
+			hint, why = routeHint(v.svc, r)
+		} else {
+			hint, why, v.gateways = gatewayHint(r, ix.gatewayPaths(r))
+			gkeGateway = hint != nil
 		}
 	}
 	v.choice, v.problems = serviceProfile(v.svc, explicit, hint, why)
@@ -498,10 +496,8 @@ type Backend struct {
 
 // Subjects pairs every Service of type LoadBalancer in m, and every Service
 // an Ingress or route exposes through an LB that sends to its Pods
-// (Subject.Via),
-// with the workloads, PDBs and HPAs behind it, the way Check does; objects
-// without a namespace
-// get namespace ("default" when empty).
+// (Subject.Via), with the workloads, PDBs and HPAs behind it, the way Check
+// does; objects without a namespace get namespace ("default" when empty).
 func Subjects(m *Manifests, namespace string) []Subject {
 	if namespace == "" {
 		namespace = "default"
