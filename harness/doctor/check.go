@@ -222,26 +222,16 @@ func Check(m *Manifests, opts ...Option) *Report {
 				emit(finding(mustRule("ZD092"), Info, so, wo, t.line(t.cpath("image"), t.cpath()),
 					fmt.Sprintf("container %q is %s: its probes, hooks and image are written at admission, so the container rules were not run", c.Name, injected)))
 			}
-			for _, rule := range catalogue {
-				if rule.check == nil || injected != "" && rule.container {
-					continue
+			targetHits(t, wo, choice, func(rule Rule, h hit, obj *Object) {
+				line := h.res.line
+				if line == 0 {
+					line = obj.Source.Line
 				}
-				for _, h := range runRule(rule, t, choice) {
-					obj := h.res.obj
-					if obj == nil {
-						obj = wo
-					}
-					line := h.res.line
-					if line == 0 {
-						line = obj.Source.Line
-					}
-					r := rule
-					if h.res.fix != "" {
-						r.Fix = h.res.fix
-					}
-					emit(finding(r, h.res.sev, so, obj, line, h.res.msg+h.suffix))
+				if h.res.fix != "" {
+					rule.Fix = h.res.fix
 				}
-			}
+				emit(finding(rule, h.res.sev, so, obj, line, h.res.msg+h.suffix))
+			})
 		}
 		if len(sum.Workloads) == 0 {
 			emit(finding(mustRule("ZD090"), Info, so, so, so.FirstLine([]any{"spec", "selector"}, []any{"spec"}),
@@ -553,6 +543,27 @@ func injectedBy(w *workload, c *corev1.Container) string {
 // ProfilePerService is Report.Profile when no --lb-profile was given: each
 // Service is judged against the LB it names, or every plausible one.
 const ProfilePerService = "per Service"
+
+// targetHits runs every rule of the catalogue on target t, the workload
+// wo's, against choice, and hands each hit to fn with the object it is on
+// (the workload unless the rule names another). A container written at
+// admission (injectedBy) skips the container rules: what it runs is not
+// in the manifests. Check and Unfixable read a target through it alike.
+func targetHits(t *target, wo *Object, choice lbChoice, fn func(rule Rule, h hit, obj *Object)) {
+	injected := injectedBy(t.wl, t.c)
+	for _, rule := range catalogue {
+		if rule.check == nil || injected != "" && rule.container {
+			continue
+		}
+		for _, h := range runRule(rule, t, choice) {
+			obj := h.res.obj
+			if obj == nil {
+				obj = wo
+			}
+			fn(rule, h, obj)
+		}
+	}
+}
 
 type hit struct {
 	res    result

@@ -51,26 +51,16 @@ func Unfixable(m *Manifests, opts ...Option) []Unfixed {
 			if t == nil {
 				continue
 			}
-			injected := injectedBy(t.wl, t.c)
-			for _, rule := range catalogue {
-				if rule.check == nil || injected != "" && rule.container {
-					continue
+			targetHits(t, wo, v.choice, func(rule Rule, h hit, obj *Object) {
+				if h.res.sev < Error {
+					return
 				}
-				for _, h := range runRule(rule, t, v.choice) {
-					if h.res.sev < Error {
-						continue
-					}
-					obj := h.res.obj
-					if obj == nil {
-						obj = wo
-					}
-					u := Unfixed{RuleID: rule.ID, Object: obj.Ref(), Service: so.Ref(), Reason: whyNotFixed(rule, t, h.res)}
-					if key := u.Service + "|" + u.String(); !seen[key] {
-						seen[key] = true
-						out = append(out, u)
-					}
+				u := Unfixed{RuleID: rule.ID, Object: obj.Ref(), Service: so.Ref(), Reason: whyNotFixed(rule, t, h.res)}
+				if key := u.Service + "|" + u.String(); !seen[key] {
+					seen[key] = true
+					out = append(out, u)
 				}
-			}
+			})
 		}
 	}
 	return out
