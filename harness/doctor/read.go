@@ -1306,21 +1306,21 @@ func legacyIngressServices(ing *extv1beta1.Ingress) []string {
 // Gateway API types are not a dependency of this module.
 type gatewayRoute struct {
 	Spec struct {
-		ParentRefs []struct {
-			Group     *string `json:"group"`
-			Kind      *string `json:"kind"`
-			Name      string  `json:"name"`
-			Namespace *string `json:"namespace"`
-		} `json:"parentRefs"`
-		Rules []struct {
-			BackendRefs []struct {
-				Group     *string `json:"group"`
-				Kind      *string `json:"kind"`
-				Name      string  `json:"name"`
-				Namespace *string `json:"namespace"`
-			} `json:"backendRefs"`
+		ParentRefs []gatewayRef `json:"parentRefs"`
+		Rules      []struct {
+			BackendRefs []gatewayRef `json:"backendRefs"`
 		} `json:"rules"`
 	} `json:"spec"`
+}
+
+// gatewayRef is the part of a route's parentRefs and backendRefs entries
+// the doctor reads: both name an object by group, kind, name and namespace
+// (Gateway API apis/v1 ParentReference and BackendObjectReference).
+type gatewayRef struct {
+	Group     *string `json:"group"`
+	Kind      *string `json:"kind"`
+	Name      string  `json:"name"`
+	Namespace *string `json:"namespace"`
 }
 
 // services are the Services the route sends to: a bare name for a
