@@ -587,32 +587,34 @@ func checkNoPreStop(t *target) []result {
 		return nil
 	}
 	if t.c.Lifecycle == nil || t.c.Lifecycle.PreStop == nil {
-		msg := "no preStop hook: SIGTERM arrives while kube-proxy on other nodes may still forward new connections to this Pod"
-		if t.profile.PodBackends {
-			msg = fmt.Sprintf("no preStop hook: SIGTERM arrives while the LB (profile %s) may still send this Pod new requests, "+
-				"until its target's deregistration reaches the LB", t.profile.Name)
-			if t.gated() {
-				// The AWS controller's own guide: the gate holds a
-				// rollout, it does not hold a terminating Pod
-				// (kubernetes-sigs/aws-load-balancer-controller
-				// docs/deploy/pod_readiness_gate.md).
-				msg += fmt.Sprintf("; the readiness gate %s holds the rollout until each new target is healthy, "+
-					"but does not delay an old Pod's termination", t.gateName())
-			}
+		msg := "no preStop hook: SIGTERM arrives while " + stillSends(t, "this Pod")
+		if t.profile.PodBackends && t.gated() {
+			// The AWS controller's own guide: the gate holds a rollout,
+			// it does not hold a terminating Pod
+			// (kubernetes-sigs/aws-load-balancer-controller
+			// docs/deploy/pod_readiness_gate.md).
+			msg += fmt.Sprintf("; the readiness gate %s holds the rollout until each new target is healthy, "+
+				"but does not delay an old Pod's termination", t.gateName())
 		}
 		return []result{{sev: Warning, line: t.line(t.cpath()), msg: msg}}
 	}
 	// A hook known to stop the server at once (kong quit, /wait-shutdown
 	// with no grace period) delays nothing.
 	if tl, ok := timelineOf(t.c); ok && tl.accept == 0 {
-		sender := "kube-proxy on other nodes may still forward new connections to it"
-		if t.profile.PodBackends {
-			sender = fmt.Sprintf("the LB (profile %s) may still send it new requests until its target's deregistration reaches the LB", t.profile.Name)
-		}
 		return []result{{sev: Warning, line: t.line(t.cpath("lifecycle", "preStop")),
-			msg: fmt.Sprintf("%s: the server stops accepting as soon as the Pod terminates, while %s", tl.ps, sender)}}
+			msg: fmt.Sprintf("%s: the server stops accepting as soon as the Pod terminates, while %s", tl.ps, stillSends(t, "it"))}}
 	}
 	return nil
+}
+
+// stillSends is what may still send new traffic to t's terminating Pod
+// (named pod in the sentence): kube-proxy on other nodes, or, behind Pod
+// targets, the LB itself until the target's deregistration reaches it.
+func stillSends(t *target, pod string) string {
+	if t.profile.PodBackends {
+		return fmt.Sprintf("the LB (profile %s) may still send %s new requests, until its target's deregistration reaches the LB", t.profile.Name, pod)
+	}
+	return "kube-proxy on other nodes may still forward new connections to " + pod
 }
 
 // hostPortOf returns the first hostPort a Pod spec binds, or 0.
