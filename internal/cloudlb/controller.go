@@ -434,7 +434,7 @@ func (st *svcState) natTargets(svc *corev1.Service, active, draining []string) m
 			if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
 				continue
 			}
-			ap, ok := st.l7Addr(n, p, nil)
+			ap, ok := st.backendAddr(n, p, nil)
 			if !ok {
 				continue
 			}
@@ -447,9 +447,11 @@ func (st *svcState) natTargets(svc *corev1.Service, active, draining []string) m
 	return out
 }
 
-// l7Addr is where the L7 proxy sends port p's requests for target n: the
-// Pod's own address and port, or the node's address and the NodePort.
-func (st *svcState) l7Addr(n string, p corev1.ServicePort, nodeIPs map[string]netip.Addr) (netip.AddrPort, bool) {
+// backendAddr is where port p's traffic for target n goes: the Pod's own
+// address and port for a Pod target (the L7 proxy's requests and the NAT
+// data plane's connections alike), or the node's address and the NodePort
+// for the L7 proxy's node backends.
+func (st *svcState) backendAddr(n string, p corev1.ServicePort, nodeIPs map[string]netip.Addr) (netip.AddrPort, bool) {
 	if t, ok := st.pods[n]; ok {
 		port, ok := t.Ports[p.Name]
 		return netip.AddrPortFrom(t.IP, port), ok
@@ -774,7 +776,7 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				}
 				var to []netip.AddrPort
 				for _, n := range activeNodes {
-					if ap, ok := st.l7Addr(n, p, nodeIPs); ok {
+					if ap, ok := st.backendAddr(n, p, nodeIPs); ok {
 						to = append(to, ap)
 					}
 				}
@@ -783,12 +785,12 @@ func (c *Controller) reconcile(ctx context.Context) (time.Time, error) {
 				// one that only fails its check keeps its requests in flight.
 				draining := map[netip.AddrPort]time.Time{}
 				for n := range eligible {
-					if ap, ok := st.l7Addr(n, p, nodeIPs); ok && !active[n] {
+					if ap, ok := st.backendAddr(n, p, nodeIPs); ok && !active[n] {
 						draining[ap] = time.Time{}
 					}
 				}
 				for _, b := range st.backends.Backends() {
-					if ap, ok := st.l7Addr(b.Node, p, nodeIPs); ok && b.State == cloudlbv1.Draining {
+					if ap, ok := st.backendAddr(b.Node, p, nodeIPs); ok && b.State == cloudlbv1.Draining {
 						draining[ap] = b.Deadline
 					}
 				}
