@@ -8,6 +8,16 @@ package contract
 const (
 	// PoolLabel is the node label naming the node pool a node belongs to.
 	PoolLabel = "zerodrop.dev/pool"
+
+	// TaintToBeDeletedByClusterAutoscaler is the taint the cluster
+	// autoscaler puts on a node it is about to delete (kubernetes/autoscaler
+	// cluster-autoscaler/utils/taints ToBeDeletedTaint); the service
+	// controller and kube-proxy's /healthz read it too.
+	TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+	// TaintKarpenterDisrupted is the taint Karpenter puts on a node it is
+	// about to disrupt (kubernetes-sigs/karpenter pkg/apis/v1
+	// DisruptedTaintKey).
+	TaintKarpenterDisrupted = "karpenter.sh/disrupted"
 	// LBProfileAnnotation on a Service names the LB profile (timing and
 	// behaviour of a vendor's load balancer) that implements it, for the
 	// cloud-style LB and for `zerodrop doctor`.

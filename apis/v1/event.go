@@ -51,14 +51,29 @@ const (
 	EventEndpointStoppedServing = "endpoint-stopped-serving"
 	EventNodeAdded              = "node-added"
 	EventNodeRemoved            = "node-removed"
-	EventRolloutStart           = "rollout-start"
-	EventRolloutEnd             = "rollout-end"
-	EventPoolAdded              = "pool-added"
-	EventPoolRemoved            = "pool-removed"
-	EventLBBackendAdded         = "lb-backend-added"
-	EventLBBackendRemoved       = "lb-backend-removed"
-	EventLBNodeHealthy          = "lb-node-healthy"
-	EventLBNodeUnhealthy        = "lb-node-unhealthy"
+	// EventNodeShutdown: a node's machine began to shut down (the
+	// kubelet's graceful node shutdown, when configured, starts here);
+	// field graceful says whether the kubelet held its delay lock.
+	EventNodeShutdown = "node-shutdown"
+	// EventNodeOff: the node's machine is off.
+	EventNodeOff = "node-off"
+	// EventNodeTainted and EventNodeLabelled: the harness put a taint or a
+	// label on a node, as a node's lifecycle tool does (fields key, value,
+	// effect).
+	EventNodeTainted  = "node-tainted"
+	EventNodeLabelled = "node-labelled"
+	// EventInterruptionNotice: the cloud announced that a node's machine
+	// will be taken (a spot interruption or preemption notice); field
+	// notice is the time until it goes.
+	EventInterruptionNotice = "interruption-notice"
+	EventRolloutStart       = "rollout-start"
+	EventRolloutEnd         = "rollout-end"
+	EventPoolAdded          = "pool-added"
+	EventPoolRemoved        = "pool-removed"
+	EventLBBackendAdded     = "lb-backend-added"
+	EventLBBackendRemoved   = "lb-backend-removed"
+	EventLBNodeHealthy      = "lb-node-healthy"
+	EventLBNodeUnhealthy    = "lb-node-unhealthy"
 	// EventLBTargetHealthy and EventLBTargetUnhealthy are the health verdicts
 	// of a Pod target (container-native load balancing: the LB checks each
 	// Pod itself); object pod/<namespace>/<name>, field pod.

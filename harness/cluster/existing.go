@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -89,6 +90,26 @@ func (e *Existing) AddNodePool(_ context.Context, name string, _ int, _ map[stri
 // RemoveNodePool implements Provider by refusing.
 func (e *Existing) RemoveNodePool(_ context.Context, name string) error {
 	return fmt.Errorf("existing cluster: removing nodepool %q is %w; remove nodepools with the cluster's own tooling, or use PROVIDER=kind", name, ErrUnsupported)
+}
+
+// SetShutdownGrace implements Provider by refusing.
+func (e *Existing) SetShutdownGrace(_ context.Context, node string, _ ShutdownGrace) error {
+	return fmt.Errorf("existing cluster: configuring node %s's kubelet is %w; use PROVIDER=kind", node, ErrUnsupported)
+}
+
+// PowerOff implements Provider by refusing.
+func (e *Existing) PowerOff(_ context.Context, node string, _ time.Duration) error {
+	return fmt.Errorf("existing cluster: powering off node %s is %w; use PROVIDER=kind", node, ErrUnsupported)
+}
+
+// RemoveNode implements Provider by refusing.
+func (e *Existing) RemoveNode(_ context.Context, node string) error {
+	return fmt.Errorf("existing cluster: removing node %s is %w; use PROVIDER=kind", node, ErrUnsupported)
+}
+
+// AddNode implements Provider by refusing.
+func (e *Existing) AddNode(_ context.Context, pool, name string, _ map[string]string, _ []corev1.Taint) error {
+	return fmt.Errorf("existing cluster: adding node %s to nodepool %s is %w; use PROVIDER=kind", name, pool, ErrUnsupported)
 }
 
 // Nodes implements Provider.

@@ -52,6 +52,19 @@ type Provider interface {
 	RemoveNodePool(ctx context.Context, name string) error
 	// Nodes lists the cluster's nodes.
 	Nodes(ctx context.Context) ([]Node, error)
+	// SetShutdownGrace sets the kubelet's graceful node shutdown on node
+	// and waits until the kubelet runs with it.
+	SetShutdownGrace(ctx context.Context, node string, g ShutdownGrace) error
+	// PowerOff shuts the node's machine down the way its operating system
+	// does on a power-button or ACPI shutdown (the kubelet sees it) and
+	// returns once the machine is off; it stays off.
+	PowerOff(ctx context.Context, node string, timeout time.Duration) error
+	// RemoveNode deletes the Node object and destroys its machine, without
+	// a drain.
+	RemoveNode(ctx context.Context, node string) error
+	// AddNode joins one new node named name to pool, with labels and taints,
+	// and waits until it is Ready.
+	AddNode(ctx context.Context, pool, name string, labels map[string]string, taints []corev1.Taint) error
 }
 
 // Node is one node of a cluster.

@@ -310,3 +310,36 @@ func TestDeleteNamespaceTakesItsPodsAtOnce(t *testing.T) {
 		t.Errorf("deleting a namespace that is gone: %v", err)
 	}
 }
+
+// A lifecycle tool's taint and label land on the node, once per key and
+// effect, each with its event.
+func TestTaintAndLabel(t *testing.T) {
+	ctx := context.Background()
+	ev := &events{}
+	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "other", Effect: corev1.TaintEffectNoExecute}}}})
+	c := New(cs, WithEventSink(ev))
+	ta := corev1.Taint{Key: "karpenter.sh/disrupted", Effect: corev1.TaintEffectNoSchedule}
+	for range 2 {
+		if err := c.Taint(ctx, "n1", ta, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Label(ctx, "n1", corev1.LabelNodeExcludeBalancers, "true", "test"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Spec.Taints) != 2 || n.Spec.Taints[1] != ta || n.Labels[corev1.LabelNodeExcludeBalancers] != "true" {
+		t.Errorf("node %+v %v", n.Spec.Taints, n.Labels)
+	}
+	types := ev.types()
+	if want := "node-tainted node-tainted node-labelled"; strings.Join(types, " ") != want {
+		t.Errorf("events %v, want %s", types, want)
+	}
+	if err := c.Taint(ctx, "missing", ta, "test"); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("taint of a missing node: %v", err)
+	}
+}

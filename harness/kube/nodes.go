@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
 
 	"zerodrop.dev/zerodrop/apis/contract"
@@ -160,4 +161,54 @@ func (c *Client) NodesInPool(ctx context.Context, pool string) ([]string, error)
 		names = append(names, n.Name)
 	}
 	return names, nil
+}
+
+// Taint puts t on the node (replacing a taint of the same key and effect),
+// as a node's lifecycle tool does before it drains the node (the cluster
+// autoscaler's ToBeDeletedByClusterAutoscaler, Karpenter's
+// karpenter.sh/disrupted).
+func (c *Client) Taint(ctx context.Context, node string, t corev1.Taint, why string) error {
+	if err := c.updateNode(ctx, node, func(n *corev1.Node) {
+		keep := n.Spec.Taints[:0]
+		for _, o := range n.Spec.Taints {
+			if o.Key != t.Key || o.Effect != t.Effect {
+				keep = append(keep, o)
+			}
+		}
+		n.Spec.Taints = append(keep, t)
+	}); err != nil {
+		return fmt.Errorf("taint node %s with %s:%s: %w", node, t.Key, t.Effect, err)
+	}
+	c.emit(zdv1.EventNodeTainted, "node/"+node, fmt.Sprintf("tainted %s=%s:%s (%s)", t.Key, t.Value, t.Effect, why),
+		map[string]string{"key": t.Key, "value": t.Value, "effect": string(t.Effect)})
+	return nil
+}
+
+// Label sets a label on the node (Karpenter's and the node termination
+// handler's node.kubernetes.io/exclude-from-external-load-balancers).
+func (c *Client) Label(ctx context.Context, node, key, value, why string) error {
+	if err := c.updateNode(ctx, node, func(n *corev1.Node) {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[key] = value
+	}); err != nil {
+		return fmt.Errorf("label node %s with %s=%s: %w", node, key, value, err)
+	}
+	c.emit(zdv1.EventNodeLabelled, "node/"+node, fmt.Sprintf("labelled %s=%s (%s)", key, value, why),
+		map[string]string{"key": key, "value": value})
+	return nil
+}
+
+// updateNode applies mutate to the node and writes it, again on a conflict.
+func (c *Client) updateNode(ctx context.Context, node string, mutate func(*corev1.Node)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(n)
+		_, err = c.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 }

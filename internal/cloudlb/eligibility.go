@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
 
@@ -16,7 +17,7 @@ import (
 const (
 	labelExcludeLB      = corev1.LabelNodeExcludeBalancers
 	labelControlPlane   = "node-role.kubernetes.io/control-plane"
-	taintToBeDeletedCAS = "ToBeDeletedByClusterAutoscaler"
+	taintToBeDeletedCAS = contract.TaintToBeDeletedByClusterAutoscaler
 )
 
 // ServiceControllerRules is how the Kubernetes service controller of one
