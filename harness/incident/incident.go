@@ -22,11 +22,21 @@ const (
 	// KeepaliveUnready: reused keep-alive connections keep feeding a pod
 	// that is no longer ready.
 	KeepaliveUnready = "keepalive-unready"
+	// GracefulNodeShutdown: a node's machine shuts down (a reboot, a
+	// preemption) and its kubelet's graceful node shutdown ends its Pods
+	// while their endpoints and the LB still count them.
+	GracefulNodeShutdown = "node-shutdown"
+	// SpotInterruption: the cloud takes a spot or preemptible machine after
+	// a short notice, with or without a handler that drains it first.
+	SpotInterruption = "spot-interruption"
+	// Consolidation: the cluster autoscaler or Karpenter removes a node it
+	// finds underused: taint, drain, delete.
+	Consolidation = "consolidation"
 )
 
 // All lists every incident in the order Doc tells them.
 func All() []string {
-	return []string{DrainLocalPDB, NodepoolBackend, RollingUpdateLocal, SourceIPDilemma, KeepaliveUnready}
+	return []string{DrainLocalPDB, NodepoolBackend, RollingUpdateLocal, SourceIPDilemma, KeepaliveUnready, GracefulNodeShutdown, SpotInterruption, Consolidation}
 }
 
 // Known reports whether id names an incident.
@@ -64,9 +74,14 @@ const (
 	// the Pods there are evicted at once, bounded only by their
 	// PodDisruptionBudgets (a node pool upgrade or replacement).
 	PoolDrain Trigger = "pool-drain"
+	// NodeShutdown: a node's machine shuts down with the workload's Pods
+	// still on it: the kubelet's graceful node shutdown (or, where it is
+	// off, the operating system) ends them without deleting them, so no
+	// endpoint turns terminating and no PodDisruptionBudget is asked.
+	NodeShutdown Trigger = "node-shutdown"
 )
 
 // Triggers lists every trigger.
 func Triggers() []Trigger {
-	return []Trigger{PodTermination, Eviction, Rollout, ReadinessFlip, Placement, PoolDrain}
+	return []Trigger{PodTermination, Eviction, Rollout, ReadinessFlip, Placement, PoolDrain, NodeShutdown}
 }

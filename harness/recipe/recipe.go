@@ -82,6 +82,11 @@ const (
 	// (container-native load balancing); the vendor's controller
 	// deregisters a terminating Pod's target, whatever the traffic policy.
 	TargetDeregistration Mechanism = "target-deregistration"
+	// OwnReadiness: nothing outside the Pod marks its endpoint
+	// terminating (the kubelet's graceful node shutdown ends it without a
+	// deletion), so the Pod's own failing readiness is what moves
+	// kube-proxy and the LB.
+	OwnReadiness Mechanism = "own-readiness"
 )
 
 // Fate is what a disruption does to the node of a terminating Pod, as far
@@ -96,11 +101,19 @@ const (
 	// Leaves: the node loses the workload for good while the LB still
 	// counts it (a drain, a scale-down, a drained pool).
 	Leaves
+	// ShutsDown: the node's machine shuts down and its kubelet ends the
+	// Pod (graceful node shutdown) without deleting it, so nothing marks
+	// its endpoint terminating: the endpoint stays ready and serving until
+	// the Pod's own readiness fails or its exit is reported.
+	ShutsDown
 )
 
 func (f Fate) String() string {
-	if f == Leaves {
+	switch f {
+	case Leaves:
 		return "leaves"
+	case ShutsDown:
+		return "shuts down"
 	}
 	return "replaced"
 }
@@ -260,6 +273,9 @@ func Hardened(lb LB, policy corev1.ServiceExternalTrafficPolicy) Recipe {
 // in a disruption that does fate to a terminating Pod's node.
 func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 	r := Recipe{Drain: Drain}
+	if fate == ShutsDown {
+		return shutsDown(lb, policy)
+	}
 	switch {
 	case lb.PodTargets:
 		// Neither kube-proxy nor the node is on the path: the Pod's own
@@ -369,6 +385,42 @@ func For(lb LB, policy corev1.ServiceExternalTrafficPolicy, fate Fate) Recipe {
 			ServingProbePeriod, ServingProbeFailureThreshold)
 	}
 	r.Grace = r.PreStop + r.ShutdownDelay + r.Drain + GraceSlack
+	return r
+}
+
+// shutsDown is the recipe for a Pod whose node's machine shuts down. The
+// kubelet's graceful node shutdown kills the node's Pods with its own grace
+// period and does not delete them (kubernetes pkg/kubelet/nodeshutdown
+// nodeshutdown_manager_linux.go), so no endpoint turns terminating. A
+// preStop only spends the node's budget (shutdownGracePeriod minus
+// shutdownGracePeriodCriticalPods) with the endpoint still ready, so there
+// is none; the app fails readiness on its signal and keeps accepting for
+// what would move the traffic if that failure were seen: the probe, then
+// kube-proxy, with Local the LB's check of the node, for Pod targets the
+// deregistration. Measured on this suite's kind cluster (v1.37.2), the
+// kubelet did not report the failed readiness while its node shut down:
+// each Pod left its endpoints 1-3 s after its exit, whatever it did before.
+// So on a node's shutdown this recipe only keeps the app serving as long as
+// the budget allows; no Pod setting makes the shutdown drop-free, which the
+// suites record as a limit (the fix is draining the node first).
+func shutsDown(lb LB, policy corev1.ServiceExternalTrafficPolicy) Recipe {
+	r := Recipe{Mechanism: OwnReadiness, Drain: Drain, MinReady: MinReadyFloor}
+	lag, what := time.Duration(0), "kube-proxy on every node drops an unready endpoint"
+	switch {
+	case lb.PodTargets:
+		lag, what = DeregistrationMargin, "the vendor's controller deregisters the Pod's target"
+	case policy == corev1.ServiceExternalTrafficPolicyLocal:
+		lag, what = lb.RemovalLag, "the node's check fails once it has no ready local endpoint and the LB moves after its lag"
+	}
+	readinessFirst(&r, lag)
+	r.Grace = r.ShutdownDelay + r.Drain + GraceSlack
+	r.Why = fmt.Sprintf("the node's machine shuts down: the kubelet ends the Pod without deleting it, so its endpoint stays "+
+		"ready (kubernetes pkg/kubelet/nodeshutdown); no preStop, which would spend the node's shutdown budget with the "+
+		"endpoint still ready: the app fails readiness on its signal and keeps accepting for the probe's %s x %d, while "+
+		"%s (%s), and kube-proxy's margin: %s, which the node's shutdownGracePeriod minus "+
+		"shutdownGracePeriodCriticalPods must cover. Measured here, the kubelet did not report the failed readiness while "+
+		"its node shut down (the endpoint went 1-3 s after the exit), so no recipe makes a shutdown drop-free: drain the "+
+		"node first", ServingProbePeriod, ServingProbeFailureThreshold, what, lag, r.ShutdownDelay)
 	return r
 }
 
