@@ -83,6 +83,7 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 	kubeContext := fs.String("context", "", "kubeconfig context to use (default: the current context)")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the API server when reading the cluster")
 	kubeVersion := fs.String("kubernetes-version", "", "judge for this Kubernetes version (1.MINOR or v1.MINOR.PATCH; default: the cluster's when reading one, else every supported release, 1.28 and later)")
+	nodeShutdown := fs.String("node-shutdown-grace", "", "the nodes' kubelet graceful node shutdown, `PERIOD/CRITICAL` (shutdownGracePeriod/shutdownGracePeriodCriticalPods, e.g. 30s/15s) or off: ZD025 checks that a node's shutdown leaves the Pods time for the LB to follow (default: not checked)")
 	listRules := fs.Bool("list-rules", false, "print the rules (ID, severity, seeds, summary, fix) and exit")
 	listProfiles := fs.Bool("list-profiles", false, "print the LB profiles with their health-check timing and sources and exit")
 	listRecipes := fs.Bool("list-recipes", false, "print the hardened recipe (preStop, shutdown, grace, readiness, minReadySeconds) per LB profile and traffic policy, which the fixes apply, and exit")
@@ -122,6 +123,14 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 			return badInput(c, "doctor", "--kubernetes-version: %v", err)
 		}
 	}
+	shutdownOpt := doctor.Option(nil)
+	if *nodeShutdown != "" {
+		g, err := recipe.ParseShutdownGrace(*nodeShutdown)
+		if err != nil {
+			return badInput(c, "doctor", "--node-shutdown-grace: %v", err)
+		}
+		shutdownOpt = doctor.WithNodeShutdown(g)
+	}
 	if *allNS && len(paths) > 0 && !*useCluster {
 		return badInput(c, "doctor", "--all-namespaces applies to the cluster, not to files")
 	}
@@ -156,7 +165,7 @@ func runDoctor(ctx context.Context, c *cli, stdin io.Reader, args []string) int 
 		}
 	}
 
-	rep := doctor.Check(ms, profOpt, doctor.WithDefaultNamespace(defaultNS), doctor.WithKubernetesMinor(kubeMinor))
+	rep := doctor.Check(ms, profOpt, doctor.WithDefaultNamespace(defaultNS), doctor.WithKubernetesMinor(kubeMinor), shutdownOpt)
 	if err := doctor.Write(c.stdout, rep, format); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop doctor: %v\n", err)
 		return exitBroken

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"zerodrop.dev/zerodrop/harness/recipe"
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
@@ -114,6 +115,9 @@ type checkConfig struct {
 	profile   *LBProfile
 	namespace string
 	kubeMinor int
+	// shutdown is the nodes' graceful node shutdown, when given
+	// (WithNodeShutdown); nil leaves ZD025 quiet.
+	shutdown *recipe.ShutdownGrace
 }
 
 // newConfig applies opts to the defaults (namespace "default").
@@ -132,6 +136,15 @@ func newConfig(opts []Option) checkConfig {
 // and terminating endpoints) follow it. 0, the default, judges for every
 // supported release (1.28 and later), where those rules no longer differ.
 func WithKubernetesMinor(minor int) Option { return func(c *checkConfig) { c.kubeMinor = minor } }
+
+// WithNodeShutdown judges for nodes whose kubelets give Pods g on a
+// shutdown of their machine (shutdownGracePeriod and
+// shutdownGracePeriodCriticalPods; zero: graceful node shutdown off, the
+// kubelet's default): ZD025 checks the workload against it. Without it
+// the doctor cannot know the nodes' setting and ZD025 stays quiet.
+func WithNodeShutdown(g recipe.ShutdownGrace) Option {
+	return func(c *checkConfig) { c.shutdown = &g }
+}
 
 // ParseKubernetesVersion reads "1.34", "v1.34.2" or a distribution's
 // "v1.34.2-gke.1200" / "v1.34.2+k3s1" and returns the minor version.
@@ -213,6 +226,7 @@ func Check(m *Manifests, opts ...Option) *Report {
 		for _, wo := range ix.selected(svc, so.Namespace) {
 			sum.Workloads = append(sum.Workloads, wo.Ref())
 			t := v.target(ix, wo, cfg.kubeMinor)
+			t.shutdown = cfg.shutdown
 			if t == nil {
 				continue
 			}

@@ -14,6 +14,7 @@ import (
 	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/recipe"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
 
@@ -80,6 +81,9 @@ type target struct {
 	// ns is the workload's Namespace when the input holds it (nil
 	// otherwise): its labels may ask a vendor to inject its gate.
 	ns *Object
+	// shutdown is the nodes' graceful node shutdown when given
+	// (WithNodeShutdown).
+	shutdown *recipe.ShutdownGrace
 }
 
 // gated reports whether the Pods carry the LB's readiness gate: the
@@ -374,6 +378,31 @@ var catalogue = []Rule{
 		check: checkPoolDrain,
 	},
 	{
+		ID: "ZD025", Name: "node-shutdown-outruns-lb", Severity: Error, Seeds: []string{incident.GracefulNodeShutdown, incident.SpotInterruption},
+		Triggers: []incident.Trigger{incident.NodeShutdown},
+		Summary:  "a node's shutdown kills the Pod before its own shutdown is over, as a ready endpoint",
+		Description: "When a node's machine shuts down with the Pod on it (a reboot, a preemption, a spot interruption " +
+			"nothing drained first), the kubelet's graceful node shutdown kills the node's regular Pods with " +
+			"shutdownGracePeriod minus shutdownGracePeriodCriticalPods as their grace period, without deleting them " +
+			"(kubernetes pkg/kubelet/nodeshutdown nodeshutdown_manager_linux.go); with the feature off, the kubelet's " +
+			"default, the kubelet stops with the machine and neither runs a preStop nor reports an exit. No endpoint " +
+			"turns terminating: measured on this suite's kind cluster (v1.37.2, 30 s with 15 s for critical Pods), each " +
+			"Pod left its endpoints only 1-3 s after its container exited, even one that failed readiness on SIGTERM, " +
+			"so the LB and kube-proxy sent it connections that were refused (kubernetes/kubernetes#116965 and #106879, open; " +
+			"#105780: readiness probes stop during the shutdown). A preStop sleep runs with the endpoint " +
+			"still ready and, when as long as the budget, ends with the kubelet's kill (GKE gives regular Pods 15 s on a " +
+			"preemption and says a longer terminationGracePeriodSeconds has no effect: GKE docs, preemptible VMs); measured: a 29 s preStop behind gcp-nlb (Local), killed at 15 s, a connection " +
+			"refused 2 s later. Needs the nodes' setting: --node-shutdown-grace. A Pod that fits the budget is still " +
+			"sent connections after its exit: no Pod setting makes a shutdown drop-free (docs/incidents.md, node-shutdown).",
+		Fix: "Drain nodes before their machines shut down: a termination handler that cordons, labels " +
+			"node.kubernetes.io/exclude-from-external-load-balancers and drains on the cloud's notice " +
+			"(aws-node-termination-handler), kubectl drain before a planned reboot; the Pods then leave by eviction, " +
+			"as a terminating endpoint the LB and kube-proxy follow. Keep the Pod's shutdown (preStop and drain) within " +
+			"shutdownGracePeriod minus shutdownGracePeriodCriticalPods, or lengthen the nodes' period.",
+		check:     checkShutdownBudget,
+		container: true,
+	},
+	{
 		ID: "ZD030", Name: "no-readiness-probe", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
 		Triggers: []incident.Trigger{incident.Rollout, incident.Eviction},
 		Summary:  "the serving container has no readiness probe",
@@ -566,6 +595,36 @@ func checkPreStopLag(t *target) []result {
 			"health-check lag %s (profile %s: %s): for up to %s after the last endpoint on a node terminates the "+
 			"LB still sends it new connections, which are dropped",
 			what, seconds(tl.accept), seconds(lag), t.profile.Name, t.profile.Describe(), seconds(lag-tl.accept))}}
+}
+
+func checkShutdownBudget(t *target) []result {
+	if t.shutdown == nil {
+		return nil
+	}
+	budget := t.shutdown.Budget()
+	line := t.line(t.cpath("lifecycle", "preStop"), t.cpath())
+	if budget <= 0 {
+		return []result{{sev: Error, line: line,
+			msg: "graceful node shutdown is off on the nodes: when a node's machine shuts down the kubelet stops with " +
+				"it, no preStop runs and nothing reports this Pod's end, so it stays a ready endpoint the LB and " +
+				"kube-proxy send to until the Node is deleted or marked unreachable; turn it on (shutdownGracePeriod " +
+				"above the Pod's shutdown plus shutdownGracePeriodCriticalPods) and drain nodes before they shut down"}}
+	}
+	ps := containerPreStop(t.c)
+	grace := t.wl.grace()
+	switch {
+	case ps.known && ps.duration >= budget:
+		return []result{{sev: Error, line: line,
+			msg: fmt.Sprintf("the %s runs on a node's shutdown with the endpoint still ready and lasts the whole %s the "+
+				"kubelet gives regular Pods (shutdown grace %s): the Pod is killed at its end while the LB and "+
+				"kube-proxy still send to it", ps, seconds(budget), t.shutdown)}}
+	case grace > budget:
+		return []result{{sev: Warning, line: t.line(t.podPath("terminationGracePeriodSeconds"), t.cpath("lifecycle", "preStop")),
+			msg: fmt.Sprintf("terminationGracePeriodSeconds %s (%s) is more than the %s the kubelet gives regular Pods on "+
+				"a node's shutdown (shutdown grace %s): a shutdown that needs it cuts the Pod's drain short",
+				seconds(grace), graceOrigin(t.wl), seconds(budget), t.shutdown)}}
+	}
+	return nil
 }
 
 func checkGraceVsPreStop(t *target) []result {

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/recipe"
 )
 
 // m is a manifest under test: a Service, a workload and extra documents. The
@@ -318,6 +320,24 @@ func TestRules(t *testing.T) {
 		{name: "ZD002 counts nginx's --shutdown-grace-period after a preStop sleep (5s + 20s >= gcp-nlb 24s)",
 			in:    m{Args: `["/nginx-ingress-controller", "--shutdown-grace-period=20"]`, Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 5", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
 			quiet: []string{"ZD002", "ZD001"}},
+
+		// ZD025: a node's shutdown against the kubelet's budget.
+		{name: "ZD025 quiet without the nodes' setting", in: m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 29", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			quiet: []string{"ZD025"}},
+		{name: "ZD025 fires: the measured cell, a 29s preStop against GKE's 15s for regular Pods",
+			in:   m{Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 29", Grace: "60", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			opts: []Option{WithNodeShutdown(recipe.ShutdownGrace{Period: 30 * time.Second, CriticalPods: 15 * time.Second})},
+			fire: map[string]Severity{"ZD025": Error}, lineHas: "preStop"},
+		{name: "ZD025 quiet: no preStop and a grace period within the 15s",
+			in:    m{Policy: "Cluster", Lifecycle: "-", Grace: "15", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			opts:  []Option{WithNodeShutdown(recipe.ShutdownGrace{Period: 30 * time.Second, CriticalPods: 15 * time.Second})},
+			quiet: []string{"ZD025"}},
+		{name: "ZD025 fires as a warning: a 10s preStop fits, the 30s grace period does not",
+			in:   m{Policy: "Cluster", Lifecycle: "lifecycle:\n  preStop:\n    sleep:\n      seconds: 10", Grace: "30", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			opts: []Option{WithNodeShutdown(recipe.ShutdownGrace{Period: 30 * time.Second, CriticalPods: 15 * time.Second})},
+			fire: map[string]Severity{"ZD025": Warning}},
+		{name: "ZD025 fires: graceful node shutdown off", in: m{Policy: "Cluster", Lifecycle: "-", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			opts: []Option{WithNodeShutdown(recipe.ShutdownGrace{})}, fire: map[string]Severity{"ZD025": Error}},
 
 		// ZD002: preStop vs LB lag, per profile.
 		{name: "ZD002 fires: no preStop with Local", in: m{Lifecycle: "-", Grace: "30"},
