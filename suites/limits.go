@@ -5,6 +5,9 @@
 package suites
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 )
@@ -106,3 +109,87 @@ var singlePoolReplaced = Mechanism{Opens: []string{zdv1.EventLBNodeUnhealthy, zd
 	"Service pointed at pool-b, 3,334 of 5,688 once the workload had moved to pool-c. Its windows open when the LB " +
 	"marks the pool's last node unhealthy and removes it (lb-node-unhealthy, lb-backend-removed): on 2026-11-26 " +
 	"(zerodrop 323bc8e) drain-pool-with-pdb 5,037 timeouts from 44 ms after, nodepool-replacement 2,898 from 23 ms after"}
+
+// removalCutsFlows picks the L4 LB models whose backends are nodes and that
+// close a removed backend's established flows at once (no connection
+// draining: gcp-nlb's target pool, azure-lb, azure-basic, gke-legacy).
+func removalCutsFlows(m Model) bool {
+	f := m.Profile.Flows
+	return m.Profile.Mode == profiles.ModeL4 && !m.Profile.PodBackends() && f.OnRemoved == profiles.FlowClose && f.DrainTimeout.D() == 0
+}
+
+// exclusionCutsFlowsReason is why a node labelled out of the LBs before it
+// leaves (a termination handler, Karpenter) cannot be drop-free on such an
+// LB, whatever the workload.
+var exclusionCutsFlowsReason = Mechanism{Opens: []string{zdv1.EventNodeLabelled, zdv1.EventLBBackendRemoved, zdv1.EventCordon}, Text: "The node is " +
+	"labelled node.kubernetes.io/exclude-from-external-load-balancers before it is drained (Karpenter's terminator, " +
+	"aws-node-termination-handler with --exclude-from-load-balancers), and the service controller re-syncs the LBs on " +
+	"that label at once (k8s.io/cloud-provider controllers/service shouldSyncUpdatedNode; nodeIncludedPredicate). This " +
+	"LB has no connection draining for a removed backend (flows.onRemoved close, drainTimeout 0: a GCP target pool, " +
+	"Azure's load balancer as profiled), so the established flows of the client's kept-alive connections through the " +
+	"node are cut the moment it leaves, before any Pod there is evicted: a request in flight on one is lost. What avoids " +
+	"it is an LB that drains a removed backend (aws-nlb's deregistration delay, gke-l4's connection draining). Measured " +
+	"on this suite's kind cluster, spot-interruption-handled, 2026-11-28: gcp-nlb/cluster/hardened 1 timeout on a " +
+	"reused connection 115 ms after the LB removed the labelled node, azure-lb/cluster/hardened 1 GET re-sent 145 ms " +
+	"after (\"established flows are closed (reset)\"). Its windows open at the label and the LB's lb-backend-removed."}
+
+// metallbExcludedAnnouncer is why labelling the node MetalLB announces from
+// out of the LBs cannot be drop-free behind MetalLB L2.
+var metallbExcludedAnnouncer = Mechanism{Opens: []string{zdv1.EventNodeLabelled, zdv1.EventCordon}, Text: "MetalLB's speaker " +
+	"does not announce from a node labelled node.kubernetes.io/exclude-from-external-load-balancers (metallb v0.15.2 " +
+	"internal/k8s/nodes IsNodeExcludedFromBalancers, read by speaker/layer2_controller.go ShouldAnnounce; " +
+	"--ignore-exclude-lb turns it off), so labelling the node that announces a VIP moves the VIP, and the client's " +
+	"kept-alive connections through the old node reach a node with no conntrack entry for them: they are reset, as " +
+	"when the announcing node's last endpoint stops serving. No Deployment setting keeps the client's connections off " +
+	"the old node. Measured on this suite's kind cluster, spot-interruption-handled, 2026-11-28: " +
+	"metallb/cluster/hardened 1 GET re-sent 0.6 s after the label, as the node's cordon followed. Its windows open " +
+	"at the label or the cordon just after it."}
+
+// exclusionLimits are the limits of a departure whose tool labels the node
+// out of the LBs and then drains it (spot-interruption-handled,
+// consolidation): the label's own, and a drain's where kube-proxy does not
+// send new connections to terminating endpoints.
+func exclusionLimits() []Limit {
+	var out []Limit
+	for _, p := range []corev1.ServiceExternalTrafficPolicy{clusterPolicy, localPolicy} {
+		out = append(out,
+			Limit{On: removalCutsFlows, Policy: p, Reason: exclusionCutsFlowsReason},
+			Limit{LB: contract.LBMetalLB, Policy: p, Reason: metallbExcludedAnnouncer})
+	}
+	return append(out, drainLimits()...)
+}
+
+// drainLimits are a drain's limits where the drained node's last endpoint
+// decides (Local): drain-node's, for a departure that drains.
+func drainLimits() []Limit {
+	return []Limit{
+		{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
+		{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
+	}
+}
+
+// taintUnseen picks the node-targeted cloud LB models whose check for a
+// Cluster Service does not ask kube-proxy (a TCP connect to the traffic
+// port: aws-nlb, azure-lb; an L7 path on the NodePort: gclb): kube-proxy's
+// failing /healthz on the autoscaler's taint never reaches them.
+func taintUnseen(m Model) bool {
+	return m.Cloud && !m.Profile.PodBackends() && m.Profile.HealthCheckFor(clusterPolicy).Target != profiles.TargetKubeProxy
+}
+
+// autoscalerTaintUnseen is why the cluster autoscaler's scale-down cannot
+// be drop-free with Cluster behind such an LB, whatever the workload.
+var autoscalerTaintUnseen = Mechanism{Opens: []string{zdv1.EventNodeShutdown, zdv1.EventNodeOff}, Text: "The cluster " +
+	"autoscaler marks the node with its ToBeDeletedByClusterAutoscaler taint, drains it and deletes the machine; it " +
+	"does not label the node out of the LBs (kubernetes/autoscaler cluster-autoscaler-1.35.0 " +
+	"core/scaledown/actuation). The service controller would leave a tainted node out, but from Kubernetes 1.27 it " +
+	"re-syncs the LBs only when a node comes or goes or its exclusion label changes, not for the taint " +
+	"(k8s.io/cloud-provider controllers/service shouldSyncUpdatedNode); kube-proxy fails its /healthz for the taint " +
+	"(KEP-3836, GA in 1.31), which takes the node out of an LB that checks kube-proxy (gcp-nlb: 0 dropped), but this " +
+	"LB's check for externalTrafficPolicy Cluster is the Service's own port, which kube-proxy keeps answering for the " +
+	"other nodes' Pods. So the empty node stays a backend until the Node is deleted, and the client's kept-alive " +
+	"connections through it end with the machine: a request in flight on one times out. The fix is the LB's, not the " +
+	"workload's: a health check on kube-proxy's :10256/healthz where the LB lets the Service choose (the AWS Load " +
+	"Balancer Controller's aws-load-balancer-healthcheck-port/-path annotations), or a tool that labels the node " +
+	"node.kubernetes.io/exclude-from-external-load-balancers before it drains (Karpenter: consolidation). Measured on " +
+	"this suite's kind cluster, 2026-11-28: consolidation-autoscaler Cluster hardened, aws-nlb 1 timeout, azure-lb " +
+	"2, gclb 46 in 5.4 s, each from 2.1 s after the machine's shutdown began (off at 2.3 s)."}

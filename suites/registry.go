@@ -58,6 +58,11 @@ func Scenarios() []Scenario {
 		unreadyKeepalive(),
 		drainNode(),
 		scaleDown(),
+		nodeShutdown(),
+		spotInterruption(),
+		spotInterruptionHandled(),
+		consolidation(),
+		consolidationAutoscaler(),
 		drainPoolWithPDB(),
 		nodepoolReplacement(),
 	}
@@ -87,6 +92,12 @@ type Timing struct {
 	// Control is how long each control cell's load runs with nothing
 	// disrupted (Settings.Control overrides).
 	Control time.Duration
+	// PowerOff bounds a machine's power-off beyond its kubelet's shutdown
+	// grace: systemd stopping its services and what is left.
+	PowerOff time.Duration
+	// NodeDeletion is how long after a machine is gone its Node is
+	// deleted: the cloud node lifecycle controller's pass.
+	NodeDeletion time.Duration
 	// HazardWatch bounds how long a documentation cell waits for its LB
 	// after the disruption: its hazard (a drop) shows within seconds of
 	// the disruption, and an LB slower than this (gclb's default check,
@@ -96,12 +107,18 @@ type Timing struct {
 	HazardWatch time.Duration
 }
 
+// tmNodeDeletion is the cloud node lifecycle controller's period: it
+// deletes the Node of an instance that no longer exists on its next pass
+// (k8s.io/cloud-provider controllers/nodelifecycle, --node-monitor-period,
+// 5 s by default).
+const tmNodeDeletion = 5 * time.Second
+
 // DefaultTiming is the suite's timing.
 func DefaultTiming() Timing {
 	return Timing{
 		Baseline: 5 * time.Second, Observe: 15 * time.Second, ObserveShares: 20 * time.Second,
 		SettleMargin: 5 * time.Second, NodeDrain: 3 * time.Minute, PoolDrain: 60 * time.Second,
 		EndpointRemoval: time.Minute, KubeProxyGrace: 2 * time.Second,
-		Control: time.Minute, HazardWatch: 2 * time.Minute,
+		Control: time.Minute, HazardWatch: 2 * time.Minute, PowerOff: 2 * time.Minute, NodeDeletion: tmNodeDeletion,
 	}
 }

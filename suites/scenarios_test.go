@@ -186,7 +186,9 @@ func TestAddPoolLaterNeedsAProvider(t *testing.T) {
 var recordedEventTypes = []string{zdv1.EventCordon, zdv1.EventDrainStart, zdv1.EventPodTerminating, zdv1.EventPodDeleted,
 	zdv1.EventPodUnready, zdv1.EventEndpointRemoved, zdv1.EventEndpointAdded, zdv1.EventEndpointTerminating,
 	zdv1.EventEndpointStoppedServing, zdv1.EventNodeRemoved, zdv1.EventLBBackendAdded, zdv1.EventLBBackendRemoved,
-	zdv1.EventLBNodeHealthy, zdv1.EventLBNodeUnhealthy}
+	zdv1.EventLBNodeHealthy, zdv1.EventLBNodeUnhealthy,
+	// A departure's steps (suites/departure.go, harness/cluster/lifecycle.go).
+	zdv1.EventNodeShutdown, zdv1.EventNodeOff, zdv1.EventNodeLabelled, zdv1.EventNodeTainted, zdv1.EventInterruptionNotice}
 
 func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 	var np Scenario

@@ -135,8 +135,8 @@ type Scenario struct {
 	// OwnTriggers are what the disruption does to a user's workload when
 	// that differs from Triggers (nil: the same); see OwnTriggerSet.
 	OwnTriggers []incident.Trigger
-	// NeedsNodepools marks scenarios that add or remove nodepools (the
-	// existing provider cannot).
+	// NeedsNodepools marks scenarios that add or remove nodepools or
+	// nodes (the existing provider cannot).
 	NeedsNodepools bool
 	// Control marks the scenario that disrupts nothing and whose cells
 	// are the controls of their columns (scenario_control.go): it cites no
@@ -149,6 +149,10 @@ type Scenario struct {
 	// (scenario.Spec.SharePods), so a disruption costs one set of Pod
 	// starts however many LB models and policies watch it.
 	OwnPods string
+	// NodeShutdown, when set, is the kubelet's graceful node shutdown on
+	// the nodes the disruption shuts down (zero: off): the doctor's
+	// prediction for a user's workload is judged for it (ZD025).
+	NodeShutdown *recipe.ShutdownGrace
 	// Fate is what the disruption does to a terminating Pod's node
 	// (harness/recipe): Leaves where the node loses the workload for good
 	// (a drain, a scale-down, a drained pool). The hardened Pods and the

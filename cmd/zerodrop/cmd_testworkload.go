@@ -252,9 +252,9 @@ func prepareOwn(ctx context.Context, c *cli, stdin io.Reader, getenv func(string
 	if f.provider == "existing" {
 		needsPools := func(sc suites.Scenario) bool { return sc.NeedsNodepools }
 		if i := slices.IndexFunc(scs, needsPools); i >= 0 && f.only != "" {
-			return nil, badInput(c, "test", "--scenario %s adds and removes nodepools, which the existing provider cannot do: use --provider kind", scs[i].Name), false
+			return nil, badInput(c, "test", "--scenario %s adds or removes nodes, which the existing provider cannot do: use --provider kind", scs[i].Name), false
 		}
-		scs = leaveOut(c.stdout, scs, needsPools, "it adds and removes nodepools, which the existing provider cannot do")
+		scs = leaveOut(c.stdout, scs, needsPools, "it adds or removes nodes, which the existing provider cannot do")
 	}
 	if r.ms, err = doctor.LoadContext(ctx, f.paths, stdin, doctor.DefaultLimits()); err != nil {
 		fmt.Fprintf(c.stderr, "zerodrop test: %v\n", err)

@@ -106,7 +106,7 @@ func TestOwnBadInput(t *testing.T) {
 		{"hook with own image", []string{"--image=own", "--hook", "5s", "testdata/netexec.yaml"}, "--hook models a server"},
 		{"path without own image", []string{"--path", "/healthz", "testdata/netexec.yaml"}, "--path is for --image=own"},
 		{"relative path", []string{"--image=own", "--path", "healthz", "testdata/netexec.yaml"}, `--path "healthz": want an absolute path`},
-		{"pool scenario on an existing cluster", []string{"--provider", "existing", "--scenario", "drain-pool-with-pdb", "testdata/netexec.yaml"}, "adds and removes nodepools"},
+		{"pool scenario on an existing cluster", []string{"--provider", "existing", "--scenario", "drain-pool-with-pdb", "testdata/netexec.yaml"}, "adds or removes nodes"},
 		{"own image missing a Secret", []string{"--image=own", write("secret.yaml", strings.Replace(netexec(t), "readinessProbe:",
 			"env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: api, key: token}}}]\n        readinessProbe:", 1))},
 			"names secret/web/api, which the input does not hold"},
@@ -220,7 +220,7 @@ func TestOwnExistingLeavesPoolsOut(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"drain-pool-with-pdb: left out: it adds and removes nodepools", "nodepool-replacement: left out"} {
+	for _, want := range []string{"drain-pool-with-pdb: left out: it adds or removes nodes", "nodepool-replacement: left out"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

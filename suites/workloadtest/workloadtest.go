@@ -424,8 +424,19 @@ func predict(objsOn func(suites.Model) []runtime.Object, service string, models 
 		if err != nil {
 			return nil, err
 		}
-		rep := doctor.Check(ms, doctor.WithKubernetesMinor(kubeMinor))
+		// A scenario that shuts nodes down is judged for the kubelet
+		// setting it gives them (ZD025); one report per setting.
+		reports := map[string]*doctor.Report{}
 		for _, sc := range scs {
+			key, opts := "", []doctor.Option{doctor.WithKubernetesMinor(kubeMinor)}
+			if g := sc.NodeShutdown; g != nil {
+				key, opts = g.String(), append(opts, doctor.WithNodeShutdown(*g))
+			}
+			rep, ok := reports[key]
+			if !ok {
+				rep = doctor.Check(ms, opts...)
+				reports[key] = rep
+			}
 			p := Prediction{Prediction: rep.Predict(service, sc.OwnTriggerSet())}
 			var why []string
 			for _, f := range rep.Findings {

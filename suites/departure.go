@@ -1,0 +1,262 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"zerodrop.dev/zerodrop/apis/contract"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/scenario"
+)
+
+// departure is how a node leaves the cluster when no person runs the
+// disruption (node-shutdown, spot-interruption, consolidation): the steps
+// the cloud and the cluster's tools take, in this order, as data. The
+// machine always ends (powered off, then its Node deleted and the machine
+// destroyed, as a cloud's node lifecycle controller deletes the Node of an
+// instance that is gone); everything before that is what its tools do to
+// soften it.
+type departure struct {
+	// What is the disruption in a reader's words (the run's disruption
+	// event).
+	What string
+	// Notice is the time from the cloud's interruption notice to the
+	// machine's end (zero: no notice).
+	Notice time.Duration
+	// Taint is put on the node first (an autoscaler's "this node goes").
+	Taint *corev1.Taint
+	// Exclude, when set, is the value the tool labels the node
+	// node.kubernetes.io/exclude-from-external-load-balancers with
+	// (Karpenter: "karpenter"; aws-node-termination-handler with
+	// --exclude-from-load-balancers: its own name), which the service
+	// controller reads to take it out of every LB.
+	Exclude string
+	// Drain cordons and drains the node (evictions honour
+	// PodDisruptionBudgets) before the machine ends.
+	Drain bool
+	// Grace is the kubelet's graceful node shutdown on the node when its
+	// machine shuts down (zero: off, the kubelet's default).
+	Grace cluster.ShutdownGrace
+	// By names who does the steps before the machine's end (the tool), for
+	// the events.
+	By string
+}
+
+// duration is the disruption's own time on the clock, before the LB's
+// lag: the notice (or the drain, when there is none), the Pods' grace on
+// shutdown, the machine's power-off.
+func (d departure) duration(k Costs, t cellTimes) time.Duration {
+	own := d.Notice
+	if d.Drain {
+		own = max(own, t.accepting+k.Terminate)
+	}
+	if d.Grace.Period > 0 {
+		own += min(d.Grace.Period, t.accepting+k.Terminate+d.Grace.CriticalPods)
+	}
+	return own + k.Terminate + tmNodeDeletion
+}
+
+// departureCost is a departure's plan estimate for one cell: the steps,
+// the replacement Pods elsewhere, the LB's lag after the machine is gone,
+// and the machine's replacement (a node joins, as a pool's does).
+func departureCost(d departure) CellCost {
+	return func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {
+		own := d.duration(k, t)
+		return own + t.replacement(k) + t.leaves(tm, own, t.replacement(k)) + k.PoolAdd
+	}
+}
+
+// departureCases are a departure's cases: each policy naive and hardened,
+// with keep-alive as in drain-node (a kept-alive connection through the
+// leaving node is cut or closed, and the client's next one is new). A
+// connection per request for every cell of a departure's batch (24 cells,
+// 900 new connections a second) saturated this 2-core bench: the kernel
+// took 60 % of the CPU, the load generator stalled and the LB's health
+// checks of untouched nodes timed out, before any disruption (2026-11-28).
+func departureCases() []Case { return matrix(clusterPolicy, localPolicy) }
+
+// runDeparture is the body of every departure: one node, the one that holds
+// endpoints of the most witnesses (sharedTarget, as drain-node picks), leaves
+// under all of them; its machine is replaced afterwards under the same name
+// and pool, so later scenarios find the default topology.
+func runDeparture(ctx context.Context, s *Suite, sc Scenario, cells []Cell, d departure) []scenario.Result {
+	if err := d.Grace.Validate(); err != nil {
+		return failEvery(cells, err)
+	}
+	if d.Grace.Period > 0 {
+		// Every worker gets the grace before the witnesses begin, since the
+		// node that leaves is chosen by where their Pods land; a kubelet
+		// restart leaves its running Pods alone.
+		workers, err := s.workers(ctx)
+		if err != nil {
+			return failEvery(cells, err)
+		}
+		if err := s.eachNode(ctx, workers, func(ctx context.Context, n string) error {
+			return s.Provider.SetShutdownGrace(ctx, n, d.Grace)
+		}); err != nil {
+			return failEvery(cells, fmt.Errorf("%s: %w", sc.Name, err))
+		}
+		s.Cleanup(func(ctx context.Context) error {
+			now, err := s.workers(ctx)
+			if err != nil {
+				return err
+			}
+			return s.eachNode(ctx, now, func(ctx context.Context, n string) error {
+				return s.Provider.SetShutdownGrace(ctx, n, cluster.ShutdownGrace{})
+			})
+		})
+	}
+	ws := s.Begin(ctx, cells, func(c Cell) scenario.Spec { return s.spec(sc, c, fixtures.WithReplicas(3)) })
+	if err := ws.Settle(ctx, s.Timing.Baseline); err != nil {
+		return s.abandon(ctx, ws, err)
+	}
+	choice := sharedTarget(ctx, ws, cells, func(node string) string { return node }, "nodes",
+		func(node string) string { return sc.Name + ": the departure of " + node })
+	node := choice.Target
+	if node == "" {
+		return s.abandon(ctx, ws, fmt.Errorf("%s: no witness has an endpoint with a node name", sc.Name))
+	}
+	k := ws.Kube()
+	k.Note("node/"+node, "chosen to leave: "+choice.Why())
+	n, err := s.Env.Clientset.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return s.abandon(ctx, ws, fmt.Errorf("%s: read node %s: %w", sc.Name, node, err))
+	}
+	pool, like := n.Labels[contract.PoolLabel], shapeOf(n)
+	if pool == "" {
+		return s.abandon(ctx, ws, fmt.Errorf("%s: node %s belongs to no pool, so it cannot be replaced afterwards", sc.Name, node))
+	}
+	// The machine comes back under the same name and pool, as a managed
+	// instance group recreates an instance it lost.
+	s.Cleanup(func(ctx context.Context) error { return s.replaceNode(ctx, node, pool, like) })
+
+	ws.Disrupt(d.What + ": " + node)
+	var notice time.Time
+	if d.Notice > 0 {
+		notice = time.Now()
+		_ = ws.Events().Event(zdv1.Event{Time: notice, Source: zdv1.SourceHarness, Type: zdv1.EventInterruptionNotice,
+			Object: "node/" + node, Message: fmt.Sprintf("the cloud will take this node's machine in %s", d.Notice),
+			Fields: map[string]string{"notice": d.Notice.String()}})
+	}
+	if d.Taint != nil {
+		t := *d.Taint
+		if t.Value == "" && t.Key == contract.TaintToBeDeletedByClusterAutoscaler {
+			// The cluster autoscaler's value is the Unix time of the taint.
+			t.Value = fmt.Sprint(time.Now().Unix())
+		}
+		if err := k.Taint(ctx, node, t, d.By); err != nil {
+			return s.abandon(ctx, ws, err)
+		}
+	}
+	if d.Exclude != "" {
+		if err := k.Label(ctx, node, corev1.LabelNodeExcludeBalancers, d.Exclude, d.By); err != nil {
+			return s.abandon(ctx, ws, err)
+		}
+	}
+	if d.Drain {
+		res := k.Drain(ctx, node, s.drainTimeout(ws, s.Timing.NodeDrain))
+		if !res.Completed {
+			// The machine ends anyway: what a budget still holds there dies
+			// with it, as on a cloud (Karpenter's terminationGracePeriod,
+			// the end of a spot notice).
+			k.Note("node/"+node, fmt.Sprintf("drain gave up after %s (%v); pods left on the node end with its machine: %s",
+				res.Took.Round(time.Second), res.Err, strings.Join(res.Remaining, ", ")))
+		}
+	}
+	if d.Notice > 0 {
+		if wait := time.Until(notice.Add(d.Notice)); wait > 0 {
+			k.Note("node/"+node, fmt.Sprintf("waiting %s for the end of the notice", wait.Round(time.Second)))
+			select {
+			case <-ctx.Done():
+				return s.abandon(ctx, ws, ctx.Err())
+			case <-time.After(wait):
+			}
+		}
+	}
+	if err := s.Provider.PowerOff(ctx, node, d.Grace.Period+s.Timing.PowerOff); err != nil {
+		return s.abandon(ctx, ws, fmt.Errorf("%s: %w", sc.Name, err))
+	}
+	// The cloud's node lifecycle controller deletes the Node of an
+	// instance that is gone on its next pass, not at once.
+	k.Note("node/"+node, fmt.Sprintf("the node lifecycle controller notices the machine is gone within %s", s.Timing.NodeDeletion))
+	select {
+	case <-ctx.Done():
+		return s.abandon(ctx, ws, ctx.Err())
+	case <-time.After(s.Timing.NodeDeletion):
+	}
+	if err := s.Provider.RemoveNode(ctx, node); err != nil {
+		return s.abandon(ctx, ws, fmt.Errorf("%s: %w", sc.Name, err))
+	}
+	ws.Each(ctx, func(ctx context.Context, _ int, r *scenario.Run) error {
+		return r.Kube.WaitWorkload(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Workload, s.rolloutTimeout(r))
+	})
+	return ws.Finish(ctx, s.settleEach(cells))
+}
+
+// workers are the cluster's nodes that belong to a pool (never the
+// control plane).
+func (s *Suite) workers(ctx context.Context) ([]string, error) {
+	nodes, err := s.Provider.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range nodes {
+		if n.Pool != "" {
+			out = append(out, n.Name)
+		}
+	}
+	return out, nil
+}
+
+// eachNode runs f on every node at once and joins their errors.
+func (s *Suite) eachNode(ctx context.Context, nodes []string, f func(context.Context, string) error) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(ctx, n)
+		}()
+	}
+	wg.Wait()
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// replaceNode brings a node that left back under its name and pool, unless
+// it is still there (the departure failed before its machine ended).
+func (s *Suite) replaceNode(ctx context.Context, node, pool string, like PoolShape) error {
+	nodes, err := s.Provider.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.Name == node {
+			return nil
+		}
+	}
+	// The departure may have stopped between the machine's end and the
+	// Node's deletion: neither may be left behind.
+	if err := s.Provider.RemoveNode(ctx, node); err != nil {
+		return err
+	}
+	return s.Provider.AddNode(ctx, pool, node, like.Labels, like.Taints)
+}
