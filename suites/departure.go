@@ -14,6 +14,8 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/recipe"
 	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
@@ -63,6 +65,44 @@ func (d departure) duration(k Costs, t cellTimes) time.Duration {
 	}
 	return own + k.Terminate + tmNodeDeletion
 }
+
+// scenario is sc with what every departure shares, derived from d: a
+// user's workload meets it as written; it replaces a machine (so the
+// existing provider cannot run it); its cases, body and cost are the
+// departure's; what it does to the Pods is an eviction where the tool
+// drains first, else the node's shutdown with the kubelet's grace, which
+// the hardened recipe follows and the doctor judges a workload by.
+func (d departure) scenario(sc Scenario) Scenario {
+	sc.Own, sc.NeedsNodepools = true, true
+	sc.Cases = departureCases()
+	if d.Drain {
+		sc.Triggers = []incident.Trigger{incident.PodTermination, incident.Eviction}
+		sc.Fate = recipe.Leaves
+	} else {
+		g := d.Grace
+		sc.Triggers = []incident.Trigger{incident.PodTermination, incident.NodeShutdown}
+		sc.Fate, sc.NodeShutdown = recipe.ShutsDown, &g
+	}
+	sc.Body = func(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
+		return runDeparture(ctx, s, sc, cells, d)
+	}
+	sc.Cost = departureCost(d)
+	return sc
+}
+
+// evictionRace is the naive cells' expectation where a departure drains:
+// an evicted Pod that exits at once is refused what is still sent to it
+// until its endpoint goes, and with keep-alive whether a request is in
+// flight then is a race; measured says what one run showed.
+func evictionRace(measured string) []Prevention {
+	return []Prevention{{Hardening: fixtures.Naive, Race: true,
+		Why: "an evicted naive Pod exits at once and is refused what kube-proxy and the LB still send it until its " +
+			"endpoint goes: with keep-alive, whether a request is in flight then is a race the run does not control (" +
+			measured + ")"}}
+}
+
+// evictionHazard is what a naive cell of a departure that drains shows.
+const evictionHazard = "evicted Pods that exit at once refuse what is still sent to them, as in a drain"
 
 // departureCost is a departure's plan estimate for one cell: the steps,
 // the replacement Pods elsewhere, the LB's lag after the machine is gone,

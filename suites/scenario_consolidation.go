@@ -1,15 +1,10 @@
 package suites
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"zerodrop.dev/zerodrop/apis/contract"
-	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/incident"
-	"zerodrop.dev/zerodrop/harness/recipe"
-	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // consolidation is Karpenter removing a node it consolidates (the
@@ -19,25 +14,16 @@ import (
 func consolidation() Scenario {
 	d := departure{What: "Karpenter consolidation", Exclude: "karpenter", Drain: true, By: "Karpenter's disruption",
 		Taint: &corev1.Taint{Key: contract.TaintKarpenterDisrupted, Effect: corev1.TaintEffectNoSchedule}}
-	return Scenario{
+	return d.scenario(Scenario{
 		Name: "consolidation",
 		Description: "Karpenter consolidates a node that holds endpoints: taint " + contract.TaintKarpenterDisrupted +
 			", label it out of the LBs, drain it at the PDBs' pace, terminate the machine, delete the node, under load.",
-		Seeds:          []string{incident.Consolidation},
-		Triggers:       []incident.Trigger{incident.PodTermination, incident.Eviction},
-		Own:            true,
-		NeedsNodepools: true,
-		Cases:          departureCases(),
-		Fate:           recipe.Leaves,
-		Prevented: []Prevention{{Hardening: fixtures.Naive, Race: true,
-			Why: "an evicted naive Pod exits at once and is refused what kube-proxy and the LB still send it until its endpoint goes: with keep-alive, whether a request is in flight then is a race the run does not control (2026-11-28: 1-4 on metallb, gcp-nlb, gclb and azure-lb with Cluster; 0 on aws-nlb and aws-nlb-ip, and with Local on gclb and azure-lb)"}},
-		Hazard: "evicted Pods that exit at once refuse what is still sent to them, as in a drain",
+		Seeds:  []string{incident.Consolidation},
+		Hazard: evictionHazard,
+		Prevented: evictionRace("2026-11-28: 1-4 on metallb, gcp-nlb, gclb and azure-lb with Cluster; 0 on aws-nlb and " +
+			"aws-nlb-ip, and with Local on gclb and azure-lb; a second run 1-8 on every LB"),
 		Limits: exclusionLimits(),
-		Body: func(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
-			return runDeparture(ctx, s, sc, cells, d)
-		},
-		Cost: departureCost(d),
-	}
+	})
 }
 
 // consolidationAutoscaler is the cluster autoscaler's scale-down of the
@@ -46,24 +32,14 @@ func consolidation() Scenario {
 func consolidationAutoscaler() Scenario {
 	d := departure{What: "cluster autoscaler scale-down", Drain: true, By: "the cluster autoscaler's scale-down",
 		Taint: &corev1.Taint{Key: contract.TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule}}
-	return Scenario{
+	return d.scenario(Scenario{
 		Name: "consolidation-autoscaler",
 		Description: "The cluster autoscaler scales down a node that holds endpoints: taint " +
 			contract.TaintToBeDeletedByClusterAutoscaler + ", drain it at the PDBs' pace, delete the machine and the node, under load.",
-		Seeds:          []string{incident.Consolidation},
-		Triggers:       []incident.Trigger{incident.PodTermination, incident.Eviction},
-		Own:            true,
-		NeedsNodepools: true,
-		Cases:          departureCases(),
-		Fate:           recipe.Leaves,
-		Prevented: []Prevention{{Hardening: fixtures.Naive, Race: true,
-			Why: "an evicted naive Pod exits at once and is refused what kube-proxy and the LB still send it until its endpoint goes: with keep-alive, whether a request is in flight then is a race the run does not control (2026-11-28: 1-5 on every LB, 95 and 786 on gclb, 366 on metallb with Local)"}},
-		Hazard: "evicted Pods that exit at once refuse what is still sent to them, as in a drain",
+		Seeds:     []string{incident.Consolidation},
+		Hazard:    evictionHazard,
+		Prevented: evictionRace("2026-11-28: 1-5 on every LB, 95 and 786 on gclb, 366 on metallb with Local"),
 		Limits: append(drainLimits(),
 			Limit{On: taintUnseen, Policy: clusterPolicy, Reason: autoscalerTaintUnseen}),
-		Body: func(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
-			return runDeparture(ctx, s, sc, cells, d)
-		},
-		Cost: departureCost(d),
-	}
+	})
 }

@@ -1,14 +1,12 @@
 package suites
 
 import (
-	"context"
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/harness/recipe"
-	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // nodeShutdownGrace is the kubelet's graceful node shutdown the scenario
@@ -41,29 +39,22 @@ var shutdownKeepsEndpoints = Mechanism{Opens: []string{zdv1.EventNodeShutdown, z
 // node-shutdown incident).
 func nodeShutdown() Scenario {
 	d := departure{What: "graceful node shutdown", Grace: nodeShutdownGrace, By: "the machine's shutdown"}
-	return Scenario{
+	return d.scenario(Scenario{
 		Name: "node-shutdown",
 		Description: "The machine of a node that holds endpoints shuts down (systemd-logind tells the kubelet, whose graceful " +
 			"node shutdown gives its Pods " + nodeShutdownGrace.String() + "), then the node is deleted, under load.",
-		Seeds:          []string{incident.GracefulNodeShutdown},
-		Triggers:       []incident.Trigger{incident.PodTermination, incident.NodeShutdown},
-		Own:            true,
-		NeedsNodepools: true,
-		Cases:          departureCases(),
+		Seeds: []string{incident.GracefulNodeShutdown},
+		Hazard: "the kubelet ends the node's Pods on shutdown while their endpoints are still ready (no API " +
+			"eviction, no deletion first): Pods that exit at once refuse what is still sent to them; then the machine " +
+			"is gone while the LB still counts the node",
+		Prevented: []Prevention{{Hardening: fixtures.Naive, Race: true,
+			Why: "whether a naive Pod killed on the shutdown is sent a connection in the 1-3 s before its exit is " +
+				"reported, or a kept-alive connection through the node is in use when the machine goes, is a race the " +
+				"run does not control (2026-11-28, v1.37.2: 4-11 refused on every LB but metallb with Local, 0 there; " +
+				"gclb 105 and 404)"}},
 		Limits: []Limit{
 			{On: anyModel, Policy: clusterPolicy, Reason: shutdownKeepsEndpoints},
 			{On: anyModel, Policy: localPolicy, Reason: shutdownKeepsEndpoints},
 		},
-		Fate: recipe.ShutsDown,
-		Prevented: []Prevention{{Hardening: fixtures.Naive, Race: true,
-			Why: "whether a naive Pod killed on the shutdown is sent a connection in the 1-3 s before its exit is reported, or a kept-alive connection through the node is in use when the machine goes, is a race the run does not control (2026-11-28, v1.37.2: 4-11 refused on every LB but metallb with Local, 0 there; gclb 105 and 404)"}},
-		NodeShutdown: &nodeShutdownGrace,
-		Hazard: "the kubelet ends the node's Pods on shutdown while their endpoints are still ready (no API " +
-			"eviction, no deletion first): Pods that exit at once refuse what is still sent to them; then the machine " +
-			"is gone while the LB still counts the node",
-		Body: func(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
-			return runDeparture(ctx, s, sc, cells, d)
-		},
-		Cost: departureCost(d),
-	}
+	})
 }

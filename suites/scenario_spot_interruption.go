@@ -1,14 +1,11 @@
 package suites
 
 import (
-	"context"
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/incident"
-	"zerodrop.dev/zerodrop/harness/recipe"
-	"zerodrop.dev/zerodrop/harness/scenario"
 )
 
 // spotNotice is the EC2 Spot interruption notice: two minutes (see
@@ -37,56 +34,38 @@ var unhandledInterruption = Mechanism{Opens: []string{zdv1.EventNodeShutdown, zd
 // default.
 func spotInterruption() Scenario {
 	d := departure{What: "spot interruption, no handler", Notice: spotNotice, By: "the cloud"}
-	return Scenario{
+	return d.scenario(Scenario{
 		Name: "spot-interruption",
 		Description: "A spot interruption notice for a node that holds endpoints, nothing acting on it; " +
 			"two minutes later the machine shuts down (no graceful node shutdown) and the node is deleted, under load.",
-		Seeds:          []string{incident.SpotInterruption},
-		Triggers:       []incident.Trigger{incident.PodTermination, incident.NodeShutdown},
-		Own:            true,
-		NeedsNodepools: true,
-		Cases:          departureCases(),
+		Seeds: []string{incident.SpotInterruption},
+		Hazard: "the machine stops with its Pods' endpoints ready and the node in the LB: what the LB and kube-proxy " +
+			"still send there is lost until they notice",
+		Prevented: []Prevention{{Hardening: fixtures.Naive, Race: true,
+			Why: "whether a connection is sent through the leaving node while its machine shuts down is a race the run " +
+				"does not control (2026-11-28: naive 1-9 on most LBs, 142 and 1,649 on gclb; 0 on aws-nlb-ip, and with " +
+				"Local on metallb and azure-lb)"}},
 		Limits: []Limit{
 			{On: anyModel, Policy: clusterPolicy, Reason: unhandledInterruption},
 			{On: anyModel, Policy: localPolicy, Reason: unhandledInterruption},
 		},
-		Fate: recipe.ShutsDown,
-		Prevented: []Prevention{{Hardening: fixtures.Naive, Race: true,
-			Why: "whether a connection is sent through the leaving node while its machine shuts down is a race the run does not control (2026-11-28: naive 1-9 on most LBs, 142 and 1,649 on gclb; 0 on aws-nlb-ip, and with Local on metallb and azure-lb)"}},
-		NodeShutdown: &recipe.ShutdownGrace{},
-		Hazard: "the machine stops with its Pods' endpoints ready and the node in the LB: what the LB and kube-proxy " +
-			"still send there is lost until they notice",
-		Body: func(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
-			return runDeparture(ctx, s, sc, cells, d)
-		},
-		Cost: departureCost(d),
-	}
+	})
 }
 
 // spotInterruptionHandled is the same interruption with a termination
 // handler acting on the notice (aws-node-termination-handler): the node is
-// cordoned, labelled out of the LBs and drained before the machine goes.
+// labelled out of the LBs, cordoned and drained before the machine goes.
 func spotInterruptionHandled() Scenario {
 	d := departure{What: "spot interruption, handled", Notice: spotNotice, Exclude: "aws-node-termination-handler", Drain: true,
 		By: "the node termination handler on the interruption notice"}
-	return Scenario{
+	return d.scenario(Scenario{
 		Name: "spot-interruption-handled",
 		Description: "A spot interruption notice for a node that holds endpoints; a termination handler " +
 			"(aws-node-termination-handler with --exclude-from-load-balancers) labels the node out of the LBs, cordons " +
 			"and drains it; two minutes after the notice the machine shuts down and the node is deleted, under load.",
-		Seeds:          []string{incident.SpotInterruption},
-		Triggers:       []incident.Trigger{incident.PodTermination, incident.Eviction},
-		Own:            true,
-		NeedsNodepools: true,
-		Cases:          departureCases(),
-		Fate:           recipe.Leaves,
-		Prevented: []Prevention{{Hardening: fixtures.Naive, Race: true,
-			Why: "an evicted naive Pod exits at once and is refused what kube-proxy and the LB still send it until its endpoint goes: with keep-alive, whether a request is in flight then is a race the run does not control, as in drain-node"}},
-		Hazard: "evicted Pods that exit at once refuse what is still sent to them, as in a drain",
-		Limits: exclusionLimits(),
-		Body: func(ctx context.Context, s *Suite, sc Scenario, cells []Cell) []scenario.Result {
-			return runDeparture(ctx, s, sc, cells, d)
-		},
-		Cost: departureCost(d),
-	}
+		Seeds:     []string{incident.SpotInterruption},
+		Hazard:    evictionHazard,
+		Prevented: evictionRace("2026-11-28: 6-53 on every LB"),
+		Limits:    exclusionLimits(),
+	})
 }
