@@ -49,6 +49,7 @@ import (
 	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/harness/standin"
 	"zerodrop.dev/zerodrop/harness/verdict"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 // Env is what every scenario of a suite run shares.
@@ -705,7 +706,7 @@ func (r *Run) Disrupt(what string) {
 // happens after an action is measured too.
 func (r *Run) Settle(ctx context.Context, d time.Duration) error {
 	r.step("settle", "for", d)
-	if err := sleep(ctx, d); err != nil {
+	if err := waitfor.Sleep(ctx, d); err != nil {
 		return fmt.Errorf("scenario %s: settling for %s: %w", r.Spec.Name, d, err)
 	}
 	return nil
@@ -774,7 +775,7 @@ func (r *Run) waitQuiet(ctx context.Context) (string, error) {
 		if streak >= quietChecks {
 			return what, nil
 		}
-		if err := sleep(ctx, quietEvery); err != nil {
+		if err := waitfor.Sleep(ctx, quietEvery); err != nil {
 			if busy == "" {
 				busy = "quiet on one check only"
 			}
@@ -796,18 +797,6 @@ func (r *Run) terminatingPod(ctx context.Context) string {
 		}
 	}
 	return ""
-}
-
-// sleep waits d, or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Snapshot is the load's tally so far.

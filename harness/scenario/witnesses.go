@@ -11,6 +11,7 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 // Witnesses are the runs that watch one disruption. Each witness is a whole
@@ -246,7 +247,7 @@ func (w *Witnesses) Disrupt(what string) {
 // Settle keeps every live witness's load running for d (or until ctx is
 // done).
 func (w *Witnesses) Settle(ctx context.Context, d time.Duration) error {
-	if err := sleep(ctx, d); err != nil {
+	if err := waitfor.Sleep(ctx, d); err != nil {
 		return fmt.Errorf("witnesses settling for %s: %w", d, err)
 	}
 	return nil

@@ -66,3 +66,15 @@ func orNothing(s string) string {
 	}
 	return s
 }
+
+// Sleep waits d, or until ctx is done (its error then).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
