@@ -2,6 +2,7 @@ package suites
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"zerodrop.dev/zerodrop/harness/incident"
 	"zerodrop.dev/zerodrop/harness/recipe"
 	"zerodrop.dev/zerodrop/harness/scenario"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 // departure is how a node leaves the cluster when no person runs the
@@ -214,10 +216,8 @@ func runDeparture(ctx context.Context, s *Suite, sc Scenario, cells []Cell, d de
 	if d.Notice > 0 {
 		if wait := time.Until(notice.Add(d.Notice)); wait > 0 {
 			k.Note("node/"+node, fmt.Sprintf("waiting %s for the end of the notice", wait.Round(time.Second)))
-			select {
-			case <-ctx.Done():
-				return s.abandon(ctx, ws, ctx.Err())
-			case <-time.After(wait):
+			if err := waitfor.Sleep(ctx, wait); err != nil {
+				return s.abandon(ctx, ws, err)
 			}
 		}
 	}
@@ -227,10 +227,8 @@ func runDeparture(ctx context.Context, s *Suite, sc Scenario, cells []Cell, d de
 	// The cloud's node lifecycle controller deletes the Node of an
 	// instance that is gone on its next pass, not at once.
 	k.Note("node/"+node, fmt.Sprintf("the node lifecycle controller notices the machine is gone within %s", s.Timing.NodeDeletion))
-	select {
-	case <-ctx.Done():
-		return s.abandon(ctx, ws, ctx.Err())
-	case <-time.After(s.Timing.NodeDeletion):
+	if err := waitfor.Sleep(ctx, s.Timing.NodeDeletion); err != nil {
+		return s.abandon(ctx, ws, err)
 	}
 	if err := s.Provider.RemoveNode(ctx, node); err != nil {
 		return s.abandon(ctx, ws, fmt.Errorf("%s: %w", sc.Name, err))
@@ -269,32 +267,15 @@ func (s *Suite) eachNode(ctx context.Context, nodes []string, f func(context.Con
 		}()
 	}
 	wg.Wait()
-	var msgs []string
-	for _, err := range errs {
-		if err != nil {
-			msgs = append(msgs, err.Error())
-		}
-	}
-	if len(msgs) > 0 {
-		return fmt.Errorf("%s", strings.Join(msgs, "; "))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// replaceNode brings a node that left back under its name and pool, unless
-// it is still there (the departure failed before its machine ended).
+// replaceNode brings a node that left back under its name and pool as a
+// new machine. It always does, since a departure that stopped half-way
+// leaves the node tainted, labelled out of the LBs, cordoned or powered
+// off with its Node still there, none of which a later scenario may meet;
+// RemoveNode takes whichever of the Node and the machine is left.
 func (s *Suite) replaceNode(ctx context.Context, node, pool string, like PoolShape) error {
-	nodes, err := s.Provider.Nodes(ctx)
-	if err != nil {
-		return err
-	}
-	for _, n := range nodes {
-		if n.Name == node {
-			return nil
-		}
-	}
-	// The departure may have stopped between the machine's end and the
-	// Node's deletion: neither may be left behind.
 	if err := s.Provider.RemoveNode(ctx, node); err != nil {
 		return err
 	}
