@@ -79,6 +79,9 @@ func (d departure) scenario(sc Scenario) Scenario {
 	sc.Cases = departureCases()
 	if d.Drain {
 		sc.Triggers = []incident.Trigger{incident.PodTermination, incident.Eviction}
+		if d.Taint != nil && d.Exclude == "" {
+			sc.Triggers = append(sc.Triggers, incident.NodeRemoval)
+		}
 		sc.Fate = recipe.Leaves
 	} else {
 		g := d.Grace

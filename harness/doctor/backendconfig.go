@@ -37,8 +37,9 @@ func backendConfigOf(o *Object) *unstructured.Unstructured {
 // input holds; what cannot be read that way is a problem (ZD091), and the
 // profile's default check stands. A BackendConfig that asks a fixed node
 // port counts only when that port is the Service's own healthCheckNodePort,
-// pinned in spec.healthCheckNodePort: otherwise the doctor cannot tell what
-// answers there.
+// pinned in spec.healthCheckNodePort, or, for a Cluster Service,
+// kube-proxy's node-wide /healthz (profiles.KubeProxyHealthzPort):
+// otherwise the doctor cannot tell what answers there.
 func withBackendConfig(so *Object, ix *index, choice lbChoice, problems []string) (lbChoice, []string) {
 	svc := so.Obj.(*corev1.Service)
 	if _, named := svc.Annotations[profiles.BackendConfigAnnotation]; !named {
@@ -79,7 +80,11 @@ func withBackendConfig(so *Object, ix *index, choice lbChoice, problems []string
 			keep(ref + ": " + werr.Error())
 			continue
 		}
-		if h := eff.HealthCheck; h.Target == profiles.TargetFixedPort && !eff.AsksKubeProxy(svc.Spec.HealthCheckNodePort) {
+		// kube-proxy's node-wide /healthz answers a Cluster Service's
+		// check for the node (ZD026's fix); a Local one's must be its own
+		// healthCheckNodePort.
+		nodeWide := svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal && eff.HealthCheck.Port == profiles.KubeProxyHealthzPort
+		if h := eff.HealthCheck; h.Target == profiles.TargetFixedPort && !eff.AsksKubeProxy(svc.Spec.HealthCheckNodePort) && !nodeWide {
 			pinned := "not pinned: the API server picks one when the Service is created"
 			if svc.Spec.HealthCheckNodePort != 0 {
 				pinned = fmt.Sprint(svc.Spec.HealthCheckNodePort)

@@ -403,6 +403,29 @@ var catalogue = []Rule{
 		container: true,
 	},
 	{
+		ID: "ZD026", Name: "lb-check-misses-scale-down", Severity: Warning, Seeds: []string{incident.Consolidation},
+		Triggers: []incident.Trigger{incident.NodeRemoval},
+		Summary:  "with Cluster, the LB's check keeps passing on a node the cluster autoscaler is removing",
+		Description: "The cluster autoscaler removes a node by tainting it ToBeDeletedByClusterAutoscaler, draining it and " +
+			"deleting its machine; it does not label it node.kubernetes.io/exclude-from-external-load-balancers " +
+			"(kubernetes/autoscaler cluster-autoscaler-1.35.0 core/scaledown/actuation), and from Kubernetes 1.27 the " +
+			"service controller re-syncs the LBs for that label, not for the taint (k8s.io/cloud-provider controllers/service " +
+			"shouldSyncUpdatedNode). What takes the node out in time is kube-proxy: its node-wide :10256/healthz fails on " +
+			"the taint (kubernetes v1.37.2 pkg/proxy/healthcheck/proxy_health.go NodeEligible; KEP-3836, GA in 1.31), which " +
+			"an LB that checks kube-proxy sees. For externalTrafficPolicy Cluster some LBs check the Service's own port " +
+			"instead (AWS NLB instance targets: TCP to the traffic port, cloud-provider-aws buildNLBHealthCheckConfiguration; " +
+			"Azure's per-port probe on the NodePort; GKE Ingress: the NodePort's serving path), which kube-proxy keeps " +
+			"answering with the other nodes' Pods, so the emptied node stays a backend until its Node is deleted. " +
+			"Measured (consolidation-autoscaler, Cluster, hardened workload, Kubernetes v1.37.2): aws-nlb 1, azure-lb 2, gclb " +
+			"46 timeouts from the machine's shutdown; gcp-nlb, whose check asks kube-proxy, 0. A warning: whether the " +
+			"cluster autoscaler removes nodes under the workload is not in the manifests.",
+		Fix: "Point the LB's check at kube-proxy where the vendor lets you (AWS: aws-load-balancer-healthcheck-port \"10256\", " +
+			"-protocol http, -path /healthz; AKS: clusterServiceLoadBalancerHealthProbeMode Shared; GKE Ingress: a BackendConfig " +
+			"healthCheck on port 10256, requestPath /healthz), use externalTrafficPolicy Local, or remove nodes with a tool that " +
+			"labels them out of the LBs before draining (Karpenter).",
+		check: checkScaleDownUnseen,
+	},
+	{
 		ID: "ZD030", Name: "no-readiness-probe", Severity: Error, Seeds: []string{incident.RollingUpdateLocal, incident.KeepaliveUnready},
 		Triggers: []incident.Trigger{incident.Rollout, incident.Eviction},
 		Summary:  "the serving container has no readiness probe",

@@ -339,6 +339,37 @@ func TestRules(t *testing.T) {
 		{name: "ZD025 fires: graceful node shutdown off", in: m{Policy: "Cluster", Lifecycle: "-", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
 			opts: []Option{WithNodeShutdown(recipe.ShutdownGrace{})}, fire: map[string]Severity{"ZD025": Error}},
 
+		// ZD026: Cluster behind an LB whose check misses the autoscaler's taint.
+		{name: "ZD026 fires: Cluster behind aws-nlb (TCP to the traffic port), the measured cell",
+			in:   m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb"},
+			fire: map[string]Severity{"ZD026": Warning}, lineHas: "externalTrafficPolicy"},
+		{name: "ZD026 quiet: aws-nlb with the check on kube-proxy's /healthz",
+			in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb\n" +
+				"service.beta.kubernetes.io/aws-load-balancer-healthcheck-port: \"10256\"\n" +
+				"service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol: HTTP\n" +
+				"service.beta.kubernetes.io/aws-load-balancer-healthcheck-path: /healthz"},
+			quiet: []string{"ZD026"}},
+		{name: "ZD026 fires: port 10256 over TCP passes whatever kube-proxy answers",
+			in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb\n" +
+				"service.beta.kubernetes.io/aws-load-balancer-healthcheck-port: \"10256\""},
+			fire: map[string]Severity{"ZD026": Warning}},
+		{name: "ZD026 fires: Cluster behind azure-lb", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: azure-lb"},
+			fire: map[string]Severity{"ZD026": Warning}},
+		{name: "ZD026 quiet: Cluster behind gcp-nlb, whose check asks kube-proxy", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: gcp-nlb"},
+			quiet: []string{"ZD026"}},
+		{name: "ZD026 quiet: Local behind aws-nlb (the healthCheckNodePort)", in: m{SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb"},
+			quiet: []string{"ZD026"}},
+		{name: "ZD026 fires: Cluster behind gclb (the NodePort's serving path)", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: gclb"},
+			fire: map[string]Severity{"ZD026": Warning}},
+		{name: "ZD026 quiet: gclb with a BackendConfig on kube-proxy's :10256/healthz",
+			in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: gclb\ncloud.google.com/backend-config: '{\"default\": \"hc\"}'",
+				Extra: bcDoc("hc", "    port: 10256\n    requestPath: /healthz\n    checkIntervalSec: 3\n    timeoutSec: 1\n    unhealthyThreshold: 2")},
+			quiet: []string{"ZD026", "ZD091"}},
+		{name: "ZD026 quiet: Pod targets", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: aws-nlb-ip"},
+			quiet: []string{"ZD026"}},
+		{name: "ZD026 quiet: MetalLB", in: m{Policy: "Cluster", SvcAnnotations: "zerodrop.dev/lb-profile: metallb"},
+			quiet: []string{"ZD026"}},
+
 		// ZD002: preStop vs LB lag, per profile.
 		{name: "ZD002 fires: no preStop with Local", in: m{Lifecycle: "-", Grace: "30"},
 			fire: map[string]Severity{"ZD002": Error}, lineHas: "- name: web"},

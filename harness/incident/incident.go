@@ -79,9 +79,14 @@ const (
 	// off, the operating system) ends them without deleting them, so no
 	// endpoint turns terminating and no PodDisruptionBudget is asked.
 	NodeShutdown Trigger = "node-shutdown"
+	// NodeRemoval: a tool marks a node for removal with a taint, drains
+	// it and deletes its machine without labelling it out of the LBs (the
+	// cluster autoscaler's scale-down): the LB keeps the empty node as a
+	// backend until its own check, or the Node's deletion, says otherwise.
+	NodeRemoval Trigger = "node-removal"
 )
 
 // Triggers lists every trigger.
 func Triggers() []Trigger {
-	return []Trigger{PodTermination, Eviction, Rollout, ReadinessFlip, Placement, PoolDrain, NodeShutdown}
+	return []Trigger{PodTermination, Eviction, Rollout, ReadinessFlip, Placement, PoolDrain, NodeShutdown, NodeRemoval}
 }

@@ -530,7 +530,7 @@ func probeURL(p profiles.Profile, svc *corev1.Service, ip netip.Addr) (string, e
 			}
 			return fmt.Sprintf("http://%s/healthz", netip.AddrPortFrom(ip, uint16(svc.Spec.HealthCheckNodePort))), nil
 		}
-		return fmt.Sprintf("http://%s/healthz", netip.AddrPortFrom(ip, 10256)), nil
+		return fmt.Sprintf("http://%s/healthz", netip.AddrPortFrom(ip, profiles.KubeProxyHealthzPort)), nil
 	}
 }
 

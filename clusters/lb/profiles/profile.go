@@ -45,6 +45,15 @@ const (
 // HealthTarget says what a health check asks.
 type HealthTarget string
 
+// KubeProxyHealthzPort is the node's port where kube-proxy answers
+// /healthz for the node as a whole, not one Service (kubernetes v1.37.2
+// pkg/cluster/ports ProxyHealthzPort, the default healthzBindAddress). It
+// fails while the node carries the cluster autoscaler's
+// ToBeDeletedByClusterAutoscaler taint or is being deleted (same release,
+// pkg/proxy/healthcheck/proxy_health.go NodeEligible; KEP-3836, GA in
+// 1.31), so a check on it sees a node about to go.
+const KubeProxyHealthzPort = 10256
+
 const (
 	// TargetKubeProxy asks the Service's healthCheckNodePort (Local) or kube-proxy's :10256/healthz (Cluster).
 	TargetKubeProxy HealthTarget = "kube-proxy"
