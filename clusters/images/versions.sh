@@ -20,3 +20,7 @@ FLANNEL_VERSION="${FLANNEL_VERSION:-v0.27.4}"
 # they come from the sigs.k8s.io/kind version go.mod pins, the same kind
 # whose kubeadm config template the harness uses.
 KIND_VERSION="${KIND_VERSION:-$(awk '$1 == "sigs.k8s.io/kind" {print $2}' "$(dirname "${BASH_SOURCE[0]}")/../../go.mod")}"
+# The upstream router of MetalLB's BGP mode (harness/router): Debian
+# bookworm's FRR, whatever version its apt sources carry on the day (8.4.4
+# on 2026-11-28); the router image records the exact version it installed.
+FRR_PACKAGE="${FRR_PACKAGE:-frr}"
