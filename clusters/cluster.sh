@@ -57,5 +57,13 @@ if ! docker run --rm --pull=never --entrypoint /usr/bin/test "$img" -f /kind/man
   say "MetalLB manifest from go.universe.tf/metallb@$METALLB_VERSION (the node image carries none)"
   manifest_args=(--metallb-manifest "$mdir/config/manifests/metallb-native.yaml")
 fi
-"$zd" cluster up --provider kind --name "$name" --node-image "$img" --kubeconfig "$kubeconfig" "${manifest_args[@]}"
+# LB=all runs MetalLB's BGP mode too (column metallb-bgp), behind the
+# upstream router built from Debian's FRR (cached like the node image).
+router_args=()
+if [ "${LB:-metallb}" = all ] && [ "${ZERODROP_BGP:-1}" != 0 ]; then
+  say "router image"
+  router_img="$("$here/images/build-router.sh" | tail -1)"
+  router_args=(--router-image "$router_img")
+fi
+"$zd" cluster up --provider kind --name "$name" --node-image "$img" --kubeconfig "$kubeconfig" "${manifest_args[@]}" "${router_args[@]}"
 say "done"

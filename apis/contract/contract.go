@@ -45,6 +45,21 @@ const (
 	// spec.loadBalancerClass, the cloud LB only those of CloudLBClass, so a
 	// Service's class and profile annotation pick its LB model.
 	LBAll = "all"
+	// LBMetalLBBGP is MetalLB in BGP mode behind zerodrop's upstream
+	// router (harness/router): a column of LB=all, on the MetalLB that
+	// takes classless Services, for the Services that ask for its pool.
+	LBMetalLBBGP = "metallb-bgp"
+	// MetalLBBGPPool is the MetalLB address pool of BGP mode (not
+	// auto-assigned); a Service asks for it with MetalLBPoolAnnotation.
+	MetalLBBGPPool = "zerodrop-bgp"
+	// MetalLBPoolAnnotation picks a Service's MetalLB address pool (metallb
+	// v0.15.2 controller/service.go AnnotationAddressPool).
+	MetalLBPoolAnnotation = "metallb.io/address-pool"
+	// MetalLBBGPPrefix is the BGP pool's addresses: a /24 of the
+	// benchmarking block 198.18.0.0/15 (RFC 2544 appendix C, RFC 6890),
+	// meant for a lab's own devices and never routed publicly; this host
+	// routes it only to the router container.
+	MetalLBBGPPrefix = "198.18.0.0/24"
 )
 
 // LoadBalancers lists the implementations, the default first.

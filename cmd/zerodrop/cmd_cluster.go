@@ -12,6 +12,7 @@ import (
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/router"
 )
 
 func clusterCommand() command {
@@ -49,6 +50,9 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	lbKind := fs.String("lb", envOr("LB", contract.LBMetalLB), "up: what implements LoadBalancer Services: "+strings.Join(contract.LoadBalancers(), ", ")+" (both side by side) (default $LB, else metallb)")
 	lbProfile := fs.String("lb-profile", os.Getenv("LB_PROFILE"), "up: default profile of the cloud LB (default $LB_PROFILE, else generic)")
 	proxyGates := fs.String("kube-proxy-feature-gates", os.Getenv("KUBE_PROXY_FEATURE_GATES"), "up: kube-proxy's feature `gates`, Name=false,Other=true, e.g. ProxyTerminatingEndpoints=false on v1.27 to measure without KEP-1669 (default $KUBE_PROXY_FEATURE_GATES)")
+	routerImage := fs.String("router-image", os.Getenv("ZERODROP_ROUTER_IMAGE"), "up: the upstream router `image` (clusters/images/build-router.sh) for MetalLB's BGP mode, which the cluster then runs beside layer 2 (column metallb-bgp); none without it (default $ZERODROP_ROUTER_IMAGE)")
+	routerHash := fs.String("router-hash", envOr("ROUTER_HASH", "l4"), "up: the router's ECMP `hash` policy: l3 (addresses) or l4 (the 5-tuple) (default $ROUTER_HASH, else l4)")
+	routerHold := fs.String("router-hold-time", os.Getenv("ROUTER_HOLD_TIME"), "up: the BGP hold `time` the router offers the speakers (the session takes the lower of both sides'; MetalLB offers 90s); 0 keeps FRR's default (default $ROUTER_HOLD_TIME)")
 	verbose := fs.Bool("v", false, "log details (kind's own messages, events)")
 	// Subcommand first, flags anywhere after it.
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -106,6 +110,22 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 		opts = append(opts, cluster.WithLoadBalancer(*lbKind, *lbProfile))
 	default:
 		return badInput(c, "cluster", "--lb %q: want %s", *lbKind, strings.Join(contract.LoadBalancers(), " or "))
+	}
+	if *routerImage != "" {
+		hash, err := router.ParseHashPolicy(*routerHash)
+		if err != nil {
+			return badInput(c, "cluster", "--router-hash (default $ROUTER_HASH): %v", err)
+		}
+		if *lbKind == contract.LBCloud {
+			return badInput(c, "cluster", "--router-image: MetalLB's BGP mode needs MetalLB, and --lb %s runs none", *lbKind)
+		}
+		var hold time.Duration
+		if *routerHold != "" {
+			if hold, err = time.ParseDuration(*routerHold); err != nil || hold < 0 {
+				return badInput(c, "cluster", "--router-hold-time (default $ROUTER_HOLD_TIME) %q: want a duration such as 9s", *routerHold)
+			}
+		}
+		opts = append(opts, cluster.WithBGPRouter(*routerImage, hash, hold))
 	}
 	want := map[string]int{"up": 0, "down": 0, "nodes": 0, "add-pool": 2, "remove-pool": 1}
 	n, known := want[sub]

@@ -10,6 +10,8 @@ import (
 	"text/template"
 	"time"
 
+	"zerodrop.dev/zerodrop/apis/contract"
+	"zerodrop.dev/zerodrop/harness/router"
 	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
@@ -29,6 +31,9 @@ var flannelTmpl string
 
 //go:embed manifests/metallb-pool.yaml
 var metallbPoolTmpl string
+
+//go:embed manifests/metallb-bgp.yaml
+var metallbBGPTmpl string
 
 func render(name, tmpl string, data any) (string, error) {
 	t, err := template.New(name).Option("missingkey=error").Parse(tmpl)
@@ -52,6 +57,12 @@ func flannelManifest(podSubnet string) (string, error) {
 
 func metallbPoolManifest(first, last netip.Addr) (string, error) {
 	return render("metallb-pool", metallbPoolTmpl, map[string]string{"First": first.String(), "Last": last.String()})
+}
+
+// metallbBGPManifest is MetalLB's BGP mode with r as its one peer.
+func metallbBGPManifest(r *router.Router) (string, error) {
+	return render("metallb-bgp", metallbBGPTmpl, map[string]string{"Peer": r.Container, "MyASN": fmt.Sprint(r.PeerASN),
+		"PeerASN": fmt.Sprint(r.ASN), "PeerAddress": r.IP.String(), "Pool": contract.MetalLBBGPPool, "Prefix": r.Pool.String()})
 }
 
 // kubectlApply applies a manifest with the control plane's own kubectl and

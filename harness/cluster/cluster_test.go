@@ -542,3 +542,29 @@ func TestWaitKubeProxy(t *testing.T) {
 		})
 	}
 }
+
+// MetalLB v0.15.2's BGPPeer declares its AS numbers int32 with a 4-byte
+// maximum; the patch widens exactly those.
+func TestASNFormatPatch(t *testing.T) {
+	crd := `{"spec":{"versions":[{"schema":{"openAPIV3Schema":{"properties":{"spec":{"properties":{
+		"myASN":{"type":"integer","format":"int32","maximum":4294967295},
+		"peerASN":{"type":"integer","format":"int32","maximum":4294967295},
+		"peerPort":{"type":"integer","maximum":16384},
+		"holdTime":{"type":"string"}}}}}}},
+		{"schema":{"openAPIV3Schema":{"properties":{"spec":{"properties":{"myASN":{"type":"integer","format":"int64","maximum":4294967295}}}}}}}]}}`
+	got, err := asnFormatPatch([]byte(crd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"op":"replace","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/myASN/format","value":"int64"},` +
+		`{"op":"replace","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/peerASN/format","value":"int64"}]`
+	if got != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+	if got, err := asnFormatPatch([]byte(`{"spec":{"versions":[]}}`)); err != nil || got != "" {
+		t.Errorf("nothing to fix: %q %v", got, err)
+	}
+	if _, err := asnFormatPatch([]byte(`{`)); err == nil {
+		t.Error("garbage read as a CRD")
+	}
+}

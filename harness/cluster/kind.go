@@ -335,6 +335,11 @@ func (k *Kind) setUp(ctx context.Context) error {
 		if err := k.installMetalLB(ctx, cs); err != nil {
 			return err
 		}
+		if o.routerImage != "" {
+			if err := k.startBGP(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	if runs, _ := o.cloudLB(); runs {
 		if err := k.startCloudLB(ctx); err != nil {
@@ -348,7 +353,10 @@ func (k *Kind) installMetalLB(ctx context.Context, cs kubernetes.Interface) erro
 	o := &k.o
 	cp := k.controlPlane()
 	o.progress("installing MetalLB (L2)")
-	apply := []string{"kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "apply", "--server-side", "-f"}
+	// --force-conflicts: on a cluster made before, the BGP mode's fix of
+	// the BGPPeer schema (fixASNFormat) owns two of the CRD's fields; the
+	// manifest takes them back and the fix runs again after it.
+	apply := []string{"kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "apply", "--server-side", "--force-conflicts", "-f"}
 	if _, err := nodeExec(ctx, cp, nil, "test", "-f", metallbManifestPath); err == nil {
 		// The offline node image carries the manifest (make node-image).
 		if _, err := nodeExec(ctx, cp, nil, append(apply, metallbManifestPath)...); err != nil {
@@ -430,6 +438,9 @@ func (k *Kind) delete(ctx context.Context) error {
 	o := &k.o
 	var errs []error
 	if err := k.removeCloudLB(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := k.removeRouter(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	exists, err := k.exists()

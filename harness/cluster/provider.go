@@ -23,6 +23,7 @@ import (
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/router"
 )
 
 // ErrUnsupported is returned (wrapped) by providers for operations they cannot
@@ -129,6 +130,9 @@ type options struct {
 	lb              string // "metallb" or "cloud" (harness/lb); see WithLoadBalancer
 	lbProfile       string
 	kubeProxyGates  FeatureGates
+	routerImage     string
+	routerHash      router.HashPolicy
+	routerHold      time.Duration
 }
 
 // Option configures a provider.
@@ -145,6 +149,15 @@ func WithNodeImage(image string) Option { return func(o *options) { o.nodeImage 
 // node image that does not carry it at /kind/manifests; the images that
 // `make node-image` builds do.
 func WithMetalLBManifest(path string) Option { return func(o *options) { o.metallbManifest = path } }
+
+// WithBGPRouter adds MetalLB's BGP mode to a kind cluster that runs
+// MetalLB: the upstream router (harness/router) from image, with the ECMP
+// hash policy hash and BGP hold time holdTime (0: FRR's default), on the cluster's network, the speakers peering with it
+// and MetalLB's BGP pool (contract.MetalLBBGPPool) routed from the host
+// through it.
+func WithBGPRouter(image string, hash router.HashPolicy, holdTime time.Duration) Option {
+	return func(o *options) { o.routerImage, o.routerHash, o.routerHold = image, hash, holdTime }
+}
 
 // WithKubeconfig sets where the kubeconfig is written (kind) or read
 // (existing).
