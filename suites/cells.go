@@ -40,6 +40,12 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		opts = append(opts, fixtures.WithLoadBalancerClass(contract.CloudLBClass), fixtures.WithLBProfile(c.Model.Name))
 		hooks = s.CloudLB
 	}
+	if bgpModel(c.Model) {
+		// MetalLB takes the classless Service; its pool annotation puts
+		// it in BGP mode behind the router.
+		opts = append(opts, fixtures.WithServiceAnnotation(contract.MetalLBPoolAnnotation, contract.MetalLBBGPPool))
+		hooks = s.Router
+	}
 	opts = append(opts, extra...)
 	share := sc.OwnPods == "" && c.StandIn == nil
 	if share {

@@ -92,6 +92,9 @@ func (d departure) scenario(sc Scenario) Scenario {
 		return runDeparture(ctx, s, sc, cells, d)
 	}
 	sc.Cost = departureCost(d)
+	// Every departure ends the node, whose speaker's routes the BGP
+	// router then withdraws.
+	sc.Limits = append(sc.Limits, rehashLimits()...)
 	return sc
 }
 

@@ -7,6 +7,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -14,6 +15,7 @@ import (
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/lb"
+	"zerodrop.dev/zerodrop/harness/router"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/harness/verdict"
 )
@@ -25,6 +27,16 @@ func modelNames(models []Model) string {
 		names[i] = m.Name
 	}
 	return strings.Join(names, ",")
+}
+
+// lbImplementation is the report's lbImplementation: the columns, and
+// what stands behind metallb-bgp's (the router's FRR and hash policy).
+func lbImplementation(models []Model, r *router.Router) string {
+	s := modelNames(models)
+	if r != nil && slices.ContainsFunc(models, bgpModel) {
+		s += fmt.Sprintf(" (%s: MetalLB's BGP mode behind the router: %s)", contract.LBMetalLBBGP, r.Settings())
+	}
+	return s
 }
 
 // selectCells keeps the cells a Ginkgo label filter selects, given the
@@ -94,6 +106,26 @@ func summary(s zdv1.Scenario) string {
 		}
 	}
 	return b.String()
+}
+
+// configureRouter connects the witnesses of metallb-bgp to the upstream
+// router of MetalLB's BGP mode (harness/router): their run files get the
+// router's route changes, and the load starts once its route holds.
+func configureRouter(ctx context.Context, s *Suite, progress func(string)) error {
+	if !slices.ContainsFunc(s.Models, bgpModel) {
+		return nil
+	}
+	found, err := router.Find(ctx, s.Settings.ClusterName, "kind")
+	if err != nil {
+		return fmt.Errorf("find the BGP router of cluster %q: %w", s.Settings.ClusterName, err)
+	}
+	if found == nil {
+		return fmt.Errorf("column %s needs the BGP router, but none runs for cluster %q; re-create the cluster with it (make cluster-down, then make cluster LB=all), or leave the column out (ZERODROP_BGP=0)",
+			contract.LBMetalLBBGP, s.Settings.ClusterName)
+	}
+	progress(fmt.Sprintf("BGP router %s at %s (%s) for column %s", found.Container, found.IP, found.Settings(), contract.LBMetalLBBGP))
+	s.Router, s.RouterInfo = scenario.RouterHooks(found, s.Env.Clientset, s.Env.Logger), found
+	return nil
 }
 
 // configureCloudLB connects the witnesses of the cloud LB's models to it:

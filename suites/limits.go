@@ -156,17 +156,51 @@ func exclusionLimits() []Limit {
 			Limit{On: removalCutsFlows, Policy: p, Reason: exclusionCutsFlowsReason},
 			Limit{LB: contract.LBMetalLB, Policy: p, Reason: metallbExcludedAnnouncer})
 	}
-	return append(out, drainLimits()...)
+	return append(append(out, drainLimits()...), rehashLimits()...)
 }
 
-// drainLimits are a drain's limits where the drained node's last endpoint
-// decides (Local): drain-node's, for a departure that drains.
+// drainLimits are the limits of a drain of one node (drain-node's, and a
+// departure's that drains): where the drained node's last endpoint decides
+// (Local), and where the cordon itself takes the node out (gke-legacy).
 func drainLimits() []Limit {
 	return []Limit{
 		{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 		{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
+		{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
+		{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
+		{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
+		{On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
 	}
 }
+
+// rehashLimits are metallb-bgp's limit for every traffic policy: a
+// disruption that adds or removes a node (its speaker advertising or
+// withdrawing every Service's route) rehashes the flows of both.
+func rehashLimits() []Limit {
+	return []Limit{{On: bgpModel, Policy: clusterPolicy, Reason: ecmpRehash}, {On: bgpModel, Policy: localPolicy, Reason: ecmpRehash}}
+}
+
+// ecmpRehash is why a change in the set of nodes that advertise a
+// Service's address cannot be drop-free behind MetalLB's BGP mode and a
+// hash-threshold ECMP router, whatever the workload.
+var ecmpRehash = Mechanism{Opens: []string{zdv1.EventRouteChanged}, Text: "MetalLB in BGP mode advertises a Service's " +
+	"address from every node that should take its traffic (metallb v0.15.2 speaker/bgp_controller.go ShouldAnnounce: with " +
+	"Cluster every node not labelled out of the LBs while any endpoint can serve, with Local only nodes with a local " +
+	"endpoint that can serve) and withdraws it when that stops; the router installs one multipath route and picks a " +
+	"nexthop per flow by hashing it into ranges, one per nexthop in order (hash-threshold, RFC 2992, the only kind of " +
+	"multipath group FRR 8.4's zebra makes). When a nexthop comes or goes the ranges are recomputed and parts of the hash " +
+	"space pass from one nexthop to another (Linux Documentation/networking/nexthop-group-resilient.rst), so flows of " +
+	"nodes that stay can move too, not only the leaving node's: their packets reach a node with no conntrack entry for " +
+	"them, and kube-proxy there sends them to a Pod that resets them. MetalLB's documentation names it BGP mode's " +
+	"limitation (website/content/concepts/bgp.md at v0.15.2, \"Limitations\": \"the majority of existing connections will " +
+	"end up suddenly being forwarded to a different backend\"). No Deployment setting keeps the client's connections " +
+	"where they were. Resilient nexthop groups (Linux 5.13+) move only the leaving nexthop's buckets, but no FRR release " +
+	"up to 10.7 makes bgpd's routes use them (FRR 8.5 has them for named nexthop-groups only). Measured on this suite's kind cluster " +
+	"(ECMP hash l4, 2026-11-28): consolidation/metallb-bgp/local/hardened 1 GET re-sent 27 ms after the router withdrew " +
+	"the labelled node's route (172.19.0.2,.3,.5 -> .2,.3), consolidation-autoscaler/metallb-bgp/local/hardened 1 GET " +
+	"re-sent 20 ms after it withdrew the drained node's (.2,.3,.5 -> .3,.5); drain-node's withdrawal of the middle " +
+	"nexthop (.2,.3,.5 -> .2,.5), which moves no other node's flows, dropped nothing. Its windows open at the router's " +
+	"route-changed event for the Service's address."}
 
 // taintUnseen picks the node-targeted cloud LB models whose check for a
 // Cluster Service does not ask kube-proxy (a TCP connect to the traffic

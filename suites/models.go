@@ -2,6 +2,7 @@ package suites
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"zerodrop.dev/zerodrop/apis/contract"
@@ -57,6 +58,16 @@ func (s Settings) Models() ([]Model, error) {
 		return out, nil
 	}
 	names := s.LBProfiles
+	// MetalLB's BGP mode is a column of LB=all (the cluster then runs the
+	// upstream router): in the full matrix, or where LB_PROFILE names it.
+	bgp := s.LB == contract.LBAll && (len(names) == 0 || slices.Contains(names, contract.LBMetalLBBGP))
+	if bgp && s.BGP {
+		out = append(out, Model{Name: contract.LBMetalLBBGP, Profile: stock[contract.LBMetalLBBGP]})
+	}
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == contract.LBMetalLBBGP })
+	if len(names) == 0 && len(s.LBProfiles) > 0 {
+		return out, nil
+	}
 	if len(names) == 0 {
 		names = stock.Emulated()
 	}
@@ -94,6 +105,9 @@ func natPodTargets(m Model) bool { return podTargets(m) && !proxiedPodTargets(m)
 // workload may go without (aws-alb-ip: the controller injects it where a
 // namespace asks), the ones the gate cases compare with and without it.
 func optionalGate(m Model) bool { return podTargets(m) && fixtures.OptionalGate(m.Profile) }
+
+// bgpModel picks MetalLB's BGP mode behind the ECMP router.
+func bgpModel(m Model) bool { return m.Name == contract.LBMetalLBBGP }
 
 // anyModel picks every LB model: a limit of the cluster itself (its nodes'
 // shutdown), not of one LB.

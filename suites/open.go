@@ -127,6 +127,9 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if err := configureCloudLB(ctx, s, progress); err != nil {
 		return nil, err
 	}
+	if err := configureRouter(ctx, s, progress); err != nil {
+		return nil, err
+	}
 	if settings.Realtime {
 		// Once the cluster, its images and the cloud LB are up; the docker,
 		// kind and build commands the harness starts later run in the
@@ -169,7 +172,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	sess.Collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
 		ToolVersion: settings.ToolVersion, Provider: settings.Provider, KubernetesVersion: version,
 		KubeProxyFeatureGates: gates.String(),
-		LBImplementation:      modelNames(models), Start: time.Now(),
+		LBImplementation:      lbImplementation(models, s.RouterInfo), Start: time.Now(),
 		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps (assertions %d rps)", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate, settings.AssertionRate),
 	})
 	return sess, nil

@@ -156,9 +156,14 @@ trap 'exit 130' INT TERM
 
 say "cluster (PROVIDER=$PROVIDER LB=$LB)"
 # The cluster takes one default profile for the cloud LB; every Service the
-# suite makes names its own, so the first of the list will do.
-first_profile="${LB_PROFILE:-}"
-LB_PROFILE="${first_profile%%,*}" "$repo/clusters/cluster.sh" up
+# suite makes names its own, so the first of the list the cloud LB runs will
+# do (metallb-bgp is MetalLB's column, not one of its profiles).
+first_profile=""
+IFS=, read -ra listed <<<"${LB_PROFILE:-}"
+for p in "${listed[@]}"; do
+  [ "$p" = metallb-bgp ] || { first_profile="$p"; break; }
+done
+LB_PROFILE="$first_profile" "$repo/clusters/cluster.sh" up
 if [ "$PROVIDER" = kind ]; then
   say "echo server image"
   make -s image

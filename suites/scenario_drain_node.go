@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/incident"
@@ -44,14 +43,8 @@ func drainNode() Scenario {
 		Fate: recipe.Leaves,
 		Hazard: "evicted pods that exit at once refuse what is still sent to them; with Local, the drained node " +
 			"keeps getting the LB's traffic until its health check fails",
-		Limits: []Limit{
-			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
-			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
-			{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
-			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
-			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
-		},
-		Body: runDrainNode,
+		Limits: drainLimits(),
+		Body:   runDrainNode,
 		// The drain waits for the evicted Pod's exit, its replacement
 		// starts, and with Local the drained node leaves the LB.
 		Cost: func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {

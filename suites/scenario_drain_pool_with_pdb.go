@@ -49,6 +49,7 @@ func drainPoolWithPDB() Scenario {
 			{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
+			{On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
 		},
 		Body: runDrainPoolWithPDB,
 		// A pool joins; a naive witness's blocking budget holds the drain

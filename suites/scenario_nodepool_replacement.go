@@ -49,6 +49,7 @@ func nodepoolReplacement() Scenario {
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
+			{On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
 		},
 		Body: runNodepoolReplacement,
 		// A pool joins, the old one is drained (its Pods keep serving for

@@ -35,8 +35,13 @@ type Settings struct {
 	// (both side by side, the default) (LB).
 	LB string
 	// LBProfiles are the cloud LB's columns of the matrix (LB_PROFILE, a
-	// comma-separated list; default every profile the cloud LB runs).
+	// comma-separated list; default every profile the cloud LB runs), and
+	// metallb-bgp where it is named.
 	LBProfiles []string
+	// BGP: with LB=all the cluster runs MetalLB's BGP mode behind the
+	// upstream router, a column of its own (ZERODROP_BGP, default on;
+	// 0 leaves it out, as clusters/cluster.sh then builds no router).
+	BGP bool
 	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
 	Shard Shard
 	// Kubeconfig is where the cluster's kubeconfig is (ZERODROP_KUBECONFIG,
@@ -125,6 +130,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		CacheDir:     or(getenv("ZERODROP_CACHE"), "/var/cache/zerodrop"),
 		ToolVersion:  or(getenv("ZERODROP_VERSION"), "dev"),
 		ReadyTimeout: scenario.DefaultReadyTimeout,
+		BGP:          getenv("ZERODROP_BGP") != "0",
 	}
 	var problems []string
 	s.LBProfiles = ModelList(getenv("LB_PROFILE"))

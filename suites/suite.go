@@ -14,6 +14,7 @@ import (
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/cluster"
+	"zerodrop.dev/zerodrop/harness/router"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
@@ -29,6 +30,12 @@ type Suite struct {
 	// CloudLB connects the witnesses of the cloud LB's models to its own
 	// view (events, settled state); zero when no column is the cloud LB's.
 	CloudLB scenario.LBHooks
+	// Router connects the witnesses of metallb-bgp to the upstream router
+	// (its route changes, a settled route before the load); zero without.
+	Router scenario.LBHooks
+	// RouterInfo is that router (nil without): its FRR version and hash
+	// policy go into the report's implementation block.
+	RouterInfo *router.Router
 	// Timing is every wait and settle time of the bodies (DefaultTiming).
 	Timing Timing
 	// Kubernetes is the API server's release (zero when unparsable): the

@@ -79,6 +79,11 @@ const (
 	// Pod itself); object pod/<namespace>/<name>, field pod.
 	EventLBTargetHealthy   = "lb-target-healthy"
 	EventLBTargetUnhealthy = "lb-target-unhealthy"
+	// EventRouteChanged (source "lb"): the upstream router's route to a
+	// Service's address changed, a BGP speaker having advertised or
+	// withdrawn it (MetalLB's BGP mode); fields vip, nexthops (the nodes
+	// it now sends to, comma-separated, empty for none) and was (before).
+	EventRouteChanged = "route-changed"
 	// EventLoadStart and EventLoadStop bracket a load stream (source "load"): the
 	// verdict judges delivery between them.
 	EventLoadStart = "load-start"

@@ -184,7 +184,7 @@ const namespaceDeletion = 3 * time.Minute
 // nothing left to do.
 func CloudLBHooks(adminURL string, logger *slog.Logger) LBHooks {
 	return LBHooks{
-		Events: func(ctx context.Context, sink zdv1.EventSink) error {
+		Events: func(ctx context.Context, _, _ string, sink zdv1.EventSink) error {
 			return lb.SubscribeEvents(ctx, adminURL, sink, logger)
 		},
 		WaitSettled: func(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
@@ -200,8 +200,9 @@ func CloudLBHooks(adminURL string, logger *slog.Logger) LBHooks {
 // LBHooks are a load balancer's own view of a Service.
 type LBHooks struct {
 	// Events, when set, subscribes to the load balancer's own events (the
-	// cloud-style LB) and writes them to sink until ctx is done.
-	Events func(ctx context.Context, sink zdv1.EventSink) error
+	// cloud-style LB; the upstream router of MetalLB's BGP mode) about the
+	// Service namespace/name and writes them to sink until ctx is done.
+	Events func(ctx context.Context, namespace, name string, sink zdv1.EventSink) error
 	// WaitSettled, when set, waits until the load balancer has settled the
 	// Service (address forwarded, every node's health verdict matching the
 	// cluster: see lb.ServiceState.Settled) and describes what it settled
@@ -521,7 +522,7 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
-			if err := spec.LB.Events(runCtx, lbEventsOf(target.Namespace+"/"+target.Service, begun, r.sink)); err != nil && runCtx.Err() == nil {
+			if err := spec.LB.Events(runCtx, target.Namespace, target.Service, lbEventsOf(target.Namespace+"/"+target.Service, begun, r.sink)); err != nil && runCtx.Err() == nil {
 				r.log.Warn("load balancer event stream ended", "err", err)
 				r.Kube.Note("lb", "load balancer event stream ended: "+err.Error())
 			}

@@ -17,7 +17,7 @@ func TestStockProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"alibaba-slb", "aws-alb-ip", "aws-elb", "aws-nlb", "aws-nlb-ip", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb"}
+	want := []string{"alibaba-slb", "aws-alb-ip", "aws-elb", "aws-nlb", "aws-nlb-ip", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "metallb", "metallb-bgp"}
 	if got := strings.Join(ps.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
@@ -48,10 +48,11 @@ func TestStockProfiles(t *testing.T) {
 		}
 	}
 	for n, p := range ps {
-		if wantEmulated := n != "metallb" && n != "aws-elb" && n != "alibaba-slb"; p.Emulated() != wantEmulated {
+		metallb := n == "metallb" || n == "metallb-bgp"
+		if wantEmulated := !metallb && n != "aws-elb" && n != "alibaba-slb"; p.Emulated() != wantEmulated {
 			t.Errorf("%s: emulated by the cloud LB = %v, want %v", n, p.Emulated(), wantEmulated)
 		}
-		if p.FollowsServing() != (n == "metallb") {
+		if p.FollowsServing() != metallb {
 			t.Errorf("%s: follows the serving condition = %v", n, p.FollowsServing())
 		}
 	}
