@@ -122,3 +122,13 @@ func TestParseHashPolicy(t *testing.T) {
 		t.Error("l5 accepted")
 	}
 }
+
+func TestRouteTo(t *testing.T) {
+	rs := []Route{{Dst: netip.MustParsePrefix("198.18.0.1/32"), Nexthops: []netip.Addr{netip.MustParseAddr("172.18.0.3")}}}
+	if got := routeTo(rs, netip.MustParseAddr("198.18.0.1")).String(); got != "198.18.0.1/32 via 172.18.0.3" {
+		t.Errorf("%q", got)
+	}
+	if got := routeTo(rs, netip.MustParseAddr("198.18.0.2")).String(); got != "198.18.0.2/32 unreachable (no route)" {
+		t.Errorf("%q", got)
+	}
+}

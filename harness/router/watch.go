@@ -24,6 +24,9 @@ type Monitor struct {
 	subs   map[int]*watcher
 	next   int
 	cancel context.CancelFunc // of the running loop, nil when none runs
+	// gen numbers the loops, so one that ends on its own clears cancel
+	// only while it is still the running one.
+	gen int
 }
 
 type watcher struct {
@@ -55,7 +58,8 @@ func (m *Monitor) Watch(ctx context.Context, addr netip.Addr, f func(time.Time, 
 	if m.cancel == nil {
 		lctx, cancel := context.WithCancel(context.Background())
 		m.cancel = cancel
-		go m.loop(lctx)
+		m.gen++
+		go m.loop(lctx, m.gen)
 	}
 	m.mu.Unlock()
 	defer func() {
@@ -78,13 +82,7 @@ func (m *Monitor) Watch(ctx context.Context, addr netip.Addr, f func(time.Time, 
 // deliver hands w its route in rs when it changed (or first); the caller
 // holds m.mu.
 func (w *watcher) deliver(at time.Time, rs []Route) {
-	rt := Route{Dst: netip.PrefixFrom(w.addr, w.addr.BitLen())}
-	for _, x := range rs {
-		if x.Dst.Contains(w.addr) {
-			rt.Nexthops = x.Nexthops
-			break
-		}
-	}
+	rt := routeTo(rs, w.addr)
 	if w.first || !slices.Equal(rt.Nexthops, w.last.Nexthops) {
 		w.f(at, rt)
 		w.last, w.first = rt, false
@@ -104,7 +102,16 @@ func (m *Monitor) fail(err error) {
 
 // loop runs `ip monitor route` in the router and, after each burst of its
 // lines, reads the pool's routes once for every watcher.
-func (m *Monitor) loop(ctx context.Context) {
+func (m *Monitor) loop(ctx context.Context, gen int) {
+	// A loop that fails lets the next watcher start another.
+	defer func() {
+		m.mu.Lock()
+		if m.gen == gen && m.cancel != nil {
+			m.cancel()
+			m.cancel = nil
+		}
+		m.mu.Unlock()
+	}()
 	cmd := exec.CommandContext(ctx, "docker", "exec", m.r.Container, "ip", "monitor", "route")
 	out, err := cmd.StdoutPipe()
 	if err == nil {
@@ -158,15 +165,22 @@ func (m *Monitor) loop(ctx context.Context) {
 
 // RouteTo is the router's route to addr (no nexthops when it has none).
 func (r *Router) RouteTo(ctx context.Context, addr netip.Addr) (Route, error) {
-	dst := netip.PrefixFrom(addr, addr.BitLen())
 	rs, err := r.Routes(ctx)
 	if err != nil {
 		return Route{}, err
 	}
-	for _, rt := range rs {
-		if rt.Dst.Contains(addr) {
-			return Route{Dst: dst, Nexthops: rt.Nexthops}, nil
+	return routeTo(rs, addr), nil
+}
+
+// routeTo is the route of rs that covers addr, as addr's own (no
+// nexthops when none does).
+func routeTo(rs []Route, addr netip.Addr) Route {
+	rt := Route{Dst: netip.PrefixFrom(addr, addr.BitLen())}
+	for _, x := range rs {
+		if x.Dst.Contains(addr) {
+			rt.Nexthops = x.Nexthops
+			break
 		}
 	}
-	return Route{Dst: dst}, nil
+	return rt
 }
