@@ -52,6 +52,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	proxyGates := fs.String("kube-proxy-feature-gates", os.Getenv("KUBE_PROXY_FEATURE_GATES"), "up: kube-proxy's feature `gates`, Name=false,Other=true, e.g. ProxyTerminatingEndpoints=false on v1.27 to measure without KEP-1669 (default $KUBE_PROXY_FEATURE_GATES)")
 	routerImage := fs.String("router-image", os.Getenv("ZERODROP_ROUTER_IMAGE"), "up: the upstream router `image` (clusters/images/build-router.sh) for MetalLB's BGP mode, which the cluster then runs beside layer 2 (column metallb-bgp); none without it (default $ZERODROP_ROUTER_IMAGE)")
 	routerHash := fs.String("router-hash", envOr("ROUTER_HASH", "l4"), "up: the router's ECMP `hash` policy: l3 (addresses) or l4 (the 5-tuple) (default $ROUTER_HASH, else l4)")
+	routerGroups := fs.String("router-ecmp", envOr("ROUTER_ECMP", "hash-threshold"), "up: how the router's kernel spreads flows over a route's nodes: hash-threshold (the multipath route FRR installs: a node that leaves or comes moves other nodes' flows too) or resilient (resilient nexthop groups: only its own) (default $ROUTER_ECMP, else hash-threshold)")
 	routerHold := fs.String("router-hold-time", os.Getenv("ROUTER_HOLD_TIME"), "up: the BGP hold `time` the router offers the speakers (the session takes the lower of both sides'; MetalLB offers 90s); 0 keeps FRR's default (default $ROUTER_HOLD_TIME)")
 	verbose := fs.Bool("v", false, "log details (kind's own messages, events)")
 	// Subcommand first, flags anywhere after it.
@@ -116,6 +117,10 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 		if err != nil {
 			return badInput(c, "cluster", "--router-hash (default $ROUTER_HASH): %v", err)
 		}
+		groups, err := router.ParseGroupType(*routerGroups)
+		if err != nil {
+			return badInput(c, "cluster", "--router-ecmp (default $ROUTER_ECMP): %v", err)
+		}
 		if *lbKind == contract.LBCloud {
 			return badInput(c, "cluster", "--router-image: MetalLB's BGP mode needs MetalLB, and --lb %s runs none", *lbKind)
 		}
@@ -125,7 +130,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 				return badInput(c, "cluster", "--router-hold-time (default $ROUTER_HOLD_TIME) %q: want a duration such as 9s", *routerHold)
 			}
 		}
-		opts = append(opts, cluster.WithBGPRouter(*routerImage, hash, hold))
+		opts = append(opts, cluster.WithBGPRouter(*routerImage, router.Tuning{Hash: hash, Groups: groups, HoldTime: hold}))
 	}
 	want := map[string]int{"up": 0, "down": 0, "nodes": 0, "add-pool": 2, "remove-pool": 1}
 	n, known := want[sub]

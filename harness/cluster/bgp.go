@@ -24,7 +24,7 @@ func (k *Kind) startBGP(ctx context.Context) error {
 	o := &k.o
 	pool := netip.MustParsePrefix(contract.MetalLBBGPPrefix)
 	r, err := router.Start(ctx, router.Options{Cluster: o.name, Network: kindNetwork, Image: o.routerImage, Pool: pool,
-		Hash: o.routerHash, HoldTime: o.routerHold, Timeout: o.readyTimeout, Progress: o.progress})
+		Tuning: o.routerTuning, Timeout: o.readyTimeout, Progress: o.progress})
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (k *Kind) startBGP(ctx context.Context) error {
 		return err
 	}
 	o.emit(zdv1.EventAction, "router/"+r.Container, fmt.Sprintf("BGP router %s at %s (%s), MetalLB pool %s %s", r.Container, r.IP,
-		r.Settings(), contract.MetalLBBGPPool, pool), map[string]string{"frr": r.FRRVersion, "hash": r.Hash.String(), "pool": pool.String()})
+		r.Settings(), contract.MetalLBBGPPool, pool), map[string]string{"frr": r.FRRVersion, "hash": r.Hash.String(), "groups": r.Groups.String(), "pool": pool.String()})
 	return nil
 }
 

@@ -131,8 +131,7 @@ type options struct {
 	lbProfile       string
 	kubeProxyGates  FeatureGates
 	routerImage     string
-	routerHash      router.HashPolicy
-	routerHold      time.Duration
+	routerTuning    router.Tuning
 }
 
 // Option configures a provider.
@@ -151,12 +150,12 @@ func WithNodeImage(image string) Option { return func(o *options) { o.nodeImage 
 func WithMetalLBManifest(path string) Option { return func(o *options) { o.metallbManifest = path } }
 
 // WithBGPRouter adds MetalLB's BGP mode to a kind cluster that runs
-// MetalLB: the upstream router (harness/router) from image, with the ECMP
-// hash policy hash and BGP hold time holdTime (0: FRR's default), on the cluster's network, the speakers peering with it
-// and MetalLB's BGP pool (contract.MetalLBBGPPool) routed from the host
-// through it.
-func WithBGPRouter(image string, hash router.HashPolicy, holdTime time.Duration) Option {
-	return func(o *options) { o.routerImage, o.routerHash, o.routerHold = image, hash, holdTime }
+// MetalLB: the upstream router (harness/router) from image, tuned by t
+// (ECMP hash, nexthop groups, BGP hold time), on the cluster's network,
+// the speakers peering with it and MetalLB's BGP pool
+// (contract.MetalLBBGPPool) routed from the host through it.
+func WithBGPRouter(image string, t router.Tuning) Option {
+	return func(o *options) { o.routerImage, o.routerTuning = image, t }
 }
 
 // WithKubeconfig sets where the kubeconfig is written (kind) or read

@@ -6,15 +6,17 @@
 // pool through it (one host route), so every request the load generator
 // sends to a BGP Service's address crosses a real router that hashes its
 // flow onto one of the nodes that advertise it. Its knobs are the ones
-// that change what a node's withdrawal does to established flows (the
-// kernel's multipath hash policy).
+// that change what a node's withdrawal does to established flows: the
+// kernel's multipath hash policy and its kind of nexthop group.
 package router
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os/exec"
 	"slices"
@@ -37,6 +39,7 @@ const (
 	labelPeerASN = "dev.zerodrop.router.peer-asn"
 	labelHash    = "dev.zerodrop.router.hash"
 	labelHold    = "dev.zerodrop.router.hold-time"
+	labelGroups  = "dev.zerodrop.router.groups"
 )
 
 // VersionLabel is the image label with the FRR package's version (set by
@@ -76,6 +79,81 @@ func ParseHashPolicy(s string) (HashPolicy, error) {
 	return 0, fmt.Errorf("router hash policy %q: want l3 (source and destination address) or l4 (the 5-tuple)", s)
 }
 
+// GroupType is how the router's kernel spreads flows over a route's
+// nexthops (Linux Documentation/networking/nexthop-group-resilient.rst).
+type GroupType int
+
+const (
+	// GroupHashThreshold is the kernel's multipath route as FRR 8.4's zebra
+	// installs it: each nexthop owns a contiguous range of the hash space
+	// (RFC 2992), so when one leaves or comes the ranges are recomputed
+	// and part of every other nexthop's flows move too.
+	GroupHashThreshold GroupType = iota
+	// GroupResilient puts each route behind a resilient nexthop group, a
+	// table of buckets: a nexthop that leaves gives up only its own
+	// buckets, and one that comes takes only buckets idle for
+	// ResilientIdle, so established flows to the nodes that stay stay.
+	// FRR 8.4 installs no such group for a BGP route, so a loop in the
+	// router (resilient.sh) mirrors FRR's routes into one.
+	GroupResilient
+)
+
+// The resilient groups' parameters (ip-nexthop(8) RESILIENT_ARGS).
+const (
+	// ResilientBuckets is the size of each group's bucket table; 128
+	// buckets spread three to sixteen nodes within a bucket of their share.
+	ResilientBuckets = 128
+	// ResilientIdle is how long a bucket must carry no packet before it
+	// may move to a node that came (a kept-alive connection idle longer
+	// than this may move: its next request is reset).
+	ResilientIdle = 10 * time.Second
+	// resilientTable is the routing table of the mirror, looked up first
+	// by traffic arriving on the cluster's network (resilient.sh).
+	resilientTable = 200
+)
+
+// Where the router keeps the mirror's script and its log of every change.
+const (
+	resilientPath = "/usr/local/sbin/zerodrop-resilient"
+	resilientLog  = "/var/log/zerodrop-resilient.log"
+)
+
+// resilientScript mirrors FRR's routes into resilient groups.
+//
+//go:embed resilient.sh
+var resilientScript string
+
+func (g GroupType) String() string {
+	if g == GroupResilient {
+		return "resilient"
+	}
+	return "hash-threshold"
+}
+
+// ParseGroupType reads "hash-threshold" or "resilient".
+func ParseGroupType(s string) (GroupType, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "hash-threshold", "":
+		return GroupHashThreshold, nil
+	case "resilient":
+		return GroupResilient, nil
+	}
+	return 0, fmt.Errorf("router ECMP groups %q: want hash-threshold (the kernel's multipath route, as FRR installs it) or resilient (resilient nexthop groups)", s)
+}
+
+// Tuning is what the router can be set to that changes what a node's
+// coming or going does to established flows.
+type Tuning struct {
+	Hash   HashPolicy
+	Groups GroupType
+	// HoldTime is the BGP hold time the router offers its peers (the
+	// session's is the lower of both sides'; MetalLB's speaker offers 90 s
+	// by default, metallb v0.15.2 BGPPeer holdTime); zero keeps FRR's
+	// default (180 s with "frr defaults traditional"). A peer that goes
+	// silent (its machine off) keeps its routes until the hold time ends.
+	HoldTime time.Duration
+}
+
 // Options say how to run the router.
 type Options struct {
 	Cluster string // kind cluster name
@@ -87,13 +165,7 @@ type Options struct {
 	// Pool is the address range the speakers advertise in BGP mode; the
 	// host routes it through the router.
 	Pool netip.Prefix
-	Hash HashPolicy
-	// HoldTime is the BGP hold time the router offers its peers (the
-	// session's is the lower of both sides'; MetalLB's speaker offers 90 s
-	// by default, metallb v0.15.2 BGPPeer holdTime); zero keeps FRR's
-	// default (180 s with "frr defaults traditional"). A peer that goes
-	// silent (its machine off) keeps its routes until the hold time ends.
-	HoldTime   time.Duration
+	Tuning
 	Timeout    time.Duration // for each wait; default 1 min
 	Progress   func(string)
 	HostRoutes HostRoutes // default: the host's ip(8)
@@ -111,8 +183,7 @@ type Router struct {
 	IP           netip.Addr
 	ASN, PeerASN uint32
 	Pool         netip.Prefix
-	Hash         HashPolicy
-	HoldTime     time.Duration // 0: FRR's default
+	Tuning
 	// FRRVersion is the FRR package's version in the image.
 	FRRVersion string
 }
@@ -170,7 +241,7 @@ func Start(ctx context.Context, o Options) (*Router, error) {
 		// What Find needs to know the router again from another process.
 		"--label", labelPool+"="+o.Pool.String(), "--label", labelASN+"="+fmt.Sprint(o.ASN),
 		"--label", labelPeerASN+"="+fmt.Sprint(o.PeerASN), "--label", labelHash+"="+o.Hash.String(),
-		"--label", labelHold+"="+o.HoldTime.String(), o.Image); err != nil {
+		"--label", labelHold+"="+o.HoldTime.String(), "--label", labelGroups+"="+o.Groups.String(), o.Image); err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
 	ipStr, err := dockercli.Run(ctx, nil, "inspect", "-f", fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}", o.Network), name)
@@ -185,38 +256,49 @@ func Start(ctx context.Context, o Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Router{Container: name, IP: ip, ASN: o.ASN, PeerASN: o.PeerASN, Pool: o.Pool, Hash: o.Hash, HoldTime: o.HoldTime, FRRVersion: strings.TrimSpace(ver)}
+	r := &Router{Container: name, IP: ip, ASN: o.ASN, PeerASN: o.PeerASN, Pool: o.Pool, Tuning: o.Tuning, FRRVersion: strings.TrimSpace(ver)}
 	conf, err := Config(r, subnet)
 	if err != nil {
 		return nil, err
 	}
-	steps := []struct {
-		what  string
-		stdin string
-		args  []string
-	}{
-		{"forwarding and hash policy", "", []string{"sysctl", "-w", "net.ipv4.ip_forward=1",
-			fmt.Sprintf("net.ipv4.fib_multipath_hash_policy=%d", int(o.Hash))}},
+	// A router does not tell its clients to bypass it: with redirects
+	// on, a host that accepts them would send to one node directly and
+	// no flow would cross the router's ECMP again.
+	sysctls := []string{"sysctl", "-w", "net.ipv4.ip_forward=1", fmt.Sprintf("net.ipv4.fib_multipath_hash_policy=%d", int(o.Hash)),
+		"net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.eth0.send_redirects=0"}
+	type step struct {
+		what, stdin string
+		args        []string
+	}
+	steps := []step{
+		{"forwarding, redirects and hash policy", "", sysctls},
 		{"/etc/frr/daemons", "", []string{"sh", "-c", Daemons}},
 		{"/etc/frr/frr.conf", conf, []string{"sh", "-c", "cat > /etc/frr/frr.conf && chown frr:frr /etc/frr/frr.conf"}},
 		{"FRR", "", []string{"/usr/lib/frr/frrinit.sh", "start"}},
 	}
+	if o.Groups == GroupResilient {
+		steps = append(steps,
+			step{"the resilient groups' loop", resilientScript, []string{"sh", "-c", "cat > " + resilientPath + " && chmod 755 " + resilientPath}},
+			step{"the resilient groups' loop", "", []string{"sh", "-c", fmt.Sprintf("nohup %s %s %d eth0 %d %d 0 >%s 2>&1 &",
+				resilientPath, o.Pool, resilientTable, ResilientBuckets, int(ResilientIdle/time.Second), resilientLog)}})
+	}
 	for _, s := range steps {
-		var in *strings.Reader
-		args := append([]string{"exec"}, s.args...)
+		args := []string{"exec", name}
+		var in io.Reader
 		if s.stdin != "" {
-			in = strings.NewReader(s.stdin)
-			args = append([]string{"exec", "-i"}, s.args...)
+			args, in = []string{"exec", "-i", name}, strings.NewReader(s.stdin)
 		}
-		args = slices.Insert(args, len(args)-len(s.args), name)
-		var err error
-		if in != nil {
-			_, err = dockercli.Run(ctx, in, args...)
-		} else {
-			_, err = dockercli.Run(ctx, nil, args...)
-		}
-		if err != nil {
+		if _, err := dockercli.Run(ctx, in, append(args, s.args...)...); err != nil {
 			return nil, fmt.Errorf("router: %s: %w", s.what, err)
+		}
+	}
+	if o.Groups == GroupResilient {
+		if err := waitfor.Retry(ctx, "the resilient groups' loop to start in "+name, o.Timeout, 200*time.Millisecond, func(ctx context.Context) error {
+			_, err := dockercli.Run(ctx, nil, "exec", name, "grep", "-q", "^[0-9:.]* ready:", resilientLog)
+			return err
+		}); err != nil {
+			log, _ := dockercli.Run(ctx, nil, "exec", name, "cat", resilientLog)
+			return nil, fmt.Errorf("router: %w (its log: %s)", err, strings.TrimSpace(log))
 		}
 	}
 	if err := waitfor.Retry(ctx, "FRR's bgpd to answer vtysh in "+name, o.Timeout, time.Second, func(ctx context.Context) error {
@@ -274,8 +356,8 @@ func Find(ctx context.Context, cluster, network string) (*Router, error) {
 	if strings.TrimSpace(out) == "" {
 		return nil, nil
 	}
-	f := fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}",
-		network, labelPool, labelASN, labelPeerASN, labelHash, VersionLabel, labelHold)
+	f := fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}|{{index .Config.Labels %q}}",
+		network, labelPool, labelASN, labelPeerASN, labelHash, VersionLabel, labelHold, labelGroups)
 	info, err := dockercli.Run(ctx, nil, "inspect", "-f", f, name)
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)
@@ -284,10 +366,11 @@ func Find(ctx context.Context, cluster, network string) (*Router, error) {
 }
 
 // parseFound reads Find's inspect line:
-// address|pool|asn|peer-asn|hash|version|hold-time.
+// address|pool|asn|peer-asn|hash|version|hold-time|groups (a router
+// started before groups were a setting has no such label: hash-threshold).
 func parseFound(name, line string) (*Router, error) {
 	v := strings.Split(line, "|")
-	if len(v) != 7 {
+	if len(v) != 8 {
 		return nil, fmt.Errorf("router: container %s: unexpected inspect output %q", name, line)
 	}
 	ip, err := netip.ParseAddr(v[0])
@@ -302,10 +385,11 @@ func parseFound(name, line string) (*Router, error) {
 	peer, err2 := strconv.ParseUint(v[3], 10, 32)
 	hash, err3 := ParseHashPolicy(v[4])
 	hold, err4 := time.ParseDuration(v[6])
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	groups, err5 := ParseGroupType(strings.TrimPrefix(v[7], "<no value>"))
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return nil, fmt.Errorf("router: container %s: labels: %w", name, err)
 	}
-	return &Router{Container: name, IP: ip, Pool: pool, ASN: uint32(asn), PeerASN: uint32(peer), Hash: hash, HoldTime: hold, FRRVersion: v[5]}, nil
+	return &Router{Container: name, IP: ip, Pool: pool, ASN: uint32(asn), PeerASN: uint32(peer), Tuning: Tuning{Hash: hash, Groups: groups, HoldTime: hold}, FRRVersion: v[5]}, nil
 }
 
 // Settings describes the router as a report names it.
@@ -314,7 +398,11 @@ func (r *Router) Settings() string {
 	if r.HoldTime > 0 {
 		hold = "hold time " + r.HoldTime.String()
 	}
-	return fmt.Sprintf("FRR %s, AS %d, speakers AS %d, ECMP hash %s, %s", r.FRRVersion, r.ASN, r.PeerASN, r.Hash, hold)
+	groups := "hash-threshold groups"
+	if r.Groups == GroupResilient {
+		groups = fmt.Sprintf("resilient groups (%d buckets, idle %s)", ResilientBuckets, ResilientIdle)
+	}
+	return fmt.Sprintf("FRR %s, AS %d, speakers AS %d, ECMP hash %s, %s, %s", r.FRRVersion, r.ASN, r.PeerASN, r.Hash, groups, hold)
 }
 
 func networkSubnet(ctx context.Context, network string) (netip.Prefix, error) {
@@ -348,9 +436,14 @@ func (r Route) String() string {
 }
 
 // Routes reads the router's kernel routes within its pool (`ip -j route
-// show`), one per destination, with their nexthops.
+// show`), one per destination, with their nexthops: the routes its
+// clients' traffic takes (with resilient groups, the mirror's table).
 func (r *Router) Routes(ctx context.Context) ([]Route, error) {
-	out, err := dockercli.Run(ctx, nil, "exec", r.Container, "ip", "-j", "route", "show", "root", r.Pool.String())
+	args := []string{"exec", r.Container, "ip", "-j", "route", "show", "root", r.Pool.String()}
+	if r.Groups == GroupResilient {
+		args = append(args, "table", strconv.Itoa(resilientTable))
+	}
+	out, err := dockercli.Run(ctx, nil, args...)
 	if err != nil {
 		return nil, fmt.Errorf("router: routes: %w", err)
 	}
@@ -358,10 +451,12 @@ func (r *Router) Routes(ctx context.Context) ([]Route, error) {
 }
 
 // ParseRoutes reads `ip -j route show` output: a single-path route has a
-// gateway, a multipath one a list of nexthops. FRR is configured without
-// kernel nexthop objects (Daemons), so no route names a nexthop id.
+// gateway, a multipath one a list of nexthops (ip(8) lists a nexthop
+// group's members inline too). Routes of other types (the mirror's throw
+// route) send no traffic anywhere and are left out.
 func ParseRoutes(b []byte) ([]Route, error) {
 	var raw []struct {
+		Type     string `json:"type"`
 		Dst      string `json:"dst"`
 		Gateway  string `json:"gateway"`
 		Nexthops []struct {
@@ -374,6 +469,9 @@ func ParseRoutes(b []byte) ([]Route, error) {
 	}
 	var out []Route
 	for _, x := range raw {
+		if x.Type != "" && x.Type != "unicast" {
+			continue
+		}
 		dst, err := netip.ParsePrefix(x.Dst)
 		if err != nil {
 			a, aerr := netip.ParseAddr(x.Dst)
@@ -399,7 +497,8 @@ func ParseRoutes(b []byte) ([]Route, error) {
 			hops = append(hops, a)
 		}
 		slices.SortFunc(hops, func(a, b netip.Addr) int { return a.Compare(b) })
-		out = append(out, Route{Dst: dst, Nexthops: hops})
+		// A resilient group lists each node twice (resilient.sh's twins).
+		out = append(out, Route{Dst: dst, Nexthops: slices.Compact(hops)})
 	}
 	return out, nil
 }

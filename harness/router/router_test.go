@@ -20,6 +20,8 @@ func TestParseRoutes(t *testing.T) {
 			want: []string{"198.18.0.2/32 via 172.18.0.5"}},
 		{name: "a prefix", in: `[{"dst":"198.18.0.0/24","gateway":"172.18.0.5","dev":"eth0"}]`, want: []string{"198.18.0.0/24 via 172.18.0.5"}},
 		{name: "none", in: `[]`},
+		{name: "a resilient group, members inline", in: `[{"type":"throw","dst":"198.18.0.0/24","flags":[]},{"dst":"198.18.0.1","nhid":3323068417,"flags":[],"nexthops":[{"gateway":"172.22.0.4","dev":"eth0","weight":1,"flags":[]},{"gateway":"172.22.0.5","dev":"eth0","weight":1,"flags":[]}]}]`,
+			want: []string{"198.18.0.1/32 via 172.22.0.4,172.22.0.5"}},
 		{name: "a nexthop object", in: `[{"dst":"198.18.0.1","nhid":12,"protocol":"bgp"}]`, err: "nexthop object 12"},
 		{name: "garbage", in: `{`, err: "read ip -j route"},
 		{name: "bad gateway", in: `[{"dst":"198.18.0.1","gateway":"x"}]`, err: "nexthop"},
@@ -69,15 +71,21 @@ func TestParseEstablished(t *testing.T) {
 }
 
 func TestParseFound(t *testing.T) {
-	r, err := parseFound("zerodrop-router", "172.18.0.9|198.18.0.0/24|64512|64513|l4|8.4.4-1.1~deb12u2|9s")
+	r, err := parseFound("zerodrop-router", "172.18.0.9|198.18.0.0/24|64512|64513|l4|8.4.4-1.1~deb12u2|9s|resilient")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.IP.String() != "172.18.0.9" || r.Pool.String() != "198.18.0.0/24" || r.ASN != 64512 || r.PeerASN != 64513 || r.Hash != HashL4 || r.FRRVersion != "8.4.4-1.1~deb12u2" || r.HoldTime != 9*time.Second {
+	if r.IP.String() != "172.18.0.9" || r.Pool.String() != "198.18.0.0/24" || r.ASN != 64512 || r.PeerASN != 64513 || r.Hash != HashL4 ||
+		r.FRRVersion != "8.4.4-1.1~deb12u2" || r.HoldTime != 9*time.Second || r.Groups != GroupResilient {
 		t.Errorf("%+v", r)
 	}
-	for _, bad := range []string{"", "172.18.0.9|198.18.0.0/24|64512|64513|l4|v", "x|198.18.0.0/24|1|2|l3|v|0s", "172.18.0.9|nope|1|2|l3|v|0s",
-		"172.18.0.9|198.18.0.0/24|a|2|l3|v|0s", "172.18.0.9|198.18.0.0/24|1|2|l9|v|0s", "172.18.0.9|198.18.0.0/24|1|2|l3|v|soon"} {
+	// A router started before groups were a setting has no label.
+	if r, err := parseFound("r", "172.18.0.9|198.18.0.0/24|64512|64513|l4|v|0s|<no value>"); err != nil || r.Groups != GroupHashThreshold {
+		t.Errorf("no groups label: %+v, %v", r, err)
+	}
+	for _, bad := range []string{"", "172.18.0.9|198.18.0.0/24|64512|64513|l4|v|0s", "x|198.18.0.0/24|1|2|l3|v|0s|", "172.18.0.9|nope|1|2|l3|v|0s|",
+		"172.18.0.9|198.18.0.0/24|a|2|l3|v|0s|", "172.18.0.9|198.18.0.0/24|1|2|l9|v|0s|", "172.18.0.9|198.18.0.0/24|1|2|l3|v|soon|",
+		"172.18.0.9|198.18.0.0/24|1|2|l3|v|0s|consistent"} {
 		if _, err := parseFound("r", bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -120,6 +128,20 @@ func TestParseHashPolicy(t *testing.T) {
 	}
 	if _, err := ParseHashPolicy("l5"); err == nil {
 		t.Error("l5 accepted")
+	}
+}
+
+func TestParseGroupType(t *testing.T) {
+	for in, want := range map[string]GroupType{"hash-threshold": GroupHashThreshold, "": GroupHashThreshold, "Resilient": GroupResilient} {
+		if got, err := ParseGroupType(in); err != nil || got != want {
+			t.Errorf("%q: %v %v", in, got, err)
+		}
+		if got, _ := ParseGroupType(want.String()); got != want {
+			t.Errorf("%v does not read back", want)
+		}
+	}
+	if _, err := ParseGroupType("consistent"); err == nil {
+		t.Error("consistent accepted")
 	}
 }
 
