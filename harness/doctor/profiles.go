@@ -292,6 +292,13 @@ var lbHints = []lbHint{
 	// another LB (alibaba.go); the why says whether Pods are its backends.
 	{prefix: annAlibabaPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
 	{prefix: annAlibabaLegacyPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
+	// MetalLB's own annotations (metallb v0.15.2 controller/service.go:
+	// metallb.io/address-pool, loadBalancerIPs, allow-shared-ip, and their
+	// deprecated metallb.universe.tf/ names) name MetalLB but not its mode:
+	// the pool's L2Advertisement or BGPAdvertisement decides, which the
+	// Service does not show.
+	{prefix: "metallb.io/", profiles: []string{contract.LBMetalLB, contract.LBMetalLBBGP}, why: metallbWhy},
+	{prefix: "metallb.universe.tf/", profiles: []string{contract.LBMetalLB, contract.LBMetalLBBGP}, why: metallbWhy},
 	{annotation: "cloud.google.com/l4-rbs", value: "enabled", profiles: []string{"gke-l4"},
 		why: "cloud.google.com/l4-rbs: enabled: ingress-gce's backend-service NLB"},
 	{class: "networking.gke.io/l4-regional-external", profiles: []string{"gke-l4"}, why: "GKE L4 class: ingress-gce"},
@@ -301,6 +308,9 @@ var lbHints = []lbHint{
 	{prefix: "cloud.google.com/", profiles: []string{"gke-l4", "gcp-nlb"},
 		why: "GKE annotations: ingress-gce (gke-l4) or the GCE cloud provider (gcp-nlb), depending on the cluster"},
 }
+
+// metallbWhy is the MetalLB hints' reason.
+const metallbWhy = "MetalLB annotations: layer 2 (metallb) or BGP behind an ECMP router (metallb-bgp), as the pool's L2Advertisement or BGPAdvertisement decides"
 
 // matches reports whether the hint applies to svc.
 func (h lbHint) matches(svc *corev1.Service) bool {

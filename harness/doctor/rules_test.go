@@ -831,6 +831,8 @@ func TestLBInference(t *testing.T) {
 		{"gke l4-rbs, rolling-update-local's preStop", "cloud.google.com/l4-rbs: enabled", prestop(10), "gke-l4", "ingress-gce", ""},
 		{"gke internal: either GKE LB", "networking.gke.io/load-balancer-type: Internal", prestop(10), "any of gcp-nlb|gke-l4", "depending on the cluster",
 			"holds on gcp-nlb; not on gke-l4"},
+		{"metallb pool annotation: either mode", "metallb.io/address-pool: production", "", "any of metallb", "L2Advertisement or BGPAdvertisement", ""},
+		{"metallb's deprecated annotation", "metallb.universe.tf/loadBalancerIPs: 192.0.2.10", "", "any of metallb", "L2Advertisement or BGPAdvertisement", ""},
 		{"zerodrop annotation wins", "zerodrop.dev/lb-profile: gcp-nlb\nservice.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "gcp-nlb", "annotation zerodrop.dev/lb-profile", ""},
 		{"neg annotation names no LB", `cloud.google.com/neg: '{"ingress": true}'`, "", "any of aws-elb|", "no LB named", "holds on aws-elb; not on"},
 		{"nothing named", "", "", "any of aws-elb|", "every plausible cloud LB", "holds on aws-elb; not on gcp-nlb, aws-nlb, azure-lb, gke-l4"},
