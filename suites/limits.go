@@ -145,6 +145,22 @@ var metallbExcludedAnnouncer = Mechanism{Opens: []string{zdv1.EventNodeLabelled,
 	"metallb/cluster/hardened 1 GET re-sent 0.6 s after the label, as the node's cordon followed. Its windows open " +
 	"at the label or the cordon just after it."}
 
+// metallbAnnouncerDeparts is why a departure that does not label the node
+// out of the LBs cannot be drop-free behind MetalLB L2 with Cluster when
+// that node announces the Service's address.
+var metallbAnnouncerDeparts = Mechanism{Opens: []string{zdv1.EventNodeShutdown, zdv1.EventNodeOff}, Text: "MetalLB L2 " +
+	"with externalTrafficPolicy Cluster announces a Service's address from one node among all whose speaker runs: the " +
+	"first by sha256 of node name and address (metallb v0.15.2 speaker/layer2_controller.go ShouldAnnounce, " +
+	"nodesWithActiveSpeakers). A cordon, a drain and the cluster autoscaler's ToBeDeletedByClusterAutoscaler taint do " +
+	"not change that choice (only the exclusion label, NetworkUnavailable or the speaker's end do), so the announcer " +
+	"keeps taking the client's traffic until its machine goes; then its speaker is gone, another node announces, and " +
+	"the client's kept-alive connections through the old node are lost with it. No Deployment setting keeps them off " +
+	"that node (a tool that labels the node out of the LBs first, as Karpenter does, moves the address earlier, with " +
+	"the same reset: the exclusion label's limit). Measured on this suite's kind " +
+	"cluster, 2026-11-29, twice (the leaving node was the announcer by that hash both times): " +
+	"consolidation-autoscaler/metallb/cluster/hardened 1 GET re-sent 300 ms after the machine's shutdown began. Its " +
+	"windows open at the machine's shutdown."}
+
 // exclusionLimits are the limits of a departure whose tool labels the node
 // out of the LBs and then drains it (spot-interruption-handled,
 // consolidation): the label's own, and a drain's where kube-proxy does not
@@ -181,8 +197,9 @@ func rehashLimits() []Limit {
 }
 
 // ecmpRehash is why a change in the set of nodes that advertise a
-// Service's address cannot be drop-free behind MetalLB's BGP mode and a
-// hash-threshold ECMP router, whatever the workload.
+// Service's address cannot be drop-free behind MetalLB's BGP mode and an
+// ECMP router, whatever the workload: with hash-threshold groups the flows
+// of nodes that stay move too; with resilient ones only the leaving node's.
 var ecmpRehash = Mechanism{Opens: []string{zdv1.EventRouteChanged}, Text: "MetalLB in BGP mode advertises a Service's " +
 	"address from every node that should take its traffic (metallb v0.15.2 speaker/bgp_controller.go ShouldAnnounce: with " +
 	"Cluster every node not labelled out of the LBs while any endpoint can serve, with Local only nodes with a local " +
@@ -194,8 +211,11 @@ var ecmpRehash = Mechanism{Opens: []string{zdv1.EventRouteChanged}, Text: "Metal
 	"them, and kube-proxy there sends them to a Pod that resets them. MetalLB's documentation names it BGP mode's " +
 	"limitation (website/content/concepts/bgp.md at v0.15.2, \"Limitations\": \"the majority of existing connections will " +
 	"end up suddenly being forwarded to a different backend\"). No Deployment setting keeps the client's connections " +
-	"where they were. Resilient nexthop groups (Linux 5.13+) move only the leaving nexthop's buckets, but no FRR release " +
-	"up to 10.7 makes bgpd's routes use them (FRR 8.5 has them for named nexthop-groups only). Measured on this suite's kind cluster " +
+	"where they were. Resilient nexthop groups (Linux 5.13+) move only the leaving nexthop's buckets and give a joining " +
+	"one only idle buckets, so only the flows of a node that leaves the route move (no FRR release up to 10.7 makes " +
+	"bgpd's routes use them; the suite's router mirrors them with ROUTER_ECMP=resilient, docs/bgp.md), but the leaving " +
+	"node's own kept-alive connections still move and are reset, so the limit holds either way, with fewer resets. " +
+	"Measured on this suite's kind cluster " +
 	"(ECMP hash l4, 2026-11-28): consolidation/metallb-bgp/local/hardened 1 GET re-sent 27 ms after the router withdrew " +
 	"the labelled node's route (172.19.0.2,.3,.5 -> .2,.3), consolidation-autoscaler/metallb-bgp/local/hardened 1 GET " +
 	"re-sent 20 ms after it withdrew the drained node's (.2,.3,.5 -> .3,.5); drain-node's withdrawal of the middle " +

@@ -40,6 +40,7 @@ func consolidationAutoscaler() Scenario {
 		Hazard:    evictionHazard,
 		Prevented: evictionRace("2026-11-28: 1-5 on every LB, 95 and 786 on gclb, 366 on metallb with Local"),
 		Limits: append(drainLimits(),
-			Limit{On: taintUnseen, Policy: clusterPolicy, Reason: autoscalerTaintUnseen}),
+			Limit{On: taintUnseen, Policy: clusterPolicy, Reason: autoscalerTaintUnseen},
+			Limit{LB: contract.LBMetalLB, Policy: clusterPolicy, Reason: metallbAnnouncerDeparts}),
 	})
 }
