@@ -64,6 +64,14 @@ func dockerCmd(ctx context.Context, stdin io.Reader, args ...string) (string, er
 	return dockercli.Run(ctx, stdin, args...)
 }
 
+func subnetOf(ctx context.Context, network string) (netip.Prefix, error) {
+	p, err := dockercli.NetworkSubnet(ctx, network)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("cloud LB: %w", err)
+	}
+	return p, nil
+}
+
 func (o *KindOptions) defaults() {
 	if o.Network == "" {
 		o.Network = "kind"
@@ -118,7 +126,7 @@ func StartKind(ctx context.Context, o KindOptions) (*KindLB, error) {
 	if err != nil {
 		return nil, err
 	}
-	subnet, err := kindSubnet(ctx, o.Network)
+	subnet, err := subnetOf(ctx, o.Network)
 	if err != nil {
 		return nil, err
 	}
@@ -247,19 +255,6 @@ func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
 	}
 }
 
-func kindSubnet(ctx context.Context, network string) (netip.Prefix, error) {
-	out, err := dockerCmd(ctx, nil, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", network)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("cloud LB: docker network %s: %w", network, err)
-	}
-	for _, f := range strings.Fields(out) {
-		if p, err := netip.ParsePrefix(f); err == nil && p.Addr().Is4() {
-			return p, nil
-		}
-	}
-	return netip.Prefix{}, fmt.Errorf("cloud LB: docker network %s has no IPv4 subnet (%q)", network, out)
-}
-
 func buildBinary(ctx context.Context, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cloud LB: %w", err)
@@ -342,7 +337,7 @@ func FindKind(ctx context.Context, cluster, network string) (*KindLB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud LB: container %s has no address on network %s (%q)", name, network, ipStr)
 	}
-	subnet, err := kindSubnet(ctx, network)
+	subnet, err := subnetOf(ctx, network)
 	if err != nil {
 		return nil, err
 	}

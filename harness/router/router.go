@@ -252,9 +252,9 @@ func Start(ctx context.Context, o Options) (*Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: container %s has no address on network %s (%q)", name, o.Network, ipStr)
 	}
-	subnet, err := networkSubnet(ctx, o.Network)
+	subnet, err := dockercli.NetworkSubnet(ctx, o.Network)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("router: %w", err)
 	}
 	r := &Router{Container: name, IP: ip, ASN: o.ASN, PeerASN: o.PeerASN, Pool: o.Pool, Tuning: o.Tuning, FRRVersion: strings.TrimSpace(ver)}
 	conf, err := Config(r, subnet)
@@ -403,19 +403,6 @@ func (r *Router) Settings() string {
 		groups = fmt.Sprintf("resilient groups (%d buckets, idle %s)", ResilientBuckets, ResilientIdle)
 	}
 	return fmt.Sprintf("FRR %s, AS %d, speakers AS %d, ECMP hash %s, %s, %s", r.FRRVersion, r.ASN, r.PeerASN, r.Hash, groups, hold)
-}
-
-func networkSubnet(ctx context.Context, network string) (netip.Prefix, error) {
-	out, err := dockercli.Run(ctx, nil, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", network)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("router: %w", err)
-	}
-	for _, f := range strings.Fields(out) {
-		if p, err := netip.ParsePrefix(f); err == nil && p.Addr().Is4() {
-			return p, nil
-		}
-	}
-	return netip.Prefix{}, fmt.Errorf("router: docker network %s has no IPv4 subnet (%q)", network, out)
 }
 
 // Route is the router's route to one address: the nodes it sends to.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os/exec"
 	"strings"
 
@@ -44,4 +45,19 @@ func shortArgs(args []string) string {
 		s = s[:160] + "..."
 	}
 	return s
+}
+
+// NetworkSubnet is the IPv4 subnet of a docker network (kind's is
+// dual-stack: its IPv6 subnet is skipped).
+func NetworkSubnet(ctx context.Context, network string) (netip.Prefix, error) {
+	out, err := Run(ctx, nil, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", network)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("docker network %s: %w", network, err)
+	}
+	for _, f := range strings.Fields(out) {
+		if p, err := netip.ParsePrefix(f); err == nil && p.Addr().Is4() {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("docker network %s has no IPv4 subnet (%q)", network, out)
 }
