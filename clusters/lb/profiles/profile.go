@@ -646,7 +646,7 @@ func (p Profile) clone() Profile {
 // none: for names written in code (fixtures, defaults), which the package's
 // tests check against the stock set.
 func MustStock(name string) Profile {
-	ps, err := Stock()
+	ps, err := stock()
 	if err != nil {
 		panic(fmt.Sprintf("stock LB profiles are broken (a build defect): %v", err))
 	}
@@ -654,7 +654,8 @@ func MustStock(name string) Profile {
 	if !ok {
 		panic(fmt.Sprintf("%q is not a stock LB profile; known: %s", name, strings.Join(ps.Names(), ", ")))
 	}
-	return p
+	// Only the one profile asked for is copied, not the whole set.
+	return p.clone()
 }
 
 // Load returns the stock profiles overlaid with every *.yaml file of dir
