@@ -277,6 +277,8 @@ func Start(ctx context.Context, o Options) (*Router, error) {
 		{"FRR", "", []string{"/usr/lib/frr/frrinit.sh", "start"}},
 	}
 	if o.Groups == GroupResilient {
+		// Two execs: a loop started in the same `docker exec -i` that
+		// wrote the script never starts (tried: its log stays empty).
 		steps = append(steps,
 			step{"the resilient groups' loop", resilientScript, []string{"sh", "-c", "cat > " + resilientPath + " && chmod 755 " + resilientPath}},
 			step{"the resilient groups' loop", "", []string{"sh", "-c", fmt.Sprintf("nohup %s %s %d eth0 %d %d 0 >%s 2>&1 &",
