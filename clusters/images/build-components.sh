@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the non-Kubernetes cluster binaries from Go modules into
 # $CACHE/bin/<name>-<version>-<key>/: etcd, CoreDNS, MetalLB controller and
-# speaker, flanneld, and our pause. Usage: build-components.sh [name...]
+# speaker, flanneld, kube-vip, and our pause. Usage: build-components.sh [name...]
 # etcd, CoreDNS and pause are the versions $K8S_VERSION's kubeadm wants
 # (lib.sh k8s_versions), built with that release's Go toolchain.
 set -euo pipefail
@@ -82,6 +82,30 @@ build_flannel() {
 }
 # recipe flannel end
 
+# recipe kube-vip start
+build_kube_vip() {
+  # kube-vip's own go.sum pins every dependency, which the checksum database
+  # knows; only kube-vip's module is missing there, so its hash is checked
+  # against the pinned one (versions.sh) before anything is built from it.
+  # Built as a dependency of a scratch module (as etcd is): `go install
+  # mod@version` asks the proxy for the module's version list to look for a
+  # deprecation, which this proxy refuses. The scratch module requires
+  # kube-vip alone, so every other version comes from kube-vip's go.mod.
+  local out="$1" ver="$2" mod="$CACHE/build/kube-vip-$2" sum gol
+  export GONOSUMDB=github.com/kube-vip/kube-vip
+  sum="$("$GO" mod download -json "github.com/kube-vip/kube-vip@$ver" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",*$/\1/p' | head -1)"
+  [ "$sum" = "$KUBE_VIP_SUM" ] || die "github.com/kube-vip/kube-vip@$ver hashes to '$sum', not the pinned $KUBE_VIP_SUM (clusters/images/versions.sh)"
+  rm -rf "$mod"; mkdir -p "$mod"
+  gol="$(awk '$1 == "go" {print $2; exit}' "$(mod_dir "github.com/kube-vip/kube-vip@$ver")/go.mod")"
+  printf 'module zerodrop.local/kubevipbuild\n\ngo %s\n\nrequire github.com/kube-vip/kube-vip %s\n' "$gol" "$ver" >"$mod/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/kube-vip/kube-vip"\n' >"$mod/tools.go"
+  (cd "$mod" && step "kube-vip-$ver-mod-tidy" "$GO" mod tidy)
+  (cd "$mod" && step "kube-vip-$ver" env CGO_ENABLED=0 "$GO" build -trimpath \
+    -ldflags "-s -w -X main.Version=$ver" -o "$out/kube-vip" github.com/kube-vip/kube-vip)
+  unset GONOSUMDB
+}
+# recipe kube-vip end
+
 # recipe pause start
 build_pause() {
   (cd "$repo" && step "pause-$2" env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$1/pause" ./clusters/images/pause)
@@ -89,7 +113,7 @@ build_pause() {
 # recipe pause end
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(pause etcd metallb flannel coredns)
+[ ${#want[@]} -gt 0 ] || want=(pause etcd metallb flannel coredns kube-vip)
 for w in "${want[@]}"; do
   case "$w" in
     etcd) component etcd "$ETCD_VERSION" build_etcd "$k8s_gover" ;;
@@ -97,6 +121,7 @@ for w in "${want[@]}"; do
     metallb) component metallb "$METALLB_VERSION" build_metallb "$local_gover" ;;
     flannel) component flannel "$FLANNEL_VERSION" build_flannel "$local_gover" ;;
     pause) component pause "$PAUSE_VERSION" build_pause "$local_gover" ;;
-    *) die "unknown component $w (known: etcd coredns metallb flannel pause)" ;;
+    kube-vip) component kube-vip "$KUBE_VIP_VERSION" build_kube_vip "$local_gover" ;;
+    *) die "unknown component $w (known: etcd coredns metallb flannel pause kube-vip)" ;;
   esac
 done

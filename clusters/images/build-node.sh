@@ -26,7 +26,7 @@ export DOCKER_BUILDKIT=0 # only the legacy builder exists with Debian's dockerd;
 k8s_versions
 "$here/build-k8s.sh"
 "$here/build-rootfs.sh"
-"$here/build-components.sh" pause etcd metallb flannel coredns
+"$here/build-components.sh" pause etcd metallb flannel coredns kube-vip
 
 kbin="$(cat "$CACHE/bin/kubernetes-$K8S_VERSION.path")"
 rootfs="$(cat "$CACHE/rootfs/current.path")"
@@ -35,6 +35,7 @@ etcd_dir="$(bin_of "etcd-$ETCD_VERSION")"
 coredns_dir="$(bin_of "coredns-$COREDNS_VERSION")"
 metallb_dir="$(bin_of "metallb-$METALLB_VERSION")"
 flannel_dir="$(bin_of "flannel-$FLANNEL_VERSION")"
+kube_vip_dir="$(bin_of "kube-vip-$KUBE_VIP_VERSION")"
 pause_dir="$(bin_of "pause-$PAUSE_VERSION")"
 kind_dir="$(mod_dir "sigs.k8s.io/kind@$KIND_VERSION")"
 [ -d "$kind_dir/images/base/files" ] || die "kind $KIND_VERSION module has no images/base/files (looked in $kind_dir)"
@@ -127,6 +128,14 @@ image "ghcr.io/flannel-io/flannel:$FLANNEL_VERSION" "$(ks flannel "$flannel_dir"
 COPY flannel /opt/bin/flanneld
 ENTRYPOINT [\"/opt/bin/flanneld\"]" "$flannel_dir/flannel"
 images+=("ghcr.io/flannel-io/flannel:$FLANNEL_VERSION")
+
+# kube-vip as upstream's Dockerfile makes it: one static binary, FROM
+# scratch (kube-vip/kube-vip v0.9.2 Dockerfile).
+image "ghcr.io/kube-vip/kube-vip:$KUBE_VIP_VERSION" "$(ks kube-vip "$kube_vip_dir")" \
+  "FROM scratch
+COPY kube-vip /kube-vip
+ENTRYPOINT [\"/kube-vip\"]" "$kube_vip_dir/kube-vip"
+images+=("ghcr.io/kube-vip/kube-vip:$KUBE_VIP_VERSION")
 
 # --- the node image -----------------------------------------------------------
 image_ids="$(docker image inspect -f '{{.Id}}' "${images[@]}" | sha256sum | cut -c1-16)"

@@ -16,6 +16,12 @@ KUBERNETES_VERSION="${KUBERNETES_VERSION:-${K8S_VERSION:-$KUBERNETES_DEFAULT_VER
 K8S_VERSION="$KUBERNETES_VERSION"
 METALLB_VERSION="${METALLB_VERSION:-v0.15.2}"
 FLANNEL_VERSION="${FLANNEL_VERSION:-v0.27.4}"
+# kube-vip (columns kube-vip-*). The checksum database has no entry for its
+# module (sum.golang.org answers 404; the proxy serves it), so its module
+# hash is pinned here, as `go mod download -json` reported it on 2026-11-29,
+# and checked before anything is built from it.
+KUBE_VIP_VERSION="${KUBE_VIP_VERSION:-v0.9.2}"
+KUBE_VIP_SUM="${KUBE_VIP_SUM:-h1:LAvGmK34svcNhTxXNyDoV7s1bHYEgXrM3ff2FxfH6Us=}"
 # kind's base-image files (images/base/files) are replayed on the node image;
 # they come from the sigs.k8s.io/kind version go.mod pins, the same kind
 # whose kubeadm config template the harness uses.
