@@ -203,7 +203,16 @@ func StartKind(ctx context.Context, o KindOptions) (*KindLB, error) {
 	}
 	k := &KindLB{Container: name, IP: ip, VIPFirst: first, VIPLast: last, adminPort: o.AdminPort}
 	o.Progress(fmt.Sprintf("cloud LB: container %s at %s, addresses %s-%s, default profile %s; waiting for it to sync", name, ip, first, last, o.Profile))
-	if err := waitHealthy(ctx, k.AdminURL()+"/healthz", o.ReadyTimeout); err != nil {
+	// A container that exits (a bad setting it refuses) ends the wait at
+	// once, with its own words in the error.
+	running := func(ctx context.Context) error {
+		st, err := dockerCmd(ctx, nil, "inspect", "-f", "{{.State.Status}}", name)
+		if err == nil && strings.TrimSpace(st) != "running" {
+			return fmt.Errorf("container %s is %s", name, strings.TrimSpace(st))
+		}
+		return nil
+	}
+	if err := waitHealthy(ctx, k.AdminURL()+"/healthz", o.ReadyTimeout, running); err != nil {
 		logs, _ := dockerCmd(context.WithoutCancel(ctx), nil, "logs", "--tail", "20", name)
 		return nil, fmt.Errorf("cloud LB: %w; last log lines:\n%s", err, logs)
 	}
@@ -225,7 +234,9 @@ func RemoveKind(ctx context.Context, cluster string) error {
 	return nil
 }
 
-func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
+// waitHealthy waits for url to answer 200; alive, when set, ends the wait
+// with its error (the server is gone).
+func waitHealthy(ctx context.Context, url string, timeout time.Duration, alive func(context.Context) error) error {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for {
@@ -244,6 +255,11 @@ func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
 			last = err.Error()
 		}
 		cancel()
+		if alive != nil {
+			if err := alive(ctx); err != nil {
+				return fmt.Errorf("%s will not answer: %w (last: %s)", url, err, last)
+			}
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not answer 200 within %v (last: %s)", url, timeout, last)
 		}
