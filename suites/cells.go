@@ -46,6 +46,12 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		opts = append(opts, fixtures.WithServiceAnnotation(contract.MetalLBPoolAnnotation, contract.MetalLBBGPPool))
 		hooks = s.Router
 	}
+	if kubeVIPModel(c.Model) {
+		// kube-vip takes the Services of its class; the address it
+		// announces comes from the hooks (Prepare).
+		opts = append(opts, fixtures.WithLoadBalancerClass(contract.KubeVIPClass))
+		hooks = s.KubeVIP
+	}
 	opts = append(opts, extra...)
 	share := sc.OwnPods == "" && c.StandIn == nil
 	if share {

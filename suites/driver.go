@@ -6,6 +6,7 @@ package suites
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/kubevip"
 	"zerodrop.dev/zerodrop/harness/lb"
 	"zerodrop.dev/zerodrop/harness/router"
 	"zerodrop.dev/zerodrop/harness/scenario"
@@ -29,12 +31,16 @@ func modelNames(models []Model) string {
 	return strings.Join(names, ",")
 }
 
-// lbImplementation is the report's lbImplementation: the columns, and
-// what stands behind metallb-bgp's (the router's FRR and hash policy).
-func lbImplementation(models []Model, r *router.Router) string {
+// lbImplementation is the report's lbImplementation: the columns, what
+// stands behind metallb-bgp's (the router's FRR and hash policy) and
+// kube-vip-arp's (kube-vip's image and settings).
+func lbImplementation(models []Model, r *router.Router, vip string) string {
 	s := modelNames(models)
 	if r != nil && slices.ContainsFunc(models, bgpModel) {
 		s += fmt.Sprintf(" (%s: MetalLB's BGP mode behind the router: %s)", contract.LBMetalLBBGP, r.Settings())
+	}
+	if vip != "" && slices.ContainsFunc(models, kubeVIPModel) {
+		s += fmt.Sprintf(" (%s: %s)", contract.LBKubeVIPARP, vip)
 	}
 	return s
 }
@@ -125,6 +131,30 @@ func configureRouter(ctx context.Context, s *Suite, progress func(string)) error
 	}
 	progress(fmt.Sprintf("BGP router %s at %s (%s) for column %s", found.Container, found.IP, found.Settings(), contract.LBMetalLBBGP))
 	s.Router, s.RouterInfo = scenario.RouterHooks(found, s.Env.Clientset, s.Env.Logger), found
+	return nil
+}
+
+// configureKubeVIP connects the witnesses of kube-vip-arp to kube-vip:
+// each Service gets an address from the range the cluster gave kube-vip,
+// and their run files get the changes of their lease's holder.
+func configureKubeVIP(ctx context.Context, s *Suite, progress func(string)) error {
+	if !slices.ContainsFunc(s.Models, kubeVIPModel) {
+		return nil
+	}
+	first, last, err := kubevip.Range(ctx, s.Env.Clientset)
+	if errors.Is(err, kubevip.ErrNotInstalled) {
+		return fmt.Errorf("column %s: %w; re-create the cluster with it (make cluster-down, then make cluster LB=all, with a node image from make node-image), or leave the column out (ZERODROP_KUBE_VIP=0)",
+			contract.LBKubeVIPARP, err)
+	}
+	if err != nil {
+		return fmt.Errorf("column %s: %w", contract.LBKubeVIPARP, err)
+	}
+	info, err := kubevip.Describe(ctx, s.Env.Clientset)
+	if err != nil {
+		return fmt.Errorf("column %s: %w", contract.LBKubeVIPARP, err)
+	}
+	progress(fmt.Sprintf("%s for column %s: addresses %s-%s", info, contract.LBKubeVIPARP, first, last))
+	s.KubeVIP, s.KubeVIPInfo = scenario.KubeVIPHooks(s.Env.Clientset, kubevip.NewAddresses(s.Env.Clientset), s.Env.Logger), info
 	return nil
 }
 

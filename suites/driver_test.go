@@ -45,18 +45,30 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.Name)
-			if m.Cloud != (m.Name != "metallb") || m.Profile.Name != m.Name {
+			own := m.Name == "metallb" || m.Name == "metallb-bgp" || m.Name == "kube-vip-arp"
+			if m.Cloud == own || m.Profile.Name != m.Name {
 				t.Errorf("model %+v: cloud flag or profile wrong", m)
 			}
 		}
 		return strings.Join(out, ",")
 	}
 	for _, tc := range []struct {
-		lb       string
-		profiles []string
-		want     string
-		wantErr  string
+		lb           string
+		profiles     []string
+		bgp, kubeVIP bool
+		want         string
+		wantErr      string
 	}{
+		// The implementations LB=all runs besides the cloud LB are
+		// columns of their own, each where its setting is on and
+		// LB_PROFILE names it or names nothing.
+		{lb: "all", bgp: true, kubeVIP: true, want: "metallb,metallb-bgp,kube-vip-arp,aws-alb-ip,aws-nlb,aws-nlb-ip,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
+		{lb: "all", bgp: true, kubeVIP: true, profiles: []string{"kube-vip-arp"}, want: "metallb,kube-vip-arp"},
+		{lb: "all", bgp: true, kubeVIP: true, profiles: []string{"kube-vip-arp", "gcp-nlb"}, want: "metallb,kube-vip-arp,gcp-nlb"},
+		{lb: "all", bgp: true, profiles: []string{"kube-vip-arp"}, want: "metallb"},
+		{lb: "metallb", kubeVIP: true, want: "metallb"},
+		{lb: "cloud", kubeVIP: true, profiles: []string{"kube-vip-arp"}, wantErr: "only LB=all runs"},
+		{lb: "cloud", bgp: true, profiles: []string{"metallb-bgp"}, wantErr: "only LB=all runs"},
 		{lb: "metallb", want: "metallb"},
 		{lb: "all", profiles: []string{"gcp-nlb", "aws-nlb"}, want: "metallb,gcp-nlb,aws-nlb"},
 		{lb: "cloud", profiles: []string{"gke-legacy"}, want: "gke-legacy"},
@@ -67,7 +79,7 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		{lb: "cloud", profiles: []string{"gclb-neg"}, want: "gclb-neg"},
 		{lb: "all", profiles: []string{"gcp-nlb", "gcp-nlb"}, wantErr: "twice"},
 	} {
-		ms, err := Settings{LB: tc.lb, LBProfiles: tc.profiles, Provider: "kind"}.Models()
+		ms, err := Settings{LB: tc.lb, LBProfiles: tc.profiles, Provider: "kind", BGP: tc.bgp, KubeVIP: tc.kubeVIP}.Models()
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("LB=%s LB_PROFILE=%v: err %v, want %q", tc.lb, tc.profiles, err, tc.wantErr)

@@ -58,13 +58,24 @@ func (s Settings) Models() ([]Model, error) {
 		return out, nil
 	}
 	names := s.LBProfiles
+	for _, n := range []string{contract.LBMetalLBBGP, contract.LBKubeVIPARP} {
+		if s.LB != contract.LBAll && slices.Contains(names, n) {
+			return nil, fmt.Errorf("LB_PROFILE names %s, a column only LB=all runs (LB=%s)", n, s.LB)
+		}
+	}
 	// MetalLB's BGP mode is a column of LB=all (the cluster then runs the
 	// upstream router): in the full matrix, or where LB_PROFILE names it.
 	bgp := s.LB == contract.LBAll && (len(names) == 0 || slices.Contains(names, contract.LBMetalLBBGP))
 	if bgp && s.BGP {
 		out = append(out, Model{Name: contract.LBMetalLBBGP, Profile: stock[contract.LBMetalLBBGP]})
 	}
-	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == contract.LBMetalLBBGP })
+	// kube-vip (services mode, ARP) is one too: the cluster runs it with
+	// LB=all for the Services of its class.
+	vip := s.LB == contract.LBAll && (len(names) == 0 || slices.Contains(names, contract.LBKubeVIPARP))
+	if vip && s.KubeVIP {
+		out = append(out, Model{Name: contract.LBKubeVIPARP, Profile: stock[contract.LBKubeVIPARP]})
+	}
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == contract.LBMetalLBBGP || n == contract.LBKubeVIPARP })
 	if len(names) == 0 && len(s.LBProfiles) > 0 {
 		return out, nil
 	}
@@ -108,6 +119,9 @@ func optionalGate(m Model) bool { return podTargets(m) && fixtures.OptionalGate(
 
 // bgpModel picks MetalLB's BGP mode behind the ECMP router.
 func bgpModel(m Model) bool { return m.Name == contract.LBMetalLBBGP }
+
+// kubeVIPModel picks kube-vip in services mode with ARP.
+func kubeVIPModel(m Model) bool { return m.Name == contract.LBKubeVIPARP }
 
 // anyModel picks every LB model: a limit of the cluster itself (its nodes'
 // shutdown), not of one LB.

@@ -127,6 +127,9 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	if err := configureCloudLB(ctx, s, progress); err != nil {
 		return nil, err
 	}
+	if err := configureKubeVIP(ctx, s, progress); err != nil {
+		return nil, err
+	}
 	if err := configureRouter(ctx, s, progress); err != nil {
 		return nil, err
 	}
@@ -172,7 +175,7 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 	sess.Collector = NewCollector(filepath.Join(settings.OutDir, "report.json"), zdv1.RunMeta{
 		ToolVersion: settings.ToolVersion, Provider: settings.Provider, KubernetesVersion: version,
 		KubeProxyFeatureGates: gates.String(),
-		LBImplementation:      lbImplementation(models, s.RouterInfo), Start: time.Now(),
+		LBImplementation:      lbImplementation(models, s.RouterInfo, s.KubeVIPInfo), Start: time.Now(),
 		Host: fmt.Sprintf("%d cores, %s/%s, rate %d rps (assertions %d rps)", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, settings.Rate, settings.AssertionRate),
 	})
 	return sess, nil

@@ -112,7 +112,7 @@ func aimScaleDown(ctx context.Context, r *scenario.Run, cells []Cell, sharers []
 			if p.Spec.NodeName != node || p.DeletionTimestamp != nil {
 				continue
 			}
-			why := fmt.Sprintf("the scale-down takes this Pod first: it runs on %s, where MetalLB announces the address of %s (Local)", node, whose[k])
+			why := fmt.Sprintf("the scale-down takes this Pod first: it runs on %s, where its LB announces the address of %s (Local)", node, whose[k])
 			if err := r.Kube.SetDeletionCost(ctx, p.Namespace, p.Name, -1, why); err != nil {
 				return err
 			}

@@ -36,12 +36,16 @@ type Settings struct {
 	LB string
 	// LBProfiles are the cloud LB's columns of the matrix (LB_PROFILE, a
 	// comma-separated list; default every profile the cloud LB runs), and
-	// metallb-bgp where it is named.
+	// metallb-bgp and kube-vip-arp where they are named.
 	LBProfiles []string
 	// BGP: with LB=all the cluster runs MetalLB's BGP mode behind the
 	// upstream router, a column of its own (ZERODROP_BGP, default on;
 	// 0 leaves it out, as clusters/cluster.sh then builds no router).
 	BGP bool
+	// KubeVIP: with LB=all the cluster runs kube-vip (services mode, ARP)
+	// for the Services of its class, a column of its own, kube-vip-arp
+	// (ZERODROP_KUBE_VIP, default on; 0 leaves it out).
+	KubeVIP bool
 	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
 	Shard Shard
 	// Kubeconfig is where the cluster's kubeconfig is (ZERODROP_KUBECONFIG,
@@ -131,6 +135,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		ToolVersion:  or(getenv("ZERODROP_VERSION"), "dev"),
 		ReadyTimeout: scenario.DefaultReadyTimeout,
 		BGP:          getenv("ZERODROP_BGP") != "0",
+		KubeVIP:      getenv("ZERODROP_KUBE_VIP") != "0",
 	}
 	var problems []string
 	s.LBProfiles = ModelList(getenv("LB_PROFILE"))

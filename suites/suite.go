@@ -33,6 +33,12 @@ type Suite struct {
 	// Router connects the witnesses of metallb-bgp to the upstream router
 	// (its route changes, a settled route before the load); zero without.
 	Router scenario.LBHooks
+	// KubeVIP connects the witnesses of kube-vip-arp to kube-vip (an
+	// address for each Service, its lease's holder); zero without.
+	KubeVIP scenario.LBHooks
+	// KubeVIPInfo describes that kube-vip (its image, mode and lease
+	// timing) for the report's implementation block; "" without.
+	KubeVIPInfo string
 	// RouterInfo is that router (nil without): its FRR version and hash
 	// policy go into the report's implementation block.
 	RouterInfo *router.Router

@@ -12,6 +12,7 @@ import (
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/kubevip"
 	"zerodrop.dev/zerodrop/harness/metallb"
 	"zerodrop.dev/zerodrop/harness/scenario"
 )
@@ -93,9 +94,18 @@ func endpointNodes(ctx context.Context, ws *scenario.Witnesses, where func(node 
 }
 
 // announced reports whether cell c's traffic enters the cluster at the one
-// node that announces its address: MetalLB L2 with Local (metallb.Announcer).
+// node that announces its address and is served there: MetalLB L2
+// (metallb.Announcer) or kube-vip's ARP (kubevip.Announcer), with Local.
 func announced(c Cell) bool {
-	return c.Model.Name == contract.LBMetalLB && c.Policy == corev1.ServiceExternalTrafficPolicyLocal
+	return (c.Model.Name == contract.LBMetalLB || kubeVIPModel(c.Model)) && c.Policy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// announcer is the node announcing cell c's address on layer 2.
+func announcer(ctx context.Context, c Cell, r *scenario.Run) (string, error) {
+	if kubeVIPModel(c.Model) {
+		return kubevip.Announcer(ctx, r.Env.Clientset, r.Target.Namespace, r.Target.Service)
+	}
+	return metallb.Announcer(ctx, r.Kube, r.Target.Namespace, r.Target.Service)
 }
 
 // documentsHazard reports whether cell c expects its scenario's hazard.
@@ -114,7 +124,7 @@ func announcers(ctx context.Context, ws *scenario.Witnesses, cells []Cell) map[i
 			continue
 		}
 		r, _ := ws.Run(i)
-		node, err := metallb.Announcer(ctx, r.Kube, r.Target.Namespace, r.Target.Service)
+		node, err := announcer(ctx, cells[i], r)
 		if err != nil {
 			r.Kube.Note("service/"+r.Target.Namespace+"/"+r.Target.Service, "the disruption cannot aim at this witness's entry node: "+err.Error())
 			continue

@@ -60,6 +60,27 @@ const (
 	// meant for a lab's own devices and never routed publicly; this host
 	// routes it only to the router container.
 	MetalLBBGPPrefix = "198.18.0.0/24"
+	// LBKubeVIPARP is kube-vip in services mode with ARP and a leader
+	// election per Service: a column of LB=all, for the Services of
+	// KubeVIPClass.
+	LBKubeVIPARP = "kube-vip-arp"
+	// KubeVIPClass is the spec.loadBalancerClass kube-vip takes when it
+	// runs with lb_class_only (kube-vip v0.9.2 pkg/kubevip
+	// config_types.go LoadBalancerClassOnly; pkg/manager watch_services.go
+	// filters by it); MetalLB and the cloud LB leave such a Service alone.
+	KubeVIPClass = "kube-vip.io/kube-vip-class"
+	// KubeVIPAddressAnnotation names a Service's address for kube-vip,
+	// which allocates none itself (kube-vip v0.9.2 pkg/cluster
+	// instance.go FetchServiceAddresses reads it before status and spec).
+	KubeVIPAddressAnnotation = "kube-vip.io/loadbalancerIPs"
+	// KubeVIPHostAnnotation is where kube-vip records, on a Service, the
+	// node that won its lease (kube-vip v0.9.2 pkg/manager services.go
+	// updateStatus).
+	KubeVIPHostAnnotation = "kube-vip.io/vipHost"
+	// KubeVIPConfigMap (namespace kube-system) records the range of the
+	// kind network the cluster gave kube-vip's Services (key "range",
+	// "first-last") and its class (key "class").
+	KubeVIPConfigMap = "zerodrop-kube-vip"
 )
 
 // LoadBalancers lists the implementations, the default first.

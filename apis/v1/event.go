@@ -84,6 +84,11 @@ const (
 	// withdrawn it (MetalLB's BGP mode); fields vip, nexthops (the nodes
 	// it now sends to, comma-separated, empty for none) and was (before).
 	EventRouteChanged = "route-changed"
+	// EventAnnouncerChanged (source "lb"): the node announcing a Service's
+	// address on layer 2 changed (kube-vip: the holder of the Service's
+	// lease); fields vip, node (now; empty while nobody holds it), was
+	// (before) and lease.
+	EventAnnouncerChanged = "announcer-changed"
 	// EventLoadStart and EventLoadStop bracket a load stream (source "load"): the
 	// verdict judges delivery between them.
 	EventLoadStart = "load-start"

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,50 @@ func TestManifests(t *testing.T) {
 	pool, err := metallbPoolManifest(netip.MustParseAddr("172.18.255.222"), netip.MustParseAddr("172.18.255.253"))
 	if err != nil || !strings.Contains(pool, "172.18.255.222-172.18.255.253") {
 		t.Fatalf("pool manifest %q, %v", pool, err)
+	}
+}
+
+func TestKubeVIPManifest(t *testing.T) {
+	m, err := kubeVIPManifest("172.18.254.222", "172.18.254.253")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{KubeVIPImage, "range: 172.18.254.222-172.18.254.253", "lb_class_name, value: " + contract.KubeVIPClass,
+		"name: " + contract.KubeVIPConfigMap, "svc_election, value: \"true\"", "vip_arp, value: \"true\"", "node-role.kubernetes.io/control-plane, operator: DoesNotExist"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("kube-vip manifest lacks %q", want)
+		}
+	}
+	for i, doc := range strings.Split(m, "\n---\n") {
+		var o map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil || o["kind"] == nil {
+			t.Errorf("kube-vip doc %d is not a Kubernetes object: %v", i, err)
+		}
+	}
+	// kube-vip's block lies below every MetalLB and cloud LB block.
+	for _, n := range []string{"zerodrop", "zde2e", "zdlead", "x"} {
+		if b := kubeVIPBlock(n); b < 34 || b > 50 {
+			t.Errorf("kubeVIPBlock(%q) = %d, want 34..50", n, b)
+		}
+	}
+}
+
+// TestImageVersionsAgree: the image names the harness deploys are the ones
+// the offline build makes (clusters/images/versions.sh).
+func TestImageVersionsAgree(t *testing.T) {
+	raw, err := os.ReadFile("../../clusters/images/versions.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, img := range map[string]string{"KUBE_VIP_VERSION": KubeVIPImage, "FLANNEL_VERSION": FlannelImage} {
+		m := regexp.MustCompile(v + `="\$\{` + v + `:-([^}]+)\}"`).FindSubmatch(raw)
+		if m == nil {
+			t.Errorf("versions.sh sets no default %s", v)
+			continue
+		}
+		if !strings.HasSuffix(img, ":"+string(m[1])) {
+			t.Errorf("%s is %s in versions.sh, but the harness deploys %s", v, m[1], img)
+		}
 	}
 }
 

@@ -341,6 +341,11 @@ func (k *Kind) setUp(ctx context.Context) error {
 			}
 		}
 	}
+	if o.lb == contract.LBAll {
+		if err := k.installKubeVIP(ctx, cs); err != nil {
+			return err
+		}
+	}
 	if runs, _ := o.cloudLB(); runs {
 		if err := k.startCloudLB(ctx); err != nil {
 			return err

@@ -199,6 +199,10 @@ func CloudLBHooks(adminURL string, logger *slog.Logger) LBHooks {
 
 // LBHooks are a load balancer's own view of a Service.
 type LBHooks struct {
+	// Prepare, when set, completes the witness's Service before it is
+	// created, for an LB that reads something from the Service that no
+	// controller of its own fills in (kube-vip: the address it announces).
+	Prepare func(ctx context.Context, svc *corev1.Service) error
 	// Events, when set, subscribes to the load balancer's own events (the
 	// cloud-style LB; the upstream router of MetalLB's BGP mode) about the
 	// Service namespace/name and writes them to sink until ctx is done.
@@ -550,6 +554,11 @@ func (r *Run) deploy(ctx context.Context, cfg fixtures.Config) error {
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "zerodrop"}}}}
 	if spec.StandIn != nil {
 		r.step("deploy", "namespace", target.Namespace, "workload", "stand-in of "+spec.StandIn.Workload)
+		if spec.LB.Prepare != nil {
+			if err := spec.LB.Prepare(ctx, spec.StandIn.ServiceObj); err != nil {
+				return fmt.Errorf("scenario %s: service %s/%s: %w", spec.Name, target.Namespace, target.Service, err)
+			}
+		}
 		objs = append(objs, spec.StandIn.Objects()...)
 	} else {
 		r.step("deploy", "namespace", target.Namespace, "workload", cfg.String(), "shared", r.shared)
@@ -568,7 +577,13 @@ func (r *Run) deploy(ctx context.Context, cfg fixtures.Config) error {
 	var bcErr error
 	if spec.StandIn == nil {
 		// The Service is the witness's own, shared Pods or not.
-		if err := r.Kube.Create(ctx, fixtures.BuildService(cfg)); err != nil {
+		svc := fixtures.BuildService(cfg)
+		if spec.LB.Prepare != nil {
+			if err := spec.LB.Prepare(ctx, svc); err != nil {
+				return fmt.Errorf("scenario %s: service %s/%s: %w", spec.Name, target.Namespace, target.Service, err)
+			}
+		}
+		if err := r.Kube.Create(ctx, svc); err != nil {
 			return fmt.Errorf("scenario %s: %w", spec.Name, err)
 		}
 		if cfg.LBCheck != nil {

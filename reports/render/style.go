@@ -102,6 +102,7 @@ var eventColors = map[string]string{
 	zdv1.EventLBTargetHealthy:     "#f2b6c6",
 	zdv1.EventLBTargetUnhealthy:   "#8c2d19",
 	zdv1.EventRouteChanged:        "#41ab5d",
+	zdv1.EventAnnouncerChanged:    "#00ced1",
 	zdv1.EventLoadStart:           "#8a8a8a",
 	zdv1.EventLoadStop:            "#5a5a5a",
 	zdv1.EventUnsent:              "#b0b0b0",
