@@ -54,6 +54,15 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	}
 	opts = append(opts, extra...)
 	share := sc.OwnPods == "" && c.StandIn == nil
+	if kubeVIPModel(c.Model) && !share && c.StandIn == nil {
+		// kube-vip v0.9.2 serialises the leader elections of Services of
+		// one name, whatever their namespace (pkg/manager/servicesLeader.go:
+		// a process-wide lock per "kubevip-<name>", held while the election
+		// runs; kube-vip/kube-vip#1201): a second "echo" gets no address
+		// while the first exists. Witnesses run side by side, so each
+		// names its Service after its cell.
+		opts = append(opts, fixtures.WithServiceName(serviceName(c)))
+	}
 	if share {
 		// The namespace and the Deployment are the Pod recipe's, the
 		// Service is the cell's: every cell of the batch whose Pods come

@@ -49,6 +49,23 @@ var metallbAnnouncerLeaves = Mechanism{Opens: []string{zdv1.EventEndpointStopped
 	"open when the announcing node's last endpoint stops serving (endpoint-stopped-serving): drain-node on 2026-11-26 " +
 	"(zerodrop 323bc8e), one GET re-sent 15 ms after it."}
 
+// kubeVIPAnnouncerLeaves is metallbAnnouncerLeaves behind kube-vip's ARP:
+// taking the endpoints of the node that holds a Local Service's lease
+// moves its address, and the client's kept-alive connections with it.
+var kubeVIPAnnouncerLeaves = Mechanism{Opens: []string{zdv1.EventEndpointStoppedServing, zdv1.EventAnnouncerChanged}, Text: "kube-vip " +
+	"(services mode, ARP, a lease per Service) with externalTrafficPolicy Local lets a node campaign for a Service's " +
+	"lease only while it has a local endpoint whose serving condition is true; when the holder's last one stops " +
+	"serving (its drain, or a scale-down that takes its Pod) it releases the lease and removes the address, and " +
+	"another node with an endpoint takes both (kube-vip v0.9.2 pkg/manager/watch_endpoints.go, servicesLeader.go " +
+	"StartServicesLeaderElection). The client's neighbour entry keeps sending to the old node until the new holder's " +
+	"gratuitous ARP, which comes on its next tick of vip_arpRate (3000 ms; pkg/arp/arp.go sends none at takeover); " +
+	"the old node's conntrack keeps the open connections served meanwhile, and once the ARP moves them they reach a " +
+	"node with no conntrack entry for them and are reset. A request sent on one fails (Go's transport re-sends a GET " +
+	"on a new connection by itself, which the suite counts as dropped). No Deployment setting keeps the client's " +
+	"connections off the old node. Measured on this suite's kind cluster, Kubernetes v1.37.2, 2026-11-29: " +
+	"drain-node/kube-vip-arp/local/hardened 1 GET re-sent 1.9 s after the lease passed (announcer-changed). Its " +
+	"windows open when the holder's last endpoint stops serving (endpoint-stopped-serving) or when the lease passes."}
+
 // cordonDropsFlows picks the LB models that take a cordoned node out of
 // their backends and close its established flows at once (gke-legacy).
 func cordonDropsFlows(m Model) bool {
@@ -182,6 +199,7 @@ func drainLimits() []Limit {
 	return []Limit{
 		{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 		{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
+		{On: kubeVIPModel, Policy: localPolicy, Reason: kubeVIPAnnouncerLeaves},
 		{On: cordonDropsFlows, Policy: clusterPolicy, Reason: cordonDropsFlowsReason},
 		{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 		{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},

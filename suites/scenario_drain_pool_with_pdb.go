@@ -43,6 +43,7 @@ func drainPoolWithPDB() Scenario {
 		Limits: []Limit{
 			{Proxy: withoutTerminatingEndpoints, NewConnections: true, Policy: localPolicy, Reason: noTerminatingEndpoints},
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
+			{On: kubeVIPModel, Policy: localPolicy, Reason: kubeVIPAnnouncerLeaves},
 			// pool-c joins under load: its first endpoint may win MetalLB's
 			// election and take the VIP before pool-a is drained.
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},

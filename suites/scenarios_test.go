@@ -189,8 +189,9 @@ var recordedEventTypes = []string{zdv1.EventCordon, zdv1.EventDrainStart, zdv1.E
 	zdv1.EventLBNodeHealthy, zdv1.EventLBNodeUnhealthy,
 	// A departure's steps (suites/departure.go, harness/cluster/lifecycle.go).
 	zdv1.EventNodeShutdown, zdv1.EventNodeOff, zdv1.EventNodeLabelled, zdv1.EventNodeTainted, zdv1.EventInterruptionNotice,
-	// The BGP router's route to a Service (harness/scenario RouterHooks).
-	zdv1.EventRouteChanged}
+	// The BGP router's route to a Service (harness/scenario RouterHooks);
+	// kube-vip's lease holder (KubeVIPHooks).
+	zdv1.EventRouteChanged, zdv1.EventAnnouncerChanged}
 
 func TestCasesOnAppliesLimitsOnlyToTheirLB(t *testing.T) {
 	var np Scenario

@@ -292,6 +292,14 @@ var lbHints = []lbHint{
 	// another LB (alibaba.go); the why says whether Pods are its backends.
 	{prefix: annAlibabaPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
 	{prefix: annAlibabaLegacyPrefix, profiles: []string{alibabaProfile}, with: alibabaCLB},
+	// kube-vip takes a Service of its class when it runs with
+	// lb_class_only, and reads its kube-vip.io/ annotations
+	// (loadbalancerIPs, and the vipHost it writes itself) in any case
+	// (kube-vip v0.9.2 pkg/manager watch_services.go, pkg/cluster
+	// instance.go FetchServiceAddresses). Its BGP mode is not modelled:
+	// ARP is what a Service of it gets here.
+	{class: contract.KubeVIPClass, profiles: []string{contract.LBKubeVIPARP}, why: kubeVIPWhy},
+	{prefix: "kube-vip.io/", profiles: []string{contract.LBKubeVIPARP}, why: kubeVIPWhy},
 	// MetalLB's own annotations (metallb v0.15.2 controller/service.go:
 	// metallb.io/address-pool, loadBalancerIPs, allow-shared-ip, and their
 	// deprecated metallb.universe.tf/ names) name MetalLB but not its mode:
@@ -308,6 +316,9 @@ var lbHints = []lbHint{
 	{prefix: "cloud.google.com/", profiles: []string{"gke-l4", "gcp-nlb"},
 		why: "GKE annotations: ingress-gce (gke-l4) or the GCE cloud provider (gcp-nlb), depending on the cluster"},
 }
+
+// kubeVIPWhy is the kube-vip hints' reason.
+const kubeVIPWhy = "kube-vip's class or annotations: kube-vip's services mode with ARP and a leader per Service (kube-vip-arp); its BGP mode is not modelled"
 
 // metallbWhy is the MetalLB hints' reason.
 const metallbWhy = "MetalLB annotations: layer 2 (metallb) or BGP behind an ECMP router (metallb-bgp), as the pool's L2Advertisement or BGPAdvertisement decides"

@@ -833,6 +833,7 @@ func TestLBInference(t *testing.T) {
 			"holds on gcp-nlb; not on gke-l4"},
 		{"metallb pool annotation: either mode", "metallb.io/address-pool: production", "", "any of metallb", "L2Advertisement or BGPAdvertisement", ""},
 		{"metallb's deprecated annotation", "metallb.universe.tf/loadBalancerIPs: 192.0.2.10", "", "any of metallb", "L2Advertisement or BGPAdvertisement", ""},
+		{"kube-vip address annotation", "kube-vip.io/loadbalancerIPs: 192.0.2.20", "", "kube-vip-arp", "kube-vip's class or annotations", ""},
 		{"zerodrop annotation wins", "zerodrop.dev/lb-profile: gcp-nlb\nservice.beta.kubernetes.io/aws-load-balancer-type: nlb", "", "gcp-nlb", "annotation zerodrop.dev/lb-profile", ""},
 		{"neg annotation names no LB", `cloud.google.com/neg: '{"ingress": true}'`, "", "any of aws-elb|", "no LB named", "holds on aws-elb; not on"},
 		{"nothing named", "", "", "any of aws-elb|", "every plausible cloud LB", "holds on aws-elb; not on gcp-nlb, aws-nlb, azure-lb, gke-l4"},
@@ -863,6 +864,20 @@ func TestLBInference(t *testing.T) {
 				t.Errorf("ZD002 = %q, want %q", msg, c.zd002)
 			}
 		})
+	}
+}
+
+// A Service of kube-vip's class is judged on kube-vip's ARP model, with no
+// annotation of its own.
+func TestKubeVIPClass(t *testing.T) {
+	doc := m{SvcSpec: "loadBalancerClass: kube-vip.io/kube-vip-class"}.yaml(t)
+	ms, err := Read("test.yaml", bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(ms)
+	if len(r.Services) != 1 || r.Services[0].Profile != "kube-vip-arp" {
+		t.Fatalf("services %+v; want one judged on kube-vip-arp", r.Services)
 	}
 }
 
