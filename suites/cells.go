@@ -52,9 +52,15 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		opts = append(opts, fixtures.WithLoadBalancerClass(contract.KubeVIPClass))
 		hooks = s.KubeVIP
 	}
+	if kubeVIPBGPModel(c.Model) {
+		// The BGP kube-vip takes its own class, its address from the
+		// hooks too, which follow its router's route.
+		opts = append(opts, fixtures.WithLoadBalancerClass(contract.KubeVIPBGPClass))
+		hooks = s.KubeVIPBGP
+	}
 	opts = append(opts, extra...)
 	share := sc.OwnPods == "" && c.StandIn == nil
-	if kubeVIPModel(c.Model) && !share && c.StandIn == nil {
+	if (kubeVIPModel(c.Model) || kubeVIPBGPModel(c.Model)) && !share && c.StandIn == nil {
 		// kube-vip v0.9.2 serialises the leader elections of Services of
 		// one name, whatever their namespace (pkg/manager/servicesLeader.go:
 		// a process-wide lock per "kubevip-<name>", held while the election

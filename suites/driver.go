@@ -39,8 +39,8 @@ func lbImplementation(models []Model, r *router.Router, vip string) string {
 	if r != nil && slices.ContainsFunc(models, bgpModel) {
 		s += fmt.Sprintf(" (%s: MetalLB's BGP mode behind the router: %s)", contract.LBMetalLBBGP, r.Settings())
 	}
-	if vip != "" && slices.ContainsFunc(models, kubeVIPModel) {
-		s += fmt.Sprintf(" (%s: %s)", contract.LBKubeVIPARP, vip)
+	if vip != "" {
+		s += " (" + vip + ")"
 	}
 	return s
 }
@@ -121,7 +121,7 @@ func configureRouter(ctx context.Context, s *Suite, progress func(string)) error
 	if !slices.ContainsFunc(s.Models, bgpModel) {
 		return nil
 	}
-	found, err := router.Find(ctx, s.Settings.ClusterName, "kind")
+	found, err := router.Find(ctx, s.Settings.ClusterName, "", "kind")
 	if err != nil {
 		return fmt.Errorf("find the BGP router of cluster %q: %w", s.Settings.ClusterName, err)
 	}
@@ -134,27 +134,59 @@ func configureRouter(ctx context.Context, s *Suite, progress func(string)) error
 	return nil
 }
 
-// configureKubeVIP connects the witnesses of kube-vip-arp to kube-vip:
-// each Service gets an address from the range the cluster gave kube-vip,
-// and their run files get the changes of their lease's holder.
+// configureKubeVIP connects the witnesses of kube-vip's columns to it:
+// each Service gets an address from the range the cluster gave that
+// kube-vip; the ARP column's run files get the changes of their lease's
+// holder, the BGP column's the changes of its router's route.
 func configureKubeVIP(ctx context.Context, s *Suite, progress func(string)) error {
-	if !slices.ContainsFunc(s.Models, kubeVIPModel) {
+	arp, bgp := slices.ContainsFunc(s.Models, kubeVIPModel), slices.ContainsFunc(s.Models, kubeVIPBGPModel)
+	if !arp && !bgp {
 		return nil
 	}
-	first, last, err := kubevip.Range(ctx, s.Env.Clientset)
-	if errors.Is(err, kubevip.ErrNotInstalled) {
-		return fmt.Errorf("column %s: %w; re-create the cluster with it (make cluster-down, then make cluster LB=all, with a node image from make node-image), or leave the column out (ZERODROP_KUBE_VIP=0)",
-			contract.LBKubeVIPARP, err)
+	recreate := "re-create the cluster with it (make cluster-down, then make cluster LB=all, with a node image from make node-image), or leave kube-vip's columns out (ZERODROP_KUBE_VIP=0)"
+	var infos []string
+	addresses := func(column, configMap, daemonSet string) (*kubevip.Addresses, error) {
+		first, last, err := kubevip.Range(ctx, s.Env.Clientset, configMap)
+		if errors.Is(err, kubevip.ErrNotInstalled) {
+			return nil, fmt.Errorf("column %s: %w; %s", column, err, recreate)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", column, err)
+		}
+		info, err := kubevip.Describe(ctx, s.Env.Clientset, daemonSet)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", column, err)
+		}
+		progress(fmt.Sprintf("%s for column %s: addresses %s-%s", info, column, first, last))
+		infos = append(infos, column+": "+info)
+		return kubevip.NewAddresses(s.Env.Clientset, configMap), nil
 	}
-	if err != nil {
-		return fmt.Errorf("column %s: %w", contract.LBKubeVIPARP, err)
+	if arp {
+		a, err := addresses(contract.LBKubeVIPARP, contract.KubeVIPConfigMap, "kube-vip")
+		if err != nil {
+			return err
+		}
+		s.KubeVIP = scenario.KubeVIPHooks(s.Env.Clientset, a, s.Env.Logger)
 	}
-	info, err := kubevip.Describe(ctx, s.Env.Clientset)
-	if err != nil {
-		return fmt.Errorf("column %s: %w", contract.LBKubeVIPARP, err)
+	if bgp {
+		a, err := addresses(contract.LBKubeVIPBGP, contract.KubeVIPBGPConfigMap, "kube-vip-bgp")
+		if err != nil {
+			return err
+		}
+		r, err := router.Find(ctx, s.Settings.ClusterName, contract.RouterKubeVIP, "kind")
+		if err != nil {
+			return fmt.Errorf("column %s: find kube-vip's BGP router: %w", contract.LBKubeVIPBGP, err)
+		}
+		if r == nil {
+			return fmt.Errorf("column %s needs kube-vip's BGP router (%s), but none runs; %s", contract.LBKubeVIPBGP,
+				router.ContainerName(s.Settings.ClusterName, contract.RouterKubeVIP), recreate)
+		}
+		hooks := scenario.RouterHooks(r, s.Env.Clientset, s.Env.Logger)
+		hooks.Prepare = a.Assign
+		s.KubeVIPBGP = hooks
+		infos[len(infos)-1] += fmt.Sprintf(", behind router %s at %s: %s", r.Container, r.IP, r.Settings())
 	}
-	progress(fmt.Sprintf("%s for column %s: addresses %s-%s", info, contract.LBKubeVIPARP, first, last))
-	s.KubeVIP, s.KubeVIPInfo = scenario.KubeVIPHooks(s.Env.Clientset, kubevip.NewAddresses(s.Env.Clientset), s.Env.Logger), info
+	s.KubeVIPInfo = strings.Join(infos, "; ")
 	return nil
 }
 

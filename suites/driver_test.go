@@ -45,7 +45,7 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.Name)
-			own := m.Name == "metallb" || m.Name == "metallb-bgp" || m.Name == "kube-vip-arp"
+			own := m.Name == "metallb" || m.Name == "metallb-bgp" || m.Name == "kube-vip-arp" || m.Name == "kube-vip-bgp"
 			if m.Cloud == own || m.Profile.Name != m.Name {
 				t.Errorf("model %+v: cloud flag or profile wrong", m)
 			}
@@ -62,10 +62,12 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		// The implementations LB=all runs besides the cloud LB are
 		// columns of their own, each where its setting is on and
 		// LB_PROFILE names it or names nothing.
-		{lb: "all", bgp: true, kubeVIP: true, want: "metallb,metallb-bgp,kube-vip-arp,aws-alb-ip,aws-nlb,aws-nlb-ip,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
+		{lb: "all", bgp: true, kubeVIP: true, want: "metallb,metallb-bgp,kube-vip-arp,kube-vip-bgp,aws-alb-ip,aws-nlb,aws-nlb-ip,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
 		{lb: "all", bgp: true, kubeVIP: true, profiles: []string{"kube-vip-arp"}, want: "metallb,kube-vip-arp"},
 		{lb: "all", bgp: true, kubeVIP: true, profiles: []string{"kube-vip-arp", "gcp-nlb"}, want: "metallb,kube-vip-arp,gcp-nlb"},
 		{lb: "all", bgp: true, profiles: []string{"kube-vip-arp"}, want: "metallb"},
+		{lb: "all", kubeVIP: true, want: "metallb,kube-vip-arp,aws-alb-ip,aws-nlb,aws-nlb-ip,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
+		{lb: "all", bgp: true, kubeVIP: true, profiles: []string{"kube-vip-bgp", "metallb-bgp"}, want: "metallb,metallb-bgp,kube-vip-bgp"},
 		{lb: "metallb", kubeVIP: true, want: "metallb"},
 		{lb: "cloud", kubeVIP: true, profiles: []string{"kube-vip-arp"}, wantErr: "only LB=all runs"},
 		{lb: "cloud", bgp: true, profiles: []string{"metallb-bgp"}, wantErr: "only LB=all runs"},

@@ -58,7 +58,8 @@ func (s Settings) Models() ([]Model, error) {
 		return out, nil
 	}
 	names := s.LBProfiles
-	for _, n := range []string{contract.LBMetalLBBGP, contract.LBKubeVIPARP} {
+	own := []string{contract.LBMetalLBBGP, contract.LBKubeVIPARP, contract.LBKubeVIPBGP}
+	for _, n := range own {
 		if s.LB != contract.LBAll && slices.Contains(names, n) {
 			return nil, fmt.Errorf("LB_PROFILE names %s, a column only LB=all runs (LB=%s)", n, s.LB)
 		}
@@ -75,7 +76,13 @@ func (s Settings) Models() ([]Model, error) {
 	if vip && s.KubeVIP {
 		out = append(out, Model{Name: contract.LBKubeVIPARP, Profile: stock[contract.LBKubeVIPARP]})
 	}
-	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == contract.LBMetalLBBGP || n == contract.LBKubeVIPARP })
+	// And kube-vip's BGP mode, behind a router of its own (so only where
+	// the cluster runs routers).
+	vipBGP := s.LB == contract.LBAll && (len(names) == 0 || slices.Contains(names, contract.LBKubeVIPBGP))
+	if vipBGP && s.KubeVIP && s.BGP {
+		out = append(out, Model{Name: contract.LBKubeVIPBGP, Profile: stock[contract.LBKubeVIPBGP]})
+	}
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(own, n) })
 	if len(names) == 0 && len(s.LBProfiles) > 0 {
 		return out, nil
 	}
@@ -122,6 +129,10 @@ func bgpModel(m Model) bool { return m.Name == contract.LBMetalLBBGP }
 
 // kubeVIPModel picks kube-vip in services mode with ARP.
 func kubeVIPModel(m Model) bool { return m.Name == contract.LBKubeVIPARP }
+
+// kubeVIPBGPModel picks kube-vip in services mode with BGP behind its
+// ECMP router.
+func kubeVIPBGPModel(m Model) bool { return m.Name == contract.LBKubeVIPBGP }
 
 // anyModel picks every LB model: a limit of the cluster itself (its nodes'
 // shutdown), not of one LB.

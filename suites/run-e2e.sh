@@ -157,12 +157,12 @@ trap 'exit 130' INT TERM
 say "cluster (PROVIDER=$PROVIDER LB=$LB)"
 # The cluster takes one default profile for the cloud LB; every Service the
 # suite makes names its own, so the first of the list the cloud LB runs will
-# do (metallb-bgp and kube-vip-arp are columns of other implementations,
+# do (metallb-bgp and kube-vip-arp/-bgp are columns of other implementations,
 # not profiles of the cloud LB).
 first_profile=""
 IFS=, read -ra listed <<<"${LB_PROFILE:-}"
 for p in "${listed[@]}"; do
-  case "$p" in metallb-bgp | kube-vip-arp) ;; *) first_profile="$p"; break ;; esac
+  case "$p" in metallb-bgp | kube-vip-arp | kube-vip-bgp) ;; *) first_profile="$p"; break ;; esac
 done
 LB_PROFILE="$first_profile" "$repo/clusters/cluster.sh" up
 if [ "$PROVIDER" = kind ]; then

@@ -42,9 +42,10 @@ type Settings struct {
 	// upstream router, a column of its own (ZERODROP_BGP, default on;
 	// 0 leaves it out, as clusters/cluster.sh then builds no router).
 	BGP bool
-	// KubeVIP: with LB=all the cluster runs kube-vip (services mode, ARP)
-	// for the Services of its class, a column of its own, kube-vip-arp
-	// (ZERODROP_KUBE_VIP, default on; 0 leaves it out).
+	// KubeVIP: with LB=all the cluster runs kube-vip (services mode) for
+	// the Services of its classes, columns of their own: kube-vip-arp, and
+	// kube-vip-bgp where BGP is on too (ZERODROP_KUBE_VIP, default on; 0
+	// leaves them out).
 	KubeVIP bool
 	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
 	Shard Shard

@@ -36,6 +36,10 @@ type Suite struct {
 	// KubeVIP connects the witnesses of kube-vip-arp to kube-vip (an
 	// address for each Service, its lease's holder); zero without.
 	KubeVIP scenario.LBHooks
+	// KubeVIPBGP connects the witnesses of kube-vip-bgp to kube-vip's
+	// BGP mode (an address for each Service) and its router (the route's
+	// changes, a settled route before the load); zero without.
+	KubeVIPBGP scenario.LBHooks
 	// KubeVIPInfo describes that kube-vip (its image, mode and lease
 	// timing) for the report's implementation block; "" without.
 	KubeVIPInfo string

@@ -81,6 +81,26 @@ const (
 	// kind network the cluster gave kube-vip's Services (key "range",
 	// "first-last") and its class (key "class").
 	KubeVIPConfigMap = "zerodrop-kube-vip"
+	// LBKubeVIPBGP is kube-vip in services mode with BGP, behind its own
+	// upstream router (harness/router, instance RouterKubeVIP): a column of
+	// LB=all, for the Services of KubeVIPBGPClass.
+	LBKubeVIPBGP = "kube-vip-bgp"
+	// KubeVIPBGPClass is the spec.loadBalancerClass of the kube-vip that
+	// runs BGP (its lb_class_name): one class per kube-vip, so the ARP one
+	// and the BGP one never take the same Service.
+	KubeVIPBGPClass = "zerodrop.dev/kube-vip-bgp"
+	// KubeVIPBGPConfigMap (namespace kube-system) records the range of
+	// KubeVIPBGPPrefix that kube-vip's BGP Services take their addresses
+	// from (key "range").
+	KubeVIPBGPConfigMap = "zerodrop-kube-vip-bgp"
+	// KubeVIPBGPPrefix is the BGP kube-vip's addresses: the /24 after
+	// MetalLBBGPPrefix in the benchmarking block, routed by this host only
+	// to kube-vip's router.
+	KubeVIPBGPPrefix = "198.18.1.0/24"
+	// RouterKubeVIP is the instance name of kube-vip's router: MetalLB's
+	// speakers already hold the first router's one session per node
+	// address.
+	RouterKubeVIP = "kube-vip"
 )
 
 // LoadBalancers lists the implementations, the default first.

@@ -41,18 +41,12 @@ func (k *Kind) startBGP(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	ns, err := k.Nodes(ctx)
-	if err != nil {
-		return err
-	}
 	// The control plane is labelled out of the LBs (kind's kubeadm
 	// config), so its speaker opens no session (metallb v0.15.2
 	// speaker/bgp_controller.go syncPeers skips an excluded node).
-	want := 0
-	for _, n := range ns {
-		if n.Role != "control-plane" {
-			want++
-		}
+	want, err := k.workers(ctx)
+	if err != nil {
+		return err
 	}
 	if err := retry(ctx, fmt.Sprintf("%d BGP sessions on router %s", want, r.Container), o.readyTimeout, 2*time.Second, func(ctx context.Context) error {
 		up, err := r.Established(ctx)
@@ -69,6 +63,21 @@ func (k *Kind) startBGP(ctx context.Context) error {
 	o.emit(zdv1.EventAction, "router/"+r.Container, fmt.Sprintf("BGP router %s at %s (%s), MetalLB pool %s %s", r.Container, r.IP,
 		r.Settings(), contract.MetalLBBGPPool, pool), map[string]string{"frr": r.FRRVersion, "hash": r.Hash.String(), "groups": r.Groups.String(), "pool": pool.String()})
 	return nil
+}
+
+// workers counts the cluster's nodes that are not its control plane.
+func (k *Kind) workers(ctx context.Context) (int, error) {
+	ns, err := k.Nodes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, node := range ns {
+		if node.Role != "control-plane" {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // fixASNFormat makes MetalLB's BGPPeer schema one the API server applies:
@@ -147,5 +156,5 @@ func (k *Kind) removeRouter(ctx context.Context) error {
 	if _, err := exec.LookPath("docker"); err != nil {
 		return nil
 	}
-	return router.Remove(ctx, k.o.name, netip.MustParsePrefix(contract.MetalLBBGPPrefix), nil)
+	return router.Remove(ctx, k.o.name, nil, netip.MustParsePrefix(contract.MetalLBBGPPrefix), netip.MustParsePrefix(contract.KubeVIPBGPPrefix))
 }

@@ -29,6 +29,7 @@ import (
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/harness/router"
 	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
@@ -209,6 +210,23 @@ func TestKubeVIPManifest(t *testing.T) {
 		var o map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &o); err != nil || o["kind"] == nil {
 			t.Errorf("kube-vip doc %d is not a Kubernetes object: %v", i, err)
+		}
+	}
+	r := &router.Router{Container: "zd-router-kube-vip", IP: netip.MustParseAddr("172.18.0.9"), ASN: 64512, PeerASN: kubeVIPASN}
+	b, err := kubeVIPBGPManifest(r, "198.18.1.1", "198.18.1.254")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bgp_peers, value: \"172.18.0.9:64512::false\"", "bgp_as, value: \"64514\"", "lb_class_name, value: " + contract.KubeVIPBGPClass,
+		"range: 198.18.1.1-198.18.1.254", "vip_interface, value: lo", "svc_election, value: \"false\"", "prometheus_server, value: \":2113\""} {
+		if !strings.Contains(b, want) {
+			t.Errorf("kube-vip BGP manifest lacks %q", want)
+		}
+	}
+	for i, doc := range strings.Split(b, "\n---\n") {
+		var o map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil || o["kind"] == nil {
+			t.Errorf("kube-vip BGP doc %d is not a Kubernetes object: %v", i, err)
 		}
 	}
 	// kube-vip's block lies below every MetalLB and cloud LB block.

@@ -4,13 +4,16 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"net/netip"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/kube"
+	"zerodrop.dev/zerodrop/harness/router"
 )
 
 // KubeVIPImage is kube-vip's image; the offline image build
@@ -20,6 +23,12 @@ const KubeVIPImage = "ghcr.io/kube-vip/kube-vip:v0.9.2"
 
 //go:embed manifests/kube-vip.yaml
 var kubeVIPTmpl string
+
+//go:embed manifests/kube-vip-bgp.yaml
+var kubeVIPBGPTmpl string
+
+// kubeVIPASN is the AS of kube-vip's BGP speakers (eBGP with its router).
+const kubeVIPASN = 64514
 
 // kubeVIPBlock is the block of the kind network kube-vip's addresses come
 // from (lbRange): below every MetalLB and cloud LB block (0 to 33), one per
@@ -37,10 +46,18 @@ func kubeVIPManifest(first, last string) (string, error) {
 		"ConfigMap": contract.KubeVIPConfigMap, "First": first, "Last": last})
 }
 
+func kubeVIPBGPManifest(r *router.Router, first, last string) (string, error) {
+	v := KubeVIPImage[strings.LastIndex(KubeVIPImage, ":")+1:]
+	return render("kube-vip-bgp", kubeVIPBGPTmpl, map[string]string{"Image": KubeVIPImage, "Version": v, "Class": contract.KubeVIPBGPClass,
+		"ConfigMap": contract.KubeVIPBGPConfigMap, "First": first, "Last": last, "Instance": contract.RouterKubeVIP,
+		"Peer": r.IP.String(), "PeerASN": fmt.Sprint(r.ASN), "MyASN": fmt.Sprint(r.PeerASN)})
+}
+
 // installKubeVIP runs kube-vip in services mode with ARP on every worker,
 // for the Services of its class (column kube-vip-arp), and records the
-// range their addresses come from. A node image without kube-vip's image
-// (kind's stock one) gets no kube-vip: the column then says so.
+// range their addresses come from; with the router image, kube-vip's BGP
+// mode too (installKubeVIPBGP). A node image without kube-vip's image
+// (kind's stock one) gets no kube-vip: the columns then say so.
 func (k *Kind) installKubeVIP(ctx context.Context, cs kubernetes.Interface) error {
 	o := &k.o
 	cp := k.controlPlane()
@@ -73,5 +90,60 @@ func (k *Kind) installKubeVIP(ctx context.Context, cs kubernetes.Interface) erro
 	}
 	o.emit(zdv1.EventAction, "daemonset/kube-system/kube-vip", fmt.Sprintf("kube-vip %s (services, ARP) for class %s, addresses %s-%s",
 		KubeVIPImage, contract.KubeVIPClass, first, last), map[string]string{"image": KubeVIPImage, "range": first.String() + "-" + last.String()})
+	if o.routerImage == "" {
+		return nil
+	}
+	return k.installKubeVIPBGP(ctx, cs)
+}
+
+// installKubeVIPBGP runs kube-vip in services mode with BGP on every
+// worker, for the Services of its BGP class (column kube-vip-bgp), behind
+// a router of its own: each node has one address, and MetalLB's speakers
+// hold the first router's one session per address. It waits until the
+// router has a session from every worker.
+func (k *Kind) installKubeVIPBGP(ctx context.Context, cs kubernetes.Interface) error {
+	o := &k.o
+	pool := netip.MustParsePrefix(contract.KubeVIPBGPPrefix)
+	r, err := router.Start(ctx, router.Options{Cluster: o.name, Instance: contract.RouterKubeVIP, Network: kindNetwork, Image: o.routerImage,
+		Pool: pool, PeerASN: kubeVIPASN, Tuning: o.routerTuning, Timeout: o.readyTimeout, Progress: o.progress})
+	if err != nil {
+		return err
+	}
+	// .0 and .255 left out, as MetalLB's avoidBuggyIPs does for its pool.
+	first, last := pool.Addr().Next(), pool.Addr().Next()
+	for n := last.Next(); pool.Contains(n.Next()); n = n.Next() {
+		last = n
+	}
+	m, err := kubeVIPBGPManifest(r, first.String(), last.String())
+	if err != nil {
+		return err
+	}
+	o.progress("installing kube-vip (services, BGP)")
+	cp := k.controlPlane()
+	if err := kubectlApply(ctx, cp, m); err != nil {
+		return fmt.Errorf("install kube-vip (BGP): %w", err)
+	}
+	if err := kube.New(cs).WaitDaemonSet(ctx, "kube-system", "kube-vip-bgp", o.readyTimeout); err != nil {
+		return fmt.Errorf("kube-vip (BGP): %w", err)
+	}
+	want, err := k.workers(ctx)
+	if err != nil {
+		return err
+	}
+	if err := retry(ctx, fmt.Sprintf("%d BGP sessions on router %s", want, r.Container), o.readyTimeout, 2*time.Second, func(ctx context.Context) error {
+		up, err := r.Established(ctx)
+		if err != nil {
+			return err
+		}
+		if up < want {
+			return fmt.Errorf("%d of %d sessions established", up, want)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	o.emit(zdv1.EventAction, "router/"+r.Container, fmt.Sprintf("kube-vip %s (services, BGP) for class %s behind router %s at %s (%s), addresses %s-%s",
+		KubeVIPImage, contract.KubeVIPBGPClass, r.Container, r.IP, r.Settings(), first, last),
+		map[string]string{"image": KubeVIPImage, "frr": r.FRRVersion, "pool": pool.String(), "range": first.String() + "-" + last.String()})
 	return nil
 }

@@ -109,22 +109,23 @@ func ParseRange(s string) (first, last netip.Addr, err error) {
 }
 
 // ErrNotInstalled is Range's answer on a cluster without the provider's
-// kube-vip.
-var ErrNotInstalled = errors.New("the cluster runs no kube-vip of zerodrop's (no ConfigMap kube-system/" + contract.KubeVIPConfigMap + ")")
+// kube-vip (of that mode).
+var ErrNotInstalled = errors.New("the cluster runs no such kube-vip of zerodrop's")
 
-// Range is the range of addresses the cluster provider gave kube-vip's
-// Services.
-func Range(ctx context.Context, cs kubernetes.Interface) (first, last netip.Addr, err error) {
-	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, contract.KubeVIPConfigMap, metav1.GetOptions{})
+// Range is the range of addresses the cluster provider gave one kube-vip's
+// Services, from its ConfigMap in kube-system (contract.KubeVIPConfigMap
+// for ARP, contract.KubeVIPBGPConfigMap for BGP).
+func Range(ctx context.Context, cs kubernetes.Interface, configMap string) (first, last netip.Addr, err error) {
+	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, configMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return first, last, ErrNotInstalled
+		return first, last, fmt.Errorf("%w (no ConfigMap kube-system/%s)", ErrNotInstalled, configMap)
 	}
 	if err != nil {
 		return first, last, fmt.Errorf("kube-vip address range: %w", err)
 	}
 	first, last, err = ParseRange(cm.Data["range"])
 	if err != nil {
-		return first, last, fmt.Errorf("kube-vip address range (ConfigMap kube-system/%s): %w", contract.KubeVIPConfigMap, err)
+		return first, last, fmt.Errorf("kube-vip address range (ConfigMap kube-system/%s): %w", configMap, err)
 	}
 	return first, last, nil
 }
@@ -138,7 +139,8 @@ func Range(ctx context.Context, cs kubernetes.Interface) (first, last netip.Addr
 // neighbour cache may still map an address just released to its last
 // node. Safe for concurrent use.
 type Addresses struct {
-	cs kubernetes.Interface
+	cs        kubernetes.Interface
+	configMap string
 	// pending bounds how long an address handed out counts as taken
 	// before any Service names it.
 	pending time.Duration
@@ -155,9 +157,10 @@ type handout struct {
 	named bool
 }
 
-// NewAddresses allocates from the range of the cluster cs talks to.
-func NewAddresses(cs kubernetes.Interface) *Addresses {
-	return &Addresses{cs: cs, pending: 10 * time.Minute, handed: map[netip.Addr]handout{}}
+// NewAddresses allocates from the range that configMap (Range) records in
+// the cluster cs talks to.
+func NewAddresses(cs kubernetes.Interface, configMap string) *Addresses {
+	return &Addresses{cs: cs, configMap: configMap, pending: 10 * time.Minute, handed: map[netip.Addr]handout{}}
 }
 
 // Assign names a free address in svc's KubeVIPAddressAnnotation (svc is
@@ -169,7 +172,7 @@ func (a *Addresses) Assign(ctx context.Context, svc *corev1.Service) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.first.IsValid() {
-		first, last, err := Range(ctx, a.cs)
+		first, last, err := Range(ctx, a.cs, a.configMap)
 		if err != nil {
 			return err
 		}
@@ -235,11 +238,11 @@ func pick(first, last netip.Addr, now time.Time, pending time.Duration, used map
 	return best, best.IsValid()
 }
 
-// Describe is the cluster's kube-vip as its DaemonSet (kube-system/
-// kube-vip) runs it: image, mode and the lease and ARP timing its Pods
-// read from their environment.
-func Describe(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
+// Describe is one kube-vip of the cluster as its DaemonSet (in
+// kube-system) runs it: image, mode, and the timing its Pods read from
+// their environment (lease and ARP, or BGP timers).
+func Describe(ctx context.Context, cs kubernetes.Interface, daemonSet string) (string, error) {
+	ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, daemonSet, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("kube-vip's DaemonSet: %w", err)
 	}
@@ -253,18 +256,21 @@ func Describe(ctx context.Context, cs kubernetes.Interface) (string, error) {
 		}
 		// Unset variables take kube-vip v0.9.2's defaults (cmd/kube-vip.go,
 		// pkg/kubevip config_environment.go).
-		mode := "BGP"
-		if env["vip_arp"] == "true" {
-			mode = "ARP"
-		}
-		election := "one leader for all Services"
-		if env["svc_election"] == "true" {
+		election := "no leader election"
+		switch {
+		case env["svc_election"] == "true":
 			election = "a leader per Service"
+		case env["vip_leaderelection"] == "true":
+			election = "one leader for all Services"
 		}
-		return fmt.Sprintf("kube-vip %s, services mode, %s, %s, lease %ss/%ss/%ss, gratuitous ARP every %sms", c.Image, mode, election,
+		if env["bgp_enable"] == "true" {
+			return fmt.Sprintf("kube-vip %s, services mode, BGP (AS %s, peers %s), %s, hold time %ss, keepalive %ss", c.Image,
+				or(env["bgp_as"], "65000"), env["bgp_peers"], election, or(env["bgp_hold_time"], "30"), or(env["bgp_keepalive_interval"], "10")), nil
+		}
+		return fmt.Sprintf("kube-vip %s, services mode, ARP, %s, lease %ss/%ss/%ss, gratuitous ARP every %sms", c.Image, election,
 			or(env["vip_leaseduration"], "5"), or(env["vip_renewdeadline"], "3"), or(env["vip_retryperiod"], "1"), or(env["vip_arpRate"], "3000")), nil
 	}
-	return "", fmt.Errorf("kube-vip's DaemonSet kube-system/kube-vip has no container named kube-vip")
+	return "", fmt.Errorf("kube-vip's DaemonSet kube-system/%s has no container named kube-vip", daemonSet)
 }
 
 func or(v, def string) string {

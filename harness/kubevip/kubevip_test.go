@@ -2,6 +2,7 @@ package kubevip
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -93,7 +94,7 @@ func TestAssign(t *testing.T) {
 	taken := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "a",
 		Annotations: map[string]string{contract.KubeVIPAddressAnnotation: "10.0.0.1"}}}
 	cs := fake.NewClientset(rangeCM("10.0.0.1-10.0.0.3"), taken)
-	addrs := NewAddresses(cs)
+	addrs := NewAddresses(cs, contract.KubeVIPConfigMap)
 	var got []string
 	for i := range 2 {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "b"}}
@@ -117,7 +118,7 @@ func TestAssign(t *testing.T) {
 		t.Errorf("Assign changed a Service's own address: %v, %v", own.Annotations, err)
 	}
 	// Without the provider's ConfigMap: ErrNotInstalled.
-	if err := NewAddresses(fake.NewClientset()).Assign(ctx, &corev1.Service{}); err != ErrNotInstalled {
+	if err := NewAddresses(fake.NewClientset(), contract.KubeVIPConfigMap).Assign(ctx, &corev1.Service{}); !errors.Is(err, ErrNotInstalled) {
 		t.Errorf("Assign without kube-vip: %v, want ErrNotInstalled", err)
 	}
 }

@@ -157,8 +157,12 @@ type Tuning struct {
 // Options say how to run the router.
 type Options struct {
 	Cluster string // kind cluster name
-	Network string // docker network, default "kind"
-	Image   string // the router image (build-router.sh); never pulled
+	// Instance names one of several routers of a cluster, one per BGP
+	// implementation (its speakers peer from the nodes' addresses, and a
+	// peer address has one session): "" is MetalLB's, the default.
+	Instance string
+	Network  string // docker network, default "kind"
+	Image    string // the router image (build-router.sh); never pulled
 	// ASN is the router's autonomous system, PeerASN the speakers' (eBGP
 	// between them, so every node's route is a path of equal length).
 	ASN, PeerASN uint32
@@ -188,8 +192,14 @@ type Router struct {
 	FRRVersion string
 }
 
-// ContainerName is the router container of a cluster.
-func ContainerName(cluster string) string { return cluster + "-router" }
+// ContainerName is the router container of a cluster: instance "" (its
+// first, MetalLB's) is "<cluster>-router", another "<cluster>-router-<instance>".
+func ContainerName(cluster, instance string) string {
+	if instance == "" {
+		return cluster + "-router"
+	}
+	return cluster + "-router-" + instance
+}
 
 func (o *Options) defaults() {
 	if o.Network == "" {
@@ -224,14 +234,14 @@ func Start(ctx context.Context, o Options) (*Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: image %s is not in the local Docker (build it with clusters/images/build-router.sh): %w", o.Image, err)
 	}
-	name := ContainerName(o.Cluster)
+	name := ContainerName(o.Cluster, o.Instance)
 	_, _ = dockercli.Run(ctx, nil, "rm", "-f", name)
 	ok := false
 	defer func() {
 		if !ok {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			_ = Remove(cctx, o.Cluster, o.Pool, o.HostRoutes)
+			_ = removeOne(cctx, name, o.Pool, o.HostRoutes)
 		}
 	}()
 	// Privileged: FRR's zebra programs the container's routing table and
@@ -317,15 +327,17 @@ func Start(ctx context.Context, o Options) (*Router, error) {
 	return r, nil
 }
 
-// Remove removes the cluster's router container and the host's route for
-// pool through it; neither being there is not an error.
-func Remove(ctx context.Context, cluster string, pool netip.Prefix, hr HostRoutes) error {
+// Remove removes every router container of the cluster and the host's
+// route through each (for the pool its label names, and for pools, which
+// a router that is gone no longer names); none being there is not an
+// error.
+func Remove(ctx context.Context, cluster string, hr HostRoutes, pools ...netip.Prefix) error {
 	if hr == nil {
 		hr = ipRoutes{}
 	}
 	var errs []string
-	if pool.IsValid() {
-		if err := hr.Delete(ctx, pool); err != nil {
+	for _, p := range pools {
+		if err := hr.Delete(ctx, p); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -334,7 +346,9 @@ func Remove(ctx context.Context, cluster string, pool netip.Prefix, hr HostRoute
 		return fmt.Errorf("router: %w", err)
 	}
 	for _, id := range strings.Fields(out) {
-		if _, err := dockercli.Run(ctx, nil, "rm", "-f", id); err != nil {
+		v, _ := dockercli.Run(ctx, nil, "inspect", "-f", fmt.Sprintf("{{index .Config.Labels %q}}", labelPool), id)
+		pool, _ := netip.ParsePrefix(strings.TrimSpace(v))
+		if err := removeOne(ctx, id, pool, hr); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -344,13 +358,26 @@ func Remove(ctx context.Context, cluster string, pool netip.Prefix, hr HostRoute
 	return nil
 }
 
-// Find returns the running router of a kind cluster (nil, nil when there
-// is none), with the settings Start gave it.
-func Find(ctx context.Context, cluster, network string) (*Router, error) {
+// removeOne removes one router container (by name or id) and the host's
+// route for its pool (when valid).
+func removeOne(ctx context.Context, container string, pool netip.Prefix, hr HostRoutes) error {
+	var errs []error
+	if pool.IsValid() {
+		errs = append(errs, hr.Delete(ctx, pool))
+	}
+	if _, err := dockercli.Run(ctx, nil, "rm", "-f", container); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Find returns a running router of a kind cluster, the instance Start
+// named (nil, nil when there is none), with the settings Start gave it.
+func Find(ctx context.Context, cluster, instance, network string) (*Router, error) {
 	if network == "" {
 		network = "kind"
 	}
-	name := ContainerName(cluster)
+	name := ContainerName(cluster, instance)
 	out, err := dockercli.Run(ctx, nil, "ps", "-q", "--filter", "name=^"+name+"$", "--filter", "label="+Label+"="+cluster)
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)

@@ -17,7 +17,7 @@ func TestStockProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"alibaba-slb", "aws-alb-ip", "aws-elb", "aws-nlb", "aws-nlb-ip", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "kube-vip-arp", "metallb", "metallb-bgp"}
+	want := []string{"alibaba-slb", "aws-alb-ip", "aws-elb", "aws-nlb", "aws-nlb-ip", "azure-basic", "azure-lb", "gclb", "gclb-neg", "gcp-nlb", "generic", "gke-l4", "gke-legacy", "kube-vip-arp", "kube-vip-bgp", "metallb", "metallb-bgp"}
 	if got := strings.Join(ps.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("stock profiles = %s, want %s", got, strings.Join(want, ","))
 	}
@@ -50,7 +50,7 @@ func TestStockProfiles(t *testing.T) {
 	for n, p := range ps {
 		// The announcing LBs (MetalLB's two modes, kube-vip) follow the
 		// serving condition; the cloud LB runs none of them.
-		announce := n == "metallb" || n == "metallb-bgp" || n == "kube-vip-arp"
+		announce := n == "metallb" || n == "metallb-bgp" || n == "kube-vip-arp" || n == "kube-vip-bgp"
 		if wantEmulated := !announce && n != "aws-elb" && n != "alibaba-slb"; p.Emulated() != wantEmulated {
 			t.Errorf("%s: emulated by the cloud LB = %v, want %v", n, p.Emulated(), wantEmulated)
 		}
