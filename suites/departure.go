@@ -95,6 +95,8 @@ func (d departure) scenario(sc Scenario) Scenario {
 	// Every departure ends the node, whose speaker's routes the BGP
 	// router then withdraws.
 	sc.Limits = append(sc.Limits, rehashLimits()...)
+	// kube-vip's ARP lease stays on the leaving machine until it goes.
+	sc.Limits = append(sc.Limits, kubeVIPDepartsLimits()...)
 	return sc
 }
 

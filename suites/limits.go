@@ -204,6 +204,7 @@ func drainLimits() []Limit {
 		{On: cordonDropsFlows, Policy: localPolicy, Reason: cordonDropsFlowsReason},
 		{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 		{On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
+		{On: kubeVIPBGPModel, Policy: localPolicy, Reason: kubeVIPRehash},
 	}
 }
 
@@ -211,8 +212,52 @@ func drainLimits() []Limit {
 // disruption that adds or removes a node (its speaker advertising or
 // withdrawing every Service's route) rehashes the flows of both.
 func rehashLimits() []Limit {
-	return []Limit{{On: bgpModel, Policy: clusterPolicy, Reason: ecmpRehash}, {On: bgpModel, Policy: localPolicy, Reason: ecmpRehash}}
+	return []Limit{{On: bgpModel, Policy: clusterPolicy, Reason: ecmpRehash}, {On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
+		{On: kubeVIPBGPModel, Policy: clusterPolicy, Reason: kubeVIPRehash}, {On: kubeVIPBGPModel, Policy: localPolicy, Reason: kubeVIPRehash}}
 }
+
+// kubeVIPDepartsLimits are kube-vip-arp's limits for a departure: the
+// machine that goes may hold a Service's lease whatever the policy.
+func kubeVIPDepartsLimits() []Limit {
+	return []Limit{{On: kubeVIPModel, Policy: clusterPolicy, Reason: kubeVIPAnnouncerDeparts},
+		{On: kubeVIPModel, Policy: localPolicy, Reason: kubeVIPAnnouncerDeparts}}
+}
+
+// kubeVIPRehash is ecmpRehash behind kube-vip's BGP mode, whose speakers
+// also keep a leaving machine's routes while it shuts down.
+var kubeVIPRehash = Mechanism{Opens: []string{zdv1.EventRouteChanged, zdv1.EventNodeShutdown}, Text: "kube-vip in BGP mode " +
+	"without leader election advertises a Service's address from every node the EndpointSlices name (kube-vip v0.9.2 " +
+	"pkg/manager/watch_services.go and watch_endpoints.go: with Cluster every node while the Service has any endpoint, " +
+	"with Local the nodes with a local serving endpoint), and the router's multipath route moves flows between nodes " +
+	"whenever a node's path comes or goes, as behind MetalLB's BGP mode (the hash-threshold ranges are recomputed; see " +
+	"metallb-bgp's limit): a flow moved to a node with no conntrack entry for it is reset there, and no Deployment setting " +
+	"keeps the client's connections where they were. kube-vip v0.9.2 also does not end on SIGTERM in BGP mode: startBGP " +
+	"(pkg/manager/manager_bgp.go) only cancels the context its services watch was made with, and that watch " +
+	"(watch_services.go, a RetryWatcher stopped only on a shutdown channel this path never closes) retries every second " +
+	"on the cancelled context, so the process and its BGP session live until SIGKILL: a deleted Pod after its grace " +
+	"period (measured 30.9 s with grace 30 s, against 1.7 s for the ARP kube-vip), a machine's shutdown after systemd's " +
+	"90 s stop timeout (measured: machines off 90.9 s after their shutdown began where MetalLB's columns alone took " +
+	"1.8 s), while the router keeps sending that node its share of the flows. Measured on this suite's kind cluster " +
+	"(Kubernetes v1.37.2, FRR 8.4.4, ECMP hash l4, 2026-11-29): 1 GET re-sent 20-37 ms after a route-changed in " +
+	"consolidation-autoscaler/cluster/hardened, spot-interruption-handled/cluster/hardened, nodepool-replacement/local/" +
+	"hardened, and 2 in drain-pool-with-pdb/local/hardened. Its windows open at the router's route-changed event for " +
+	"the Service's address, or at the machine's shutdown."}
+
+// kubeVIPAnnouncerDeparts is why a departure cannot be drop-free behind
+// kube-vip's ARP when the leaving machine holds the Service's lease.
+var kubeVIPAnnouncerDeparts = Mechanism{Opens: []string{zdv1.EventNodeShutdown, zdv1.EventNodeOff, zdv1.EventAnnouncerChanged}, Text: "kube-vip " +
+	"(services mode, ARP, a lease per Service) reads no cordon, taint or node.kubernetes.io/exclude-from-external-load-" +
+	"balancers label (kube-vip v0.9.2 pkg/manager/watch_services.go), and with Cluster every node campaigns for a " +
+	"Service's lease whatever its endpoints, so a machine that leaves keeps its leases until its kube-vip Pod ends with " +
+	"it (then it releases them, servicesLeader.go ReleaseOnCancel) or, if the machine stops first, until they expire " +
+	"(5 s). The new holder's first gratuitous ARP comes on its next tick of vip_arpRate (3000 ms; pkg/arp/arp.go sends " +
+	"none at takeover): the client's connections then move to a node with no conntrack entry for them and are reset, " +
+	"and a request sent on one fails (Go's transport re-sends a GET by itself, which the suite counts as dropped). With " +
+	"Local the same holds when the leaving node's endpoints still serve when its machine goes. No Deployment setting " +
+	"moves the lease first. Measured on this suite's kind cluster (Kubernetes v1.37.2, 2026-11-29): " +
+	"spot-interruption-handled/kube-vip-arp/cluster/hardened 1 GET re-sent 2.7 s after the lease passed, " +
+	"consolidation/kube-vip-arp/cluster/hardened 1 re-sent 0.87 s after. Its windows open at the machine's shutdown, " +
+	"its end, or the lease's passing."}
 
 // ecmpRehash is why a change in the set of nodes that advertise a
 // Service's address cannot be drop-free behind MetalLB's BGP mode and an

@@ -134,6 +134,10 @@ func kubeVIPModel(m Model) bool { return m.Name == contract.LBKubeVIPARP }
 // ECMP router.
 func kubeVIPBGPModel(m Model) bool { return m.Name == contract.LBKubeVIPBGP }
 
+// ecmpModel picks the models behind an ECMP router, whose nodes each
+// advertise a Service's address (MetalLB's BGP mode, kube-vip's).
+func ecmpModel(m Model) bool { return bgpModel(m) || kubeVIPBGPModel(m) }
+
 // anyModel picks every LB model: a limit of the cluster itself (its nodes'
 // shutdown), not of one LB.
 func anyModel(Model) bool { return true }

@@ -33,6 +33,14 @@ func distribution() Scenario {
 			Why: "the LB takes every node as a backend and sends to each node whose health check passes, which with " +
 				"Local is every node with a ready endpoint, so every pod gets its share (harness/lb: the service " +
 				"controller's backend rule of the cluster's Kubernetes version)",
+		}, {
+			Policy: localPolicy, On: ecmpModel, Race: true,
+			Why: "every node with a serving local endpoint advertises the address (metallb v0.15.2 " +
+				"speaker/bgp_controller.go ShouldAnnounce; kube-vip v0.9.2 pkg/manager/watch_endpoints.go), and the " +
+				"router spreads flows over them by its hash: with the suite's default l4 hash (source port included) " +
+				"the client's connections reach every node, so every pod gets its share (measured 2026-11-29, " +
+				"connection per request: metallb-bgp and kube-vip-bgp 0 pods without traffic); with ROUTER_HASH=l3 one " +
+				"client's flows all take one node, and the pods elsewhere get nothing",
 		}},
 		Body: runDistribution,
 		Cost: observeCost(func(tm Timing) time.Duration { return tm.ObserveShares }),

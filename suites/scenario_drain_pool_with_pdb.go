@@ -51,6 +51,7 @@ func drainPoolWithPDB() Scenario {
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 			{On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
+			{On: kubeVIPBGPModel, Policy: localPolicy, Reason: kubeVIPRehash},
 		},
 		Body: runDrainPoolWithPDB,
 		// A pool joins; a naive witness's blocking budget holds the drain

@@ -47,9 +47,11 @@ func nodepoolReplacement() Scenario {
 			"the old pool's nodes keep getting the LB's traffic until their health check fails",
 		Limits: []Limit{
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbNewAnnouncer},
+			{On: kubeVIPModel, Policy: localPolicy, Reason: kubeVIPAnnouncerLeaves},
 			{On: unhealthyResetsFlows, Policy: localPolicy, Reason: unhealthyResetsFlowsReason},
 			{On: singlePool, Policy: localPolicy, Reason: singlePoolReplaced},
 			{On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
+			{On: kubeVIPBGPModel, Policy: localPolicy, Reason: kubeVIPRehash},
 		},
 		Body: runNodepoolReplacement,
 		// A pool joins, the old one is drained (its Pods keep serving for

@@ -45,6 +45,7 @@ func scaleDown() Scenario {
 			{LB: contract.LBMetalLB, Policy: localPolicy, Reason: metallbAnnouncerLeaves},
 			{On: kubeVIPModel, Policy: localPolicy, Reason: kubeVIPAnnouncerLeaves},
 			{On: bgpModel, Policy: localPolicy, Reason: ecmpRehash},
+			{On: kubeVIPBGPModel, Policy: localPolicy, Reason: kubeVIPRehash},
 		},
 		Body: runScaleDown,
 		Cost: func(tm Timing, k Costs, _ Cell, t cellTimes) time.Duration {
