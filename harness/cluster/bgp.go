@@ -44,11 +44,21 @@ func (k *Kind) startBGP(ctx context.Context) error {
 	// The control plane is labelled out of the LBs (kind's kubeadm
 	// config), so its speaker opens no session (metallb v0.15.2
 	// speaker/bgp_controller.go syncPeers skips an excluded node).
+	if err := k.waitSessions(ctx, r); err != nil {
+		return err
+	}
+	o.emit(zdv1.EventAction, "router/"+r.Container, fmt.Sprintf("BGP router %s at %s (%s), MetalLB pool %s %s", r.Container, r.IP,
+		r.Settings(), contract.MetalLBBGPPool, pool), map[string]string{"frr": r.FRRVersion, "hash": r.Hash.String(), "groups": r.Groups.String(), "pool": pool.String()})
+	return nil
+}
+
+// waitSessions waits until router r has a BGP session from every worker.
+func (k *Kind) waitSessions(ctx context.Context, r *router.Router) error {
 	want, err := k.workers(ctx)
 	if err != nil {
 		return err
 	}
-	if err := retry(ctx, fmt.Sprintf("%d BGP sessions on router %s", want, r.Container), o.readyTimeout, 2*time.Second, func(ctx context.Context) error {
+	return retry(ctx, fmt.Sprintf("%d BGP sessions on router %s", want, r.Container), k.o.readyTimeout, 2*time.Second, func(ctx context.Context) error {
 		up, err := r.Established(ctx)
 		if err != nil {
 			return err
@@ -57,12 +67,7 @@ func (k *Kind) startBGP(ctx context.Context) error {
 			return fmt.Errorf("%d of %d sessions established", up, want)
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
-	o.emit(zdv1.EventAction, "router/"+r.Container, fmt.Sprintf("BGP router %s at %s (%s), MetalLB pool %s %s", r.Container, r.IP,
-		r.Settings(), contract.MetalLBBGPPool, pool), map[string]string{"frr": r.FRRVersion, "hash": r.Hash.String(), "groups": r.Groups.String(), "pool": pool.String()})
-	return nil
+	})
 }
 
 // workers counts the cluster's nodes that are not its control plane.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -126,20 +125,8 @@ func (k *Kind) installKubeVIPBGP(ctx context.Context, cs kubernetes.Interface) e
 	if err := kube.New(cs).WaitDaemonSet(ctx, "kube-system", "kube-vip-bgp", o.readyTimeout); err != nil {
 		return fmt.Errorf("kube-vip (BGP): %w", err)
 	}
-	want, err := k.workers(ctx)
-	if err != nil {
-		return err
-	}
-	if err := retry(ctx, fmt.Sprintf("%d BGP sessions on router %s", want, r.Container), o.readyTimeout, 2*time.Second, func(ctx context.Context) error {
-		up, err := r.Established(ctx)
-		if err != nil {
-			return err
-		}
-		if up < want {
-			return fmt.Errorf("%d of %d sessions established", up, want)
-		}
-		return nil
-	}); err != nil {
+	// kube-vip's DaemonSet runs on the workers only.
+	if err := k.waitSessions(ctx, r); err != nil {
 		return err
 	}
 	o.emit(zdv1.EventAction, "router/"+r.Container, fmt.Sprintf("kube-vip %s (services, BGP) for class %s behind router %s at %s (%s), addresses %s-%s",
