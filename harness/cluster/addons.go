@@ -47,12 +47,14 @@ func render(name, tmpl string, data any) (string, error) {
 	return b.String(), nil
 }
 
+// imageTag is an image reference's tag, the add-on's version.
+func imageTag(ref string) string { return ref[strings.LastIndex(ref, ":")+1:] }
+
 func flannelManifest(podSubnet string) (string, error) {
 	if _, err := netip.ParsePrefix(podSubnet); err != nil {
 		return "", fmt.Errorf("pod subnet %q: %w", podSubnet, err)
 	}
-	v := FlannelImage[strings.LastIndex(FlannelImage, ":")+1:]
-	return render("flannel", flannelTmpl, map[string]string{"PodSubnet": podSubnet, "Image": FlannelImage, "Version": v})
+	return render("flannel", flannelTmpl, map[string]string{"PodSubnet": podSubnet, "Image": FlannelImage, "Version": imageTag(FlannelImage)})
 }
 
 func metallbPoolManifest(first, last netip.Addr) (string, error) {

@@ -631,3 +631,16 @@ func TestASNFormatPatch(t *testing.T) {
 		t.Error("garbage read as a CRD")
 	}
 }
+
+func TestHostRange(t *testing.T) {
+	for _, tc := range []struct{ prefix, first, last string }{
+		{"198.18.1.0/24", "198.18.1.1", "198.18.1.254"},
+		{"198.18.1.7/24", "198.18.1.1", "198.18.1.254"},
+		{"10.0.0.0/30", "10.0.0.1", "10.0.0.2"},
+	} {
+		first, last := hostRange(netip.MustParsePrefix(tc.prefix))
+		if first.String() != tc.first || last.String() != tc.last {
+			t.Errorf("hostRange(%s) = %s-%s, want %s-%s", tc.prefix, first, last, tc.first, tc.last)
+		}
+	}
+}

@@ -40,14 +40,12 @@ func kubeVIPBlock(cluster string) int {
 }
 
 func kubeVIPManifest(first, last string) (string, error) {
-	v := KubeVIPImage[strings.LastIndex(KubeVIPImage, ":")+1:]
-	return render("kube-vip", kubeVIPTmpl, map[string]string{"Image": KubeVIPImage, "Version": v, "Class": contract.KubeVIPClass,
+	return render("kube-vip", kubeVIPTmpl, map[string]string{"Image": KubeVIPImage, "Version": imageTag(KubeVIPImage), "Class": contract.KubeVIPClass,
 		"ConfigMap": contract.KubeVIPConfigMap, "First": first, "Last": last})
 }
 
 func kubeVIPBGPManifest(r *router.Router, first, last string) (string, error) {
-	v := KubeVIPImage[strings.LastIndex(KubeVIPImage, ":")+1:]
-	return render("kube-vip-bgp", kubeVIPBGPTmpl, map[string]string{"Image": KubeVIPImage, "Version": v, "Class": contract.KubeVIPBGPClass,
+	return render("kube-vip-bgp", kubeVIPBGPTmpl, map[string]string{"Image": KubeVIPImage, "Version": imageTag(KubeVIPImage), "Class": contract.KubeVIPBGPClass,
 		"ConfigMap": contract.KubeVIPBGPConfigMap, "First": first, "Last": last, "Instance": contract.RouterKubeVIP,
 		"Peer": r.IP.String(), "PeerASN": fmt.Sprint(r.ASN), "MyASN": fmt.Sprint(r.PeerASN)})
 }
@@ -108,11 +106,9 @@ func (k *Kind) installKubeVIPBGP(ctx context.Context, cs kubernetes.Interface) e
 	if err != nil {
 		return err
 	}
-	// .0 and .255 left out, as MetalLB's avoidBuggyIPs does for its pool.
-	first, last := pool.Addr().Next(), pool.Addr().Next()
-	for n := last.Next(); pool.Contains(n.Next()); n = n.Next() {
-		last = n
-	}
+	// The network and broadcast addresses (.0 and .255) left out, as
+	// MetalLB's avoidBuggyIPs does for its pool.
+	first, last := hostRange(pool)
 	m, err := kubeVIPBGPManifest(r, first.String(), last.String())
 	if err != nil {
 		return err

@@ -49,6 +49,15 @@ func lbRange(subnet netip.Prefix, count, block int) (first, last netip.Addr, err
 	return u32addr(lo), u32addr(top), nil
 }
 
+// hostRange is an IPv4 prefix's addresses without its first (network) and
+// last (broadcast) ones.
+func hostRange(p netip.Prefix) (first, last netip.Addr) {
+	p = p.Masked()
+	b := p.Addr().As4()
+	base := uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+	return u32addr(base + 1), u32addr(base + 1<<(32-p.Bits()) - 2)
+}
+
 func u32addr(v uint64) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }

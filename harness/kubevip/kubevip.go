@@ -7,6 +7,7 @@
 package kubevip
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -265,17 +266,10 @@ func Describe(ctx context.Context, cs kubernetes.Interface, daemonSet string) (s
 		}
 		if env["bgp_enable"] == "true" {
 			return fmt.Sprintf("kube-vip %s, services mode, BGP (AS %s, peers %s), %s, hold time %ss, keepalive %ss", c.Image,
-				or(env["bgp_as"], "65000"), env["bgp_peers"], election, or(env["bgp_hold_time"], "30"), or(env["bgp_keepalive_interval"], "10")), nil
+				cmp.Or(env["bgp_as"], "65000"), env["bgp_peers"], election, cmp.Or(env["bgp_hold_time"], "30"), cmp.Or(env["bgp_keepalive_interval"], "10")), nil
 		}
 		return fmt.Sprintf("kube-vip %s, services mode, ARP, %s, lease %ss/%ss/%ss, gratuitous ARP every %sms", c.Image, election,
-			or(env["vip_leaseduration"], "5"), or(env["vip_renewdeadline"], "3"), or(env["vip_retryperiod"], "1"), or(env["vip_arpRate"], "3000")), nil
+			cmp.Or(env["vip_leaseduration"], "5"), cmp.Or(env["vip_renewdeadline"], "3"), cmp.Or(env["vip_retryperiod"], "1"), cmp.Or(env["vip_arpRate"], "3000")), nil
 	}
 	return "", fmt.Errorf("kube-vip's DaemonSet kube-system/%s has no container named kube-vip", daemonSet)
-}
-
-func or(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
 }
