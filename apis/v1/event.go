@@ -53,7 +53,9 @@ const (
 	EventNodeRemoved            = "node-removed"
 	// EventNodeShutdown: a node's machine began to shut down (the
 	// kubelet's graceful node shutdown, when configured, starts here);
-	// field graceful says whether the kubelet held its delay lock.
+	// field graceful says whether the kubelet held its delay lock. The
+	// shutdown lasts until the same node's EventNodeOff: a failure window
+	// anywhere in between is the shutdown's (Criteria.ExplainWithinMs).
 	EventNodeShutdown = "node-shutdown"
 	// EventNodeOff: the node's machine is off.
 	EventNodeOff = "node-off"

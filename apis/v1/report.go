@@ -341,14 +341,18 @@ type Criteria struct {
 	// the harness, Kubernetes, the LB or the user; not the load
 	// generator's own) inside the window or at most this long before its
 	// start, the longest a cause takes to show as drops (the LB's own
-	// lag, kube-proxy's sync). A window with none is unexplained, and the
-	// run ERROR: what dropped it is not what was watched.
+	// lag, kube-proxy's sync). An event that opens a lasting state counts
+	// for all of it: a machine's shutdown (EventNodeShutdown) lasts until
+	// the run saw the same node's machine off (EventNodeOff). A window with
+	// none is unexplained, and the run ERROR: what dropped it is not what
+	// was watched.
 	ExplainWithinMs *float64 `json:"explainWithinMs,omitempty"`
 	// LimitOpens, set on a cell that documents a platform limit instead of
 	// asserting, are the event types that open the limit's failure windows
 	// (its mechanism: the LB marking a node unhealthy, MetalLB's announcing
 	// node losing its endpoint). Every window after the disruption began
-	// needs one of them inside it or within ExplainWithinMs before it; a
+	// needs one of them inside it or within ExplainWithinMs before it (a
+	// shutdown lasting until its node-off, as for ExplainWithinMs); a
 	// window without is not the limit's, so the limit cannot excuse it:
 	// the limit check is then ERROR (what dropped is unknown, or the limit's
 	// mechanism is wrong).

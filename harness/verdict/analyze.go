@@ -633,7 +633,8 @@ func (a *analysis) limitOpens(ws []zdv1.FailureWindow, within time.Duration, ope
 
 // mark calls unmet on every window after the disruption began with no
 // event that cause accepts inside it (up to watchDelivery after its end)
-// or within before its start.
+// or within before its start, a lasting event (lasting) counting for its
+// whole stretch.
 func (a *analysis) mark(ws []zdv1.FailureWindow, within time.Duration, cause func(zdv1.Event) bool, unmet func(*zdv1.FailureWindow)) {
 	if a.disruption == 0 {
 		return
@@ -643,16 +644,17 @@ func (a *analysis) mark(ws []zdv1.FailureWindow, within time.Duration, cause fun
 	if len(ev) > 0 {
 		lastKept = ev[len(ev)-1].Time
 	}
+	spans := lasting(ev)
 	for i := range ws {
 		w := &ws[i]
 		if w.Start.UnixNano() < a.disruption || (a.eventsDropped > 0 && !w.Start.Before(lastKept)) {
 			continue // before the disruption: the ground check's
 		}
-		from := w.Start.Add(-within)
+		from, to := w.Start.Add(-within), w.End.Add(watchDelivery)
 		lo := sort.Search(len(ev), func(k int) bool { return !ev[k].Time.Before(from) })
 		met := false
 		for _, e := range ev[lo:] {
-			if e.Time.After(w.End.Add(watchDelivery)) {
+			if e.Time.After(to) {
 				break
 			}
 			if cause(e) {
@@ -660,10 +662,48 @@ func (a *analysis) mark(ws []zdv1.FailureWindow, within time.Duration, cause fun
 				break
 			}
 		}
+		for _, s := range spans {
+			if met {
+				break
+			}
+			met = !s.open.Time.After(to) && !s.until.Before(from) && cause(s.open)
+		}
 		if !met {
 			unmet(w)
 		}
 	}
+}
+
+// span is an event that opens a state lasting until a later event.
+type span struct {
+	open  zdv1.Event
+	until time.Time
+}
+
+// lasting returns the events of ev (sorted by time) that last: a
+// machine's shutdown (EventNodeShutdown) goes on until the run saw that
+// machine off (the next EventNodeOff of the same node). Everything on a
+// machine that is shutting down may stop at any moment of it, in the order
+// systemd stops its units, and a process that does not end on SIGTERM
+// holds the machine, with its network and its routes, until systemd's
+// stop timeout (DefaultTimeoutStopSec, 90 s; systemd-system.conf(5)): a
+// window anywhere inside that stretch is the shutdown's, however long
+// after its first event. A shutdown the run never saw end (the machine
+// was killed instead) lasts no longer than its event.
+func lasting(ev []zdv1.Event) []span {
+	var out []span
+	for i, e := range ev {
+		if e.Source != zdv1.SourceHarness || e.Type != zdv1.EventNodeShutdown {
+			continue
+		}
+		for _, off := range ev[i+1:] {
+			if off.Source == zdv1.SourceHarness && off.Type == zdv1.EventNodeOff && off.Object == e.Object {
+				out = append(out, span{open: e, until: off.Time})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // watchDelivery is how late an event may be stamped after the drops it

@@ -19,6 +19,9 @@ func TestExplainedCheck(t *testing.T) {
 	failAt := func(from, to int) func(int, *zdv1.Result) *zdv1.Result {
 		return failBetween(from, to, zdv1.ClassRefused)
 	}
+	node := func(ms int, typ, name string) zdv1.Event {
+		return zdv1.Event{Time: at(ms), Source: zdv1.SourceHarness, Type: typ, Object: "node/" + name}
+	}
 	within := func(ms float64) zdv1.Criteria {
 		return zdv1.Criteria{MaxDropped: zdv1.Int64(0), ExplainWithinMs: zdv1.Float64(ms)}
 	}
@@ -42,6 +45,16 @@ func TestExplainedCheck(t *testing.T) {
 		{name: "the load generator's own events explain nothing", crit: within(500), failFrom: 2500,
 			events: []zdv1.Event{disrupt, ev(2450, zdv1.SourceLoad, zdv1.EventUnsent), ev(2460, zdv1.SourceHarness, zdv1.EventControl)},
 			check:  zdv1.Error, unexplained: true, status: zdv1.Error},
+		{name: "a window long into a machine's shutdown, before it is off", crit: within(500), failFrom: 2500,
+			events: []zdv1.Event{disrupt, node(1100, zdv1.EventNodeShutdown, "w1"), node(4000, zdv1.EventNodeOff, "w1")}, check: zdv1.Pass, status: zdv1.Fail},
+		{name: "another machine off does not end a shutdown", crit: within(500), failFrom: 2500,
+			events: []zdv1.Event{disrupt, node(1100, zdv1.EventNodeShutdown, "w1"), node(1200, zdv1.EventNodeOff, "w2"), node(4000, zdv1.EventNodeOff, "w1")},
+			check:  zdv1.Pass, status: zdv1.Fail},
+		{name: "a machine off long before the window", crit: within(500), failFrom: 2500,
+			events: []zdv1.Event{disrupt, node(1100, zdv1.EventNodeShutdown, "w1"), node(1300, zdv1.EventNodeOff, "w1")},
+			check:  zdv1.Error, unexplained: true, status: zdv1.Error},
+		{name: "a shutdown never seen to end lasts no longer than its event", crit: within(500), failFrom: 2500,
+			events: []zdv1.Event{disrupt, node(1100, zdv1.EventNodeShutdown, "w1")}, check: zdv1.Error, unexplained: true, status: zdv1.Error},
 		{name: "without the criterion the window is the workload's", crit: zdv1.Criteria{MaxDropped: zdv1.Int64(0)}, failFrom: 2500,
 			events: []zdv1.Event{disrupt}, status: zdv1.Fail},
 		{name: "before the disruption it is the ground check's, not this one's", crit: within(100), failFrom: 500,
@@ -108,6 +121,12 @@ func TestLimitOpensCheck(t *testing.T) {
 		{name: "a load event of the same name opens nothing", crit: limit(zdv1.EventLBNodeUnhealthy), failFrom: 1800,
 			events: []zdv1.Event{disrupt, ev(1790, zdv1.SourceLoad, zdv1.EventLBNodeUnhealthy), ev(1795, zdv1.SourceHarness, zdv1.EventCordon)},
 			check:  zdv1.Error, outside: true},
+		{name: "a machine's shutdown opens windows until it is off", crit: limit(zdv1.EventNodeShutdown), failFrom: 2500,
+			events: []zdv1.Event{disrupt, ev(1100, zdv1.SourceHarness, zdv1.EventNodeShutdown), ev(2450, zdv1.SourceHarness, zdv1.EventCordon),
+				ev(3000, zdv1.SourceHarness, zdv1.EventNodeOff)}, check: zdv1.Pass},
+		{name: "but not after it is off", crit: limit(zdv1.EventNodeShutdown), failFrom: 2500,
+			events: []zdv1.Event{disrupt, ev(1100, zdv1.SourceHarness, zdv1.EventNodeShutdown), ev(1200, zdv1.SourceHarness, zdv1.EventNodeOff),
+				ev(2450, zdv1.SourceHarness, zdv1.EventCordon)}, check: zdv1.Error, outside: true},
 		{name: "no limit documented: no check", crit: zdv1.Criteria{ExplainWithinMs: zdv1.Float64(500)}, failFrom: 1800,
 			events: []zdv1.Event{disrupt, ev(1700, zdv1.SourceKubernetes, zdv1.EventPodTerminating)}},
 	}
