@@ -65,7 +65,7 @@ func (d departure) duration(k Costs, t cellTimes) time.Duration {
 	if d.Grace.Period > 0 {
 		own += min(d.Grace.Period, t.accepting+k.Terminate+d.Grace.CriticalPods)
 	}
-	return own + k.Terminate + tmNodeDeletion
+	return own + k.PowerOff + tmNodeDeletion
 }
 
 // scenario is sc with what every departure shares, derived from d: a

@@ -67,7 +67,7 @@ func TestDepartures(t *testing.T) {
 		t.Errorf("a departure with a %s notice lasts %s", spotNotice, got)
 	}
 	shutdown := departure{Grace: nodeShutdownGrace}
-	if got, want := shutdown.duration(k, cellTimes{accepting: time.Hour}), nodeShutdownGrace.Period+k.Terminate+tmNodeDeletion; got != want {
+	if got, want := shutdown.duration(k, cellTimes{accepting: time.Hour}), nodeShutdownGrace.Period+k.PowerOff+tmNodeDeletion; got != want {
 		t.Errorf("a shutdown whose Pods outlast the grace lasts %s, want the grace's %s", got, want)
 	}
 }

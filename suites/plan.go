@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/recipe"
@@ -63,12 +64,43 @@ type Costs struct {
 	PoolAdd, PoolRemove time.Duration
 	// Cleanup is a batch's clean-up (Pods deleted at once).
 	Cleanup time.Duration
+	// PowerOff is a machine's end after its kubelet's shutdown grace:
+	// systemd stops its units and the node's container exits (1.8 s here
+	// with MetalLB and the cloud LB, 2026-11-29).
+	PowerOff time.Duration
 }
 
 // DefaultCosts are this machine's.
 func DefaultCosts() Costs {
 	return Costs{Deploy: 30 * time.Second, PodStart: 10 * time.Second, Terminate: 5 * time.Second,
-		PoolAdd: 45 * time.Second, PoolRemove: 15 * time.Second, Cleanup: 15 * time.Second}
+		PoolAdd: 45 * time.Second, PoolRemove: 15 * time.Second, Cleanup: 15 * time.Second, PowerOff: 5 * time.Second}
+}
+
+// systemdStopTimeout is how long systemd waits for a unit's processes to
+// end after SIGTERM before it kills them (DefaultTimeoutStopSec, 90 s;
+// systemd-system.conf(5)); a Pod's container is such a unit (a scope) on
+// a node whose kubelet uses the systemd cgroup driver, as kind's do.
+const systemdStopTimeout = 90 * time.Second
+
+// costs are the machine's costs (DefaultCosts) on the cluster these
+// settings make: with LB=all it runs kube-vip in BGP mode on every worker
+// (unless ZERODROP_KUBE_VIP=0 or ZERODROP_BGP=0 leaves it out), and
+// kube-vip v0.9.2's BGP mode does not end on SIGTERM (docs/kube-vip.md),
+// so every machine that shuts down waits for systemd's stop timeout:
+// measured off 90.9 s after its shutdown began, under every column's
+// departures, not only kube-vip-bgp's.
+func (st Settings) costs() Costs {
+	k := DefaultCosts()
+	if st.kubeVIPBGPRuns() {
+		k.PowerOff = systemdStopTimeout + k.PowerOff
+	}
+	return k
+}
+
+// kubeVIPBGPRuns says whether the cluster these settings make runs
+// kube-vip in BGP mode (clusters/cluster.sh passes the same settings).
+func (st Settings) kubeVIPBGPRuns() bool {
+	return st.Provider == "kind" && st.LB == contract.LBAll && st.KubeVIP && st.BGP
 }
 
 // cellTimes is what a cell's workload and LB make its waits.
@@ -217,7 +249,7 @@ func (s *Suite) podRecipes(sc Scenario, cells []Cell) int {
 // cellsOf gives a scenario's cells (the label filter applied).
 func (s *Suite) MakePlan(scenarios []Scenario, cellsOf func(Scenario) []Cell) Plan {
 	p := Plan{Witnesses: s.Settings.Witnesses}
-	k := DefaultCosts()
+	k := s.Settings.costs()
 	for pos, sc := range scenarios {
 		cells := cellsOf(sc)
 		if len(cells) == 0 {

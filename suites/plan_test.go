@@ -205,3 +205,33 @@ func timesOfModel(t *testing.T, ms []Model, name string, fate recipe.Fate) cellT
 	t.Fatalf("no %s local hardened cell", name)
 	return cellTimes{}
 }
+
+// A cluster that runs kube-vip in BGP mode (LB=all, the default) holds
+// every machine's shutdown for systemd's stop timeout, so every column's
+// departure costs that much more in the plan; one made without kube-vip
+// (ZERODROP_KUBE_VIP=0) or without BGP does not, nor does a departure
+// that ends no machine.
+func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
+	with := planSettings(t, Shard{})
+	without := with
+	without.KubeVIP = false
+	noBGP := with
+	noBGP.BGP = false
+	if !with.kubeVIPBGPRuns() || without.kubeVIPBGPRuns() || noBGP.kubeVIPBGPRuns() {
+		t.Fatalf("kube-vip in BGP mode runs: %t with it, %t without, %t without BGP", with.kubeVIPBGPRuns(), without.kubeVIPBGPRuns(), noBGP.kubeVIPBGPRuns())
+	}
+	ms, err := Settings{LB: "metallb"}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := DefaultTiming()
+	for _, tt := range []struct {
+		sc   Scenario
+		adds time.Duration
+	}{{nodeShutdown(), systemdStopTimeout}, {spotInterruption(), systemdStopTimeout}, {consolidation(), systemdStopTimeout}, {drainNode(), 0}} {
+		c := tt.sc.Cells(ms)[0]
+		if got := tt.sc.cost(tm, with.costs(), c) - tt.sc.cost(tm, without.costs(), c); got != tt.adds {
+			t.Errorf("%s: kube-vip in BGP mode adds %v to %s, want %v", tt.sc.Name, got, c.Name(), tt.adds)
+		}
+	}
+}
