@@ -45,7 +45,7 @@ type Settings struct {
 	// KubeVIP: with LB=all the cluster runs kube-vip (services mode) for
 	// the Services of its classes, columns of their own: kube-vip-arp, and
 	// kube-vip-bgp where BGP is on too (ZERODROP_KUBE_VIP, default on; 0
-	// leaves them out).
+	// leaves them out, and clusters/cluster.sh then installs no kube-vip).
 	KubeVIP bool
 	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
 	Shard Shard

@@ -195,12 +195,28 @@ func TestManifests(t *testing.T) {
 	}
 }
 
+// kube-vip keeps an ARP period of whole milliseconds from 500 ms up
+// (pkg/arp/arp.go replaces a shorter one with 3000 ms).
+func TestValidKubeVIPARPRate(t *testing.T) {
+	for _, tt := range []struct {
+		d  time.Duration
+		ok bool
+	}{{3 * time.Second, true}, {500 * time.Millisecond, true}, {499 * time.Millisecond, false}, {0, false}, {1500500 * time.Microsecond, false}} {
+		if err := ValidKubeVIPARPRate(tt.d); (err == nil) != tt.ok {
+			t.Errorf("ValidKubeVIPARPRate(%s) = %v, want ok %t", tt.d, err, tt.ok)
+		}
+	}
+}
+
 func TestKubeVIPManifest(t *testing.T) {
-	m, err := kubeVIPManifest("172.18.254.222", "172.18.254.253")
+	if fast, err := kubeVIPManifest("172.18.254.222", "172.18.254.253", 500*time.Millisecond); err != nil || !strings.Contains(fast, `vip_arpRate, value: "500"`) {
+		t.Errorf("kube-vip manifest with a 500 ms ARP period: %v\n%s", err, fast)
+	}
+	m, err := kubeVIPManifest("172.18.254.222", "172.18.254.253", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{KubeVIPImage, "range: 172.18.254.222-172.18.254.253", "lb_class_name, value: " + contract.KubeVIPClass,
+	for _, want := range []string{KubeVIPImage, "range: 172.18.254.222-172.18.254.253", "lb_class_name, value: " + contract.KubeVIPClass, `vip_arpRate, value: "3000"`,
 		"name: " + contract.KubeVIPConfigMap, "svc_election, value: \"true\"", "vip_arp, value: \"true\"", "node-role.kubernetes.io/control-plane, operator: DoesNotExist"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("kube-vip manifest lacks %q", want)

@@ -341,7 +341,7 @@ func (k *Kind) setUp(ctx context.Context) error {
 			}
 		}
 	}
-	if o.lb == contract.LBAll {
+	if o.lb == contract.LBAll && !o.noKubeVIP {
 		if err := k.installKubeVIP(ctx, cs); err != nil {
 			return err
 		}

@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -39,9 +41,27 @@ func kubeVIPBlock(cluster string) int {
 	return 34
 }
 
-func kubeVIPManifest(first, last string) (string, error) {
+func kubeVIPManifest(first, last string, arpRate time.Duration) (string, error) {
 	return render("kube-vip", kubeVIPTmpl, map[string]string{"Image": KubeVIPImage, "Version": imageTag(KubeVIPImage), "Class": contract.KubeVIPClass,
-		"ConfigMap": contract.KubeVIPConfigMap, "First": first, "Last": last})
+		"ConfigMap": contract.KubeVIPConfigMap, "First": first, "Last": last, "ARPRate": fmt.Sprint(cmp.Or(arpRate, DefaultKubeVIPARPRate).Milliseconds())})
+}
+
+// DefaultKubeVIPARPRate is kube-vip's own period of gratuitous ARP
+// (vip_arpRate, 3000 ms: kube-vip v0.9.2 pkg/kubevip/config_environment.go).
+const DefaultKubeVIPARPRate = 3 * time.Second
+
+// minKubeVIPARPRate is the shortest period kube-vip keeps: below it the
+// announcer logs "arp broadcast rate is too low" and uses 3000 ms
+// (kube-vip v0.9.2 pkg/arp/arp.go StartAdvertisement).
+const minKubeVIPARPRate = 500 * time.Millisecond
+
+// ValidKubeVIPARPRate says whether kube-vip keeps d as its period of
+// gratuitous ARP: whole milliseconds, at least its minimum.
+func ValidKubeVIPARPRate(d time.Duration) error {
+	if d < minKubeVIPARPRate || d%time.Millisecond != 0 {
+		return fmt.Errorf("kube-vip's ARP period %s: want whole milliseconds, at least %s (kube-vip v0.9.2 replaces a shorter one with 3000 ms)", d, minKubeVIPARPRate)
+	}
+	return nil
 }
 
 func kubeVIPBGPManifest(r *router.Router, first, last string) (string, error) {
@@ -74,7 +94,7 @@ func (k *Kind) installKubeVIP(ctx context.Context, cs kubernetes.Interface) erro
 	if err != nil {
 		return fmt.Errorf("kube-vip address range: %w", err)
 	}
-	m, err := kubeVIPManifest(first.String(), last.String())
+	m, err := kubeVIPManifest(first.String(), last.String(), o.kubeVIPARPRate)
 	if err != nil {
 		return err
 	}

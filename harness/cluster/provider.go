@@ -131,7 +131,12 @@ type options struct {
 	lbProfile       string
 	kubeProxyGates  FeatureGates
 	routerImage     string
-	routerTuning    router.Tuning
+	// noKubeVIP leaves kube-vip out of an LB=all cluster (WithoutKubeVIP).
+	noKubeVIP bool
+	// kubeVIPARPRate is kube-vip's period of gratuitous ARP
+	// (WithKubeVIPARPRate; zero: DefaultKubeVIPARPRate).
+	kubeVIPARPRate time.Duration
+	routerTuning   router.Tuning
 }
 
 // Option configures a provider.
@@ -157,6 +162,19 @@ func WithMetalLBManifest(path string) Option { return func(o *options) { o.metal
 func WithBGPRouter(image string, t router.Tuning) Option {
 	return func(o *options) { o.routerImage, o.routerTuning = image, t }
 }
+
+// WithoutKubeVIP leaves kube-vip out of a cluster that runs every LB
+// (contract.LBAll): no columns kube-vip-arp and kube-vip-bgp. kube-vip
+// v0.9.2 in BGP mode does not end on SIGTERM, so on a cluster that runs it
+// every machine's shutdown lasts systemd's stop timeout (docs/kube-vip.md),
+// whichever column a departure is measured for.
+func WithoutKubeVIP() Option { return func(o *options) { o.noKubeVIP = true } }
+
+// WithKubeVIPARPRate sets how often kube-vip's ARP mode announces each
+// address it holds (vip_arpRate; ValidKubeVIPARPRate): it sends none when
+// it takes a Service's lease, so the period bounds how long the clients'
+// neighbour entries still name the previous holder (docs/kube-vip.md).
+func WithKubeVIPARPRate(d time.Duration) Option { return func(o *options) { o.kubeVIPARPRate = d } }
 
 // WithKubeconfig sets where the kubeconfig is written (kind) or read
 // (existing).
