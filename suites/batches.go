@@ -59,12 +59,12 @@ func Batches(cells []Cell, budget int) [][]int {
 const cleanupTimeout = 10 * time.Minute
 
 // RunScenario runs sc's body once per batch of cells (Batches with the
-// suite's witness budget) and returns one result per cell, in cells' order:
+// scenario's witness budget, Settings.WitnessesFor) and returns one result per cell, in cells' order:
 // RunBatches with that cut. The matrix runs the plan's own batches
 // (Plan.BatchesOf) through RunBatches instead, so what runs is what was
 // planned, estimated and reported as progress.
 func (s *Suite) RunScenario(ctx context.Context, sc Scenario, cells []Cell) []scenario.Result {
-	return s.RunBatches(ctx, sc, cut(cells, Batches(cells, s.Settings.Witnesses)))
+	return s.RunBatches(ctx, sc, cut(cells, Batches(cells, s.Settings.WitnessesFor(sc))))
 }
 
 // RunBatches runs sc's body once per batch, as given (one disruption each),
@@ -116,7 +116,7 @@ func cut(cells []Cell, groups [][]int) [][]Cell {
 // but keeping their earlier measurements: each result lists those of
 // prior (the cells' results so far, in cells' order) first.
 func (s *Suite) RunScenarioAgain(ctx context.Context, sc Scenario, cells []Cell, prior []scenario.Result) []scenario.Result {
-	return s.measure(ctx, sc, cut(cells, Batches(cells, s.Settings.Witnesses)), prior)
+	return s.measure(ctx, sc, cut(cells, Batches(cells, s.Settings.WitnessesFor(sc))), prior)
 }
 
 // measure runs the batches and measures again the cells whose measurement
@@ -159,7 +159,7 @@ func (s *Suite) measure(ctx context.Context, sc Scenario, batches [][]Cell, prio
 			s.Env.Logger.Info("measuring again: the load generator spoiled the measurement", "cell", out[i].Scenario.Name,
 				"attempt", len(out[i].Scenario.Remeasured)+2, "reason", out[i].Scenario.Verdict.LoadProblem())
 		}
-		res := s.runBatches(ctx, sc, cut(sub, Batches(sub, s.Settings.Witnesses)), &broken)
+		res := s.runBatches(ctx, sc, cut(sub, Batches(sub, s.Settings.WitnessesFor(sc))), &broken)
 		for j, i := range again {
 			r := res[j]
 			r.Scenario.Remeasured = append(slices.Clone(out[i].Scenario.Remeasured), earlier[j])

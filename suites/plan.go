@@ -255,7 +255,7 @@ func (s *Suite) MakePlan(scenarios []Scenario, cellsOf func(Scenario) []Cell) Pl
 		if len(cells) == 0 {
 			continue
 		}
-		for _, b := range Batches(cells, s.Settings.Witnesses) {
+		for _, b := range Batches(cells, s.Settings.WitnessesFor(sc)) {
 			sub := make([]Cell, len(b))
 			for j, i := range b {
 				sub[j] = cells[i]

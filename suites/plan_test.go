@@ -20,7 +20,7 @@ func planSettings(t *testing.T, shard Shard) Settings {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Witnesses, s.Shard = 4, shard
+	s.Witnesses, s.MachineWitnesses, s.Shard = 4, 3, shard
 	return s
 }
 
@@ -104,7 +104,16 @@ func TestPlanEstimatesFollowTheMechanism(t *testing.T) {
 		t.Fatal(err)
 	}
 	tm, k := DefaultTiming(), DefaultCosts()
+	budget := map[bool]int{false: p.Witnesses, true: planSettings(t, Shard{}).MachineWitnesses}
 	for _, b := range p.Batches {
+		i := slices.IndexFunc(Scenarios(), func(sc Scenario) bool { return sc.Name == b.Scenario })
+		if i < 0 {
+			t.Fatalf("batch of an unknown scenario %q", b.Scenario)
+		}
+		sc := Scenarios()[i]
+		if len(b.Cells) > budget[sc.NeedsNodepools] {
+			t.Errorf("%s batch %s: %d witnesses, over the budget %d of a scenario that changes machines: %t", b.Scenario, models(b.Cells), len(b.Cells), budget[sc.NeedsNodepools], sc.NeedsNodepools)
+		}
 		if b.Estimate <= 0 || b.PodRecipes < 1 || b.PodRecipes > len(b.Cells) {
 			t.Errorf("%s batch %s: estimate %v, %d recipes for %d cells", b.Scenario, models(b.Cells), b.Estimate, b.PodRecipes, len(b.Cells))
 		}

@@ -39,7 +39,7 @@ func (s *Suite) RunPlanned(ctx context.Context, sc Scenario, plan Plan, collecto
 		}
 	}
 	note := fmt.Sprintf("%s: %d witnesses in %d disruptions (at most %d witnesses each, ZERODROP_WITNESSES), %d measured again (ZERODROP_REMEASURE), in %s",
-		sc.Name, len(run), len(batches), s.Settings.Witnesses, again, time.Since(start).Round(time.Second))
+		sc.Name, len(run), len(batches), s.Settings.WitnessesFor(sc), again, time.Since(start).Round(time.Second))
 	return results, note, errors.Join(errs...)
 }
 

@@ -75,6 +75,13 @@ type Settings struct {
 	// the rate): a scenario with
 	// more cells repeats its disruption for each batch (Batches).
 	Witnesses int
+	// MachineWitnesses bounds the witnesses of a disruption that takes
+	// or adds machines (Scenario.NeedsNodepools): by default three
+	// quarters of Witnesses, since a node's death and its replacement's
+	// join (a kind node's container with its kubelet, containerd and every
+	// DaemonSet's Pods) take the rest of the bench (loadPerCPU);
+	// ZERODROP_WITNESSES sets both.
+	MachineWitnesses int
 	// Remeasure is how many times a cell whose measurement the load
 	// generator spoiled (zdv1.Scenario.LoadSpoiled) is measured again
 	// (ZERODROP_REMEASURE, default 1; 0: never): a stall of the instrument
@@ -175,8 +182,11 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		problems = append(problems, p)
 	}
 	s.Witnesses = max(loadPerCPU*runtime.NumCPU()/s.Rate, 1)
+	s.MachineWitnesses = max(s.Witnesses*3/4, 1)
 	if p := intSetting(getenv, "ZERODROP_WITNESSES", "how many witnesses may watch one disruption,", 1, 500, &s.Witnesses); p != "" {
 		problems = append(problems, p)
+	} else if getenv("ZERODROP_WITNESSES") != "" {
+		s.MachineWitnesses = s.Witnesses
 	}
 	s.Remeasure = 1
 	if p := intSetting(getenv, "ZERODROP_REMEASURE", "how many times a measurement the load generator spoiled is taken again,", 0, 5, &s.Remeasure); p != "" {
@@ -259,6 +269,22 @@ func onOffSetting(getenv func(string) string, name, want string, dst *bool) stri
 		return fmt.Sprintf("%s=%q: want %s", name, v, want)
 	}
 	return ""
+}
+
+// WitnessesFor is how many witnesses may watch one disruption of sc:
+// MachineWitnesses where it takes or adds machines, else Witnesses. At the
+// full budget (36 cells of spot-interruption at 50/s, 1,800/s, on this
+// 2-core machine, 2026-11-29) the machine's CPUs had no idle time around
+// the node's death and its replacement's join (load average 15): Pods of
+// every column flapped between ready and not, every cell of the batch lost
+// 650-6,900 requests and the load generator fell behind; 24 of the same
+// cells (1,200/s) on the same cluster lost 0-10 each (75 in the one naive
+// cell that concentrates everything on the leaving node).
+func (s Settings) WitnessesFor(sc Scenario) int {
+	if sc.NeedsNodepools {
+		return s.MachineWitnesses
+	}
+	return s.Witnesses
 }
 
 // RateFor is the load of a cell of the role, in requests per second. An

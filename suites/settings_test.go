@@ -21,7 +21,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
 			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
-				s.AssertionRate != 25 || s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.Remeasure != 1 {
+				s.AssertionRate != 25 || s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.MachineWitnesses != s.Witnesses*3/4 || s.Remeasure != 1 {
 				t.Errorf("defaults: %+v", s)
 			}
 		}},
@@ -60,8 +60,8 @@ func TestSettingsFromEnv(t *testing.T) {
 			}
 		}},
 		{name: "witness budget", env: map[string]string{"ZERODROP_WITNESSES": "12"}, check: func(t *testing.T, s Settings) {
-			if s.Witnesses != 12 {
-				t.Errorf("witnesses %d, want 12", s.Witnesses)
+			if s.Witnesses != 12 || s.MachineWitnesses != 12 {
+				t.Errorf("witnesses %d, %d where machines change, want 12 for both", s.Witnesses, s.MachineWitnesses)
 			}
 		}},
 		{name: "kube-proxy gates and pause traces", env: map[string]string{"KUBE_PROXY_FEATURE_GATES": "ProxyTerminatingEndpoints=false", "ZERODROP_PAUSE_TRACE": "3"}, check: func(t *testing.T, s Settings) {
