@@ -61,10 +61,17 @@ var kubeVIPAnnouncerLeaves = Mechanism{Opens: []string{zdv1.EventEndpointStopped
 	"gratuitous ARP, which comes on its next tick of vip_arpRate (3000 ms; pkg/arp/arp.go sends none at takeover); " +
 	"the old node's conntrack keeps the open connections served meanwhile, and once the ARP moves them they reach a " +
 	"node with no conntrack entry for them and are reset. A request sent on one fails (Go's transport re-sends a GET " +
-	"on a new connection by itself, which the suite counts as dropped). No Deployment setting keeps the client's " +
-	"connections off the old node. Measured on this suite's kind cluster, Kubernetes v1.37.2, 2026-11-29: " +
-	"drain-node/kube-vip-arp/local/hardened 1 GET re-sent 1.9 s after the lease passed (announcer-changed). Its " +
-	"windows open when the holder's last endpoint stops serving (endpoint-stopped-serving) or when the lease passes."}
+	"on a new connection by itself, which the suite counts as dropped). Without keep-alive it costs more: every " +
+	"request's new connection still goes to the old node until that ARP, and kube-proxy there drops it (Local, no " +
+	"local endpoint: k8s.io/kubernetes v1.37.2 pkg/proxy/iptables/proxier.go syncProxyRules, \"has no local " +
+	"endpoints\"), so every request sent in that gap fails. No Deployment setting keeps the client's connections off " +
+	"the old node; a shorter vip_arpRate (KUBE_VIP_ARP_RATE, at least 500 ms) shortens the gap. Measured on this " +
+	"suite's kind cluster, Kubernetes v1.37.2, 2026-11-29: drain-node/kube-vip-arp/local/hardened 1 GET re-sent 1.9 s " +
+	"after the lease passed (announcer-changed); without keep-alive 126 of 2,175 requests in 2.5 s, " +
+	"drain-pool-with-pdb 96 in 1.9 s, nodepool-replacement 76 in 1.5 s, each from the holder's last endpoint " +
+	"stopping to serve; with vip_arpRate 500 ms drain-pool-with-pdb 0 of 7,615 and nodepool-replacement 29 in " +
+	"0.56 s. Its windows open when the holder's last endpoint stops serving (endpoint-stopped-serving) or " +
+	"when the lease passes."}
 
 // cordonDropsFlows picks the LB models that take a cordoned node out of
 // their backends and close its established flows at once (gke-legacy).
