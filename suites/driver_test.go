@@ -56,6 +56,7 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		lb           string
 		profiles     []string
 		bgp, kubeVIP bool
+		arpOnly      bool // ZERODROP_KUBE_VIP_BGP=0
 		want         string
 		wantErr      string
 	}{
@@ -63,6 +64,8 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		// columns of their own, each where its setting is on and
 		// LB_PROFILE names it or names nothing.
 		{lb: "all", bgp: true, kubeVIP: true, want: "metallb,metallb-bgp,kube-vip-arp,kube-vip-bgp,aws-alb-ip,aws-nlb,aws-nlb-ip,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
+		{lb: "all", bgp: true, kubeVIP: true, arpOnly: true, want: "metallb,metallb-bgp,kube-vip-arp,aws-alb-ip,aws-nlb,aws-nlb-ip,azure-basic,azure-lb,gclb,gclb-neg,gcp-nlb,generic,gke-l4,gke-legacy"},
+		{lb: "all", bgp: true, kubeVIP: true, arpOnly: true, profiles: []string{"kube-vip-bgp"}, want: "metallb"},
 		{lb: "all", bgp: true, kubeVIP: true, profiles: []string{"kube-vip-arp"}, want: "metallb,kube-vip-arp"},
 		{lb: "all", bgp: true, kubeVIP: true, profiles: []string{"kube-vip-arp", "gcp-nlb"}, want: "metallb,kube-vip-arp,gcp-nlb"},
 		{lb: "all", bgp: true, profiles: []string{"kube-vip-arp"}, want: "metallb"},
@@ -81,7 +84,7 @@ func TestModelsAreTheMatrixColumns(t *testing.T) {
 		{lb: "cloud", profiles: []string{"gclb-neg"}, want: "gclb-neg"},
 		{lb: "all", profiles: []string{"gcp-nlb", "gcp-nlb"}, wantErr: "twice"},
 	} {
-		ms, err := Settings{LB: tc.lb, LBProfiles: tc.profiles, Provider: "kind", BGP: tc.bgp, KubeVIP: tc.kubeVIP}.Models()
+		ms, err := Settings{LB: tc.lb, LBProfiles: tc.profiles, Provider: "kind", BGP: tc.bgp, KubeVIP: tc.kubeVIP, KubeVIPBGP: !tc.arpOnly}.Models()
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("LB=%s LB_PROFILE=%v: err %v, want %q", tc.lb, tc.profiles, err, tc.wantErr)

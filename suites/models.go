@@ -79,7 +79,7 @@ func (s Settings) Models() ([]Model, error) {
 	// And kube-vip's BGP mode, behind a router of its own (so only where
 	// the cluster runs routers).
 	vipBGP := s.LB == contract.LBAll && (len(names) == 0 || slices.Contains(names, contract.LBKubeVIPBGP))
-	if vipBGP && s.KubeVIP && s.BGP {
+	if vipBGP && s.KubeVIP && s.KubeVIPBGP && s.BGP {
 		out = append(out, Model{Name: contract.LBKubeVIPBGP, Profile: stock[contract.LBKubeVIPBGP]})
 	}
 	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(own, n) })

@@ -84,7 +84,8 @@ const systemdStopTimeout = 90 * time.Second
 
 // costs are the machine's costs (DefaultCosts) on the cluster these
 // settings make: with LB=all it runs kube-vip in BGP mode on every worker
-// (unless ZERODROP_KUBE_VIP=0 or ZERODROP_BGP=0 leaves it out), and
+// (unless ZERODROP_KUBE_VIP, ZERODROP_KUBE_VIP_BGP or ZERODROP_BGP=0 leaves
+// it out), and
 // kube-vip v0.9.2's BGP mode does not end on SIGTERM (docs/kube-vip.md),
 // so every machine that shuts down waits for systemd's stop timeout:
 // measured off 90.9 s after its shutdown began, under every column's
@@ -100,7 +101,7 @@ func (st Settings) costs() Costs {
 // kubeVIPBGPRuns says whether the cluster these settings make runs
 // kube-vip in BGP mode (clusters/cluster.sh passes the same settings).
 func (st Settings) kubeVIPBGPRuns() bool {
-	return st.Provider == "kind" && st.LB == contract.LBAll && st.KubeVIP && st.BGP
+	return st.Provider == "kind" && st.LB == contract.LBAll && st.KubeVIP && st.KubeVIPBGP && st.BGP
 }
 
 // cellTimes is what a cell's workload and LB make its waits.

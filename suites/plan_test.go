@@ -218,7 +218,8 @@ func timesOfModel(t *testing.T, ms []Model, name string, fate recipe.Fate) cellT
 // A cluster that runs kube-vip in BGP mode (LB=all, the default) holds
 // every machine's shutdown for systemd's stop timeout, so every column's
 // departure costs that much more in the plan; one made without kube-vip
-// (ZERODROP_KUBE_VIP=0) or without BGP does not, nor does a departure
+// (ZERODROP_KUBE_VIP=0), with its ARP mode alone (ZERODROP_KUBE_VIP_BGP=0)
+// or without BGP does not, nor does a departure
 // that ends no machine.
 func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 	with := planSettings(t, Shard{})
@@ -226,8 +227,11 @@ func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 	without.KubeVIP = false
 	noBGP := with
 	noBGP.BGP = false
-	if !with.kubeVIPBGPRuns() || without.kubeVIPBGPRuns() || noBGP.kubeVIPBGPRuns() {
-		t.Fatalf("kube-vip in BGP mode runs: %t with it, %t without, %t without BGP", with.kubeVIPBGPRuns(), without.kubeVIPBGPRuns(), noBGP.kubeVIPBGPRuns())
+	arpOnly := with
+	arpOnly.KubeVIPBGP = false
+	if !with.kubeVIPBGPRuns() || without.kubeVIPBGPRuns() || noBGP.kubeVIPBGPRuns() || arpOnly.kubeVIPBGPRuns() {
+		t.Fatalf("kube-vip in BGP mode runs: %t with it, %t without, %t without BGP, %t with its ARP mode alone",
+			with.kubeVIPBGPRuns(), without.kubeVIPBGPRuns(), noBGP.kubeVIPBGPRuns(), arpOnly.kubeVIPBGPRuns())
 	}
 	ms, err := Settings{LB: "metallb"}.Models()
 	if err != nil {

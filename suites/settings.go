@@ -47,6 +47,13 @@ type Settings struct {
 	// kube-vip-bgp where BGP is on too (ZERODROP_KUBE_VIP, default on; 0
 	// leaves them out, and clusters/cluster.sh then installs no kube-vip).
 	KubeVIP bool
+	// KubeVIPBGP: with KubeVIP and BGP on, the cluster also runs kube-vip's
+	// BGP mode, column kube-vip-bgp (ZERODROP_KUBE_VIP_BGP, default on; 0
+	// leaves it out of the columns and of the cluster). kube-vip v0.9.2
+	// in BGP mode holds every machine's shutdown for systemd's stop
+	// timeout, under every column's departures (docs/kube-vip.md): 0 is
+	// how to keep kube-vip-arp without that.
+	KubeVIPBGP bool
 	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
 	Shard Shard
 	// Kubeconfig is where the cluster's kubeconfig is (ZERODROP_KUBECONFIG,
@@ -144,6 +151,7 @@ func SettingsFromEnv(getenv func(string) string, repoRoot string) (Settings, err
 		ReadyTimeout: scenario.DefaultReadyTimeout,
 		BGP:          getenv("ZERODROP_BGP") != "0",
 		KubeVIP:      getenv("ZERODROP_KUBE_VIP") != "0",
+		KubeVIPBGP:   getenv("ZERODROP_KUBE_VIP_BGP") != "0",
 	}
 	var problems []string
 	s.LBProfiles = ModelList(getenv("LB_PROFILE"))

@@ -21,7 +21,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
 			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
-				s.AssertionRate != 25 || s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.MachineWitnesses != s.Witnesses*3/4 || s.Remeasure != 1 {
+				s.AssertionRate != 25 || s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.MachineWitnesses != s.Witnesses*3/4 || s.Remeasure != 1 || !s.KubeVIP || !s.KubeVIPBGP {
 				t.Errorf("defaults: %+v", s)
 			}
 		}},
@@ -57,6 +57,11 @@ func TestSettingsFromEnv(t *testing.T) {
 		{name: "overrides", env: map[string]string{"LB": "cloud", "ZERODROP_RATE": "500", "KEEP_CLUSTER": "1", "ZERODROP_READY_TIMEOUT": "90s"}, check: func(t *testing.T, s Settings) {
 			if s.LB != "cloud" || s.Rate != 500 || !s.KeepCluster || s.ReadyTimeout != 90*time.Second {
 				t.Errorf("overrides: %+v", s)
+			}
+		}},
+		{name: "kube-vip's ARP mode alone", env: map[string]string{"ZERODROP_KUBE_VIP_BGP": "0"}, check: func(t *testing.T, s Settings) {
+			if !s.KubeVIP || s.KubeVIPBGP || !s.BGP {
+				t.Errorf("kube-vip %t, its BGP mode %t, BGP %t; want true, false, true", s.KubeVIP, s.KubeVIPBGP, s.BGP)
 			}
 		}},
 		{name: "witness budget", env: map[string]string{"ZERODROP_WITNESSES": "12"}, check: func(t *testing.T, s Settings) {

@@ -55,6 +55,7 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	routerGroups := fs.String("router-ecmp", envOr("ROUTER_ECMP", "hash-threshold"), "up: how the router's kernel spreads flows over a route's nodes: hash-threshold (the multipath route FRR installs: a node that leaves or comes moves other nodes' flows too) or resilient (resilient nexthop groups: only its own) (default $ROUTER_ECMP, else hash-threshold)")
 	routerHold := fs.String("router-hold-time", os.Getenv("ROUTER_HOLD_TIME"), "up: the BGP hold `time` the router offers the speakers (the session takes the lower of both sides'; MetalLB offers 90s); 0 keeps FRR's default (default $ROUTER_HOLD_TIME)")
 	kubeVIP := fs.Bool("kube-vip", os.Getenv("ZERODROP_KUBE_VIP") != "0", "up: with --lb all, run kube-vip (services mode: ARP, and BGP behind a router of its own when there is a router image) for columns kube-vip-arp and kube-vip-bgp; false leaves it out, and with it its BGP mode's 90 s hold on every machine's shutdown (docs/kube-vip.md) (default: unless $ZERODROP_KUBE_VIP is 0)")
+	kubeVIPBGP := fs.Bool("kube-vip-bgp", os.Getenv("ZERODROP_KUBE_VIP_BGP") != "0", "up: with --kube-vip and a router image, run kube-vip's BGP mode too (column kube-vip-bgp, behind a router of its own); false leaves it out, and with it its 90 s hold on every machine's shutdown (default: unless $ZERODROP_KUBE_VIP_BGP is 0)")
 	kubeVIPARPRate := fs.String("kube-vip-arp-rate", envOr("KUBE_VIP_ARP_RATE", cluster.DefaultKubeVIPARPRate.String()), "up: how often kube-vip's ARP mode announces each address it holds (vip_arpRate, at least 500ms; it sends none on taking a Service's lease) (default $KUBE_VIP_ARP_RATE, else 3s)")
 	verbose := fs.Bool("v", false, "log details (kind's own messages, events)")
 	// Subcommand first, flags anywhere after it.
@@ -116,6 +117,9 @@ func runCluster(ctx context.Context, c *cli, args []string) int {
 	}
 	if !*kubeVIP {
 		opts = append(opts, cluster.WithoutKubeVIP())
+	}
+	if !*kubeVIPBGP {
+		opts = append(opts, cluster.WithoutKubeVIPBGP())
 	}
 	arpRate, err := time.ParseDuration(*kubeVIPARPRate)
 	if err == nil {

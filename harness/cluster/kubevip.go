@@ -107,7 +107,7 @@ func (k *Kind) installKubeVIP(ctx context.Context, cs kubernetes.Interface) erro
 	}
 	o.emit(zdv1.EventAction, "daemonset/kube-system/kube-vip", fmt.Sprintf("kube-vip %s (services, ARP) for class %s, addresses %s-%s",
 		KubeVIPImage, contract.KubeVIPClass, first, last), map[string]string{"image": KubeVIPImage, "range": first.String() + "-" + last.String()})
-	if o.routerImage == "" {
+	if o.routerImage == "" || o.noKubeVIPBGP {
 		return nil
 	}
 	return k.installKubeVIPBGP(ctx, cs)

@@ -133,6 +133,8 @@ type options struct {
 	routerImage     string
 	// noKubeVIP leaves kube-vip out of an LB=all cluster (WithoutKubeVIP).
 	noKubeVIP bool
+	// noKubeVIPBGP leaves kube-vip's BGP mode out (WithoutKubeVIPBGP).
+	noKubeVIPBGP bool
 	// kubeVIPARPRate is kube-vip's period of gratuitous ARP
 	// (WithKubeVIPARPRate; zero: DefaultKubeVIPARPRate).
 	kubeVIPARPRate time.Duration
@@ -169,6 +171,11 @@ func WithBGPRouter(image string, t router.Tuning) Option {
 // every machine's shutdown lasts systemd's stop timeout (docs/kube-vip.md),
 // whichever column a departure is measured for.
 func WithoutKubeVIP() Option { return func(o *options) { o.noKubeVIP = true } }
+
+// WithoutKubeVIPBGP leaves kube-vip's BGP mode (column kube-vip-bgp, its
+// router) out of a cluster that runs kube-vip, and with it the hold of
+// every machine's shutdown for systemd's stop timeout (WithoutKubeVIP).
+func WithoutKubeVIPBGP() Option { return func(o *options) { o.noKubeVIPBGP = true } }
 
 // WithKubeVIPARPRate sets how often kube-vip's ARP mode announces each
 // address it holds (vip_arpRate; ValidKubeVIPARPRate): it sends none when
