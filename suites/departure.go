@@ -56,16 +56,25 @@ type departure struct {
 
 // duration is the disruption's own time on the clock, before the LB's
 // lag: the notice (or the drain, when there is none), the Pods' grace on
-// shutdown, the machine's power-off.
+// shutdown, the machine's power-off. Without the kubelet's grace systemd
+// stops what still runs itself: Pods no drain took keep their own delays
+// after its SIGTERM (measured 24-40 s in spot-interruption), and a
+// process that ignores it holds the machine (Costs.Held).
 func (d departure) duration(k Costs, t cellTimes) time.Duration {
 	own := d.Notice
 	if d.Drain {
 		own = max(own, t.accepting+k.Terminate)
 	}
+	off := k.PowerOff
 	if d.Grace.Period > 0 {
 		own += min(d.Grace.Period, t.accepting+k.Terminate+d.Grace.CriticalPods)
+	} else {
+		if !d.Drain {
+			off = max(off, min(t.accepting+k.Terminate, systemdStopTimeout))
+		}
+		off = max(off, k.Held+k.PowerOff)
 	}
-	return own + k.PowerOff + tmNodeDeletion
+	return own + off + tmNodeDeletion
 }
 
 // scenario is sc with what every departure shares, derived from d: a

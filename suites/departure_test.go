@@ -66,6 +66,16 @@ func TestDepartures(t *testing.T) {
 	if got := d.duration(k, cellTimes{accepting: 10 * time.Second}); got < spotNotice {
 		t.Errorf("a departure with a %s notice lasts %s", spotNotice, got)
 	}
+	// Without the kubelet's grace and without a drain, systemd's SIGTERM
+	// reaches the Pods, which keep their own delays up to its stop timeout.
+	unhandled := departure{Notice: spotNotice}
+	for _, tt := range []struct{ accepting, off time.Duration }{
+		{0, k.PowerOff}, {30 * time.Second, 30*time.Second + k.Terminate}, {time.Hour, systemdStopTimeout},
+	} {
+		if got, want := unhandled.duration(k, cellTimes{accepting: tt.accepting}), spotNotice+tt.off+tmNodeDeletion; got != want {
+			t.Errorf("an unhandled interruption of Pods that keep serving %s lasts %s, want %s", tt.accepting, got, want)
+		}
+	}
 	shutdown := departure{Grace: nodeShutdownGrace}
 	if got, want := shutdown.duration(k, cellTimes{accepting: time.Hour}), nodeShutdownGrace.Period+k.PowerOff+tmNodeDeletion; got != want {
 		t.Errorf("a shutdown whose Pods outlast the grace lasts %s, want the grace's %s", got, want)

@@ -242,9 +242,10 @@ var kubeVIPRehash = Mechanism{Opens: []string{zdv1.EventRouteChanged, zdv1.Event
 	"(pkg/manager/manager_bgp.go) only cancels the context its services watch was made with, and that watch " +
 	"(watch_services.go, a RetryWatcher stopped only on a shutdown channel this path never closes) retries every second " +
 	"on the cancelled context, so the process and its BGP session live until SIGKILL: a deleted Pod after its grace " +
-	"period (measured 30.9 s with grace 30 s, against 1.7 s for the ARP kube-vip), a machine's shutdown after systemd's " +
-	"90 s stop timeout (measured: machines off 90.9 s after their shutdown began where MetalLB's columns alone took " +
-	"1.8 s), while the router keeps sending that node its share of the flows. Measured on this suite's kind cluster " +
+	"period (measured 30.9 s with grace 30 s, against 1.7 s for the ARP kube-vip), a machine's shutdown without the " +
+	"kubelet's graceful node shutdown after systemd's 90 s stop timeout (measured: machines off 90.9-92.4 s after their " +
+	"shutdown began where MetalLB's columns alone took 1.6-5.4 s after a drain), while the router keeps sending that " +
+	"node its share of the flows. Measured on this suite's kind cluster " +
 	"(Kubernetes v1.37.2, FRR 8.4.4, ECMP hash l4, 2026-11-29): 1 GET re-sent 20-37 ms after a route-changed in " +
 	"consolidation-autoscaler/cluster/hardened, spot-interruption-handled/cluster/hardened, nodepool-replacement/local/" +
 	"hardened, and 2 in drain-pool-with-pdb/local/hardened. Its windows open at the router's route-changed event for " +

@@ -64,10 +64,15 @@ type Costs struct {
 	PoolAdd, PoolRemove time.Duration
 	// Cleanup is a batch's clean-up (Pods deleted at once).
 	Cleanup time.Duration
-	// PowerOff is a machine's end after its kubelet's shutdown grace:
-	// systemd stops its units and the node's container exits (1.8 s here
-	// with MetalLB and the cloud LB, 2026-11-29).
+	// PowerOff is a machine's end once nothing on it outlives SIGTERM:
+	// systemd stops its units and the node's container exits (1.6-5.4 s
+	// here after a drain, with MetalLB and the cloud LB, 2026-11-28).
 	PowerOff time.Duration
+	// Held is how long a process that does not end on SIGTERM holds a
+	// machine whose kubelet did not stop its Pods first (graceful node
+	// shutdown off, the kubelet's default): systemd waits that long
+	// before it kills it. Zero where nothing on the machines does so.
+	Held time.Duration
 }
 
 // DefaultCosts are this machine's.
@@ -85,15 +90,16 @@ const systemdStopTimeout = 90 * time.Second
 // costs are the machine's costs (DefaultCosts) on the cluster these
 // settings make: with LB=all it runs kube-vip in BGP mode on every worker
 // (unless ZERODROP_KUBE_VIP, ZERODROP_KUBE_VIP_BGP or ZERODROP_BGP=0 leaves
-// it out), and
-// kube-vip v0.9.2's BGP mode does not end on SIGTERM (docs/kube-vip.md),
-// so every machine that shuts down waits for systemd's stop timeout:
-// measured off 90.9 s after its shutdown began, under every column's
-// departures, not only kube-vip-bgp's.
+// it out), and kube-vip v0.9.2's BGP mode does not end on SIGTERM
+// (docs/kube-vip.md), so a machine that shuts down without the kubelet's
+// graceful node shutdown waits for systemd's stop timeout: measured off
+// 90.9-92.4 s after its shutdown began in every such departure, under
+// every column's cells, not only kube-vip-bgp's; with the kubelet's grace
+// (node-shutdown) 17.1 s, the kubelet having killed it.
 func (st Settings) costs() Costs {
 	k := DefaultCosts()
 	if st.kubeVIPBGPRuns() {
-		k.PowerOff = systemdStopTimeout + k.PowerOff
+		k.Held = systemdStopTimeout
 	}
 	return k
 }

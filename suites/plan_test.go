@@ -216,8 +216,9 @@ func timesOfModel(t *testing.T, ms []Model, name string, fate recipe.Fate) cellT
 }
 
 // A cluster that runs kube-vip in BGP mode (LB=all, the default) holds
-// every machine's shutdown for systemd's stop timeout, so every column's
-// departure costs that much more in the plan; one made without kube-vip
+// every machine's shutdown without the kubelet's grace for systemd's stop
+// timeout, so every column's such departure costs that much more in the
+// plan (node-shutdown's kubelet kills it within its grace); one made without kube-vip
 // (ZERODROP_KUBE_VIP=0), with its ARP mode alone (ZERODROP_KUBE_VIP_BGP=0)
 // or without BGP does not, nor does a departure
 // that ends no machine.
@@ -241,7 +242,7 @@ func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 	for _, tt := range []struct {
 		sc   Scenario
 		adds time.Duration
-	}{{nodeShutdown(), systemdStopTimeout}, {spotInterruption(), systemdStopTimeout}, {consolidation(), systemdStopTimeout}, {drainNode(), 0}} {
+	}{{nodeShutdown(), 0}, {spotInterruption(), systemdStopTimeout}, {consolidation(), systemdStopTimeout}, {drainNode(), 0}} {
 		c := tt.sc.Cells(ms)[0]
 		if got := tt.sc.cost(tm, with.costs(), c) - tt.sc.cost(tm, without.costs(), c); got != tt.adds {
 			t.Errorf("%s: kube-vip in BGP mode adds %v to %s, want %v", tt.sc.Name, got, c.Name(), tt.adds)

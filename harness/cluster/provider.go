@@ -168,13 +168,14 @@ func WithBGPRouter(image string, t router.Tuning) Option {
 // WithoutKubeVIP leaves kube-vip out of a cluster that runs every LB
 // (contract.LBAll): no columns kube-vip-arp and kube-vip-bgp. kube-vip
 // v0.9.2 in BGP mode does not end on SIGTERM, so on a cluster that runs it
-// every machine's shutdown lasts systemd's stop timeout (docs/kube-vip.md),
+// every machine's shutdown without the kubelet's graceful node shutdown
+// lasts systemd's stop timeout (docs/kube-vip.md),
 // whichever column a departure is measured for.
 func WithoutKubeVIP() Option { return func(o *options) { o.noKubeVIP = true } }
 
 // WithoutKubeVIPBGP leaves kube-vip's BGP mode (column kube-vip-bgp, its
 // router) out of a cluster that runs kube-vip, and with it the hold of
-// every machine's shutdown for systemd's stop timeout (WithoutKubeVIP).
+// a machine's shutdown for systemd's stop timeout (WithoutKubeVIP).
 func WithoutKubeVIPBGP() Option { return func(o *options) { o.noKubeVIPBGP = true } }
 
 // WithKubeVIPARPRate sets how often kube-vip's ARP mode announces each
