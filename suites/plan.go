@@ -24,7 +24,8 @@ import (
 // progress against it.
 type Plan struct {
 	Batches []PlannedBatch
-	// Witnesses is the budget it was cut with (Settings.Witnesses).
+	// Witnesses is the budget it was cut with (Settings.Witnesses; a
+	// scenario that changes machines was cut at Settings.MachineWitnesses).
 	Witnesses int
 }
 

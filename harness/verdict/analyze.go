@@ -117,11 +117,14 @@ type analysis struct {
 
 	events        []zdv1.Event
 	eventsDropped int64
-	lastLine      int
-	deliv         *delivery
-	criteriaErr   error
-	afterRemoval  *zdv1.AfterRemoval
-	corrupt       runfile.Corrupt
+	// spans are the events that last (lasting), found once for explain
+	// and limitOpens.
+	spans        []span
+	lastLine     int
+	deliv        *delivery
+	criteriaErr  error
+	afterRemoval *zdv1.AfterRemoval
+	corrupt      runfile.Corrupt
 	// chain is the hash chain's head recomputed over the lines read before
 	// the end line (runfile.Stats.Chain).
 	chain string
@@ -296,6 +299,7 @@ func AnalyzeFile(ctx context.Context, path string, opts ...Option) (zdv1.Scenari
 	}
 	if crit.ExplainWithinMs != nil {
 		within := time.Duration(*crit.ExplainWithinMs * float64(time.Millisecond))
+		a.spans = lasting(a.events)
 		a.explain(windows, within)
 		a.limitOpens(windows, within, crit.LimitOpens)
 	}
@@ -633,7 +637,7 @@ func (a *analysis) limitOpens(ws []zdv1.FailureWindow, within time.Duration, ope
 
 // mark calls unmet on every window after the disruption began with no
 // event that cause accepts inside it (up to watchDelivery after its end)
-// or within before its start, a lasting event (lasting) counting for its
+// or within before its start, a lasting event (a.spans) counting for its
 // whole stretch.
 func (a *analysis) mark(ws []zdv1.FailureWindow, within time.Duration, cause func(zdv1.Event) bool, unmet func(*zdv1.FailureWindow)) {
 	if a.disruption == 0 {
@@ -644,7 +648,6 @@ func (a *analysis) mark(ws []zdv1.FailureWindow, within time.Duration, cause fun
 	if len(ev) > 0 {
 		lastKept = ev[len(ev)-1].Time
 	}
-	spans := lasting(ev)
 	for i := range ws {
 		w := &ws[i]
 		if w.Start.UnixNano() < a.disruption || (a.eventsDropped > 0 && !w.Start.Before(lastKept)) {
@@ -662,7 +665,7 @@ func (a *analysis) mark(ws []zdv1.FailureWindow, within time.Duration, cause fun
 				break
 			}
 		}
-		for _, s := range spans {
+		for _, s := range a.spans {
 			if met {
 				break
 			}
