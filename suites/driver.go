@@ -162,14 +162,14 @@ func configureKubeVIP(ctx context.Context, s *Suite, progress func(string)) erro
 		return kubevip.NewAddresses(s.Env.Clientset, configMap), nil
 	}
 	if arp {
-		a, err := addresses(contract.LBKubeVIPARP, contract.KubeVIPConfigMap, "kube-vip")
+		a, err := addresses(contract.LBKubeVIPARP, contract.KubeVIPConfigMap, contract.KubeVIPDaemonSet)
 		if err != nil {
 			return err
 		}
 		s.KubeVIP = scenario.KubeVIPHooks(s.Env.Clientset, a, s.Env.Logger)
 	}
 	if bgp {
-		a, err := addresses(contract.LBKubeVIPBGP, contract.KubeVIPBGPConfigMap, "kube-vip-bgp")
+		a, err := addresses(contract.LBKubeVIPBGP, contract.KubeVIPBGPConfigMap, contract.KubeVIPBGPDaemonSet)
 		if err != nil {
 			return err
 		}

@@ -92,11 +92,13 @@ const systemdStopTimeout = 90 * time.Second
 // settings make: with LB=all it runs kube-vip in BGP mode on every worker
 // (unless ZERODROP_KUBE_VIP, ZERODROP_KUBE_VIP_BGP or ZERODROP_BGP=0 leaves
 // it out), and kube-vip v0.9.2's BGP mode does not end on SIGTERM
-// (docs/kube-vip.md), so a machine that shuts down without the kubelet's
-// graceful node shutdown waits for systemd's stop timeout: measured off
-// 90.9-92.4 s after its shutdown began in every such departure, under
-// every column's cells, not only kube-vip-bgp's; with the kubelet's grace
-// (node-shutdown) 17.1 s, the kubelet having killed it.
+// (docs/kube-vip.md), so a machine that shuts down with it and without the
+// kubelet's graceful node shutdown waits for systemd's stop timeout:
+// measured off 90.9-92.4 s after its shutdown began in every such
+// departure; with the kubelet's grace (node-shutdown) 17.1 s, the kubelet
+// having killed it. Only a batch with kube-vip-bgp's cells pays it: the
+// others park it off the leaving machine (departureCost,
+// parkKubeVIPBGP).
 func (st Settings) costs() Costs {
 	k := DefaultCosts()
 	if st.kubeVIPBGPRuns() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/recipe"
@@ -234,16 +235,30 @@ func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 		t.Fatalf("kube-vip in BGP mode runs: %t with it, %t without, %t without BGP, %t with its ARP mode alone",
 			with.kubeVIPBGPRuns(), without.kubeVIPBGPRuns(), noBGP.kubeVIPBGPRuns(), arpOnly.kubeVIPBGPRuns())
 	}
-	ms, err := Settings{LB: "metallb"}.Models()
+	ms, err := with.Models()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tm := DefaultTiming()
+	// Its hold is its own column's: a batch without its cells parks it off
+	// the leaving machine (parkKubeVIPBGP).
 	for _, tt := range []struct {
-		sc   Scenario
-		adds time.Duration
-	}{{nodeShutdown(), 0}, {spotInterruption(), systemdStopTimeout}, {consolidation(), systemdStopTimeout}, {drainNode(), 0}} {
-		c := tt.sc.Cells(ms)[0]
+		sc    Scenario
+		model string
+		adds  time.Duration
+	}{
+		{nodeShutdown(), contract.LBKubeVIPBGP, 0},
+		{spotInterruption(), contract.LBKubeVIPBGP, systemdStopTimeout},
+		{consolidation(), contract.LBKubeVIPBGP, systemdStopTimeout},
+		{drainNode(), contract.LBKubeVIPBGP, 0},
+		{spotInterruption(), contract.LBMetalLB, 0},
+		{consolidation(), contract.LBKubeVIPARP, 0},
+	} {
+		i := slices.IndexFunc(tt.sc.Cells(ms), func(c Cell) bool { return c.Model.Name == tt.model })
+		if i < 0 {
+			t.Fatalf("%s has no cell of %s", tt.sc.Name, tt.model)
+		}
+		c := tt.sc.Cells(ms)[i]
 		if got := tt.sc.cost(tm, with.costs(), c) - tt.sc.cost(tm, without.costs(), c); got != tt.adds {
 			t.Errorf("%s: kube-vip in BGP mode adds %v to %s, want %v", tt.sc.Name, got, c.Name(), tt.adds)
 		}

@@ -50,10 +50,11 @@ type Settings struct {
 	// KubeVIPBGP: with KubeVIP and BGP on, the cluster also runs kube-vip's
 	// BGP mode, column kube-vip-bgp (ZERODROP_KUBE_VIP_BGP, default on; 0
 	// leaves it out of the columns and of the cluster). kube-vip v0.9.2
-	// in BGP mode holds every machine's shutdown that the kubelet's
-	// graceful node shutdown does not handle for systemd's stop timeout,
-	// under every column's departures (docs/kube-vip.md): 0 is
-	// how to keep kube-vip-arp without that.
+	// in BGP mode holds a machine's shutdown that the kubelet's graceful
+	// node shutdown does not handle for systemd's stop timeout
+	// (docs/kube-vip.md); a departure whose batch has no kube-vip-bgp cell
+	// parks it off the leaving machine first, so the hold is its column's
+	// alone.
 	KubeVIPBGP bool
 	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
 	Shard Shard

@@ -81,6 +81,9 @@ const (
 	// kind network the cluster gave kube-vip's Services (key "range",
 	// "first-last") and its class (key "class").
 	KubeVIPConfigMap = "zerodrop-kube-vip"
+	// KubeVIPDaemonSet (namespace kube-system) runs kube-vip-arp's
+	// kube-vip on every worker.
+	KubeVIPDaemonSet = "kube-vip"
 	// LBKubeVIPBGP is kube-vip in services mode with BGP, behind its own
 	// upstream router (harness/router, instance RouterKubeVIP): a column of
 	// LB=all, for the Services of KubeVIPBGPClass.
@@ -93,6 +96,15 @@ const (
 	// KubeVIPBGPPrefix that kube-vip's BGP Services take their addresses
 	// from (key "range").
 	KubeVIPBGPConfigMap = "zerodrop-kube-vip-bgp"
+	// KubeVIPBGPDaemonSet (namespace kube-system) runs kube-vip-bgp's
+	// kube-vip on every worker.
+	KubeVIPBGPDaemonSet = "kube-vip-bgp"
+	// KubeVIPBGPParkedLabel on a node keeps KubeVIPBGPDaemonSet off it
+	// (its node affinity requires the label absent): the suites park it on
+	// a machine that leaves under witnesses none of which measures
+	// kube-vip-bgp, since its process does not end on SIGTERM and would hold
+	// the machine's shutdown for systemd's stop timeout (docs/kube-vip.md).
+	KubeVIPBGPParkedLabel = "zerodrop.dev/kube-vip-bgp-parked"
 	// KubeVIPBGPPrefix is the BGP kube-vip's addresses: the /24 after
 	// MetalLBBGPPrefix in the benchmarking block, routed by this host only
 	// to kube-vip's router.

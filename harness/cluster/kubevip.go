@@ -42,7 +42,7 @@ func kubeVIPBlock(cluster string) int {
 }
 
 func kubeVIPManifest(first, last string, arpRate time.Duration) (string, error) {
-	return render("kube-vip", kubeVIPTmpl, map[string]string{"Image": KubeVIPImage, "Version": imageTag(KubeVIPImage), "Class": contract.KubeVIPClass,
+	return render(contract.KubeVIPDaemonSet, kubeVIPTmpl, map[string]string{"Name": contract.KubeVIPDaemonSet, "Image": KubeVIPImage, "Version": imageTag(KubeVIPImage), "Class": contract.KubeVIPClass,
 		"ConfigMap": contract.KubeVIPConfigMap, "First": first, "Last": last, "ARPRate": fmt.Sprint(cmp.Or(arpRate, DefaultKubeVIPARPRate).Milliseconds())})
 }
 
@@ -65,7 +65,8 @@ func ValidKubeVIPARPRate(d time.Duration) error {
 }
 
 func kubeVIPBGPManifest(r *router.Router, first, last string) (string, error) {
-	return render("kube-vip-bgp", kubeVIPBGPTmpl, map[string]string{"Image": KubeVIPImage, "Version": imageTag(KubeVIPImage), "Class": contract.KubeVIPBGPClass,
+	return render(contract.KubeVIPBGPDaemonSet, kubeVIPBGPTmpl, map[string]string{"Name": contract.KubeVIPBGPDaemonSet,
+		"Parked": contract.KubeVIPBGPParkedLabel, "Image": KubeVIPImage, "Version": imageTag(KubeVIPImage), "Class": contract.KubeVIPBGPClass,
 		"ConfigMap": contract.KubeVIPBGPConfigMap, "First": first, "Last": last, "Instance": contract.RouterKubeVIP,
 		"Peer": r.IP.String(), "PeerASN": fmt.Sprint(r.ASN), "MyASN": fmt.Sprint(r.PeerASN)})
 }
@@ -102,10 +103,10 @@ func (k *Kind) installKubeVIP(ctx context.Context, cs kubernetes.Interface) erro
 	if err := kubectlApply(ctx, cp, m); err != nil {
 		return fmt.Errorf("install kube-vip: %w", err)
 	}
-	if err := kube.New(cs).WaitDaemonSet(ctx, "kube-system", "kube-vip", o.readyTimeout); err != nil {
+	if err := kube.New(cs).WaitDaemonSet(ctx, "kube-system", contract.KubeVIPDaemonSet, o.readyTimeout); err != nil {
 		return fmt.Errorf("kube-vip: %w", err)
 	}
-	o.emit(zdv1.EventAction, "daemonset/kube-system/kube-vip", fmt.Sprintf("kube-vip %s (services, ARP) for class %s, addresses %s-%s",
+	o.emit(zdv1.EventAction, "daemonset/kube-system/"+contract.KubeVIPDaemonSet, fmt.Sprintf("kube-vip %s (services, ARP) for class %s, addresses %s-%s",
 		KubeVIPImage, contract.KubeVIPClass, first, last), map[string]string{"image": KubeVIPImage, "range": first.String() + "-" + last.String()})
 	if o.routerImage == "" || o.noKubeVIPBGP {
 		return nil
@@ -138,7 +139,7 @@ func (k *Kind) installKubeVIPBGP(ctx context.Context, cs kubernetes.Interface) e
 	if err := kubectlApply(ctx, cp, m); err != nil {
 		return fmt.Errorf("install kube-vip (BGP): %w", err)
 	}
-	if err := kube.New(cs).WaitDaemonSet(ctx, "kube-system", "kube-vip-bgp", o.readyTimeout); err != nil {
+	if err := kube.New(cs).WaitDaemonSet(ctx, "kube-system", contract.KubeVIPBGPDaemonSet, o.readyTimeout); err != nil {
 		return fmt.Errorf("kube-vip (BGP): %w", err)
 	}
 	// kube-vip's DaemonSet runs on the workers only.

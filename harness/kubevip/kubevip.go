@@ -12,17 +12,21 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"zerodrop.dev/zerodrop/apis/contract"
+	"zerodrop.dev/zerodrop/internal/waitfor"
 )
 
 // LeaseName is the Lease, in the Service's namespace, that kube-vip's Pods
@@ -272,4 +276,90 @@ func Describe(ctx context.Context, cs kubernetes.Interface, daemonSet string) (s
 			cmp.Or(env["vip_leaseduration"], "5"), cmp.Or(env["vip_renewdeadline"], "3"), cmp.Or(env["vip_retryperiod"], "1"), cmp.Or(env["vip_arpRate"], "3000")), nil
 	}
 	return "", fmt.Errorf("kube-vip's DaemonSet kube-system/%s has no container named kube-vip", daemonSet)
+}
+
+// Park takes daemonSet's Pod (namespace kube-system) off node for good:
+// the node gets label, which the DaemonSet's node affinity requires absent
+// (contract.KubeVIPBGPParkedLabel for kube-vip-bgp), so its controller does
+// not start it again, and the Pod is deleted with a grace of one second,
+// so a kube-vip that does not end on SIGTERM (BGP mode, v0.9.2,
+// docs/kube-vip.md) is killed at once rather than after its grace. It
+// waits until no Pod of the DaemonSet is left on node, at most timeout,
+// and returns how long that took. A node whose Node object goes (a machine
+// that leaves) takes the label with it: its replacement runs the Pod again.
+func Park(ctx context.Context, cs kubernetes.Interface, daemonSet, label, node string, timeout time.Duration) (time.Duration, error) {
+	began := time.Now()
+	ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, daemonSet, metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("park %s on %s: %w", daemonSet, node, err)
+	}
+	if !excludes(ds, label) {
+		return 0, fmt.Errorf("park %s on %s: its node affinity does not require %s absent, so its controller would start it again; re-create the cluster with this zerodrop's manifests (make cluster-down, then make cluster LB=all)", daemonSet, node, label)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return 0, fmt.Errorf("park %s on %s: its selector: %w", daemonSet, node, err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, label)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return 0, fmt.Errorf("park %s on %s: label the node %s: %w", daemonSet, node, label, err)
+	}
+	list := metav1.ListOptions{LabelSelector: sel.String(), FieldSelector: "spec.nodeName=" + node}
+	grace := int64(1)
+	err = waitfor.Until(ctx, fmt.Sprintf("%s's Pod to leave node %s", daemonSet, node), timeout, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			pods, err := cs.CoreV1().Pods("kube-system").List(ctx, list)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			var left []string
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != node {
+					continue
+				}
+				left = append(left, p.Name)
+				if p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds <= grace {
+					continue
+				}
+				// The DaemonSet's controller deletes it too, with the Pod's
+				// own grace (30 s); a later delete may only shorten it
+				// (k8s.io/apiserver v0.37.2 pkg/registry/rest/delete.go
+				// BeforeDelete), and the kubelet follows the shorter one
+				// (k8s.io/kubernetes v1.37.2 pkg/kubelet/pod_workers.go
+				// calculateEffectiveGracePeriod).
+				err := cs.CoreV1().Pods("kube-system").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return false, fmt.Sprintf("delete Pod %s: %v", p.Name, err), nil
+				}
+			}
+			if len(left) == 0 {
+				return true, "", nil
+			}
+			return false, "still there: " + strings.Join(left, ", "), nil
+		})
+	if err != nil {
+		return time.Since(began), fmt.Errorf("park %s on %s: %w", daemonSet, node, err)
+	}
+	return time.Since(began), nil
+}
+
+// excludes says whether ds's Pods may run only on nodes without label:
+// every term of its required node affinity asks for it absent.
+func excludes(ds *appsv1.DaemonSet, label string) bool {
+	a := ds.Spec.Template.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		return false
+	}
+	for _, t := range terms {
+		if !slices.ContainsFunc(t.MatchExpressions, func(r corev1.NodeSelectorRequirement) bool {
+			return r.Key == label && r.Operator == corev1.NodeSelectorOpDoesNotExist
+		}) {
+			return false
+		}
+	}
+	return true
 }

@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"zerodrop.dev/zerodrop/apis/contract"
 )
@@ -139,5 +142,77 @@ func TestAnnouncer(t *testing.T) {
 	}
 	if got, err := Announcer(ctx, fake.NewClientset(), "ns", "web"); err == nil || !strings.Contains(err.Error(), "kubevip-web") {
 		t.Errorf("Announcer without a lease = %q, %v; want an error naming the lease", got, err)
+	}
+}
+
+func parkDS(requireAbsent bool) *appsv1.DaemonSet {
+	exprs := []corev1.NodeSelectorRequirement{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.NodeSelectorOpDoesNotExist}}
+	if requireAbsent {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: contract.KubeVIPBGPParkedLabel, Operator: corev1.NodeSelectorOpDoesNotExist})
+	}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: contract.KubeVIPBGPDaemonSet, Namespace: "kube-system"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "vip"}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}},
+			}}}},
+		},
+	}
+}
+
+func TestPark(t *testing.T) {
+	pod := func(name, node string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: labels}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	vip := map[string]string{"app": "vip"}
+	for _, tc := range []struct {
+		name        string
+		ds          *appsv1.DaemonSet
+		wantErr     string
+		wantDeleted []string
+		wantLabel   bool
+	}{
+		{name: "parks only the node's own Pod, with a grace of one second", ds: parkDS(true), wantDeleted: []string{"vip-a"}, wantLabel: true},
+		{name: "a DaemonSet that would start it again is refused", ds: parkDS(false), wantErr: "re-create the cluster"},
+		{name: "no DaemonSet", wantErr: "not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []runtime.Object{
+				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+				pod("vip-a", "a", vip), pod("vip-b", "b", vip), pod("other-a", "a", map[string]string{"app": "other"}),
+			}
+			if tc.ds != nil {
+				objs = append(objs, tc.ds)
+			}
+			cs := fake.NewClientset(objs...)
+			var deleted []string
+			cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				d := a.(k8stesting.DeleteAction)
+				if g := d.GetDeleteOptions().GracePeriodSeconds; g == nil || *g != 1 {
+					t.Errorf("deleted %s with grace %v, want 1 s", d.GetName(), g)
+				}
+				deleted = append(deleted, d.GetName())
+				return false, nil, nil
+			})
+			_, err := Park(context.Background(), cs, contract.KubeVIPBGPDaemonSet, contract.KubeVIPBGPParkedLabel, "a", 5*time.Second)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Park: %v, want an error with %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("Park: %v", err)
+			}
+			if strings.Join(deleted, ",") != strings.Join(tc.wantDeleted, ",") {
+				t.Errorf("deleted %v, want %v", deleted, tc.wantDeleted)
+			}
+			n, err := cs.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := n.Labels[contract.KubeVIPBGPParkedLabel]; ok != tc.wantLabel {
+				t.Errorf("node a labelled %s: %t, want %t", contract.KubeVIPBGPParkedLabel, ok, tc.wantLabel)
+			}
+		})
 	}
 }
