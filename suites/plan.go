@@ -74,6 +74,10 @@ type Costs struct {
 	// shutdown off, the kubelet's default): systemd waits that long
 	// before it kills it. Zero where nothing on the machines does so.
 	Held time.Duration
+	// Parked is how long taking such a process off a leaving machine first
+	// takes where no cell of the batch measures it (parkKubeVIPBGP): its
+	// Pod's grace, after which the kubelet kills it.
+	Parked time.Duration
 }
 
 // DefaultCosts are this machine's.
@@ -102,7 +106,9 @@ const systemdStopTimeout = 90 * time.Second
 func (st Settings) costs() Costs {
 	k := DefaultCosts()
 	if st.kubeVIPBGPRuns() {
-		k.Held = systemdStopTimeout
+		// Measured: a deleted kube-vip-bgp Pod took 30.0-30.9 s with its
+		// grace of 30 s (docs/kube-vip.md).
+		k.Held, k.Parked = systemdStopTimeout, 31*time.Second
 	}
 	return k
 }

@@ -239,9 +239,13 @@ func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if with.costs().Parked <= 0 || with.costs().Parked >= systemdStopTimeout {
+		t.Fatalf("parking costs %v: want more than nothing, less than the hold it spares", with.costs().Parked)
+	}
 	tm := DefaultTiming()
 	// Its hold is its own column's: a batch without its cells parks it off
-	// the leaving machine (parkKubeVIPBGP).
+	// the leaving machine (parkKubeVIPBGP), which costs its Pod's grace,
+	// where the kubelet's grace would not end it.
 	for _, tt := range []struct {
 		sc    Scenario
 		model string
@@ -251,8 +255,9 @@ func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 		{spotInterruption(), contract.LBKubeVIPBGP, systemdStopTimeout},
 		{consolidation(), contract.LBKubeVIPBGP, systemdStopTimeout},
 		{drainNode(), contract.LBKubeVIPBGP, 0},
-		{spotInterruption(), contract.LBMetalLB, 0},
-		{consolidation(), contract.LBKubeVIPARP, 0},
+		{spotInterruption(), contract.LBMetalLB, with.costs().Parked},
+		{consolidation(), contract.LBKubeVIPARP, with.costs().Parked},
+		{nodeShutdown(), contract.LBMetalLB, 0},
 	} {
 		i := slices.IndexFunc(tt.sc.Cells(ms), func(c Cell) bool { return c.Model.Name == tt.model })
 		if i < 0 {

@@ -167,13 +167,16 @@ func TestPark(t *testing.T) {
 	}
 	vip := map[string]string{"app": "vip"}
 	for _, tc := range []struct {
-		name        string
-		ds          *appsv1.DaemonSet
-		wantErr     string
-		wantDeleted []string
-		wantLabel   bool
+		name string
+		ds   *appsv1.DaemonSet
+		// controller deletes the node's Pod once the node is labelled, as
+		// the DaemonSet controller does.
+		controller bool
+		wantErr    string
+		wantLabel  bool
 	}{
-		{name: "parks only the node's own Pod, with a grace of one second", ds: parkDS(true), wantDeleted: []string{"vip-a"}, wantLabel: true},
+		{name: "waits until the node's own Pod is gone", ds: parkDS(true), controller: true, wantLabel: true},
+		{name: "a Pod that stays is a timeout that names it", ds: parkDS(true), wantErr: "still there: vip-a", wantLabel: true},
 		{name: "a DaemonSet that would start it again is refused", ds: parkDS(false), wantErr: "re-create the cluster"},
 		{name: "no DaemonSet", wantErr: "not found"},
 	} {
@@ -186,16 +189,13 @@ func TestPark(t *testing.T) {
 				objs = append(objs, tc.ds)
 			}
 			cs := fake.NewClientset(objs...)
-			var deleted []string
-			cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				d := a.(k8stesting.DeleteAction)
-				if g := d.GetDeleteOptions().GracePeriodSeconds; g == nil || *g != 1 {
-					t.Errorf("deleted %s with grace %v, want 1 s", d.GetName(), g)
-				}
-				deleted = append(deleted, d.GetName())
-				return false, nil, nil
-			})
-			_, err := Park(context.Background(), cs, contract.KubeVIPBGPDaemonSet, contract.KubeVIPBGPParkedLabel, "a", 5*time.Second)
+			if tc.controller {
+				cs.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					go func() { _ = cs.CoreV1().Pods("kube-system").Delete(context.Background(), "vip-a", metav1.DeleteOptions{}) }()
+					return false, nil, nil
+				})
+			}
+			_, err := Park(context.Background(), cs, contract.KubeVIPBGPDaemonSet, contract.KubeVIPBGPParkedLabel, "a", time.Second)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Park: %v, want an error with %q", err, tc.wantErr)
@@ -203,15 +203,18 @@ func TestPark(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("Park: %v", err)
 			}
-			if strings.Join(deleted, ",") != strings.Join(tc.wantDeleted, ",") {
-				t.Errorf("deleted %v, want %v", deleted, tc.wantDeleted)
-			}
 			n, err := cs.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := n.Labels[contract.KubeVIPBGPParkedLabel]; ok != tc.wantLabel {
 				t.Errorf("node a labelled %s: %t, want %t", contract.KubeVIPBGPParkedLabel, ok, tc.wantLabel)
+			}
+			// The other node's Pod and other Pods on the node stay.
+			for _, name := range []string{"vip-b", "other-a"} {
+				if _, err := cs.CoreV1().Pods("kube-system").Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+					t.Errorf("Pod %s: %v", name, err)
+				}
 			}
 		})
 	}
