@@ -21,7 +21,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, s Settings) {
 			if s.Provider != "kind" || s.LB != "all" || s.Rate != 50 || s.Shard != (Shard{}) || len(s.LBProfiles) != 0 || s.OutDir != "/repo/out/e2e" || s.Kubeconfig != "/repo/out/kubeconfig" || s.KeepCluster || !s.Realtime ||
-				s.AssertionRate != 25 || s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.MachineWitnesses != s.Witnesses*3/4 || s.Remeasure != 1 || !s.KubeVIP || !s.KubeVIPBGP {
+				s.AssertionRate != 25 || s.Witnesses != loadPerCPU*runtime.NumCPU()/50 || s.MachineWitnesses != s.Witnesses/2 || s.Remeasure != 1 || !s.KubeVIP || !s.KubeVIPBGP {
 				t.Errorf("defaults: %+v", s)
 			}
 		}},
