@@ -114,6 +114,15 @@ const (
 	// cause (gc, steal, cpu, irq, busy or unexplained). The verdict names it
 	// next to the stalls it explains.
 	EventInstrumentPause = "instrument-pause"
+	// EventGoAway (source "load") records a GOAWAY frame the server of one
+	// of an HTTP/2 load's connections sent (RFC 9113, section 6.8): fields
+	// conn and remote (the connection's local and remote address),
+	// last_stream_id (streams above it were not processed, and a client may
+	// send them again elsewhere), error_code (its name, NO_ERROR for a
+	// graceful shutdown) and debug (the server's debug data, at most 120
+	// bytes). Evidence next to a failure window of whether a server said
+	// goodbye before its connections went; never a cause of drops.
+	EventGoAway = "goaway"
 	// EventCriteria (source "harness") records criteria a scenario could only
 	// settle after the header was written: the client address the load
 	// balancer shows, the pods that exist, the pod it turned unready. Field

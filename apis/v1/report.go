@@ -392,6 +392,15 @@ func Int64(v int64) *int64 { return &v }
 // Float64 returns a pointer to v, for the optional Criteria fields.
 func Float64(v float64) *float64 { return &v }
 
+// The load's protocols (LoadSettings.Protocol).
+const (
+	// ProtocolHTTP1 is HTTP/1.1: one request at a time on a connection.
+	ProtocolHTTP1 = "http/1.1"
+	// ProtocolH2C is HTTP/2 over cleartext TCP with prior knowledge (RFC
+	// 9113, section 3.3): many requests at once on a connection, as streams.
+	ProtocolH2C = "h2c"
+)
+
 // LoadSettings are the parameters the load generator ran with.
 type LoadSettings struct {
 	Targets     []string `json:"targets"`
@@ -400,9 +409,14 @@ type LoadSettings struct {
 	DurationMs  float64  `json:"durationMs"` // 0: open-ended, stopped by the harness
 	Connections int      `json:"connections"`
 	// MaxConnections caps connections per target host; 0 means no cap.
-	MaxConnections int     `json:"maxConnections,omitempty"`
-	KeepAlive      bool    `json:"keepAlive"`
-	TimeoutMs      float64 `json:"timeoutMs"`
+	MaxConnections int  `json:"maxConnections,omitempty"`
+	KeepAlive      bool `json:"keepAlive"`
+	// Protocol is how the requests travelled: ProtocolHTTP1, or
+	// ProtocolH2C (HTTP/2 streams on kept-alive connections, each ended by
+	// its server's GOAWAY, recorded as EventGoAway). "" in run files from
+	// before it was recorded: HTTP/1.1.
+	Protocol  string  `json:"protocol,omitempty"`
+	TimeoutMs float64 `json:"timeoutMs"`
 	// IdleTimeoutMs is how long a keep-alive connection sat idle before
 	// the generator closed it; a server that closes idle connections
 	// sooner races the next request on them. 0 in run files from before

@@ -73,6 +73,8 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	connections := fs.Int("connections", load.DefaultConnections, "idle keep-alive connections kept per target host")
 	maxConns := fs.Int("max-connections", 0, "cap on connections per target host (0: no cap)")
 	keepAlive := fs.Bool("keepalive", true, "reuse connections (--keepalive=false opens one per request)")
+	protocol := fs.String("protocol", zdv1.ProtocolHTTP1, "how requests travel: "+zdv1.ProtocolHTTP1+", or "+zdv1.ProtocolH2C+
+		" (HTTP/2 over cleartext with prior knowledge: streams on kept-alive connections; the run file records each GOAWAY a server sends)")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout, connect to last byte")
 	idleTimeout := fs.Duration("idle-timeout", load.DefaultIdleTimeout, "close a keep-alive connection idle this long (keep it under the server's own idle close)")
 	rotate := fs.Int("rotate-connections", 0, "keep N kept-alive connections and send each request on the next in turn, as a proxy's pool does (0: Go's pool, most recently used first)")
@@ -128,7 +130,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	}
 	opts := []load.Option{
 		load.WithTargets(targets...), load.WithRate(*rate), load.WithDuration(*duration),
-		load.WithConnections(*connections), load.WithMaxConnections(*maxConns), load.WithKeepAlive(*keepAlive),
+		load.WithConnections(*connections), load.WithMaxConnections(*maxConns), load.WithKeepAlive(*keepAlive), load.WithProtocol(*protocol),
 		load.WithTimeout(*timeout), load.WithIdleTimeout(*idleTimeout), load.WithRotation(*rotate), load.WithHost(*host), load.WithMaxInFlight(*maxInFlight), load.WithMaxSendLag(*maxLag),
 	}
 	if *insecure {

@@ -25,6 +25,7 @@ type Reply struct {
 	Draining      bool   `json:"draining"`
 	Terminating   bool   `json:"terminating"`
 	KeepAlive     bool   `json:"keepalive"`
+	Proto         string `json:"proto"`
 	ConnID        string `json:"conn_id"`
 	ConnRequest   uint64 `json:"conn_request"`
 	Seq           uint64 `json:"seq"`

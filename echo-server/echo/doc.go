@@ -4,7 +4,7 @@
 // draining at that instant and whether the TCP connection was reused, so a
 // load generator outside the cluster can attribute every request.
 //
-// Two listeners: the traffic port (echo, /healthz, /readyz; reached through
+// Two listeners: the traffic port (HTTP/1.1 and h2c; echo, /healthz, /readyz; reached through
 // the Service; several addresses serve it when Listen names several, as a
 // stand-in for an app with several ports does, and the probe paths are
 // ReadyPaths and LivePaths) and the admin port (readiness and keep-alive switches, stats,
@@ -23,6 +23,7 @@
 //	draining                        the server has stopped accepting (shutdown in progress)
 //	terminating                     a termination signal has arrived (delay or drain)
 //	keepalive                       the keep-alive switch at that instant
+//	proto                           the request's protocol as the server read it ("HTTP/1.1", "HTTP/2.0": h2c)
 //	conn_id, conn_request           connection identity and 1-based request number on it
 //	seq                             server-wide 1-based counter of echo answers
 //	time                            RFC3339Nano, UTC

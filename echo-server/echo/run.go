@@ -160,14 +160,23 @@ func (s *server) serve(ctx context.Context, tls []net.Listener, al net.Listener,
 }
 
 // trafficServer is the traffic port's http.Server; the benchmark serves
-// through the same one.
+// through the same one. It speaks HTTP/1.1 and, on the same port, HTTP/2
+// over cleartext TCP with prior knowledge (h2c, RFC 9113 section 3.3), so
+// an HTTP/2 load measures the same Pods. Go's HTTP/2 server ends a
+// connection gracefully with GOAWAY on Shutdown and on an answer that
+// carries "Connection: close" (net/http h2_bundle.go, startGracefulShutdown
+// and writeChunk), so the termination sequence drains both alike.
 func (s *server) trafficServer() *http.Server {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	return &http.Server{
 		Handler:           s,
 		ConnContext:       s.connContext,
 		ConnState:         s.connState,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
+		Protocols:         protocols,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }

@@ -217,10 +217,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	// Decided per answer, not per server, so the admin switch takes effect
 	// on the next answer of every open connection; net/http honours a
-	// handler's "Connection: close" by closing after the answer.
+	// handler's "Connection: close" by closing after the answer (HTTP/2:
+	// by a GOAWAY, then closing once its streams are done). Keep-Alive is
+	// an HTTP/1.1 header (RFC 9113, section 8.2.2 forbids it in HTTP/2).
 	if !s.keepAlive.Load() || s.draining.Load() {
 		h["Connection"] = s.hdrClose
-	} else {
+	} else if r.ProtoMajor < 2 {
 		h["Keep-Alive"] = s.hdrKeepAlive
 	}
 	h["X-Echo-Pod"] = s.hdrPod
@@ -315,6 +317,8 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 	b = appendJSONBool(b, terminating)
 	b = append(b, `,"keepalive":`...)
 	b = appendJSONBool(b, keepAlive)
+	b = append(b, `,"proto":`...)
+	b = jsonstr.Append(b, r.Proto)
 	if ci != nil {
 		b = append(b, ci.idJSON...)
 	} else {

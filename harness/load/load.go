@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -121,6 +122,7 @@ type config struct {
 	connections    int
 	maxConnections int
 	keepAlive      bool
+	protocol       string
 	timeout        time.Duration
 	idleTimeout    time.Duration
 	rotate         int
@@ -161,6 +163,13 @@ func WithMaxConnections(n int) Option { return func(c *config) { c.maxConnection
 
 // WithKeepAlive turns connection reuse on (default) or off.
 func WithKeepAlive(on bool) Option { return func(c *config) { c.keepAlive = on } }
+
+// WithProtocol sets how requests travel: zdv1.ProtocolHTTP1 (the
+// default: HTTP/1.1, one request at a time on a connection) or
+// zdv1.ProtocolH2C (HTTP/2 over cleartext TCP with prior knowledge, RFC
+// 9113 section 3.3: the requests of a connection are streams on it, and a
+// server ends it with GOAWAY, which the load records as an event).
+func WithProtocol(p string) Option { return func(c *config) { c.protocol = p } }
 
 // WithTimeout sets the per-request timeout, connect to last body byte
 // (default 5s). A request that exceeds it is a "timeout" failure.
@@ -303,6 +312,20 @@ func New(opts ...Option) (*Load, error) {
 	if c.maxLag < 0 {
 		errs = append(errs, fmt.Errorf("max send lag %s: must not be negative (0 means the default)", c.maxLag))
 	}
+	switch c.protocol {
+	case "", zdv1.ProtocolHTTP1:
+	case zdv1.ProtocolH2C:
+		if !c.keepAlive {
+			errs = append(errs, fmt.Errorf("protocol %s: its requests are streams on kept-alive connections, so keep-alive cannot be off", c.protocol))
+		}
+		for _, t := range targets {
+			if t.Scheme != "http" {
+				errs = append(errs, fmt.Errorf("protocol %s: target %s is not http:// (h2c is HTTP/2 without TLS)", c.protocol, zdv1.RedactString(t.String())))
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("protocol %q: want %s or %s", c.protocol, zdv1.ProtocolHTTP1, zdv1.ProtocolH2C))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("invalid load settings: %w", err)
 	}
@@ -341,6 +364,7 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		Connections:       l.cfg.connections,
 		MaxConnections:    l.cfg.maxConnections,
 		KeepAlive:         l.cfg.keepAlive,
+		Protocol:          l.protocol(),
 		TimeoutMs:         float64(l.cfg.timeout) / float64(time.Millisecond),
 		IdleTimeoutMs:     float64(l.cfg.idleTimeout) / float64(time.Millisecond),
 		RotateConnections: l.cfg.rotate,
@@ -349,6 +373,14 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		Scheduling:        l.scheduling,
 		LocalPorts:        l.cfg.ports.String(),
 	}
+}
+
+// protocol is the load's protocol by name (the default's too).
+func (l *Load) protocol() string {
+	if l.cfg.protocol == "" {
+		return zdv1.ProtocolHTTP1
+	}
+	return l.cfg.protocol
 }
 
 // RunID is the prefix of every request id.
@@ -439,13 +471,6 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 		return nil, errors.New("load: already started; a Load runs once (create a new one for another run)")
 	}
 	c := &l.cfg
-	tr := newTransport(c)
-	var lanes []*http.Transport
-	for range c.rotate {
-		lane := newTransport(c)
-		lane.MaxConnsPerHost, lane.MaxIdleConnsPerHost = 1, 1
-		lanes = append(lanes, lane)
-	}
 	events := c.events
 	if events == nil {
 		events, _ = sink.(zdv1.EventSink)
@@ -455,8 +480,6 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 	reqCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
 	r := &Running{
 		load:    l,
-		tr:      tr,
-		rt:      &roundTripper{base: tr, lanes: lanes, timeout: c.timeout, host: c.host},
 		events:  events,
 		reqCtx:  reqCtx,
 		abort:   abort,
@@ -472,6 +495,14 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 			ByPod:        map[string]int64{},
 		},
 	}
+	r.tr = newTransport(c, r.goAway)
+	var lanes []*http.Transport
+	for range c.rotate {
+		lane := newTransport(c, r.goAway)
+		lane.MaxConnsPerHost, lane.MaxIdleConnsPerHost = 1, 1
+		lanes = append(lanes, lane)
+	}
+	r.rt = &roundTripper{base: r.tr, lanes: lanes, timeout: c.timeout, host: c.host}
 	r.event(zdv1.Event{Time: r.sum.Started, Source: zdv1.SourceLoad, Type: zdv1.EventLoadStart,
 		Message: "load started", Fields: l.fields()})
 	pauses := c.pauses
@@ -500,6 +531,7 @@ func (l *Load) fields() map[string]string {
 		"duration":      c.duration.String(),
 		"connections":   strconv.Itoa(c.connections),
 		"keepalive":     strconv.FormatBool(c.keepAlive),
+		"protocol":      l.protocol(),
 		"timeout":       c.timeout.String(),
 		"max_in_flight": strconv.Itoa(c.maxInFlight),
 		"max_send_lag":  c.maxLag.String(),
@@ -512,6 +544,19 @@ func (l *Load) fields() map[string]string {
 		f["host"] = c.host
 	}
 	return f
+}
+
+// goAway records a GOAWAY the server of conn sent (frameScanner).
+func (r *Running) goAway(conn net.Conn, g goAway) {
+	local, remote := conn.LocalAddr().String(), conn.RemoteAddr().String()
+	f := map[string]string{"conn": local, "remote": remote, "last_stream_id": strconv.FormatUint(uint64(g.LastStreamID), 10),
+		"error_code": h2ErrorName(g.Code)}
+	msg := fmt.Sprintf("the server sent GOAWAY on connection %s -> %s: last stream %d, %s", local, remote, g.LastStreamID, h2ErrorName(g.Code))
+	if g.Debug != "" {
+		f["debug"] = g.Debug
+		msg += " (" + g.Debug + ")"
+	}
+	r.event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceLoad, Type: zdv1.EventGoAway, Object: "conn/" + local, Message: msg, Fields: f})
 }
 
 func (r *Running) event(e zdv1.Event) {

@@ -41,6 +41,9 @@ func TestNewValidates(t *testing.T) {
 		{"an hour's timeout", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithTimeout(time.Hour)}, "at most 5m"},
 		{"a header in the host", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithHost("a\r\nX: 1")}, "control characters"},
 		{"a space in the host", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithHost("a b")}, "no spaces"},
+		{"an unknown protocol", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithProtocol("spdy")}, `protocol "spdy"`},
+		{"h2c without keep-alive", []load.Option{load.WithTargets("http://127.0.0.1:1/"), load.WithRate(1), load.WithProtocol(zdv1.ProtocolH2C), load.WithKeepAlive(false)}, "keep-alive cannot be off"},
+		{"h2c over TLS", []load.Option{load.WithTargets("https://127.0.0.1:1/"), load.WithRate(1), load.WithProtocol(zdv1.ProtocolH2C)}, "is not http://"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +61,7 @@ func TestNewValidates(t *testing.T) {
 	s := l.Settings()
 	if len(s.Targets) != 2 || s.Rate != 50 || s.DurationMs != 2000 || s.KeepAlive || s.Host != "svc.example" ||
 		s.Connections != load.DefaultConnections || s.TimeoutMs != 5000 ||
-		s.MaxInFlight != load.DefaultMaxInFlight || s.MaxSendLagMs != 60 {
+		s.MaxInFlight != load.DefaultMaxInFlight || s.MaxSendLagMs != 60 || s.Protocol != zdv1.ProtocolHTTP1 {
 		// 50/s: three intervals are 60 ms, above the 50 ms floor.
 		t.Errorf("Settings = %+v", s)
 	}

@@ -21,7 +21,10 @@ import (
 // RequestIDHeader carries the unique id of every request.
 const RequestIDHeader = "X-Request-Id"
 
-func newTransport(c *config) *http.Transport {
+// newTransport is the load's HTTP client for c's protocol. With h2c every
+// connection's frames pass a frameScanner, which tells onGoAway of each
+// GOAWAY its server sends.
+func newTransport(c *config, onGoAway func(net.Conn, goAway)) *http.Transport {
 	dialer := net.Dialer{Timeout: c.timeout, KeepAlive: 30 * time.Second}
 	if !c.keepAlive {
 		dialer.KeepAlive = -1
@@ -29,14 +32,19 @@ func newTransport(c *config) *http.Transport {
 	// Every new connection's local port comes from the cycle (Ports): the
 	// kernel's own choice reuses a 4-tuple within seconds.
 	dial := c.ports.Dialer(dialer)
-	return &http.Transport{
+	h2c := c.protocol == zdv1.ProtocolH2C
+	tr := &http.Transport{
 		Proxy: nil, // never route load through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			return &trackedConn{Conn: conn}, nil
+			tc := &trackedConn{Conn: conn}
+			if h2c && onGoAway != nil {
+				tc.frames = &frameScanner{onGoAway: func(g goAway) { onGoAway(conn, g) }}
+			}
+			return tc, nil
 		},
 		MaxIdleConnsPerHost: c.connections,
 		MaxConnsPerHost:     c.maxConnections,
@@ -49,12 +57,20 @@ func newTransport(c *config) *http.Transport {
 		// of them. Longer answers are still read whole, in more reads.
 		ReadBufferSize:  2048,
 		WriteBufferSize: 1024,
-		// HTTP/1.1 only: keep-alive behaviour per connection is part of
-		// what is measured.
+		// HTTP/1.1 unless h2c is asked for: keep-alive behaviour per
+		// connection is part of what is measured, so TLS never upgrades
+		// a load to HTTP/2 by itself.
 		ForceAttemptHTTP2: false,
 		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: c.insecure, MinVersion: tls.VersionTLS12}, //nolint:gosec // opt-in for self-signed test targets
 	}
+	if h2c {
+		// HTTP/2 alone on http:// URLs: prior knowledge, no HTTP/1.1
+		// upgrade (net/http Protocols, Go 1.24).
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return tr
 }
 
 // trackedConn remembers the last error its connection met, so that when the
@@ -63,10 +79,16 @@ func newTransport(c *config) *http.Transport {
 type trackedConn struct {
 	net.Conn
 	err atomic.Pointer[error]
+	// frames, on an HTTP/2 connection, reads the server's frames as they
+	// pass; only the connection's reader calls Read.
+	frames *frameScanner
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 && c.frames != nil {
+		c.frames.feed(p[:n])
+	}
 	if err != nil {
 		c.err.Store(&err)
 	}

@@ -137,6 +137,9 @@ type Spec struct {
 	// KeepAlive turns connection reuse by the load generator on or off
 	// (default on, as browsers and most clients do).
 	KeepAlive *bool
+	// Protocol is how the load's requests travel (load.WithProtocol:
+	// zdv1.ProtocolHTTP1, the default, or zdv1.ProtocolH2C).
+	Protocol string
 	// Rate is this run's load in requests per second (0: Env.Rate). A
 	// suite gives runs whose evidence is different things different
 	// rates: zero dropped of thousands needs fewer per second than a
@@ -448,6 +451,9 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	}
 	if spec.RotateConnections > 0 {
 		opts = append(opts, load.WithRotation(spec.RotateConnections))
+	}
+	if spec.Protocol != "" {
+		opts = append(opts, load.WithProtocol(spec.Protocol))
 	}
 	if spec.Connections > 0 {
 		opts = append(opts, load.WithMaxConnections(spec.Connections))

@@ -68,7 +68,7 @@ var typePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // not be able to pass for one of them.
 var reservedTypes = map[string]bool{
 	zdv1.EventLoadStart: true, zdv1.EventLoadStop: true, zdv1.EventUnsent: true, zdv1.EventCriteria: true,
-	zdv1.EventInstrumentPause: true,
+	zdv1.EventInstrumentPause: true, zdv1.EventGoAway: true,
 }
 
 // Options configure Follow.

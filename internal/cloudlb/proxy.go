@@ -49,6 +49,23 @@ type L7Proxy struct {
 	listeners map[netip.AddrPort]*l7Listener
 }
 
+// frontProtocols are what the proxy speaks to clients: HTTP/1.1, and
+// HTTP/2 as the vendors' L7 front ends do (cleartext here, h2c with prior
+// knowledge, RFC 9113 section 3.3, where theirs negotiate it over TLS). To
+// the backends it speaks HTTP/1.1, the vendors' default (an Application
+// Load Balancer target group's protocol version HTTP1: AWS, "Target groups
+// for your Application Load Balancers", Protocol version; a Google backend
+// service's protocol HTTP, which GKE's Ingress sets unless a Service's
+// cloud.google.com/app-protocols annotation asks for HTTPS or HTTP2:
+// Compute Engine API BackendService.protocol), so an HTTP/2 client's streams reach a Pod as
+// HTTP/1.1 requests and a Pod's drain never reaches the client as GOAWAY.
+func frontProtocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}
+
 // NewL7Proxy returns a proxy; listen may be nil (net.Listen).
 func NewL7Proxy(log *slog.Logger, listen func(network, addr string) (net.Listener, error)) *L7Proxy {
 	if log == nil {
@@ -129,7 +146,7 @@ func (p *L7Proxy) Apply(ctx context.Context, svcs []L7Service) error {
 				continue
 			}
 			l = &l7Listener{ln: ln, perNode: map[string]*http.Transport{}, life: map[string]*backendLife{}}
-			l.srv = &http.Server{Handler: l.handler(p.log), ReadHeaderTimeout: 30 * time.Second}
+			l.srv = &http.Server{Handler: l.handler(p.log), ReadHeaderTimeout: 30 * time.Second, Protocols: frontProtocols()}
 			p.listeners[a] = l
 			go func() {
 				if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -289,3 +289,47 @@ func TestL7ProxyDrainsRemovedBackends(t *testing.T) {
 		})
 	}
 }
+
+// An HTTP/2 client (h2c) is served as the vendors' front ends serve one,
+// and its streams reach the backend as HTTP/1.1 requests.
+func TestL7ProxyServesH2CToHTTP1Backends(t *testing.T) {
+	var protos []string
+	var mu sync.Mutex
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos = append(protos, r.Proto)
+		mu.Unlock()
+		fmt.Fprint(w, "pod-a")
+	}))
+	t.Cleanup(be.Close)
+	p := NewL7Proxy(nil, nil)
+	defer p.Close()
+	svc := L7Service{Key: "ns/web", VIP: netip.MustParseAddr("127.0.0.1"), Port: freePort(t),
+		Backends: []netip.AddrPort{netip.MustParseAddrPort(be.Listener.Addr().String())},
+		L7:       profiles.L7{KeepAlive: true, IdleConnTimeout: profiles.Duration(time.Minute), MaxIdleConnsPerNode: 10}}
+	if err := p.Apply(context.Background(), []L7Service{svc}); err != nil {
+		t.Fatal(err)
+	}
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Protocols: h2c}}
+	defer c.CloseIdleConnections()
+	for range 3 {
+		resp, err := c.Get("http://" + p.Serving()[0] + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 || string(body) != "pod-a" {
+			t.Fatalf("%s %q: want HTTP/2 and the backend's answer", resp.Proto, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range protos {
+		if p != "HTTP/1.1" {
+			t.Errorf("the backend got %s; want HTTP/1.1, the vendors' default to backends", p)
+		}
+	}
+}
