@@ -124,6 +124,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		StandIn:   own,
 		Rate:      rate,
 		KeepAlive: &ka,
+		Protocol:  c.Protocol,
 		LB:        hooks,
 		SharePods: share,
 	}
@@ -166,6 +167,9 @@ func serviceName(c Cell) string {
 	n := c.Model.Name + "-" + string(c.Policy) + "-" + string(c.Hardening)
 	if !c.KeepAlive {
 		n += "-noka"
+	}
+	if c.h2() {
+		n += "-" + c.Protocol
 	}
 	return dnsLabel(n)
 }

@@ -122,11 +122,13 @@ func TestSelectCellsFollowsTheLabelFilter(t *testing.T) {
 		filter string
 		want   int
 	}{
-		{"", 8},
+		{"", 12},
 		{"smoke", 2},
 		{"smoke && lb:metallb", 1},
 		{"lb:gcp-nlb && policy:local", 2},
-		{"scenario:rolling-update", 8},
+		{"scenario:rolling-update", 12},
+		{"protocol:h2c", 4},
+		{"!protocol:h2c && lb:metallb", 4},
 		{"scenario:drain-node", 0},
 	} {
 		got, err := selectCells(tc.filter, []string{"scenario:rolling-update"}, cells)

@@ -44,6 +44,21 @@ func gateCases(preStopOnly string) []Case {
 	}
 }
 
+// h2Cases are the protocol axis, on the scenarios that end Pods under
+// load one by one (rolling-update, drain-node, scale-down): the Cluster
+// pair again with the load speaking HTTP/2 over cleartext (h2c), whose
+// requests are streams on a kept-alive connection and whose server ends a
+// connection with GOAWAY (RFC 9113, section 6.8), recorded in the run file
+// next to the windows. Cluster only: the traffic policy changes which node
+// a connection enters by, not how the Pod ends it, so the pair measures the
+// protocol at two witnesses per column rather than four.
+func h2Cases() []Case {
+	return []Case{
+		{Policy: clusterPolicy, Hardening: fixtures.Naive, KeepAlive: true, Protocol: zdv1.ProtocolH2C, Role: zdv1.RoleDocumentation},
+		{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Protocol: zdv1.ProtocolH2C, Role: zdv1.RoleAssertion},
+	}
+}
+
 // Scenarios is the registry, in the order the suite runs them: the order is
 // a decision (the control first, so every later cell is judged against its
 // column's; nodepool-replacement last, since it re-pools the cluster), so

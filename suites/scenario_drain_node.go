@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +23,7 @@ func drainNode() Scenario {
 		Seeds:       []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 		Triggers:    []incident.Trigger{incident.PodTermination, incident.Eviction},
 		Own:         true,
-		Cases:       append(matrix(clusterPolicy, localPolicy), gateCases("")...),
+		Cases:       slices.Concat(matrix(clusterPolicy, localPolicy), h2Cases(), gateCases("")),
 		Prevented: []Prevention{{
 			Hardening: fixtures.PreStopOnly, On: optionalGate,
 			Why: "the evicted Pods' targets are deregistered as their endpoints start terminating, and their preStop " +

@@ -2,6 +2,7 @@ package suites
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
@@ -27,7 +28,7 @@ func rollingUpdate() Scenario {
 		Seeds:    []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 		Triggers: []incident.Trigger{incident.Rollout, incident.PodTermination},
 		Own:      true,
-		Cases:    append(rolling, gateCases(rolloutOutrunsTargets)...),
+		Cases:    slices.Concat(rolling, h2Cases(), gateCases(rolloutOutrunsTargets)),
 		Hazard: "a pod that exits at once on SIGTERM refuses the connections kube-proxy and the LB still send it " +
 			"until its endpoint's removal reaches them; with Local, a node whose last endpoint went keeps getting " +
 			"the LB's traffic until its health check fails",

@@ -23,6 +23,11 @@ type Case struct {
 	// KeepAlive is the client's and the server's keep-alive (unready-keepalive
 	// varies it; every other scenario keeps it on).
 	KeepAlive bool
+	// Protocol is how the load's requests travel ("" or zdv1.ProtocolHTTP1:
+	// HTTP/1.1; zdv1.ProtocolH2C: HTTP/2 streams on a kept-alive
+	// connection, which a server ends with GOAWAY). The Pods are the same
+	// either way: the echo server speaks both on one port.
+	Protocol string
 	// Role says whether the case asserts zero drops (assertion) or documents
 	// a hazard (documentation: reported, fails only when the run breaks).
 	Role zdv1.Role
@@ -63,14 +68,23 @@ func (c Case) Name() string {
 	if !c.KeepAlive {
 		n += "/no-keepalive"
 	}
+	if c.h2() {
+		n += "/" + c.Protocol
+	}
 	return n
 }
+
+// h2 says whether the case's load speaks HTTP/2.
+func (c Case) h2() bool { return c.Protocol == zdv1.ProtocolH2C }
 
 // Labels are the Ginkgo labels of the case (besides the scenario's).
 func (c Case) Labels() []string {
 	l := []string{"policy:" + strings.ToLower(string(c.Policy)), "profile:" + string(c.Hardening), "role:" + string(c.Role)}
 	if !c.KeepAlive {
 		l = append(l, "keepalive:off")
+	}
+	if c.h2() {
+		l = append(l, "protocol:"+c.Protocol)
 	}
 	if c.Smoke {
 		l = append(l, "smoke")
@@ -98,11 +112,16 @@ func (sc Scenario) CellName(c Cell) string { return sc.Name + "/" + c.Name() }
 func (c Cell) Labels() []string { return append(c.Case.Labels(), "lb:"+c.Model.Name) }
 
 // reportLabels are the labels a cell's result carries in the report: the
-// matrix's row (scenario, policy, profile, keep-alive) and column (lb).
+// matrix's row (scenario, policy, profile, keep-alive, protocol) and column
+// (lb).
 func (c Cell) reportLabels(scenario string) map[string]string {
+	protocol := c.Protocol
+	if protocol == "" {
+		protocol = zdv1.ProtocolHTTP1
+	}
 	return map[string]string{
 		"scenario": scenario, "policy": string(c.Policy), "profile": string(c.Hardening),
-		"keepalive": fmt.Sprint(c.KeepAlive), "lb": c.Model.Name,
+		"keepalive": fmt.Sprint(c.KeepAlive), "protocol": protocol, "lb": c.Model.Name,
 	}
 }
 
@@ -357,12 +376,14 @@ func (sc Scenario) Cells(models []Model) []Cell {
 // expectations are those of the new cases; the limits stay, since their
 // mechanisms act on every flow through the node, a request's own short
 // connection included. A scenario that varies keep-alive itself is
-// returned as it is: it compares the two.
+// returned as it is: it compares the two. HTTP/2 cases leave: a request of
+// theirs is a stream on a kept-alive connection, and has no form with a
+// connection of its own.
 func (sc Scenario) ConnectionPerRequest() Scenario {
 	if slices.ContainsFunc(sc.Cases, func(c Case) bool { return !c.KeepAlive }) {
 		return sc
 	}
-	sc.Cases = slices.Clone(sc.Cases)
+	sc.Cases = slices.DeleteFunc(slices.Clone(sc.Cases), Case.h2)
 	for i := range sc.Cases {
 		sc.Cases[i].KeepAlive = false
 	}

@@ -191,7 +191,9 @@ func TestPark(t *testing.T) {
 			cs := fake.NewClientset(objs...)
 			if tc.controller {
 				cs.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
-					go func() { _ = cs.CoreV1().Pods("kube-system").Delete(context.Background(), "vip-a", metav1.DeleteOptions{}) }()
+					go func() {
+						_ = cs.CoreV1().Pods("kube-system").Delete(context.Background(), "vip-a", metav1.DeleteOptions{})
+					}()
 					return false, nil, nil
 				})
 			}
