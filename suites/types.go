@@ -398,6 +398,8 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 		// A measured limit: whether it shows in one run depends on timing
 		// the workload does not control (see the reason).
 		return &zdv1.Expectation{Why: c.PlatformLimit}
+	case c.h2() && c.Hardening == fixtures.Hardened:
+		return &zdv1.Expectation{Why: h2GoAwayRace}
 	}
 	for _, e := range sc.Prevented {
 		if (e.Policy == "" || e.Policy == c.Policy) && (e.Hardening == "" || e.Hardening == c.Hardening) && (e.On == nil || e.On(m)) {

@@ -36,6 +36,11 @@ const (
 	// without that retry saw the failure, so the request counts as dropped;
 	// retry_error says what the failed attempt met.
 	ClassRetried = "retried"
+	// ClassGoAwayRefused (in retry_error) is why an HTTP/2 client re-sent a
+	// request: the server's GOAWAY named a last stream below the request's,
+	// so the server had not processed it (RFC 9113, section 6.8) and the
+	// client sent it again on another connection.
+	ClassGoAwayRefused = "goaway-refused"
 )
 
 // Header is the run file's first line: what the run is, so the file can be analysed on

@@ -37,9 +37,12 @@ func Classify(err error) string {
 	}
 	var dnsErr *net.DNSError
 	var netErr net.Error
+	var refused *goAwayRefused
 	switch {
 	case errors.Is(err, errRequestTimeout):
 		return zdv1.ClassTimeout
+	case errors.As(err, &refused):
+		return zdv1.ClassGoAwayRefused
 	case errors.As(err, &dnsErr):
 		return zdv1.ClassDNS
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -33,6 +33,19 @@ type goAway struct {
 	Debug        string
 }
 
+// goAwayRefused is why an HTTP/2 request was sent again: its first
+// connection's server sent GOAWAY, whose last stream was below the
+// request's (Go's transport re-sends only such streams, REFUSED_STREAM
+// ones and those it never wrote: net/http h2_bundle.go,
+// http2canRetryError), so the server had not processed it.
+type goAwayRefused struct{ g goAway }
+
+func (e *goAwayRefused) Error() string {
+	return fmt.Sprintf("the server's GOAWAY (last stream %d, %s) came before it read this request's stream, "+
+		"so it did not process it (RFC 9113, section 6.8); the client sent it again on another connection",
+		e.g.LastStreamID, h2ErrorName(e.g.Code))
+}
+
 // h2ErrorCodes are RFC 9113's names for error codes (section 7).
 var h2ErrorCodes = []string{"NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
 	"STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR", "CONNECT_ERROR",

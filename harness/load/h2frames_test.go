@@ -2,8 +2,13 @@ package load
 
 import (
 	"encoding/binary"
+	"net/http/httptrace"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
+
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // frame is one HTTP/2 frame's bytes (RFC 9113, section 4.1).
@@ -74,4 +79,33 @@ func concat(parts ...[]byte) []byte {
 		out = append(out, p...)
 	}
 	return out
+}
+
+// A request Go's transport sent again after its connection's server said
+// GOAWAY says so, and is classed apart from a broken connection's retry.
+func TestRetryAfterGoAwaySaysSo(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		prev  func() *trackedConn
+		class string
+		text  string
+	}{
+		{"after a GOAWAY", func() *trackedConn {
+			c := &trackedConn{}
+			c.goAway.Store(&goAway{LastStreamID: 2397})
+			return c
+		}, zdv1.ClassGoAwayRefused, "last stream 2397, NO_ERROR"},
+		{"after a reset", func() *trackedConn {
+			c := &trackedConn{}
+			err := error(syscall.ECONNRESET)
+			c.err.Store(&err)
+			return c
+		}, zdv1.ClassReset, "connection reset"},
+	} {
+		a := attempt{conns: 1, prev: tc.prev()}
+		a.gotConn(httptrace.GotConnInfo{Conn: &trackedConn{}})
+		if got := Classify(a.retryErr); got != tc.class || !strings.Contains(a.retryErr.Error(), tc.text) {
+			t.Errorf("%s: retry error %q (%s), want class %s saying %q", tc.name, a.retryErr, got, tc.class, tc.text)
+		}
+	}
 }

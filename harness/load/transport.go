@@ -41,8 +41,13 @@ func newTransport(c *config, onGoAway func(net.Conn, goAway)) *http.Transport {
 				return nil, err
 			}
 			tc := &trackedConn{Conn: conn}
-			if h2c && onGoAway != nil {
-				tc.frames = &frameScanner{onGoAway: func(g goAway) { onGoAway(conn, g) }}
+			if h2c {
+				tc.frames = &frameScanner{onGoAway: func(g goAway) {
+					tc.goAway.Store(&g)
+					if onGoAway != nil {
+						onGoAway(conn, g)
+					}
+				}}
 			}
 			return tc, nil
 		},
@@ -82,6 +87,8 @@ type trackedConn struct {
 	// frames, on an HTTP/2 connection, reads the server's frames as they
 	// pass; only the connection's reader calls Read.
 	frames *frameScanner
+	// goAway is the last GOAWAY the server sent on it, if any.
+	goAway atomic.Pointer[goAway]
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
@@ -138,7 +145,12 @@ func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 	if a.conns > 1 && a.retryErr == nil {
 		a.retryErr = errors.New("the previous attempt's connection broke before a response")
 		if a.prev != nil {
-			if err := a.prev.lastErr(); err != nil {
+			// An HTTP/2 connection whose server said GOAWAY: that is why
+			// its streams went elsewhere, whatever the connection met
+			// after it.
+			if g := a.prev.goAway.Load(); g != nil {
+				a.retryErr = &goAwayRefused{g: *g}
+			} else if err := a.prev.lastErr(); err != nil {
 				a.retryErr = err
 			}
 		}
