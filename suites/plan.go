@@ -76,8 +76,12 @@ type Costs struct {
 	Held time.Duration
 	// Parked is how long taking such a process off a leaving machine first
 	// takes where no cell of the batch measures it (parkKubeVIPBGP): its
-	// Pod's grace, after which the kubelet kills it.
+	// Pod's grace, after which the kubelet kills it, and the kubelet's
+	// report (measured 36.3 s from the label to the Pod gone).
 	Parked time.Duration
+	// parks says the batch has no kube-vip-bgp cell, so a departure that
+	// would be held parks it instead (batchEstimate sets it).
+	parks bool
 }
 
 // DefaultCosts are this machine's.
@@ -107,8 +111,8 @@ func (st Settings) costs() Costs {
 	k := DefaultCosts()
 	if st.kubeVIPBGPRuns() {
 		// Measured: a deleted kube-vip-bgp Pod took 30.0-30.9 s with its
-		// grace of 30 s (docs/kube-vip.md).
-		k.Held, k.Parked = systemdStopTimeout, 31*time.Second
+		// grace of 30 s, and parking one 36.3 s (docs/kube-vip.md).
+		k.Held, k.Parked = systemdStopTimeout, 37*time.Second
 	}
 	return k
 }
@@ -225,12 +229,23 @@ func observeCost(d func(Timing) time.Duration) CellCost {
 // batchEstimate is a batch of cells of sc: deployed, settled by their LB,
 // a baseline, the longest cell's disruption, clean-up.
 func batchEstimate(sc Scenario, tm Timing, k Costs, cells []Cell) time.Duration {
+	k = k.forBatch(cells)
 	var settle, longest time.Duration
 	for _, c := range cells {
 		settle = max(settle, timesOf(tm, c, sc.Fate).addition)
 		longest = max(longest, sc.cost(tm, k, c))
 	}
 	return k.Deploy + settle + tm.Baseline + longest + k.Cleanup
+}
+
+// forBatch is k for a batch of cells: kube-vip-bgp's hold falls on every
+// cell of a batch that measures it, and a batch that does not parks it
+// (parkKubeVIPBGP) instead of waiting for it.
+func (k Costs) forBatch(cells []Cell) Costs {
+	if k.Held > 0 && !slices.ContainsFunc(cells, func(c Cell) bool { return kubeVIPBGPModel(c.Model) }) {
+		k.Held, k.parks = 0, true
+	}
+	return k
 }
 
 func (sc Scenario) cost(tm Timing, k Costs, c Cell) time.Duration {

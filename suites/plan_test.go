@@ -216,12 +216,13 @@ func timesOfModel(t *testing.T, ms []Model, name string, fate recipe.Fate) cellT
 	return cellTimes{}
 }
 
-// A cluster that runs kube-vip in BGP mode (LB=all, the default) holds
-// every machine's shutdown without the kubelet's grace for systemd's stop
-// timeout, so every column's such departure costs that much more in the
-// plan (node-shutdown's kubelet kills it within its grace); one made without kube-vip
-// (ZERODROP_KUBE_VIP=0), with its ARP mode alone (ZERODROP_KUBE_VIP_BGP=0)
-// or without BGP does not, nor does a departure
+// A cluster that runs kube-vip in BGP mode (LB=all, the default) holds a
+// machine's shutdown without the kubelet's grace for systemd's stop
+// timeout where kube-vip-bgp still runs on it, so a batch with its cells
+// costs that much more in the plan and the others its parking
+// (node-shutdown's kubelet kills it within its grace); one made without
+// kube-vip (ZERODROP_KUBE_VIP=0), with its ARP mode alone
+// (ZERODROP_KUBE_VIP_BGP=0) or without BGP does not, nor does a departure
 // that ends no machine.
 func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 	with := planSettings(t, Shard{})
@@ -243,29 +244,58 @@ func TestPlanCostsKubeVIPBGPShutdowns(t *testing.T) {
 		t.Fatalf("parking costs %v: want more than nothing, less than the hold it spares", with.costs().Parked)
 	}
 	tm := DefaultTiming()
-	// Its hold is its own column's: a batch without its cells parks it off
-	// the leaving machine (parkKubeVIPBGP), which costs its Pod's grace,
-	// where the kubelet's grace would not end it.
-	for _, tt := range []struct {
-		sc    Scenario
-		model string
-		adds  time.Duration
-	}{
-		{nodeShutdown(), contract.LBKubeVIPBGP, 0},
-		{spotInterruption(), contract.LBKubeVIPBGP, systemdStopTimeout},
-		{consolidation(), contract.LBKubeVIPBGP, systemdStopTimeout},
-		{drainNode(), contract.LBKubeVIPBGP, 0},
-		{spotInterruption(), contract.LBMetalLB, with.costs().Parked},
-		{consolidation(), contract.LBKubeVIPARP, with.costs().Parked},
-		{nodeShutdown(), contract.LBMetalLB, 0},
-	} {
-		i := slices.IndexFunc(tt.sc.Cells(ms), func(c Cell) bool { return c.Model.Name == tt.model })
+	// Its hold falls on every cell of a batch that measures it; a batch
+	// without its cells parks it off the leaving machine (parkKubeVIPBGP),
+	// which costs its Pod's grace, where the kubelet's grace would not end
+	// it.
+	cellOf := func(sc Scenario, model string) Cell {
+		i := slices.IndexFunc(sc.Cells(ms), func(c Cell) bool { return c.Model.Name == model })
 		if i < 0 {
-			t.Fatalf("%s has no cell of %s", tt.sc.Name, tt.model)
+			t.Fatalf("%s has no cell of %s", sc.Name, model)
 		}
-		c := tt.sc.Cells(ms)[i]
-		if got := tt.sc.cost(tm, with.costs(), c) - tt.sc.cost(tm, without.costs(), c); got != tt.adds {
-			t.Errorf("%s: kube-vip in BGP mode adds %v to %s, want %v", tt.sc.Name, got, c.Name(), tt.adds)
+		return sc.Cells(ms)[i]
+	}
+	for _, tt := range []struct {
+		sc     Scenario
+		models []string // the batch; the first is the cell costed
+		adds   time.Duration
+	}{
+		{nodeShutdown(), []string{contract.LBKubeVIPBGP}, 0},
+		{spotInterruption(), []string{contract.LBKubeVIPBGP}, systemdStopTimeout},
+		{consolidation(), []string{contract.LBKubeVIPBGP}, systemdStopTimeout},
+		{drainNode(), []string{contract.LBKubeVIPBGP}, 0},
+		{spotInterruption(), []string{contract.LBMetalLB}, with.costs().Parked},
+		{consolidation(), []string{contract.LBKubeVIPARP}, with.costs().Parked},
+		{nodeShutdown(), []string{contract.LBMetalLB}, 0},
+		// Beside kube-vip-bgp's cells, another column's pays the hold.
+		{spotInterruption(), []string{contract.LBMetalLB, contract.LBKubeVIPBGP}, systemdStopTimeout},
+	} {
+		var batch []Cell
+		for _, m := range tt.models {
+			batch = append(batch, cellOf(tt.sc, m))
+		}
+		c := batch[0]
+		if got := tt.sc.cost(tm, with.costs().forBatch(batch), c) - tt.sc.cost(tm, without.costs().forBatch(batch), c); got != tt.adds {
+			t.Errorf("%s: kube-vip in BGP mode adds %v to %s in a batch of %v, want %v", tt.sc.Name, got, c.Name(), tt.models, tt.adds)
+		}
+	}
+	// The departures it holds put its cells last, so the batches cut in
+	// order put it in the last one, beside the fewest columns and never
+	// beside the first ones; the others keep the models' order.
+	for _, tt := range []struct {
+		sc   Scenario
+		last bool
+	}{{spotInterruption(), true}, {consolidation(), true}, {spotInterruptionHandled(), true}, {nodeShutdown(), false}} {
+		cells := tt.sc.Cells(ms)
+		n := len(cells)
+		tail := slices.IndexFunc(cells, func(c Cell) bool { return kubeVIPBGPModel(c.Model) })
+		switch {
+		case tail < 0:
+			t.Fatalf("%s has no kube-vip-bgp cell", tt.sc.Name)
+		case tt.last && slices.ContainsFunc(cells[tail:], func(c Cell) bool { return !kubeVIPBGPModel(c.Model) }):
+			t.Errorf("%s: kube-vip-bgp's cells are not the last of %d", tt.sc.Name, n)
+		case !tt.last && cells[0].Model.Name != ms[0].Name:
+			t.Errorf("%s: cells begin with %s, want the models' order", tt.sc.Name, cells[0].Model.Name)
 		}
 	}
 }

@@ -64,6 +64,12 @@ func h2Cases() []Case {
 	}
 }
 
+// h2PinnedRace is why the naive HTTP/2 cells document a race.
+const h2PinnedRace = "over HTTP/2 the load's one or two connections each enter one node and reach one Pod for their " +
+	"life (kube-proxy picks a Pod per connection), so a disruption that does not end that Pod is not seen by the cell, " +
+	"and one that does loses what Go's GOAWAY refuses or, when the naive Pod's close beats its GOAWAY, what the close " +
+	"cuts (2026-11-29: drain-node 0 on metallb, aws-nlb and gcp-nlb, 1-4 on the others; rolling-update 1-27)"
+
 // h2GoAwayRace is why the hardened HTTP/2 cells document a race.
 const h2GoAwayRace = "the hardened Pod keeps serving until the LB has moved, then drains: over HTTP/2 the answer that " +
 	"carries Connection: close makes Go's server send a GOAWAY naming the last stream it has read (net/http " +

@@ -53,8 +53,9 @@ type Settings struct {
 	// in BGP mode holds a machine's shutdown that the kubelet's graceful
 	// node shutdown does not handle for systemd's stop timeout
 	// (docs/kube-vip.md); a departure whose batch has no kube-vip-bgp cell
-	// parks it off the leaving machine first, so the hold is its column's
-	// alone.
+	// parks it off the leaving machine first, and its cells come last
+	// (Scenario.Last), so only the columns of its own batch share the
+	// hold.
 	KubeVIPBGP bool
 	// Shard runs one part of the matrix (SHARD=I/N); zero runs it all.
 	Shard Shard
@@ -86,10 +87,10 @@ type Settings struct {
 	Witnesses int
 	// MachineWitnesses bounds the witnesses of a disruption that takes
 	// or adds machines (Scenario.NeedsNodepools): by default half of
-	// Witnesses, since a node's death, its Pods' re-creation elsewhere and
-	// its replacement's join (a kind node's container with its kubelet,
-	// containerd and every DaemonSet's Pods) take the rest of the bench
-	// (loadPerCPU, WitnessesFor); ZERODROP_WITNESSES sets both.
+	// Witnesses, since a node's death and its Pods' re-creation on the
+	// nodes left (a kind node's containerd and kubelet starting a batch's
+	// Pod recipes at once) take the rest of the bench (loadPerCPU,
+	// WitnessesFor); ZERODROP_WITNESSES sets both.
 	MachineWitnesses int
 	// Remeasure is how many times a cell whose measurement the load
 	// generator spoiled (zdv1.Scenario.LoadSpoiled) is measured again

@@ -145,7 +145,7 @@ func TestShapeOf(t *testing.T) {
 	n := &corev1.Node{}
 	n.Labels = map[string]string{
 		"kubernetes.io/hostname": "w1", "node-role.kubernetes.io/worker": "", "topology.kubernetes.io/zone": "a",
-		contract.PoolLabel: "pool-a", "team": "web", "example.com/tier": "edge",
+		contract.PoolLabel: "pool-a", "team": "web", "example.com/tier": "edge", contract.KubeVIPBGPParkedLabel: "true",
 	}
 	n.Spec.Taints = []corev1.Taint{
 		{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule},

@@ -196,7 +196,9 @@ type PoolShape struct {
 func shapeOf(n *corev1.Node) PoolShape {
 	var sh PoolShape
 	for k, v := range n.Labels {
-		if k == contract.PoolLabel || systemKey(k) {
+		// The parked label belongs to the machine that leaves, not to its
+		// pool: a successor runs kube-vip-bgp again.
+		if k == contract.PoolLabel || k == contract.KubeVIPBGPParkedLabel || systemKey(k) {
 			continue
 		}
 		if sh.Labels == nil {

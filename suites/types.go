@@ -157,6 +157,14 @@ type Scenario struct {
 	// NeedsNodepools marks scenarios that add or remove nodepools or
 	// nodes (the existing provider cannot).
 	NeedsNodepools bool
+	// Last picks the models whose cells come after every other model's
+	// (nil: none), so the batches cut from them (Batches, in order) put
+	// those columns in the last disruption: a departure without the
+	// kubelet's grace puts kube-vip-bgp there, whose hold falls on every
+	// cell of its batch, so that it shares the hold with as few columns as
+	// the batch leaves room for, and the first columns (metallb's) with
+	// none.
+	Last func(Model) bool
 	// Control marks the scenario that disrupts nothing and whose cells
 	// are the controls of their columns (scenario_control.go): it cites no
 	// incident and triggers nothing, and the suite carries each of its
@@ -355,12 +363,18 @@ func ownOnly(cells []Cell) bool {
 }
 
 // Cells is the scenario's witnesses on the models: every case on every
-// model, with its role and expected outcome there.
+// model, with its role and expected outcome there, model by model in the
+// models' order, the Last ones last.
 func (sc Scenario) Cells(models []Model) []Cell {
 	var out []Cell
-	for _, m := range models {
-		for _, c := range sc.CasesOn(m) {
-			out = append(out, Cell{Case: c, Model: m, Expected: sc.expected(c, m)})
+	for _, last := range []bool{false, true} {
+		for _, m := range models {
+			if (sc.Last != nil && sc.Last(m)) != last {
+				continue
+			}
+			for _, c := range sc.CasesOn(m) {
+				out = append(out, Cell{Case: c, Model: m, Expected: sc.expected(c, m)})
+			}
 		}
 	}
 	return out
@@ -400,6 +414,8 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 		return &zdv1.Expectation{Why: c.PlatformLimit}
 	case c.h2() && c.Hardening == fixtures.Hardened:
 		return &zdv1.Expectation{Why: h2GoAwayRace}
+	case c.h2():
+		return &zdv1.Expectation{Why: h2PinnedRace}
 	}
 	for _, e := range sc.Prevented {
 		if (e.Policy == "" || e.Policy == c.Policy) && (e.Hardening == "" || e.Hardening == c.Hardening) && (e.On == nil || e.On(m)) {

@@ -412,9 +412,9 @@ type LoadSettings struct {
 	MaxConnections int  `json:"maxConnections,omitempty"`
 	KeepAlive      bool `json:"keepAlive"`
 	// Protocol is how the requests travelled: ProtocolHTTP1, or
-	// ProtocolH2C (HTTP/2 streams on kept-alive connections, each ended by
-	// its server's GOAWAY, recorded as EventGoAway). "" in run files from
-	// before it was recorded: HTTP/1.1.
+	// ProtocolH2C (HTTP/2 streams on kept-alive connections; a server that
+	// ends one gracefully sends GOAWAY, recorded as EventGoAway). "" in run
+	// files from before it was recorded: HTTP/1.1.
 	Protocol  string  `json:"protocol,omitempty"`
 	TimeoutMs float64 `json:"timeoutMs"`
 	// IdleTimeoutMs is how long a keep-alive connection sat idle before

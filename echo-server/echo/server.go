@@ -92,7 +92,9 @@ type connKey struct{}
 // fragments are encoded once per connection instead of once per request.
 type connInfo struct {
 	requests atomic.Uint64
-	inFlight atomic.Bool
+	// inFlight counts the requests being answered on the connection:
+	// one at a time over HTTP/1.1, any number of streams over HTTP/2.
+	inFlight atomic.Int32
 	peerJSON []byte // `,"client_ip":"...","client_port":N`
 	idJSON   []byte // `,"conn_id":"..."`
 }
@@ -180,7 +182,7 @@ func (s *server) openConnCensus() (inFlight, noRequest int) {
 	defer s.connsMu.Unlock()
 	for _, ci := range s.conns {
 		switch {
-		case ci.inFlight.Load():
+		case ci.inFlight.Load() > 0:
 			inFlight++
 		case ci.requests.Load() == 0:
 			noRequest++
@@ -211,8 +213,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var nreq uint64
 	if ci != nil {
 		nreq = ci.requests.Add(1)
-		ci.inFlight.Store(true)
-		defer ci.inFlight.Store(false)
+		ci.inFlight.Add(1)
+		defer ci.inFlight.Add(-1)
 	}
 	h := w.Header()
 	// Decided per answer, not per server, so the admin switch takes effect

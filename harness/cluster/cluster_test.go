@@ -235,7 +235,7 @@ func TestKubeVIPManifest(t *testing.T) {
 	}
 	for _, want := range []string{"bgp_peers, value: \"172.18.0.9:64512::false\"", "bgp_as, value: \"64514\"", "lb_class_name, value: " + contract.KubeVIPBGPClass,
 		"range: 198.18.1.1-198.18.1.254", "vip_interface, value: lo", "svc_election, value: \"false\"", "prometheus_server, value: \":2113\"",
-		"name: " + contract.KubeVIPBGPDaemonSet + ",",
+		"metadata: {name: " + contract.KubeVIPBGPDaemonSet + ", namespace: kube-system}",
 		// The suites park it off a leaving machine (kubevip.Park).
 		"{key: " + contract.KubeVIPBGPParkedLabel + ", operator: DoesNotExist}"} {
 		if !strings.Contains(b, want) {

@@ -167,10 +167,10 @@ func WithBGPRouter(image string, t router.Tuning) Option {
 
 // WithoutKubeVIP leaves kube-vip out of a cluster that runs every LB
 // (contract.LBAll): no columns kube-vip-arp and kube-vip-bgp. kube-vip
-// v0.9.2 in BGP mode does not end on SIGTERM, so on a cluster that runs it
-// every machine's shutdown without the kubelet's graceful node shutdown
-// lasts systemd's stop timeout (docs/kube-vip.md),
-// whichever column a departure is measured for.
+// v0.9.2 in BGP mode does not end on SIGTERM, so a machine that shuts down
+// with it and without the kubelet's graceful node shutdown lasts systemd's
+// stop timeout (docs/kube-vip.md; the suites park it off a leaving machine
+// whose batch does not measure it).
 func WithoutKubeVIP() Option { return func(o *options) { o.noKubeVIP = true } }
 
 // WithoutKubeVIPBGP leaves kube-vip's BGP mode (column kube-vip-bgp, its

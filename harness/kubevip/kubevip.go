@@ -278,6 +278,10 @@ func Describe(ctx context.Context, cs kubernetes.Interface, daemonSet string) (s
 	return "", fmt.Errorf("kube-vip's DaemonSet kube-system/%s has no container named kube-vip", daemonSet)
 }
 
+// ErrNotParkable is Park's answer for a DaemonSet whose node affinity
+// does not leave a parked node out (a cluster made before it did).
+var ErrNotParkable = errors.New("cannot be parked")
+
 // Park takes daemonSet's Pod (namespace kube-system) off node for good:
 // the node gets label, which the DaemonSet's node affinity requires absent
 // (contract.KubeVIPBGPParkedLabel for kube-vip-bgp), so its controller
@@ -298,7 +302,7 @@ func Park(ctx context.Context, cs kubernetes.Interface, daemonSet, label, node s
 		return 0, fmt.Errorf("park %s on %s: %w", daemonSet, node, err)
 	}
 	if !excludes(ds, label) {
-		return 0, fmt.Errorf("park %s on %s: its node affinity does not require %s absent, so its controller would start it again; re-create the cluster with this zerodrop's manifests (make cluster-down, then make cluster LB=all)", daemonSet, node, label)
+		return 0, fmt.Errorf("park %s on %s: %w: its node affinity does not require %s absent, so its controller would start it again; re-create the cluster with this zerodrop's manifests (make cluster-down, then make cluster LB=all)", daemonSet, node, ErrNotParkable, label)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil {

@@ -171,13 +171,14 @@ func TestPark(t *testing.T) {
 		ds   *appsv1.DaemonSet
 		// controller deletes the node's Pod once the node is labelled, as
 		// the DaemonSet controller does.
-		controller bool
-		wantErr    string
-		wantLabel  bool
+		controller  bool
+		wantErr     string
+		notParkable bool
+		wantLabel   bool
 	}{
 		{name: "waits until the node's own Pod is gone", ds: parkDS(true), controller: true, wantLabel: true},
 		{name: "a Pod that stays is a timeout that names it", ds: parkDS(true), wantErr: "still there: vip-a", wantLabel: true},
-		{name: "a DaemonSet that would start it again is refused", ds: parkDS(false), wantErr: "re-create the cluster"},
+		{name: "a DaemonSet that would start it again is refused", ds: parkDS(false), wantErr: "re-create the cluster", notParkable: true},
 		{name: "no DaemonSet", wantErr: "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,6 +205,9 @@ func TestPark(t *testing.T) {
 				}
 			} else if err != nil {
 				t.Fatalf("Park: %v", err)
+			}
+			if errors.Is(err, ErrNotParkable) != tc.notParkable {
+				t.Errorf("Park: %v, ErrNotParkable %t, want %t", err, errors.Is(err, ErrNotParkable), tc.notParkable)
 			}
 			n, err := cs.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
 			if err != nil {

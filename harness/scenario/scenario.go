@@ -175,6 +175,14 @@ func (s Spec) rate(env *Env) int {
 	return env.Rate
 }
 
+// protocol is the load's protocol by name (Spec.Protocol, default HTTP/1.1).
+func (s Spec) protocol() string {
+	if s.Protocol == "" {
+		return zdv1.ProtocolHTTP1
+	}
+	return s.Protocol
+}
+
 // keepAlive is whether the load reuses connections (Spec.KeepAlive, default on).
 func (s Spec) keepAlive() bool { return s.KeepAlive == nil || *s.KeepAlive }
 
@@ -641,7 +649,7 @@ func (r *Run) startLoad() error {
 		return fmt.Errorf("scenario %s: start load: %w", r.Spec.Name, err)
 	}
 	r.running = running
-	r.step("load started", "rate", r.Spec.rate(r.Env), "keepalive", r.Spec.keepAlive())
+	r.step("load started", "rate", r.Spec.rate(r.Env), "keepalive", r.Spec.keepAlive(), "protocol", r.Spec.protocol())
 	return nil
 }
 
