@@ -306,6 +306,9 @@ func scenarioViewOf(sc *Scenario) scenarioView {
 	if l.Host != "" {
 		v.Load = append(v.Load, kv{"host", l.Host})
 	}
+	if l.Protocol != "" {
+		v.Load = append(v.Load, kv{"protocol", l.Protocol})
+	}
 	if l.Scheduling != "" {
 		v.Load = append(v.Load, kv{"scheduling", l.Scheduling})
 	}
