@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"zerodrop.dev/zerodrop/apis/contract"
@@ -300,17 +298,13 @@ func (d departure) held() bool { return d.Grace.Period == 0 }
 // (Costs.Held). A cluster without it (any but kind with LB=all) has nothing
 // to park.
 func (s *Suite) parkKubeVIPBGP(ctx context.Context, k *kube.Client, cells []Cell, node string) error {
-	if slices.ContainsFunc(cells, func(c Cell) bool { return kubeVIPBGPModel(c.Model) }) {
+	if measuresKubeVIPBGP(cells) {
 		return nil
-	}
-	_, err := s.Env.Clientset.AppsV1().DaemonSets("kube-system").Get(ctx, contract.KubeVIPBGPDaemonSet, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("look for kube-vip-bgp's DaemonSet: %w", err)
 	}
 	took, err := kubevip.Park(ctx, s.Env.Clientset, contract.KubeVIPBGPDaemonSet, contract.KubeVIPBGPParkedLabel, node, parkTimeout)
+	if errors.Is(err, kubevip.ErrNotInstalled) {
+		return nil
+	}
 	if errors.Is(err, kubevip.ErrNotParkable) {
 		// A cluster made before the affinity: the batch pays the hold, as
 		// it did then, and says so.

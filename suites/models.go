@@ -134,6 +134,13 @@ func kubeVIPModel(m Model) bool { return m.Name == contract.LBKubeVIPARP }
 // ECMP router.
 func kubeVIPBGPModel(m Model) bool { return m.Name == contract.LBKubeVIPBGP }
 
+// measuresKubeVIPBGP says whether a batch of cells has kube-vip-bgp's: then
+// its hold is the batch's (Costs.forBatch), else the departure parks it
+// (parkKubeVIPBGP).
+func measuresKubeVIPBGP(cells []Cell) bool {
+	return slices.ContainsFunc(cells, func(c Cell) bool { return kubeVIPBGPModel(c.Model) })
+}
+
 // ecmpModel picks the models behind an ECMP router, whose nodes each
 // advertise a Service's address (MetalLB's BGP mode, kube-vip's).
 func ecmpModel(m Model) bool { return bgpModel(m) || kubeVIPBGPModel(m) }

@@ -242,7 +242,7 @@ func batchEstimate(sc Scenario, tm Timing, k Costs, cells []Cell) time.Duration 
 // cell of a batch that measures it, and a batch that does not parks it
 // (parkKubeVIPBGP) instead of waiting for it.
 func (k Costs) forBatch(cells []Cell) Costs {
-	if k.Held > 0 && !slices.ContainsFunc(cells, func(c Cell) bool { return kubeVIPBGPModel(c.Model) }) {
+	if k.Held > 0 && !measuresKubeVIPBGP(cells) {
 		k.Held, k.parks = 0, true
 	}
 	return k

@@ -115,13 +115,9 @@ func (c Cell) Labels() []string { return append(c.Case.Labels(), "lb:"+c.Model.N
 // matrix's row (scenario, policy, profile, keep-alive, protocol) and column
 // (lb).
 func (c Cell) reportLabels(scenario string) map[string]string {
-	protocol := c.Protocol
-	if protocol == "" {
-		protocol = zdv1.ProtocolHTTP1
-	}
 	return map[string]string{
 		"scenario": scenario, "policy": string(c.Policy), "profile": string(c.Hardening),
-		"keepalive": fmt.Sprint(c.KeepAlive), "protocol": protocol, "lb": c.Model.Name,
+		"keepalive": fmt.Sprint(c.KeepAlive), "protocol": zdv1.ProtocolName(c.Protocol), "lb": c.Model.Name,
 	}
 }
 

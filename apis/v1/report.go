@@ -401,6 +401,14 @@ const (
 	ProtocolH2C = "h2c"
 )
 
+// ProtocolName is protocol by name, the default's too: "" is HTTP/1.1.
+func ProtocolName(protocol string) string {
+	if protocol == "" {
+		return ProtocolHTTP1
+	}
+	return protocol
+}
+
 // LoadSettings are the parameters the load generator ran with.
 type LoadSettings struct {
 	Targets     []string `json:"targets"`

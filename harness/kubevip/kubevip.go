@@ -113,7 +113,7 @@ func ParseRange(s string) (first, last netip.Addr, err error) {
 	return first, last, nil
 }
 
-// ErrNotInstalled is Range's answer on a cluster without the provider's
+// ErrNotInstalled is Range's and Park's answer on a cluster without the provider's
 // kube-vip (of that mode).
 var ErrNotInstalled = errors.New("the cluster runs no such kube-vip of zerodrop's")
 
@@ -298,6 +298,9 @@ var ErrNotParkable = errors.New("cannot be parked")
 func Park(ctx context.Context, cs kubernetes.Interface, daemonSet, label, node string, timeout time.Duration) (time.Duration, error) {
 	began := time.Now()
 	ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, daemonSet, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("park %s on %s: %w (no DaemonSet kube-system/%s)", daemonSet, node, ErrNotInstalled, daemonSet)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("park %s on %s: %w", daemonSet, node, err)
 	}

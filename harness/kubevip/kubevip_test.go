@@ -171,15 +171,16 @@ func TestPark(t *testing.T) {
 		ds   *appsv1.DaemonSet
 		// controller deletes the node's Pod once the node is labelled, as
 		// the DaemonSet controller does.
-		controller  bool
-		wantErr     string
-		notParkable bool
-		wantLabel   bool
+		controller   bool
+		wantErr      string
+		notParkable  bool
+		notInstalled bool
+		wantLabel    bool
 	}{
 		{name: "waits until the node's own Pod is gone", ds: parkDS(true), controller: true, wantLabel: true},
 		{name: "a Pod that stays is a timeout that names it", ds: parkDS(true), wantErr: "still there: vip-a", wantLabel: true},
 		{name: "a DaemonSet that would start it again is refused", ds: parkDS(false), wantErr: "re-create the cluster", notParkable: true},
-		{name: "no DaemonSet", wantErr: "not found"},
+		{name: "no DaemonSet", wantErr: "no DaemonSet kube-system/" + contract.KubeVIPBGPDaemonSet, notInstalled: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := []runtime.Object{
@@ -206,8 +207,9 @@ func TestPark(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("Park: %v", err)
 			}
-			if errors.Is(err, ErrNotParkable) != tc.notParkable {
-				t.Errorf("Park: %v, ErrNotParkable %t, want %t", err, errors.Is(err, ErrNotParkable), tc.notParkable)
+			if errors.Is(err, ErrNotParkable) != tc.notParkable || errors.Is(err, ErrNotInstalled) != tc.notInstalled {
+				t.Errorf("Park: %v, ErrNotParkable %t (want %t), ErrNotInstalled %t (want %t)", err,
+					errors.Is(err, ErrNotParkable), tc.notParkable, errors.Is(err, ErrNotInstalled), tc.notInstalled)
 			}
 			n, err := cs.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
 			if err != nil {

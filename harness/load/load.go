@@ -376,12 +376,7 @@ func (l *Load) Settings() zdv1.LoadSettings {
 }
 
 // protocol is the load's protocol by name (the default's too).
-func (l *Load) protocol() string {
-	if l.cfg.protocol == "" {
-		return zdv1.ProtocolHTTP1
-	}
-	return l.cfg.protocol
-}
+func (l *Load) protocol() string { return zdv1.ProtocolName(l.cfg.protocol) }
 
 // RunID is the prefix of every request id.
 func (l *Load) RunID() string { return l.cfg.runID }
@@ -548,10 +543,10 @@ func (l *Load) fields() map[string]string {
 
 // goAway records a GOAWAY the server of conn sent (frameScanner).
 func (r *Running) goAway(conn net.Conn, g goAway) {
-	local, remote := conn.LocalAddr().String(), conn.RemoteAddr().String()
+	local, remote, code := conn.LocalAddr().String(), conn.RemoteAddr().String(), h2ErrorName(g.Code)
 	f := map[string]string{"conn": local, "remote": remote, "last_stream_id": strconv.FormatUint(uint64(g.LastStreamID), 10),
-		"error_code": h2ErrorName(g.Code)}
-	msg := fmt.Sprintf("the server sent GOAWAY on connection %s -> %s: last stream %d, %s", local, remote, g.LastStreamID, h2ErrorName(g.Code))
+		"error_code": code}
+	msg := fmt.Sprintf("the server sent GOAWAY on connection %s -> %s: last stream %d, %s", local, remote, g.LastStreamID, code)
 	if g.Debug != "" {
 		f["debug"] = g.Debug
 		msg += " (" + g.Debug + ")"

@@ -176,12 +176,7 @@ func (s Spec) rate(env *Env) int {
 }
 
 // protocol is the load's protocol by name (Spec.Protocol, default HTTP/1.1).
-func (s Spec) protocol() string {
-	if s.Protocol == "" {
-		return zdv1.ProtocolHTTP1
-	}
-	return s.Protocol
-}
+func (s Spec) protocol() string { return zdv1.ProtocolName(s.Protocol) }
 
 // keepAlive is whether the load reuses connections (Spec.KeepAlive, default on).
 func (s Spec) keepAlive() bool { return s.KeepAlive == nil || *s.KeepAlive }
