@@ -57,6 +57,7 @@ import (
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/internal/h2frame"
 	"zerodrop.dev/zerodrop/internal/sched"
 )
 
@@ -541,9 +542,9 @@ func (l *Load) fields() map[string]string {
 	return f
 }
 
-// goAway records a GOAWAY the server of conn sent (frameScanner).
-func (r *Running) goAway(conn net.Conn, g goAway) {
-	local, remote, code := conn.LocalAddr().String(), conn.RemoteAddr().String(), h2ErrorName(g.Code)
+// goAway records a GOAWAY the server of conn sent (goAwayScanner).
+func (r *Running) goAway(conn net.Conn, g h2frame.GoAway) {
+	local, remote, code := conn.LocalAddr().String(), conn.RemoteAddr().String(), h2frame.ErrorName(g.Code)
 	f := map[string]string{"conn": local, "remote": remote, "last_stream_id": strconv.FormatUint(uint64(g.LastStreamID), 10),
 		"error_code": code}
 	msg := fmt.Sprintf("the server sent GOAWAY on connection %s -> %s: last stream %d, %s", local, remote, g.LastStreamID, code)

@@ -16,15 +16,16 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/internal/h2frame"
 )
 
 // RequestIDHeader carries the unique id of every request.
 const RequestIDHeader = "X-Request-Id"
 
 // newTransport is the load's HTTP client for c's protocol. With h2c every
-// connection's frames pass a frameScanner, which tells onGoAway of each
+// connection's frames pass a goAwayScanner, which tells onGoAway of each
 // GOAWAY its server sends.
-func newTransport(c *config, onGoAway func(net.Conn, goAway)) *http.Transport {
+func newTransport(c *config, onGoAway func(net.Conn, h2frame.GoAway)) *http.Transport {
 	dialer := net.Dialer{Timeout: c.timeout, KeepAlive: 30 * time.Second}
 	if !c.keepAlive {
 		dialer.KeepAlive = -1
@@ -42,12 +43,12 @@ func newTransport(c *config, onGoAway func(net.Conn, goAway)) *http.Transport {
 			}
 			tc := &trackedConn{Conn: conn}
 			if h2c {
-				tc.frames = &frameScanner{onGoAway: func(g goAway) {
+				tc.frames = goAwayScanner(func(g h2frame.GoAway) {
 					tc.goAway.Store(&g)
 					if onGoAway != nil {
 						onGoAway(conn, g)
 					}
-				}}
+				})
 			}
 			return tc, nil
 		},
@@ -86,15 +87,15 @@ type trackedConn struct {
 	err atomic.Pointer[error]
 	// frames, on an HTTP/2 connection, reads the server's frames as they
 	// pass; only the connection's reader calls Read.
-	frames *frameScanner
+	frames *h2frame.Scanner
 	// goAway is the last GOAWAY the server sent on it, if any.
-	goAway atomic.Pointer[goAway]
+	goAway atomic.Pointer[h2frame.GoAway]
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && c.frames != nil {
-		c.frames.feed(p[:n])
+		c.frames.Feed(p[:n])
 	}
 	if err != nil {
 		c.err.Store(&err)
@@ -127,12 +128,14 @@ func connOf(c net.Conn) *trackedConn {
 	return t
 }
 
-// attempt follows one request through the transport: every connection it
-// got (more than one means the transport retried on its own) and the error
-// that made it give up on the previous one.
+// attempt follows one request through the transport: every connection
+// that carried it (more than one means the transport retried on its own)
+// and the error that made it give up on the previous one.
 type attempt struct {
-	mu       sync.Mutex
-	conns    int
+	mu    sync.Mutex
+	conns int
+	// wrote: the request's headers went to the current connection.
+	wrote    bool
 	reused   bool
 	prev     *trackedConn
 	retryErr error
@@ -141,7 +144,15 @@ type attempt struct {
 func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.conns++
+	// A connection the transport gave up on before it wrote the request
+	// did not carry it, and taking the next one is no re-send: an HTTP/2
+	// connection whose GOAWAY arrived between the pool's pick and the
+	// request's stream (net/http h2_bundle.go,
+	// awaitOpenSlotForStreamLocked: errClientConnUnusable, retried by
+	// RoundTripOpt).
+	if a.conns == 0 || a.wrote {
+		a.conns++
+	}
 	if a.conns > 1 && a.retryErr == nil {
 		a.retryErr = errors.New("the previous attempt's connection broke before a response")
 		if a.prev != nil {
@@ -155,8 +166,15 @@ func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 			}
 		}
 	}
+	a.wrote = false
 	a.reused = info.Reused
 	a.prev = connOf(info.Conn)
+}
+
+func (a *attempt) wroteHeaders() {
+	a.mu.Lock()
+	a.wrote = true
+	a.mu.Unlock()
 }
 
 // roundTripper sends one request and measures it: the per-request timeout
@@ -188,7 +206,7 @@ func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) zdv1.R
 	var a attempt
 	ctx, cancel := context.WithTimeoutCause(parent, rt.timeout, errRequestTimeout)
 	defer cancel()
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: a.gotConn})
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: a.gotConn, WroteHeaders: a.wroteHeaders})
 	uc := *u
 	req := &http.Request{
 		Method:     http.MethodGet,
