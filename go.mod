@@ -11,6 +11,7 @@ require (
 	github.com/secure-systems-lab/go-securesystemslib v0.9.1
 	github.com/tsenart/vegeta/v12 v12.12.0
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/net v0.43.0
 	golang.org/x/sys v0.36.0
 	k8s.io/api v0.34.2
 	k8s.io/apimachinery v0.34.2
@@ -96,7 +97,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/crypto v0.41.0 // indirect
-	golang.org/x/net v0.43.0 // indirect
 	golang.org/x/oauth2 v0.30.0 // indirect
 	golang.org/x/sync v0.17.0 // indirect
 	golang.org/x/term v0.34.0 // indirect

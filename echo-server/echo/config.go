@@ -17,6 +17,7 @@ const (
 	DefaultListen       = ":8080"
 	DefaultAdminListen  = ":8081"
 	DefaultDrainTimeout = 10 * time.Second
+	DefaultH2Notice     = time.Second
 	DefaultReadyPath    = "/readyz"
 	DefaultLivePath     = "/healthz"
 )
@@ -57,6 +58,11 @@ type Config struct {
 	// nil is the default, half of DrainTimeout and at most 5 s (see Run). A
 	// stand-in for a server that stops accepting at once sets 0.
 	CloseGrace *time.Duration
+	// H2Notice is how long a graceful drain (DrainTimeout > 0) waits for
+	// its HTTP/2 clients to answer the shutdown notice, RFC 9113's first
+	// GOAWAY (of 2^31-1) and a PING, before Go's server sends the real
+	// GOAWAY; 0 sends no notice, as Go's server alone does (h2notice.go).
+	H2Notice time.Duration
 	// ReadyPaths answer readiness (200 when ready, 503 when not) and
 	// LivePaths liveness (always 200) on the traffic port; default /readyz
 	// and /healthz. A path in both answers readiness: an app whose one
@@ -78,6 +84,7 @@ func DefaultConfig() Config {
 		Ready:        true,
 		KeepAlive:    true,
 		DrainTimeout: DefaultDrainTimeout,
+		H2Notice:     DefaultH2Notice,
 		ReadyPaths:   []string{DefaultReadyPath},
 		LivePaths:    []string{DefaultLivePath},
 	}
@@ -151,6 +158,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("shutdown delay (--shutdown-delay, ECHO_SHUTDOWN_DELAY) is negative: %s", c.ShutdownDelay)
 	case c.DrainTimeout < 0:
 		return fmt.Errorf("drain timeout (--drain-timeout, ECHO_DRAIN_TIMEOUT) is negative: %s", c.DrainTimeout)
+	case c.H2Notice < 0:
+		return fmt.Errorf("HTTP/2 shutdown notice wait (--h2-notice, ECHO_H2_NOTICE) is negative: %s", c.H2Notice)
 	}
 	return nil
 }
@@ -174,6 +183,7 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "after SIGTERM keep serving this long [ECHO_SHUTDOWN_DELAY]")
 	fs.BoolVar(&cfg.UnreadyOnTerm, "unready-on-term", cfg.UnreadyOnTerm, "fail readiness as soon as SIGTERM arrives [ECHO_UNREADY_ON_TERM]")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "after the delay, budget for in-flight requests; 0 closes them at once [ECHO_DRAIN_TIMEOUT]")
+	fs.DurationVar(&cfg.H2Notice, "h2-notice", cfg.H2Notice, "a graceful drain first tells HTTP/2 clients it is going away (GOAWAY of 2^31-1 and a PING) and waits this long at most for their answers; 0 sends no notice [ECHO_H2_NOTICE]")
 	fs.Var(graceFlag{&cfg.CloseGrace}, "close-grace", "how long a drain lets keep-alive clients close before it stops accepting: auto (half the drain timeout, at most 5s) or a duration [ECHO_CLOSE_GRACE]")
 	fs.Var((*pathList)(&cfg.ReadyPaths), "ready-path", "paths answering readiness on the traffic port, comma-separated [ECHO_READY_PATH]")
 	fs.Var((*pathList)(&cfg.LivePaths), "live-path", "paths answering liveness on the traffic port, comma-separated [ECHO_LIVE_PATH]")
@@ -203,6 +213,7 @@ func ParseConfig(args []string, env LookupEnv, hostname func() (string, error), 
 		{"drain-timeout", "ECHO_DRAIN_TIMEOUT"},
 		{"log-requests", "ECHO_LOG_REQUESTS"},
 		{"close-grace", "ECHO_CLOSE_GRACE"},
+		{"h2-notice", "ECHO_H2_NOTICE"},
 		{"ready-path", "ECHO_READY_PATH"},
 		{"live-path", "ECHO_LIVE_PATH"},
 	}

@@ -49,15 +49,18 @@ func WithListeners(traffic, admin net.Listener) Option {
 //
 //  1. readiness fails at once if cfg.UnreadyOnTerm;
 //  2. serving goes on unchanged for cfg.ShutdownDelay;
-//  3. every answer from here on says "Connection: close", and each open
+//  3. if the drain is graceful (cfg.DrainTimeout > 0), every open HTTP/2
+//     connection gets the shutdown notice, and the drain waits up to
+//     cfg.H2Notice for their answers (h2notice.go);
+//  4. every answer from here on says "Connection: close", and each open
 //     connection gets up to half of cfg.DrainTimeout (5 s at most, or
 //     cfg.CloseGrace) to carry one and be closed by its client; then the
 //     traffic port stops accepting and the idle connections left are
 //     closed;
-//  4. in-flight requests get up to cfg.DrainTimeout, then are cut;
-//  5. the admin port closes and Run returns nil.
+//  5. in-flight requests get up to cfg.DrainTimeout, then are cut;
+//  6. the admin port closes and Run returns nil.
 //
-// A second value on signals during 2-4 closes everything at once and
+// A second value on signals during 2-5 closes everything at once and
 // returns an error wrapping ErrAborted. Cancelling ctx closes everything at
 // once and returns nil: the caller asked for it. Main passes SIGTERM and
 // SIGINT on signals; tests pass a channel of their own.
@@ -121,7 +124,7 @@ func (s *server) serve(ctx context.Context, tls []net.Listener, al net.Listener,
 	ls := []listener{{"admin", admin, al}}
 	trafficAddrs := make([]string, 0, len(tls))
 	for _, l := range tls {
-		ls = append(ls, listener{"traffic", traffic, l})
+		ls = append(ls, listener{"traffic", traffic, noticeListener{l}})
 		trafficAddrs = append(trafficAddrs, l.Addr().String())
 	}
 	serveErr := make(chan error, len(ls))
@@ -243,6 +246,34 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 			t.Stop()
 			s.closeNow(traffic, admin, "a listener failed")
 			return err
+		}
+	}
+
+	if cfg.DrainTimeout > 0 && cfg.H2Notice > 0 {
+		nctx, ncancel := context.WithCancel(ctx)
+		type counts struct{ noticed, answered int }
+		done := make(chan counts, 1)
+		began := time.Now()
+		go func() {
+			n, a := s.noticeH2(nctx, cfg.H2Notice)
+			done <- counts{n, a}
+		}()
+		select {
+		case c := <-done:
+			ncancel()
+			if c.noticed > 0 {
+				s.log.Info("HTTP/2 shutdown notice sent", "connections", c.noticed, "answered", c.answered,
+					"waited", time.Since(began).Round(time.Millisecond).String(), "wait_bound", cfg.H2Notice.String())
+			}
+		case sig2 := <-signals:
+			ncancel()
+			<-done
+			return abort(sig2, "HTTP/2 shutdown notice")
+		case <-ctx.Done():
+			ncancel()
+			<-done
+			s.closeNow(traffic, admin, "context cancelled")
+			return nil
 		}
 	}
 
