@@ -83,11 +83,13 @@ bench: ## benchmarks: echo handler vs hello, load memory over a long run, run-fi
 # is against the library zerodrop uses.
 VEGETA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/tsenart/vegeta/v12)
 BENCH_RATES ?= 2000,4000,8000,12000,16000,20000,30000
-bench-load: build ## whole-process load benchmark: zerodrop load vs vegeta's CLI, pinned cores, one run (needs 2 CPUs)
+# BENCH_PROTOCOL=h2c measures HTTP/2 against h2load (Debian's nghttp2-client).
+BENCH_PROTOCOL ?= http/1.1
+bench-load: build ## whole-process load benchmark: zerodrop load vs vegeta's CLI (BENCH_PROTOCOL=h2c: vs h2load too), pinned cores, one run (needs 2 CPUs)
 	@[ "$$(nproc)" -ge 2 ] || { echo "bench-load: needs 2 CPUs (generator and echo server pinned apart), have $$(nproc)" >&2; exit 1; }
 	GOBIN=$(abspath $(BIN)) CGO_ENABLED=0 $(GO) install github.com/tsenart/vegeta/v12@$(VEGETA_VERSION)
 	$(GO) run ./cmd/loadbench --zerodrop $(BIN)/zerodrop --vegeta $(BIN)/vegeta --echo $(BIN)/echo-server \
-	  --rates $(BENCH_RATES) --out out/bench-load
+	  --protocol $(BENCH_PROTOCOL) --rates $(BENCH_RATES) --out out/bench-load/$(subst /,,$(BENCH_PROTOCOL))
 
 lb-e2e: ## the cloud LB's own checks: data plane in namespaces and on a Docker bridge; TestCluster needs `make cluster LB=cloud` and `make image`
 	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'DataplaneE2E|DockerBridge|TestCluster' ./harness/lb/ ./internal/cloudlb/

@@ -1,9 +1,15 @@
-// Command loadbench measures `zerodrop load` against vegeta's own CLI, both
-// run as a user runs them: whole processes with their default settings,
-// pinned to the same core(s) with taskset, against a fresh echo server
-// pinned to other cores, one rate after another in one run. It reports for
-// every rate the rate each tool achieved, its p99 latency and its peak RSS,
-// then the highest rate each one sustained and their ratio.
+// Command loadbench measures `zerodrop load` against peers, all run as a
+// user runs them: whole processes with their default settings, pinned to
+// the same core(s) with taskset, against a fresh echo server pinned to
+// other cores, one rate after another in one run. It reports for every
+// rate the rate each tool achieved, its p99 latency and its peak RSS, then
+// the highest rate each one sustained and zerodrop's ratio to the peer.
+//
+// --protocol says what the tools speak. http/1.1 (the default): the peer
+// is vegeta's CLI. h2c (HTTP/2 over cleartext TCP with prior knowledge):
+// the peer is h2load (Debian's nghttp2-client), one connection, its rate
+// set by --rps and its p99 read from its per-request log; vegeta's CLI
+// runs too, with its -h2c flag.
 //
 // A run "sustained" its rate when at least 97 % of the requested rate got a
 // 2xx answer, nothing failed, and p99 stayed at or under --max-p99 (50 ms);
@@ -18,6 +24,7 @@
 //
 //	loadbench --zerodrop bin/zerodrop --vegeta bin/vegeta --echo bin/echo-server \
 //	  --rates 2000,4000,8000,16000,30000 --duration 5s --out out/bench-load
+//	loadbench --protocol h2c --h2load /usr/bin/h2load ...
 package main
 
 import (
@@ -34,6 +41,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,7 +67,14 @@ type Measurement struct {
 
 // Result is what loadbench writes to results.json.
 type Result struct {
-	Started      time.Time     `json:"started"`
+	Started time.Time `json:"started"`
+	// Protocol is what every tool spoke (zdv1.ProtocolHTTP1 or
+	// zdv1.ProtocolH2C).
+	Protocol string `json:"protocol"`
+	// Tools ran in this order at every rate; Peer is the one zerodrop's
+	// ratio is taken against.
+	Tools        []string      `json:"tools"`
+	Peer         string        `json:"peer"`
 	CPUs         int           `json:"cpus"`
 	GeneratorCPU string        `json:"generatorCpus"`
 	EchoCPU      string        `json:"echoCpus"`
@@ -70,12 +85,14 @@ type Result struct {
 	// Best is the highest requested rate each tool sustained in most of
 	// its runs (0: none).
 	Best map[string]int `json:"bestSustainedRate"`
-	// Ratio is zerodrop's best over vegeta's.
+	// Ratio is zerodrop's best over the peer's.
 	Ratio float64 `json:"ratio"`
 }
 
 type options struct {
 	zerodrop, vegeta, echo string
+	h2load                 string
+	protocol               string
 	rates                  []int
 	duration               time.Duration
 	genCPU, echoCPU        string
@@ -100,6 +117,8 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.zerodrop, "zerodrop", "bin/zerodrop", "zerodrop CLI binary")
 	fs.StringVar(&o.vegeta, "vegeta", "bin/vegeta", "vegeta CLI binary (built from the module version go.mod pins)")
 	fs.StringVar(&o.echo, "echo", "bin/echo-server", "echo server binary")
+	fs.StringVar(&o.protocol, "protocol", zdv1.ProtocolHTTP1, "what the tools speak: "+zdv1.ProtocolHTTP1+" (peer: vegeta) or "+zdv1.ProtocolH2C+" (peer: h2load)")
+	fs.StringVar(&o.h2load, "h2load", "h2load", "h2load binary, the h2c peer (Debian: apt-get install nghttp2-client)")
 	rates := fs.String("rates", "2000,4000,8000,12000,16000,20000,30000", "comma-separated requested rates per second")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each run")
 	fs.StringVar(&o.genCPU, "gen-cpus", "0", "taskset CPU list for the load generator")
@@ -125,6 +144,15 @@ func parse(args []string) (options, error) {
 			errs = append(errs, fmt.Errorf("%s %s: not a file (make bench-load builds it)", flagName, p))
 		}
 	}
+	switch o.protocol {
+	case zdv1.ProtocolHTTP1:
+	case zdv1.ProtocolH2C:
+		if _, err := exec.LookPath(o.h2load); err != nil {
+			errs = append(errs, fmt.Errorf("--h2load %s: %w (Debian: apt-get install nghttp2-client)", o.h2load, err))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--protocol %q: want %s or %s", o.protocol, zdv1.ProtocolHTTP1, zdv1.ProtocolH2C))
+	}
 	if _, err := exec.LookPath("taskset"); err != nil {
 		errs = append(errs, errors.New("taskset not found (Debian: apt-get install util-linux)"))
 	}
@@ -148,16 +176,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	res := Result{Started: time.Now().UTC(), CPUs: runtime.NumCPU(), GeneratorCPU: o.genCPU, EchoCPU: o.echoCPU,
+	tools, peer := o.tools()
+	res := Result{Started: time.Now().UTC(), Protocol: o.protocol, Tools: tools, Peer: peer, CPUs: runtime.NumCPU(), GeneratorCPU: o.genCPU, EchoCPU: o.echoCPU,
 		Duration: o.duration.String(), MaxP99Ms: o.maxP99Ms, Repeat: o.repeat, Best: map[string]int{}}
-	fmt.Fprintf(stdout, "load generator on CPU %s, echo server on CPU %s, %s per run, %d run(s) per rate and tool, %d CPUs\n\n",
-		o.genCPU, o.echoCPU, o.duration, o.repeat, res.CPUs)
+	fmt.Fprintf(stdout, "%s; load generator on CPU %s, echo server on CPU %s, %s per run, %d run(s) per rate and tool, %d CPUs\n\n",
+		o.protocol, o.genCPU, o.echoCPU, o.duration, o.repeat, res.CPUs)
 	fmt.Fprintln(stdout, "| requested | tool | run | achieved 2xx/s | failed | p99 | peak RSS | verdict | sustained |")
 	fmt.Fprintln(stdout, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
 	for _, rate := range o.rates {
 		held := map[string]int{}
 		for rep := 1; rep <= o.repeat; rep++ {
-			for _, tool := range []string{"vegeta", "zerodrop"} {
+			for _, tool := range tools {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -179,11 +208,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	if res.Best["vegeta"] > 0 {
-		res.Ratio = float64(res.Best["zerodrop"]) / float64(res.Best["vegeta"])
+	if res.Best[peer] > 0 {
+		res.Ratio = float64(res.Best["zerodrop"]) / float64(res.Best[peer])
 	}
-	fmt.Fprintf(stdout, "\nhighest rate sustained in most runs (p99 <= %.0f ms, >= 97%% of the rate answered 2xx, nothing failed): vegeta %d/s, zerodrop %d/s, ratio %.2f\n",
-		o.maxP99Ms, res.Best["vegeta"], res.Best["zerodrop"], res.Ratio)
+	var best []string
+	for _, tool := range tools {
+		best = append(best, fmt.Sprintf("%s %d/s", tool, res.Best[tool]))
+	}
+	fmt.Fprintf(stdout, "\nhighest rate sustained in most runs (p99 <= %.0f ms, >= 97%% of the rate answered 2xx, nothing failed): %s; zerodrop/%s %.2f\n",
+		o.maxP99Ms, strings.Join(best, ", "), peer, res.Ratio)
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -194,6 +227,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "raw outputs and %s\n", path)
 	return nil
+}
+
+// tools are the tools a run measures, in turn, and the peer among them.
+func (o options) tools() (tools []string, peer string) {
+	if o.protocol == zdv1.ProtocolH2C {
+		return []string{"h2load", "vegeta", "zerodrop"}, "h2load"
+	}
+	return []string{"vegeta", "zerodrop"}, "vegeta"
 }
 
 func yes(b bool, note string) string {
@@ -241,9 +282,14 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 		}
 		args = []string{o.vegeta, "attack", "-rate", fmt.Sprintf("%d/s", rate), "-duration", o.duration.String(),
 			"-targets", filepath.Join(dir, "targets.txt"), "-output", filepath.Join(dir, "results.bin")}
+		if o.protocol == zdv1.ProtocolH2C {
+			args = append(args, "-h2c")
+		}
 	case "zerodrop":
 		args = []string{o.zerodrop, "load", "--target", target, "--rate", strconv.Itoa(rate), "--duration", o.duration.String(),
-			"--out", dir}
+			"--protocol", o.protocol, "--out", dir}
+	case "h2load":
+		args = h2loadArgs(o.h2load, target, rate, o.duration, filepath.Join(dir, "requests.tsv"))
 	}
 	rss, err := pinned(rctx, o.genCPU, filepath.Join(dir, "stderr.txt"), args...)
 	m.MaxRSSMB = rss
@@ -260,6 +306,8 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 		err = readVegeta(ctx, o, dir, &m)
 	case "zerodrop":
 		err = readZerodrop(dir, &m)
+	case "h2load":
+		err = readH2load(dir, &m)
 	}
 	if err != nil {
 		return m, err
@@ -386,4 +434,121 @@ func startEcho(ctx context.Context, o options) (func(), error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// h2loadArgs runs h2load as the h2c peer: one connection (the load's h2c
+// client opens one per target until the server's stream limit), up to 100
+// streams at once, rate requests per second for d, each request's start,
+// status and time in logPath.
+func h2loadArgs(bin, target string, rate int, d time.Duration, logPath string) []string {
+	return []string{bin, "-c", "1", "-m", "100", "--rps", strconv.Itoa(rate), "-D", fmt.Sprintf("%gs", d.Seconds()),
+		"--log-file", logPath, target}
+}
+
+// h2loadSummary is what readH2load takes from h2load's closing lines.
+type h2loadSummary struct {
+	seconds               float64
+	started, done, failed int64
+	ok2xx                 int64
+	found                 map[string]bool
+}
+
+// parseH2load reads h2load's summary ("finished in 5.00s, ...",
+// "requests: N total, N started, N done, N succeeded, N failed, N
+// errored, N timeout", "status codes: N 2xx, ..."). Its failed count
+// includes the errored and timed-out requests (h2load's manual).
+func parseH2load(out string) (h2loadSummary, error) {
+	s := h2loadSummary{found: map[string]bool{}}
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "finished in "):
+			f := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(line, "finished in "))[0], ",")
+			d, err := time.ParseDuration(f)
+			if err != nil {
+				return s, fmt.Errorf("h2load summary %q: %w", line, err)
+			}
+			s.seconds, s.found["finished"] = d.Seconds(), true
+		case strings.HasPrefix(line, "requests: "):
+			for _, part := range strings.Split(strings.TrimPrefix(line, "requests: "), ",") {
+				var n int64
+				var what string
+				if _, err := fmt.Sscanf(strings.TrimSpace(part), "%d %s", &n, &what); err != nil {
+					return s, fmt.Errorf("h2load summary %q: %w", line, err)
+				}
+				switch what {
+				case "started":
+					s.started = n
+				case "done":
+					s.done = n
+				case "failed":
+					s.failed = n
+				}
+			}
+			s.found["requests"] = true
+		case strings.HasPrefix(line, "status codes: "):
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "status codes: "), "%d 2xx", &s.ok2xx); err != nil {
+				return s, fmt.Errorf("h2load summary %q: %w", line, err)
+			}
+			s.found["status"] = true
+		}
+	}
+	for _, k := range []string{"finished", "requests", "status"} {
+		if !s.found[k] {
+			return s, fmt.Errorf("h2load printed no %q line: did it run?", k)
+		}
+	}
+	if s.seconds <= 0 {
+		return s, errors.New("h2load finished in no time")
+	}
+	return s, nil
+}
+
+// p99Micros is the 99th percentile of the third column (microseconds to
+// the end of the response) of h2load's per-request log.
+func p99Micros(tsv string) (float64, int, error) {
+	var us []float64
+	for _, line := range strings.Split(tsv, "\n") {
+		f := strings.Split(strings.TrimSpace(line), "\t")
+		if len(f) < 3 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("h2load log line %q: %w", line, err)
+		}
+		us = append(us, v)
+	}
+	if len(us) == 0 {
+		return 0, 0, errors.New("h2load logged no request")
+	}
+	slices.Sort(us)
+	return us[(len(us)*99+99)/100-1], len(us), nil
+}
+
+func readH2load(dir string, m *Measurement) error {
+	out, err := os.ReadFile(filepath.Join(dir, "stderr.txt"))
+	if err != nil {
+		return err
+	}
+	s, err := parseH2load(string(out))
+	if err != nil {
+		return fmt.Errorf("%w (output in %s)", err, dir)
+	}
+	tsv, err := os.ReadFile(filepath.Join(dir, "requests.tsv"))
+	if err != nil {
+		return err
+	}
+	p99, _, err := p99Micros(string(tsv))
+	if err != nil {
+		return fmt.Errorf("%w (in %s)", err, dir)
+	}
+	m.Sent = float64(s.started) / s.seconds
+	m.Achieved = float64(s.ok2xx) / s.seconds
+	m.Failed = s.failed
+	m.P99Ms = p99 / 1000
+	if cut := s.started - s.done; cut > 0 {
+		m.Note = fmt.Sprintf("%d in flight at the end", cut)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,8 @@ func TestParseRejectsBadInput(t *testing.T) {
 			[]string{"--zerodrop", "--vegeta", "make bench-load builds it"}},
 		{"short duration", append(ok, "--duration", "10ms"), []string{"--duration 10ms"}},
 		{"bad port", append(ok, "--port", "70000"), []string{"--port 70000"}},
+		{"unknown protocol", append(ok, "--protocol", "h3"), []string{`--protocol "h3"`}},
+		{"h2c without h2load", append(ok, "--protocol", "h2c", "--h2load", filepath.Join(dir, "no-h2load")), []string{"--h2load", "nghttp2-client"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,5 +50,43 @@ func TestParseRejectsBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// h2load 1.52's closing lines, as a run at 1,000/s for 3 s printed them.
+const h2loadOut = `Main benchmark duration is over for thread #0. Stopping all clients.
+
+finished in 3.01s, 997.00 req/s, 333.20KB/s
+requests: 2991 total, 3001 started, 2991 done, 2989 succeeded, 2 failed, 1 errored, 0 timeout
+status codes: 2989 2xx, 0 3xx, 0 4xx, 1 5xx
+traffic: 999.59KB (1023576) total, 14.74KB (15097) headers (space savings 94.90%), 932.21KB (954580) data
+`
+
+func TestParseH2load(t *testing.T) {
+	s, err := parseH2load(h2loadOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.seconds != 3.01 || s.started != 3001 || s.done != 2991 || s.failed != 2 || s.ok2xx != 2989 {
+		t.Errorf("got %+v; want 3.01 s, 3001 started, 2991 done, 2 failed, 2989 2xx", s)
+	}
+	if _, err := parseH2load("connect: Connection refused\n"); err == nil || !strings.Contains(err.Error(), "did it run") {
+		t.Errorf("h2load that never ran: error %v, want one asking whether it ran", err)
+	}
+}
+
+func TestP99Micros(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 200; i++ {
+		b.WriteString("1796527828093650\t200\t")
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString("\n")
+	}
+	p99, n, err := p99Micros(b.String())
+	if err != nil || n != 200 || p99 != 198 {
+		t.Errorf("p99 of 1..200 µs: %v over %d rows (%v), want 198 over 200", p99, n, err)
+	}
+	if _, _, err := p99Micros(""); err == nil {
+		t.Error("an empty log gave a p99")
 	}
 }
