@@ -52,7 +52,9 @@ func WithListeners(traffic, admin net.Listener) Option {
 //  3. if the drain is graceful (cfg.DrainTimeout > 0), every open HTTP/2
 //     connection gets the shutdown notice, and the drain waits up to
 //     cfg.H2Notice for their answers (h2notice.go);
-//  4. every answer from here on says "Connection: close", and each open
+//  4. every answer from here on says "Connection: close" (over HTTP/2
+//     with the notice on: the connection gets the notice, if it has not
+//     had it, instead of Go's GOAWAY), and each open
 //     connection gets up to half of cfg.DrainTimeout (5 s at most, or
 //     cfg.CloseGrace) to carry one and be closed by its client; then the
 //     traffic port stops accepting and the idle connections left are
@@ -249,7 +251,7 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 		}
 	}
 
-	if cfg.DrainTimeout > 0 && cfg.H2Notice > 0 {
+	if s.noticeOn() {
 		nctx, ncancel := context.WithCancel(ctx)
 		type counts struct{ noticed, answered int }
 		done := make(chan counts, 1)

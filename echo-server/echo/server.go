@@ -97,6 +97,9 @@ type connInfo struct {
 	inFlight atomic.Int32
 	peerJSON []byte // `,"client_ip":"...","client_port":N`
 	idJSON   []byte // `,"conn_id":"..."`
+	// nc is the connection, for its HTTP/2 shutdown notice (nil where the
+	// listener is not the server's own, as in the benchmark).
+	nc *noticeConn
 }
 
 func newServer(cfg Config, log *slog.Logger) (*server, error) {
@@ -154,6 +157,7 @@ func (s *server) connContext(ctx context.Context, c net.Conn) context.Context {
 	ci.idJSON = strconv.AppendUint(ci.idJSON, n, 10)
 	ci.idJSON = append(ci.idJSON, '"')
 	ci.peerJSON = appendPeer(nil, c.RemoteAddr().String())
+	ci.nc, _ = c.(*noticeConn)
 	s.connsMu.Lock()
 	s.conns[c] = ci
 	s.connsMu.Unlock()
@@ -222,7 +226,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// handler's "Connection: close" by closing after the answer (HTTP/2:
 	// by a GOAWAY, then closing once its streams are done). Keep-Alive is
 	// an HTTP/1.1 header (RFC 9113, section 8.2.2 forbids it in HTTP/2).
-	if !s.keepAlive.Load() || s.draining.Load() {
+	if s.closeAfter(r, ci) {
 		h["Connection"] = s.hdrClose
 	} else if r.ProtoMajor < 2 {
 		h["Keep-Alive"] = s.hdrKeepAlive
@@ -250,6 +254,26 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "conn_request", nreq)
 	}
 }
+
+// closeAfter says whether the answer asks the client to close its
+// connection: keep-alive is off, or the server drains. A draining server
+// that gives HTTP/2 clients the shutdown notice (Config.H2Notice) sends it
+// instead, on a connection that has not had it yet (one opened during the
+// drain): the "Connection: close" would have Go's server send its own
+// GOAWAY at once, which refuses the streams the client sends meanwhile
+// (h2notice.go). Shutdown's GOAWAY ends such a connection, if its client
+// has not closed it first.
+func (s *server) closeAfter(r *http.Request, ci *connInfo) bool {
+	draining := s.draining.Load()
+	if draining && r.ProtoMajor == 2 && s.noticeOn() && ci != nil && ci.nc != nil {
+		ci.nc.notice()
+		return !s.keepAlive.Load()
+	}
+	return draining || !s.keepAlive.Load()
+}
+
+// noticeOn says whether the drain gives HTTP/2 clients the shutdown notice.
+func (s *server) noticeOn() bool { return s.cfg.DrainTimeout > 0 && s.cfg.H2Notice > 0 }
 
 func plain(w http.ResponseWriter, code int, msg string) {
 	h := w.Header()
@@ -286,7 +310,7 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 	// ServeHTTP chose keep-alive when the request came in; a drain (or the
 	// admin switch) that began during a requested delay asks this client to
 	// close too, or the drain would have to close the connection under it.
-	if h := w.Header(); (draining || !keepAlive) && h["Connection"] == nil {
+	if h := w.Header(); (draining || !keepAlive) && h["Connection"] == nil && s.closeAfter(r, ci) {
 		delete(h, "Keep-Alive")
 		h["Connection"] = s.hdrClose
 	}
