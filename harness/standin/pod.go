@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"zerodrop.dev/zerodrop/echo-server/echo"
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/doctor"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
@@ -181,7 +182,10 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 			// before it stops accepting (a zerodrop nicety); the user's
 			// server stops accepting when the doctor says it does, unless
 			// it is the echo server, which keeps its own setting.
-			{Name: "ECHO_CLOSE_GRACE", Value: closeGrace(&orig, sd)},
+			{Name: "ECHO_CLOSE_GRACE", Value: echoNicety(&orig, sd, "ECHO_CLOSE_GRACE", "0s", "auto")},
+			// Likewise RFC 9113's HTTP/2 shutdown notice: Go's and most
+			// servers send one GOAWAY only.
+			{Name: "ECHO_H2_NOTICE", Value: echoNicety(&orig, sd, "ECHO_H2_NOTICE", "0s", echo.DefaultH2Notice.String())},
 		}
 		c.Image, c.ImagePullPolicy = opts.Image, opts.PullPolicy
 		c.Command, c.Args, c.WorkingDir = nil, nil, ""
@@ -486,19 +490,20 @@ func behaviour(orig *corev1.Container, sd doctor.Shutdown, opts Options) (Behavi
 	return Behaviour{KeepAlive: true}, "the doctor's assumption for a server it does not know (most servers without a SIGTERM handler stop at once)"
 }
 
-// closeGrace is the stand-in's ECHO_CLOSE_GRACE: 0 for a server that is
-// not the echo server, the user's own value (or the echo server's default,
-// auto) for one that is.
-func closeGrace(orig *corev1.Container, sd doctor.Shutdown) string {
+// echoNicety is the stand-in's value of an echo-server setting beyond what
+// the doctor reads off a manifest: off for a server that is not the echo
+// server, the user's own value (or the echo server's default) for one that
+// is.
+func echoNicety(orig *corev1.Container, sd doctor.Shutdown, name, off, echoDefault string) string {
 	if sd.App != doctor.AppEchoServer {
-		return "0s"
+		return off
 	}
 	for _, e := range orig.Env {
-		if e.Name == "ECHO_CLOSE_GRACE" && e.Value != "" {
+		if e.Name == name && e.Value != "" {
 			return e.Value
 		}
 	}
-	return "auto"
+	return echoDefault
 }
 
 func names(cs []corev1.Container) string {

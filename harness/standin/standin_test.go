@@ -602,19 +602,22 @@ func TestOwnImageMissingReference(t *testing.T) {
 	}
 }
 
-// The stand-in stops accepting when the user's server would: no echo
-// close grace for a server that is not the echo server; the echo server's
-// own setting (or its default) for one that is.
-func TestCloseGrace(t *testing.T) {
-	for _, tc := range []struct{ image, env, want string }{
-		{"registry.example/shop:1.2", "", "0s"},
-		{"zerodrop/echo-server:dev", "\n        env: [{name: ECHO_SHUTDOWN_DELAY, value: 3s}]", "auto"},
-		{"zerodrop/echo-server:dev", "\n        env: [{name: ECHO_SHUTDOWN_DELAY, value: 3s}, {name: ECHO_CLOSE_GRACE, value: 2s}]", "2s"},
+// The stand-in stops accepting, and ends HTTP/2 connections, as the
+// user's server would: no echo close grace and no HTTP/2 shutdown notice
+// for a server that is not the echo server; the echo server's own setting
+// (or its default) for one that is.
+func TestEchoNiceties(t *testing.T) {
+	for _, tc := range []struct{ image, env, wantGrace, wantNotice string }{
+		{"registry.example/shop:1.2", "", "0s", "0s"},
+		{"zerodrop/echo-server:dev", "\n        env: [{name: ECHO_SHUTDOWN_DELAY, value: 3s}]", "auto", "1s"},
+		{"zerodrop/echo-server:dev", "\n        env: [{name: ECHO_SHUTDOWN_DELAY, value: 3s}, {name: ECHO_CLOSE_GRACE, value: 2s}, {name: ECHO_H2_NOTICE, value: 0s}]", "2s", "0s"},
 	} {
 		y := strings.Replace(every, "image: registry.example/shop:1.2", "image: "+tc.image+tc.env, 1)
 		s := build(t, y, Options{})
-		if got := envOf(s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0])["ECHO_CLOSE_GRACE"]; got != tc.want {
-			t.Errorf("%s%s: ECHO_CLOSE_GRACE=%q, want %q (behaviour from %s)", tc.image, tc.env, got, tc.want, s.Serving.BehaviourFrom)
+		env := envOf(s.WorkloadObj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0])
+		if env["ECHO_CLOSE_GRACE"] != tc.wantGrace || env["ECHO_H2_NOTICE"] != tc.wantNotice {
+			t.Errorf("%s%s: ECHO_CLOSE_GRACE=%q, ECHO_H2_NOTICE=%q; want %q, %q (behaviour from %s)", tc.image, tc.env,
+				env["ECHO_CLOSE_GRACE"], env["ECHO_H2_NOTICE"], tc.wantGrace, tc.wantNotice, s.Serving.BehaviourFrom)
 		}
 	}
 }
