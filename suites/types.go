@@ -408,8 +408,6 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 		// A measured limit: whether it shows in one run depends on timing
 		// the workload does not control (see the reason).
 		return &zdv1.Expectation{Why: c.PlatformLimit}
-	case c.h2() && c.Hardening == fixtures.Hardened:
-		return &zdv1.Expectation{Why: h2GoAwayRace}
 	case c.h2():
 		return &zdv1.Expectation{Why: h2PinnedRace}
 	}
