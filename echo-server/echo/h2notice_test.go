@@ -2,6 +2,8 @@ package echo
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -141,9 +143,9 @@ func TestH2ShutdownNotice(t *testing.T) {
 			if tc.notice > 0 {
 				hc.next(5*time.Second, "the notice's PING", func(f http2.Frame) bool {
 					p, ok := f.(*http2.PingFrame)
-					return ok && !p.IsAck() && p.Data == noticePing
+					return ok && !p.IsAck() && p.Data == noticePing()
 				})
-				if err := hc.fr.WritePing(true, noticePing); err != nil {
+				if err := hc.fr.WritePing(true, noticePing()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -198,7 +200,7 @@ func TestNoticeConnHTTP1(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	nc := &noticeConn{Conn: a, acked: make(chan struct{})}
+	nc := newNoticeConn(a)
 	go func() { _, _ = b.Write([]byte("GET / HTTP/1.1\r\n\r\n")) }()
 	buf := make([]byte, 64)
 	if _, err := nc.Read(buf); err != nil {
@@ -207,7 +209,97 @@ func TestNoticeConnHTTP1(t *testing.T) {
 	if nc.proto.Load() != protoHTTP1 {
 		t.Fatalf("proto %d after an HTTP/1.1 request, want HTTP/1.1", nc.proto.Load())
 	}
-	if ch := nc.notice(); ch != nil {
+	if ch := nc.notice(true); ch != nil {
 		t.Fatal("an HTTP/1.1 connection got a notice")
+	}
+}
+
+// wireConn is a connection whose client sent the HTTP/2 preface and
+// which keeps what the server writes.
+type wireConn struct {
+	net.Conn // nil: only Read and Write are used
+	in       *bytes.Reader
+	out      bytes.Buffer
+}
+
+func (w *wireConn) Read(b []byte) (int, error)  { return w.in.Read(b) }
+func (w *wireConn) Write(b []byte) (int, error) { return w.out.Write(b) }
+
+// h2Frame is one frame's bytes (RFC 9113, section 4.1).
+func h2Frame(typ, flags byte, stream uint32, n int) []byte {
+	b := []byte{byte(n >> 16), byte(n >> 8), byte(n), typ, flags, 0, 0, 0, byte(stream)}
+	return append(b, make([]byte, n)...)
+}
+
+// TestNoticeBetweenFrames: wherever the server's writes are cut and
+// whenever the notice is asked for, it goes whole between two of the
+// server's frames: after its SETTINGS, outside a header block, never after
+// its own GOAWAY; and the server's bytes pass unchanged around it.
+func TestNoticeBetweenFrames(t *testing.T) {
+	settings := h2Frame(0x4, 0, 0, 18)
+	block := append(h2Frame(h2frame.TypeHeaders, 0, 1, 40), h2Frame(h2frame.TypeContinuation, h2frame.FlagEndHeaders, 1, 7)...)
+	data := h2Frame(0x0, 0x1, 1, 300)
+	headers := h2Frame(h2frame.TypeHeaders, h2frame.FlagEndHeaders, 3, 20)
+	goAway := h2frame.AppendGoAway(nil, 3, h2frame.CodeNoError, "")
+	notice := h2frame.AppendPing(h2frame.AppendGoAway(nil, h2frame.MaxStreamID, h2frame.CodeNoError, noticeDebug), noticePing())
+	var stream []byte
+	for _, f := range [][]byte{settings, block, data, headers, data, goAway} {
+		stream = append(stream, f...)
+	}
+	goAwayAt := len(stream) - len(goAway)
+	for _, cut := range []int{1, 2, 5, 9, 10, 64, len(stream)} {
+		for at := 0; at <= len(stream); at += max(1, cut/2) {
+			w := &wireConn{in: bytes.NewReader([]byte(h2frame.ClientPreface))}
+			nc := newNoticeConn(w)
+			if _, err := io.ReadFull(nc, make([]byte, len(h2frame.ClientPreface))); err != nil {
+				t.Fatal(err)
+			}
+			askedAt := -1
+			for i := 0; i < len(stream); i += cut {
+				if askedAt < 0 && i >= at {
+					nc.notice(true)
+					askedAt = i
+				}
+				chunk := stream[i:min(i+cut, len(stream))]
+				if n, err := nc.Write(chunk); n != len(chunk) || err != nil {
+					t.Fatalf("Write of %d bytes: %d, %v", len(chunk), n, err)
+				}
+			}
+			got := w.out.Bytes()
+			where := bytes.Index(got, notice)
+			// It goes at the first boundary from where it was asked; the
+			// server's GOAWAY stands at one, so it goes if asked by then.
+			wantNotice := askedAt >= 0 && askedAt <= goAwayAt
+			ctx := fmt.Sprintf("writes of %d, notice asked at byte %d", cut, askedAt)
+			switch {
+			case wantNotice && where < 0:
+				t.Errorf("%s: no notice on the wire", ctx)
+				continue
+			case !wantNotice && where >= 0:
+				t.Errorf("%s: a notice after the server's own GOAWAY", ctx)
+				continue
+			case !wantNotice:
+				if !bytes.Equal(got, stream) {
+					t.Errorf("%s: the server's bytes changed", ctx)
+				}
+				continue
+			}
+			if rest := append(append([]byte(nil), got[:where]...), got[where+len(notice):]...); !bytes.Equal(rest, stream) {
+				t.Errorf("%s: the server's bytes around the notice changed", ctx)
+			}
+			// The notice stands at a boundary a scanner of the server's
+			// own bytes agrees with, after the first frame.
+			var s h2frame.Scanner
+			s.Feed(stream[:where])
+			if where < len(settings) || !s.Boundary() {
+				t.Errorf("%s: the notice went at byte %d, not between two frames after SETTINGS", ctx, where)
+			}
+			if where > len(settings) && where < len(settings)+len(block) {
+				t.Errorf("%s: the notice went inside the header block, between HEADERS and CONTINUATION", ctx)
+			}
+			if where > goAwayAt {
+				t.Errorf("%s: the notice went after the server's GOAWAY", ctx)
+			}
+		}
 	}
 }

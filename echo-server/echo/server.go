@@ -266,7 +266,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *server) closeAfter(r *http.Request, ci *connInfo) bool {
 	draining := s.draining.Load()
 	if draining && r.ProtoMajor == 2 && s.noticeOn() && ci != nil && ci.nc != nil {
-		ci.nc.notice()
+		// On its own goroutine: a handler never waits on a client that
+		// does not read.
+		go ci.nc.notice(true)
 		return !s.keepAlive.Load()
 	}
 	return draining || !s.keepAlive.Load()
