@@ -438,10 +438,11 @@ func startEcho(ctx context.Context, o options) (func(), error) {
 
 // h2loadArgs runs h2load as the h2c peer: one connection (the load's h2c
 // client opens one per target until the server's stream limit), up to 100
-// streams at once, rate requests per second for d, each request's start,
-// status and time in logPath.
+// streams at once, rate requests per second for d (in whole milliseconds:
+// h2load reads no fractions), each request's start, status and time in
+// logPath.
 func h2loadArgs(bin, target string, rate int, d time.Duration, logPath string) []string {
-	return []string{bin, "-c", "1", "-m", "100", "--rps", strconv.Itoa(rate), "-D", fmt.Sprintf("%gs", d.Seconds()),
+	return []string{bin, "-c", "1", "-m", "100", "--rps", strconv.Itoa(rate), "-D", fmt.Sprintf("%dms", d.Milliseconds()),
 		"--log-file", logPath, target}
 }
 

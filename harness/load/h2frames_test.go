@@ -24,6 +24,13 @@ func TestRetryAfterGoAwaySaysSo(t *testing.T) {
 			c.goAway.Store(&h2frame.GoAway{LastStreamID: 2397})
 			return c
 		}, zdv1.ClassGoAwayRefused, "last stream 2397, NO_ERROR"},
+		{"after a shutdown notice, then a reset", func() *trackedConn {
+			c := &trackedConn{}
+			c.goAway.Store(&h2frame.GoAway{LastStreamID: h2frame.MaxStreamID})
+			err := error(syscall.ECONNRESET)
+			c.err.Store(&err)
+			return c
+		}, zdv1.ClassReset, "connection reset"},
 		{"after a reset", func() *trackedConn {
 			c := &trackedConn{}
 			err := error(syscall.ECONNRESET)

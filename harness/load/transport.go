@@ -156,10 +156,11 @@ func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 	if a.conns > 1 && a.retryErr == nil {
 		a.retryErr = errors.New("the previous attempt's connection broke before a response")
 		if a.prev != nil {
-			// An HTTP/2 connection whose server said GOAWAY: that is why
-			// its streams went elsewhere, whatever the connection met
-			// after it.
-			if g := a.prev.goAway.Load(); g != nil {
+			// An HTTP/2 connection whose server said GOAWAY naming a last
+			// stream: that is why its streams went elsewhere, whatever the
+			// connection met after it. A shutdown notice (2^31-1)
+			// refuses none, so what broke the connection is the cause.
+			if g := a.prev.goAway.Load(); g != nil && g.LastStreamID < h2frame.MaxStreamID {
 				a.retryErr = &goAwayRefused{g: *g}
 			} else if err := a.prev.lastErr(); err != nil {
 				a.retryErr = err
