@@ -57,10 +57,10 @@ func (hc *h2Client) get(id uint32, addr string) {
 	}
 }
 
-// next reads frames until want says yes, answering the server's SETTINGS
-// on the way; it fails the test after timeout or when the connection
-// ends first.
-func (hc *h2Client) next(timeout time.Duration, what string, want func(http2.Frame) bool) http2.Frame {
+// read reads frames until want says yes, answering the server's SETTINGS
+// on the way; it returns the read error (a timeout, the connection's end)
+// if that comes first.
+func (hc *h2Client) read(timeout time.Duration, want func(http2.Frame) bool) (http2.Frame, error) {
 	hc.t.Helper()
 	if err := hc.c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		hc.t.Fatal(err)
@@ -68,7 +68,7 @@ func (hc *h2Client) next(timeout time.Duration, what string, want func(http2.Fra
 	for {
 		f, err := hc.fr.ReadFrame()
 		if err != nil {
-			hc.t.Fatalf("waiting for %s: %v", what, err)
+			return nil, err
 		}
 		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
 			if err := hc.fr.WriteSettingsAck(); err != nil {
@@ -76,27 +76,30 @@ func (hc *h2Client) next(timeout time.Duration, what string, want func(http2.Fra
 			}
 		}
 		if want(f) {
-			return f
+			return f, nil
 		}
 	}
 }
 
-// answered reads until stream id's response headers come; it says false
-// if the server's connection ends first or nothing comes within timeout.
+// next is read's frame; it fails the test when none came.
+func (hc *h2Client) next(timeout time.Duration, what string, want func(http2.Frame) bool) http2.Frame {
+	hc.t.Helper()
+	f, err := hc.read(timeout, want)
+	if err != nil {
+		hc.t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return f
+}
+
+// answered says whether stream id's response headers came within timeout,
+// before the server's connection ended.
 func (hc *h2Client) answered(id uint32, timeout time.Duration) bool {
 	hc.t.Helper()
-	if err := hc.c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		hc.t.Fatal(err)
-	}
-	for {
-		f, err := hc.fr.ReadFrame()
-		if err != nil {
-			return false
-		}
-		if h, ok := f.(*http2.HeadersFrame); ok && h.StreamID == id {
-			return true
-		}
-	}
+	_, err := hc.read(timeout, func(f http2.Frame) bool {
+		h, ok := f.(*http2.HeadersFrame)
+		return ok && h.StreamID == id
+	})
+	return err == nil
 }
 
 func goAwayFrom(f http2.Frame) (*http2.GoAwayFrame, bool) {

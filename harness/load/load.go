@@ -548,9 +548,9 @@ func (r *Running) goAway(conn net.Conn, g h2frame.GoAway) {
 	f := map[string]string{"conn": local, "remote": remote, "last_stream_id": strconv.FormatUint(uint64(g.LastStreamID), 10),
 		"error_code": code}
 	msg := fmt.Sprintf("the server sent GOAWAY on connection %s -> %s: last stream %d, %s", local, remote, g.LastStreamID, code)
-	if g.Debug != "" {
-		f["debug"] = g.Debug
-		msg += " (" + g.Debug + ")"
+	if debug := firstLine([]byte(g.Debug), len(g.Debug)); debug != "" {
+		f["debug"] = debug
+		msg += " (" + debug + ")"
 	}
 	r.event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceLoad, Type: zdv1.EventGoAway, Object: "conn/" + local, Message: msg, Fields: f})
 }

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strings"
 )
 
 // Frame types, flags and limits of RFC 9113 (sections 4.1, 6 and 6.8).
@@ -159,7 +158,9 @@ func (s *Scanner) frameDone() {
 type GoAway struct {
 	LastStreamID uint32
 	Code         uint32
-	Debug        string
+	// Debug is the debug data's first bytes (at most 120), as sent: the
+	// caller makes it text.
+	Debug string
 }
 
 // GoAwayKeep is how many payload bytes ParseGoAway reads: the fixed part
@@ -178,7 +179,7 @@ func ParseGoAway(f Frame) (GoAway, bool) {
 	return GoAway{
 		LastStreamID: binary.BigEndian.Uint32(f.Payload[0:4]) & MaxStreamID,
 		Code:         binary.BigEndian.Uint32(f.Payload[4:8]),
-		Debug:        firstLine(f.Payload[goAwayFixed:], debugMax),
+		Debug:        string(f.Payload[goAwayFixed:min(len(f.Payload), GoAwayKeep)]),
 	}, true
 }
 
@@ -219,15 +220,4 @@ func ErrorName(code uint32) string {
 		return errorCodes[code]
 	}
 	return fmt.Sprintf("0x%x", code)
-}
-
-// firstLine is b's first line, at most n bytes, as text.
-func firstLine(b []byte, n int) string {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[:i]
-	}
-	if len(b) > n {
-		b = b[:n]
-	}
-	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "?")
 }
