@@ -276,6 +276,11 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 			<-done
 			s.closeNow(traffic, admin, "context cancelled")
 			return nil
+		case err := <-serveErr:
+			ncancel()
+			<-done
+			s.closeNow(traffic, admin, "a listener failed")
+			return err
 		}
 	}
 
