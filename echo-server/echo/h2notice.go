@@ -86,8 +86,10 @@ type noticeConn struct {
 	// forbids), or a write fell short and the frames are lost track of.
 	done    bool
 	pending []byte // the notice, waiting for a boundary between frames
-	noticed bool
 	sent    bool
+	// noticed: the notice was asked for (set under wmu; read without it
+	// by a handler deciding whether to ask).
+	noticed atomic.Bool
 }
 
 func newNoticeConn(c net.Conn) *noticeConn {
@@ -220,8 +222,8 @@ func (c *noticeConn) notice(flush bool) <-chan struct{} {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if !c.noticed && !c.done {
-		c.noticed = true
+	if !c.noticed.Load() && !c.done {
+		c.noticed.Store(true)
 		c.pending = h2frame.AppendPing(h2frame.AppendGoAway(nil, h2frame.MaxStreamID, h2frame.CodeNoError, noticeDebug), noticePing())
 	}
 	if flush && c.pending != nil && c.canInsert() {

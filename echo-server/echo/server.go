@@ -267,8 +267,11 @@ func (s *server) closeAfter(r *http.Request, ci *connInfo) bool {
 	draining := s.draining.Load()
 	if draining && r.ProtoMajor == 2 && s.noticeOn() && ci != nil && ci.nc != nil {
 		// On its own goroutine: a handler never waits on a client that
-		// does not read.
-		go ci.nc.notice(true)
+		// does not read. Once per connection, not per answer: the drain
+		// or an earlier answer may have asked already.
+		if !ci.nc.noticed.Load() {
+			go ci.nc.notice(true)
+		}
 		return !s.keepAlive.Load()
 	}
 	return draining || !s.keepAlive.Load()
