@@ -44,7 +44,10 @@
 //     on its own after a failed one, and that failure: such a request
 //     counts as dropped, class "retried"), and from the echo server's JSON
 //     body: pod, node, client_ip, x_forwarded_for (as forwarded_for), ready,
-//     draining, conn_id, conn_request.
+//     draining, conn_id, conn_request. A gRPC call (load.protocol "grpc"
+//     or "grpc-stream") adds grpc_code (its status code's name; status is
+//     200 for OK and 0 otherwise), and a stream messages and want_messages
+//     (got and asked for: a stream short of them is dropped).
 //     Empty fields are omitted; ready and draining are omitted when the
 //     body did not say.
 //   - event: an Event (see the type) from the harness, Kubernetes, the LB or

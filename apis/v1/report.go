@@ -399,7 +399,44 @@ const (
 	// ProtocolH2C is HTTP/2 over cleartext TCP with prior knowledge (RFC
 	// 9113, section 3.3): many requests at once on a connection, as streams.
 	ProtocolH2C = "h2c"
+	// ProtocolGRPC is gRPC unary calls over h2c: one request, one answer,
+	// each call a stream on a kept-alive HTTP/2 connection, its outcome a
+	// gRPC status (gRPC over HTTP/2, grpc/grpc doc/PROTOCOL-HTTP2.md).
+	ProtocolGRPC = "grpc"
+	// ProtocolGRPCStream is gRPC server streaming over h2c: each scheduled
+	// request opens a stream of several messages, and a stream whose
+	// messages stop before the last one, or whose status is not OK, is
+	// dropped work (Result.Messages against Result.WantMessages).
+	ProtocolGRPCStream = "grpc-stream"
 )
+
+// Protocols are the load's protocols, in the order the CLI lists them.
+var Protocols = []string{ProtocolHTTP1, ProtocolH2C, ProtocolGRPC, ProtocolGRPCStream}
+
+// ProtocolIsGRPC says whether protocol is one of gRPC's.
+func ProtocolIsGRPC(protocol string) bool {
+	return protocol == ProtocolGRPC || protocol == ProtocolGRPCStream
+}
+
+// ProtocolMultiplexed says whether protocol carries many requests at once
+// on one connection (HTTP/2, and gRPC over it): its requests need
+// keep-alive, and its server ends a connection with GOAWAY.
+func ProtocolMultiplexed(protocol string) bool {
+	return protocol == ProtocolH2C || ProtocolIsGRPC(protocol)
+}
+
+// ProtocolTitle is how a report names protocol's rows ("HTTP/2 (h2c)").
+func ProtocolTitle(protocol string) string {
+	switch protocol {
+	case ProtocolH2C:
+		return "HTTP/2 (h2c)"
+	case ProtocolGRPC:
+		return "gRPC unary"
+	case ProtocolGRPCStream:
+		return "gRPC streams"
+	}
+	return "HTTP/1.1"
+}
 
 // ProtocolName is protocol by name, the default's too: "" is HTTP/1.1.
 func ProtocolName(protocol string) string {
@@ -419,12 +456,18 @@ type LoadSettings struct {
 	// MaxConnections caps connections per target host; 0 means no cap.
 	MaxConnections int  `json:"maxConnections,omitempty"`
 	KeepAlive      bool `json:"keepAlive"`
-	// Protocol is how the requests travelled: ProtocolHTTP1, or
+	// Protocol is how the requests travelled: ProtocolHTTP1,
 	// ProtocolH2C (HTTP/2 streams on kept-alive connections; a server that
-	// ends one gracefully sends GOAWAY, recorded as EventGoAway). "" in run
+	// ends one gracefully sends GOAWAY, recorded as EventGoAway),
+	// ProtocolGRPC or ProtocolGRPCStream (gRPC over h2c; Stream). "" in run
 	// files from before it was recorded: HTTP/1.1.
-	Protocol  string  `json:"protocol,omitempty"`
-	TimeoutMs float64 `json:"timeoutMs"`
+	Protocol string `json:"protocol,omitempty"`
+	// StreamMessages and StreamIntervalMs are a ProtocolGRPCStream
+	// stream's length: the messages each stream asks for, and the
+	// server's pause before each of them.
+	StreamMessages   int     `json:"streamMessages,omitempty"`
+	StreamIntervalMs float64 `json:"streamIntervalMs,omitempty"`
+	TimeoutMs        float64 `json:"timeoutMs"`
 	// IdleTimeoutMs is how long a keep-alive connection sat idle before
 	// the generator closed it; a server that closes idle connections
 	// sooner races the next request on them. 0 in run files from before

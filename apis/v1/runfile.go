@@ -41,6 +41,14 @@ const (
 	// so the server had not processed it (RFC 9113, section 6.8) and the
 	// client sent it again on another connection.
 	ClassGoAwayRefused = "goaway-refused"
+	// ClassStreamCut: a gRPC stream ended with status OK before the
+	// messages it asked for (Result.Messages < Result.WantMessages): the
+	// server stopped short, and its client did not get the work.
+	ClassStreamCut = "stream-cut"
+	// ClassGRPCPrefix prefixes the class of a gRPC call that failed
+	// with a status no transport error explains, by its code's name in
+	// lower case: "grpc-unavailable", "grpc-internal".
+	ClassGRPCPrefix = "grpc-"
 )
 
 // Header is the run file's first line: what the run is, so the file can be analysed on
@@ -88,6 +96,16 @@ type Result struct {
 	// met.
 	Retries    int    `json:"retries,omitempty"`
 	RetryError string `json:"retry_error,omitempty"`
+	// GRPCCode is a gRPC call's status code by name ("OK",
+	// "UNAVAILABLE"); "" for HTTP. A call whose code is OK has Status 200,
+	// any other Status 0 and a Class.
+	GRPCCode string `json:"grpc_code,omitempty"`
+	// Messages and WantMessages are a gRPC stream's: the messages it got
+	// and the ones it asked for. A stream short of them is dropped, as one
+	// request, whatever its status said; the messages it lost are
+	// WantMessages - Messages.
+	Messages     int `json:"messages,omitempty"`
+	WantMessages int `json:"want_messages,omitempty"`
 }
 
 // OK reports whether the request got a 2xx response on its first attempt.

@@ -16,6 +16,7 @@ import (
 	"zerodrop.dev/zerodrop/harness/load"
 	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/harness/userevents"
+	"zerodrop.dev/zerodrop/internal/echogrpc"
 )
 
 const runFileName = "run.jsonl"
@@ -73,8 +74,12 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	connections := fs.Int("connections", load.DefaultConnections, "idle keep-alive connections kept per target host")
 	maxConns := fs.Int("max-connections", 0, "cap on connections per target host (0: no cap)")
 	keepAlive := fs.Bool("keepalive", true, "reuse connections (--keepalive=false opens one per request)")
-	protocol := fs.String("protocol", zdv1.ProtocolHTTP1, "how requests travel: "+zdv1.ProtocolHTTP1+", or "+zdv1.ProtocolH2C+
-		" (HTTP/2 over cleartext with prior knowledge: streams on kept-alive connections; the run file records each GOAWAY a server sends)")
+	protocol := fs.String("protocol", zdv1.ProtocolHTTP1, "how requests travel: "+zdv1.ProtocolHTTP1+", "+zdv1.ProtocolH2C+
+		" (HTTP/2 over cleartext with prior knowledge: streams on kept-alive connections; the run file records each GOAWAY a server sends), "+
+		zdv1.ProtocolGRPC+" (a call of the echo server's gRPC service per request, over h2c) or "+zdv1.ProtocolGRPCStream+
+		" (one of its server streams per request: --stream-messages, --stream-interval)")
+	streamMessages := fs.Int("stream-messages", echogrpc.DefaultMessages, "grpc-stream: the messages each stream asks for")
+	streamInterval := fs.Duration("stream-interval", echogrpc.DefaultInterval, "grpc-stream: the server's pause before each message")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout, connect to last byte")
 	idleTimeout := fs.Duration("idle-timeout", load.DefaultIdleTimeout, "close a keep-alive connection idle this long (keep it under the server's own idle close)")
 	rotate := fs.Int("rotate-connections", 0, "keep N kept-alive connections and send each request on the next in turn, as a proxy's pool does (0: Go's pool, most recently used first)")
@@ -135,6 +140,9 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	}
 	if *insecure {
 		opts = append(opts, load.WithInsecureTLS())
+	}
+	if *protocol == zdv1.ProtocolGRPCStream {
+		opts = append(opts, load.WithStream(*streamMessages, *streamInterval))
 	}
 	l, err := load.New(opts...)
 	if err != nil {

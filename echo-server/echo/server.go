@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
+	"zerodrop.dev/zerodrop/internal/echogrpc"
 	"zerodrop.dev/zerodrop/internal/jsonstr"
 )
 
@@ -84,6 +86,9 @@ type server struct {
 	bufs sync.Pool
 
 	registry *prometheus.Registry
+
+	// grpc answers the gRPC calls of the traffic port (grpc.go).
+	grpc *grpc.Server
 }
 
 type connKey struct{}
@@ -136,6 +141,7 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 		return nil, err
 	}
 	s.registry = reg
+	s.grpc = s.newGRPC()
 	return s, nil
 }
 
@@ -234,6 +240,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h["X-Echo-Pod"] = s.hdrPod
 
 	switch p := r.URL.Path; {
+	case r.ProtoMajor == 2 && echogrpc.IsGRPC(r.Header.Get("Content-Type")):
+		s.serveGRPC(w, r, ci, nreq)
 	case slices.Contains(s.cfg.ReadyPaths, p):
 		switch {
 		case s.draining.Load():
@@ -319,56 +327,14 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 		delete(h, "Keep-Alive")
 		h["Connection"] = s.hdrClose
 	}
-	seq := s.served.Add(1)
-	if !ready {
-		s.servedUnready.Add(1)
-	}
-	if draining {
-		s.servedDraining.Add(1)
-	}
-	if terminating {
-		s.servedTerminating.Add(1)
-	}
-	now := time.Now().UTC()
-
-	bp := s.bufs.Get().(*[]byte)
-	b := append((*bp)[:0], s.identityJSON...)
-	if ci != nil {
-		b = append(b, ci.peerJSON...)
-	} else {
-		b = appendPeer(b, r.RemoteAddr)
-	}
-	b = append(b, `,"x_forwarded_for":`...)
-	b = jsonstr.Append(b, headerJoined(r.Header, "X-Forwarded-For"))
-	b = append(b, `,"ready":`...)
-	b = appendJSONBool(b, ready)
-	b = append(b, `,"draining":`...)
-	b = appendJSONBool(b, draining)
-	b = append(b, `,"terminating":`...)
-	b = appendJSONBool(b, terminating)
-	b = append(b, `,"keepalive":`...)
-	b = appendJSONBool(b, keepAlive)
-	b = append(b, `,"proto":`...)
-	b = jsonstr.Append(b, r.Proto)
-	if ci != nil {
-		b = append(b, ci.idJSON...)
-	} else {
-		b = append(b, `,"conn_id":""`...)
-	}
-	b = append(b, `,"conn_request":`...)
-	b = strconv.AppendUint(b, nreq, 10)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
-	b = append(b, `,"time":"`...)
-	b = now.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","request_id":`...)
 	rid := r.Header["X-Request-Id"]
+	a := answer{ci: ci, remote: r.RemoteAddr, xff: headerJoined(r.Header, "X-Forwarded-For"), proto: r.Proto, nreq: nreq,
+		ready: ready, draining: draining, terminating: terminating, keepAlive: keepAlive}
 	if len(rid) > 0 {
-		b = jsonstr.Append(b, rid[0])
-	} else {
-		b = append(b, `""`...)
+		a.requestID = rid[0]
 	}
-	b = append(b, "}\n"...)
+	bp := s.bufs.Get().(*[]byte)
+	b := s.appendAnswer((*bp)[:0], &a)
 
 	h := w.Header()
 	h["Content-Type"] = s.hdrJSON
@@ -390,8 +356,10 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 
 // headerJoined is the header's values as one list, the way proxies that
 // send X-Forwarded-For on several lines mean it.
-func headerJoined(h http.Header, key string) string {
-	v := h[key]
+func headerJoined(h http.Header, key string) string { return joined(h[key]) }
+
+// joined is a header's or a metadata key's values as one list.
+func joined(v []string) string {
 	switch len(v) {
 	case 0:
 		return ""
@@ -399,4 +367,63 @@ func headerJoined(h http.Header, key string) string {
 		return v[0]
 	}
 	return strings.Join(v, ", ")
+}
+
+// answer is what one echo answer says besides the server's identity: who
+// asked, on which connection, and the server's state when it answered.
+type answer struct {
+	ci                                      *connInfo
+	remote, xff, proto, requestID           string
+	nreq                                    uint64
+	ready, draining, terminating, keepAlive bool
+}
+
+// appendAnswer appends the JSON answer to b and counts it as served. Every
+// route that answers (HTTP, gRPC unary, each message of a gRPC stream)
+// says the same fields the same way.
+func (s *server) appendAnswer(b []byte, a *answer) []byte {
+	seq := s.served.Add(1)
+	if !a.ready {
+		s.servedUnready.Add(1)
+	}
+	if a.draining {
+		s.servedDraining.Add(1)
+	}
+	if a.terminating {
+		s.servedTerminating.Add(1)
+	}
+	now := time.Now().UTC()
+
+	b = append(b, s.identityJSON...)
+	if a.ci != nil {
+		b = append(b, a.ci.peerJSON...)
+	} else {
+		b = appendPeer(b, a.remote)
+	}
+	b = append(b, `,"x_forwarded_for":`...)
+	b = jsonstr.Append(b, a.xff)
+	b = append(b, `,"ready":`...)
+	b = appendJSONBool(b, a.ready)
+	b = append(b, `,"draining":`...)
+	b = appendJSONBool(b, a.draining)
+	b = append(b, `,"terminating":`...)
+	b = appendJSONBool(b, a.terminating)
+	b = append(b, `,"keepalive":`...)
+	b = appendJSONBool(b, a.keepAlive)
+	b = append(b, `,"proto":`...)
+	b = jsonstr.Append(b, a.proto)
+	if a.ci != nil {
+		b = append(b, a.ci.idJSON...)
+	} else {
+		b = append(b, `,"conn_id":""`...)
+	}
+	b = append(b, `,"conn_request":`...)
+	b = strconv.AppendUint(b, a.nreq, 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"time":"`...)
+	b = now.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","request_id":`...)
+	b = jsonstr.Append(b, a.requestID)
+	return append(b, "}\n"...)
 }

@@ -57,6 +57,7 @@ import (
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/runfile"
+	"zerodrop.dev/zerodrop/internal/echogrpc"
 	"zerodrop.dev/zerodrop/internal/h2frame"
 	"zerodrop.dev/zerodrop/internal/sched"
 )
@@ -124,6 +125,8 @@ type config struct {
 	maxConnections int
 	keepAlive      bool
 	protocol       string
+	messages       int
+	interval       time.Duration
 	timeout        time.Duration
 	idleTimeout    time.Duration
 	rotate         int
@@ -170,7 +173,19 @@ func WithKeepAlive(on bool) Option { return func(c *config) { c.keepAlive = on }
 // zdv1.ProtocolH2C (HTTP/2 over cleartext TCP with prior knowledge, RFC
 // 9113 section 3.3: the requests of a connection are streams on it, and a
 // server ends it with GOAWAY, which the load records as an event).
+//
+// zdv1.ProtocolGRPC calls the echo server's gRPC service (internal/echogrpc)
+// once per request, and zdv1.ProtocolGRPCStream opens one of its streams
+// per request (WithStream), both with grpc-go's client over h2c.
 func WithProtocol(p string) Option { return func(c *config) { c.protocol = p } }
+
+// WithStream sets a zdv1.ProtocolGRPCStream request's stream: n messages,
+// the server pausing every before each (default echogrpc.DefaultMessages,
+// echogrpc.DefaultInterval). The request's timeout bounds the stream
+// beyond its own length (n x every).
+func WithStream(n int, every time.Duration) Option {
+	return func(c *config) { c.messages, c.interval = n, every }
+}
 
 // WithTimeout sets the per-request timeout, connect to last body byte
 // (default 5s). A request that exceeds it is a "timeout" failure.
@@ -243,15 +258,22 @@ type Load struct {
 	scheduling string
 }
 
-// New validates the options. Nothing is sent until Run or Start.
-func New(opts ...Option) (*Load, error) {
-	c := config{
+// defaultConfig is a load's settings before its options.
+func defaultConfig() config {
+	return config{
 		connections: DefaultConnections,
 		keepAlive:   true,
 		timeout:     DefaultTimeout,
 		idleTimeout: DefaultIdleTimeout,
 		maxInFlight: DefaultMaxInFlight,
+		messages:    echogrpc.DefaultMessages,
+		interval:    echogrpc.DefaultInterval,
 	}
+}
+
+// New validates the options. Nothing is sent until Run or Start.
+func New(opts ...Option) (*Load, error) {
+	c := defaultConfig()
 	for _, o := range opts {
 		o(&c)
 	}
@@ -313,19 +335,29 @@ func New(opts ...Option) (*Load, error) {
 	if c.maxLag < 0 {
 		errs = append(errs, fmt.Errorf("max send lag %s: must not be negative (0 means the default)", c.maxLag))
 	}
+	if c.protocol == zdv1.ProtocolGRPCStream {
+		if c.messages < 1 || c.messages > echogrpc.MaxMessages {
+			errs = append(errs, fmt.Errorf("stream messages %d: want 1 to %d", c.messages, echogrpc.MaxMessages))
+		}
+		if c.interval < 0 || c.interval > echogrpc.MaxInterval {
+			errs = append(errs, fmt.Errorf("stream interval %s: want 0 to %s", c.interval, echogrpc.MaxInterval))
+		}
+	} else if c.messages != defaultConfig().messages || c.interval != defaultConfig().interval {
+		errs = append(errs, fmt.Errorf("a stream of %d messages every %s: only protocol %s has streams", c.messages, c.interval, zdv1.ProtocolGRPCStream))
+	}
 	switch c.protocol {
 	case "", zdv1.ProtocolHTTP1:
-	case zdv1.ProtocolH2C:
+	case zdv1.ProtocolH2C, zdv1.ProtocolGRPC, zdv1.ProtocolGRPCStream:
 		if !c.keepAlive {
 			errs = append(errs, fmt.Errorf("protocol %s: its requests are streams on kept-alive connections, so keep-alive cannot be off", c.protocol))
 		}
 		for _, t := range targets {
 			if t.Scheme != "http" {
-				errs = append(errs, fmt.Errorf("protocol %s: target %s is not http:// (h2c is HTTP/2 without TLS)", c.protocol, zdv1.RedactString(t.String())))
+				errs = append(errs, fmt.Errorf("protocol %s: target %s is not http:// (it speaks HTTP/2 without TLS, h2c)", c.protocol, zdv1.RedactString(t.String())))
 			}
 		}
 	default:
-		errs = append(errs, fmt.Errorf("protocol %q: want %s or %s", c.protocol, zdv1.ProtocolHTTP1, zdv1.ProtocolH2C))
+		errs = append(errs, fmt.Errorf("protocol %q: want one of %s", c.protocol, strings.Join(zdv1.Protocols, ", ")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("invalid load settings: %w", err)
@@ -357,7 +389,7 @@ func (l *Load) Settings() zdv1.LoadSettings {
 	for i, t := range l.cfg.targets {
 		targets[i] = zdv1.RedactString(t)
 	}
-	return zdv1.LoadSettings{
+	s := zdv1.LoadSettings{
 		Targets:           targets,
 		Host:              l.cfg.host,
 		Rate:              l.cfg.rate,
@@ -374,6 +406,11 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		Scheduling:        l.scheduling,
 		LocalPorts:        l.cfg.ports.String(),
 	}
+	if l.cfg.protocol == zdv1.ProtocolGRPCStream {
+		s.StreamMessages = l.cfg.messages
+		s.StreamIntervalMs = float64(l.cfg.interval) / float64(time.Millisecond)
+	}
+	return s
 }
 
 // protocol is the load's protocol by name (the default's too).
@@ -425,9 +462,9 @@ func (l *Load) Run(ctx context.Context, sink ResultSink) (Summary, error) {
 
 // Running is a load in progress.
 type Running struct {
-	load   *Load
-	tr     *http.Transport
-	rt     *roundTripper
+	load *Load
+	// rt sends each request: HTTP (roundTripper) or gRPC (grpcSender).
+	rt     sender
 	events zdv1.EventSink
 	// unwatch ends this load's share of the pause watch, which records
 	// when this process itself did not run on time.
@@ -491,14 +528,22 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 			ByPod:        map[string]int64{},
 		},
 	}
-	r.tr = newTransport(c, r.goAway)
-	var lanes []*http.Transport
-	for range c.rotate {
-		lane := newTransport(c, r.goAway)
-		lane.MaxConnsPerHost, lane.MaxIdleConnsPerHost = 1, 1
-		lanes = append(lanes, lane)
+	if zdv1.ProtocolIsGRPC(c.protocol) {
+		g, err := newGRPCSender(c, l.targets, r.goAway)
+		if err != nil {
+			return nil, fmt.Errorf("load not started: %w", err)
+		}
+		r.rt = g
+	} else {
+		tr := newTransport(c, r.goAway)
+		var lanes []*http.Transport
+		for range c.rotate {
+			lane := newTransport(c, r.goAway)
+			lane.MaxConnsPerHost, lane.MaxIdleConnsPerHost = 1, 1
+			lanes = append(lanes, lane)
+		}
+		r.rt = &roundTripper{base: tr, lanes: lanes, targets: l.targets, timeout: c.timeout, host: c.host}
 	}
-	r.rt = &roundTripper{base: r.tr, lanes: lanes, timeout: c.timeout, host: c.host}
 	r.event(zdv1.Event{Time: r.sum.Started, Source: zdv1.SourceLoad, Type: zdv1.EventLoadStart,
 		Message: "load started", Fields: l.fields()})
 	pauses := c.pauses
@@ -532,6 +577,10 @@ func (l *Load) fields() map[string]string {
 		"max_in_flight": strconv.Itoa(c.maxInFlight),
 		"max_send_lag":  c.maxLag.String(),
 		"id_prefix":     c.runID,
+	}
+	if c.protocol == zdv1.ProtocolGRPCStream {
+		f["stream_messages"] = strconv.Itoa(c.messages)
+		f["stream_interval"] = c.interval.String()
 	}
 	for i, t := range c.targets {
 		f["target."+strconv.Itoa(i)] = t
@@ -667,7 +716,7 @@ func (r *Running) fire(seq uint64, due time.Time) {
 	defer func() { <-r.slots }()
 	c := &r.load.cfg
 	target := int(seq % uint64(len(r.load.targets)))
-	res := r.rt.do(r.reqCtx, r.load.targets[target], c.runID+"-"+strconv.FormatUint(seq, 10))
+	res := r.rt.do(r.reqCtx, target, c.runID+"-"+strconv.FormatUint(seq, 10))
 	if r.aborted.Load() && res.Status == 0 {
 		// Abort cut it: the target did not fail it, so it is no result.
 		return
@@ -783,12 +832,7 @@ func (s *Summary) count(res *zdv1.Result, lagBound time.Duration) {
 
 func (r *Running) consume(sink ResultSink) {
 	defer close(r.done)
-	defer func() {
-		r.tr.CloseIdleConnections()
-		for _, l := range r.rt.lanes {
-			l.CloseIdleConnections()
-		}
-	}()
+	defer r.rt.close()
 	var failed bool
 	lagBound := r.load.cfg.maxLag
 	for res := range r.results {

@@ -189,7 +189,8 @@ func (a *attempt) wroteHeaders() {
 // with a cause we can recognise, errors classified from the error chain
 // before they are flattened to text, and the transport's own retries.
 type roundTripper struct {
-	base *http.Transport
+	base    *http.Transport
+	targets []*url.URL
 	// lanes, when set, take the requests in turn (WithRotation), one
 	// connection per target each.
 	lanes   []*http.Transport
@@ -208,9 +209,26 @@ func (rt *roundTripper) transport() *http.Transport {
 	return rt.lanes[(rt.next.Add(1)-1)%uint64(len(rt.lanes))]
 }
 
-// do sends a GET to u with the given request id and returns its result (not
-// yet numbered: the caller sets Seq, Target and Lag).
-func (rt *roundTripper) do(parent context.Context, u *url.URL, id string) zdv1.Result {
+// sender sends the load's requests, one protocol's way.
+type sender interface {
+	// do sends a request to target (an index into the load's targets)
+	// with the given request id and returns its result (not yet
+	// numbered: the caller sets Seq, Target and Lag).
+	do(ctx context.Context, target int, id string) zdv1.Result
+	// close lets go of the connections once no request is in flight.
+	close()
+}
+
+func (rt *roundTripper) close() {
+	rt.base.CloseIdleConnections()
+	for _, l := range rt.lanes {
+		l.CloseIdleConnections()
+	}
+}
+
+// do sends a GET to the target with the given request id (sender).
+func (rt *roundTripper) do(parent context.Context, target int, id string) zdv1.Result {
+	u := rt.targets[target]
 	var a attempt
 	ctx, cancel := context.WithTimeoutCause(parent, rt.timeout, errRequestTimeout)
 	defer cancel()
