@@ -126,7 +126,10 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		KeepAlive: &ka,
 		Protocol:  c.Protocol,
 		LB:        hooks,
-		SharePods: share,
+		// Every gRPC cell's client makes unary calls and opens streams
+		// on one connection (grpcCases).
+		StreamEvery: grpcStreamEvery(c.Protocol),
+		SharePods:   share,
 	}
 }
 
@@ -168,7 +171,7 @@ func serviceName(c Cell) string {
 	if !c.KeepAlive {
 		n += "-noka"
 	}
-	if c.h2() {
+	if c.multiplexed() {
 		n += "-" + c.Protocol
 	}
 	return dnsLabel(n)

@@ -122,13 +122,14 @@ func TestSelectCellsFollowsTheLabelFilter(t *testing.T) {
 		filter string
 		want   int
 	}{
-		{"", 12},
+		{"", 16},
 		{"smoke", 2},
 		{"smoke && lb:metallb", 1},
 		{"lb:gcp-nlb && policy:local", 2},
-		{"scenario:rolling-update", 12},
+		{"scenario:rolling-update", 16},
 		{"protocol:h2c", 4},
-		{"!protocol:h2c && lb:metallb", 4},
+		{"protocol:grpc", 4},
+		{"!protocol:h2c && !protocol:grpc && lb:metallb", 4},
 		{"scenario:drain-node", 0},
 	} {
 		got, err := selectCells(tc.filter, []string{"scenario:rolling-update"}, cells)

@@ -119,6 +119,11 @@ func proxiedPodTargets(m Model) bool { return podTargets(m) && m.Profile.Mode ==
 // connection to one Pod and keep it there (an L4 LB: aws-nlb-ip).
 func natPodTargets(m Model) bool { return podTargets(m) && !proxiedPodTargets(m) }
 
+// carriesGRPC picks the models that carry HTTP/2 to the Pods: every one
+// but the L7 ones, whose proxy reaches the Pods over HTTP/1.1
+// (internal/cloudlb proxy.go, frontProtocols).
+func carriesGRPC(m Model) bool { return m.Profile.Mode != profiles.ModeL7 }
+
 // optionalGate picks the Pod-targeted models whose readiness gate a
 // workload may go without (aws-alb-ip: the controller injects it where a
 // namespace asks), the ones the gate cases compare with and without it.

@@ -66,6 +66,46 @@ func h2Cases() []Case {
 	}
 }
 
+// grpcCases are the protocol axis's gRPC rows, on the same scenarios as
+// h2Cases: the Cluster pair with the load calling the echo server's gRPC
+// service with grpc-go's client, as the client of a service with both
+// kinds of methods does on one connection: unary calls, and one request in
+// grpcStreamEvery a server stream of ten messages a tenth of a second
+// apart (a stream cut before its last message is dropped work, and says
+// how many it got). One pair for both kinds: the pair's witnesses share
+// their disruptions with the other rows, and two pairs would cost three
+// more disruptions of each scenario for no other connection behaviour.
+// The echo server answers gRPC on its HTTP/2 server, so the hardened drain
+// is grpc-go's GracefulStop (the shutdown notice, a PING, the real GOAWAY,
+// streams let finish) and the naive one its Stop (every connection closed
+// at once). Not on the L7 columns (gclb, gclb-neg, aws-alb-ip): the cloud
+// LB's HTTP front reaches the Pods over HTTP/1.1, as those LBs do by
+// default, and gRPC needs HTTP/2 to the backend (an ALB target group of
+// protocol version gRPC; a backend service of protocol HTTP2), which the
+// model does not have.
+func grpcCases() []Case {
+	return []Case{
+		{Policy: clusterPolicy, Hardening: fixtures.Naive, KeepAlive: true, Protocol: zdv1.ProtocolGRPC, Role: zdv1.RoleDocumentation, Only: carriesGRPC},
+		{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Protocol: zdv1.ProtocolGRPC, Role: zdv1.RoleAssertion, Only: carriesGRPC},
+	}
+}
+
+// grpcStreamEvery is how often a gRPC cell's request is a stream: one in
+// five, so at a cell's 25-50 requests a second some five to ten streams
+// of a second each are open on its connection at any time.
+func grpcStreamEvery(protocol string) int {
+	if protocol == zdv1.ProtocolGRPC {
+		return 5
+	}
+	return 0
+}
+
+// grpcPinnedRace is why the naive gRPC cells document a race.
+const grpcPinnedRace = "gRPC's calls are streams on the one connection each ClientConn holds, which enters one node and " +
+	"reaches one Pod for its life (kube-proxy picks a Pod per connection), so a disruption that does not end that Pod " +
+	"is not seen by the cell, and one that does loses the calls and streams its close cuts, or that a GOAWAY refused " +
+	"and grpc-go sent again on its own"
+
 // h2PinnedRace is why the naive HTTP/2 cells document a race.
 const h2PinnedRace = "over HTTP/2 the load's one or two connections each enter one node and reach one Pod for their " +
 	"life (kube-proxy picks a Pod per connection), so a disruption that does not end that Pod is not seen by the cell, " +

@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -427,7 +428,7 @@ func TestConnectionPerRequest(t *testing.T) {
 	}
 	for _, sc := range Scenarios() {
 		// HTTP/2 cells have no connection per request: they leave.
-		before := slices.DeleteFunc(sc.Cells(ms), func(c Cell) bool { return c.h2() })
+		before := slices.DeleteFunc(sc.Cells(ms), func(c Cell) bool { return c.multiplexed() })
 		after := sc.ConnectionPerRequest().Cells(ms)
 		if len(after) != len(before) {
 			t.Fatalf("%s: %d cells became %d", sc.Name, len(before), len(after))
@@ -451,7 +452,7 @@ func TestConnectionPerRequest(t *testing.T) {
 		if again := sc.Cells(ms); len(again) > 0 && again[0].KeepAlive != before[0].KeepAlive {
 			t.Errorf("%s: ConnectionPerRequest changed the registry's scenario", sc.Name)
 		}
-		if slices.ContainsFunc(after, func(c Cell) bool { return c.h2() }) {
+		if slices.ContainsFunc(after, func(c Cell) bool { return c.multiplexed() }) {
 			t.Errorf("%s: an HTTP/2 cell was kept with a connection per request", sc.Name)
 		}
 	}
@@ -754,5 +755,45 @@ func TestCellsStreamAtTheirRolesRate(t *testing.T) {
 	}
 	if !seen[zdv1.RoleAssertion] || !seen[zdv1.RoleDocumentation] {
 		t.Errorf("roles seen %v: want both", seen)
+	}
+}
+
+// The gRPC pair runs on every column that carries HTTP/2 to the Pods and
+// on none of the L7 ones, on the scenarios that end Pods one by one; its
+// load mixes unary calls and streams, and its naive cell documents.
+func TestGRPCCellsWhereHTTP2ReachesThePods(t *testing.T) {
+	ms, err := Settings{LB: "all"}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Settings: Settings{Rate: 200, LB: "all", Provider: "kind"}, Timing: DefaultTiming(), Models: ms}
+	perScenario := map[string]int{}
+	for _, sc := range Scenarios() {
+		for _, c := range sc.Cells(ms) {
+			if c.Protocol != zdv1.ProtocolGRPC {
+				continue
+			}
+			perScenario[sc.Name]++
+			sp := s.spec(sc, c)
+			switch {
+			case c.Model.Profile.Mode == profiles.ModeL7:
+				t.Errorf("%s: a gRPC cell behind an L7 column, whose proxy reaches the Pods over HTTP/1.1", sc.CellName(c))
+			case sp.Protocol != zdv1.ProtocolGRPC || sp.StreamEvery != 5 || !slices.Contains(c.Labels(), "protocol:grpc") ||
+				!strings.HasSuffix(c.Name(), "/grpc"):
+				t.Errorf("%s: spec protocol %q, a stream every %d, labels %v", sc.CellName(c), sp.Protocol, sp.StreamEvery, c.Labels())
+			case (c.Hardening == fixtures.Naive || c.PlatformLimit != "") != (c.Role == zdv1.RoleDocumentation):
+				t.Errorf("%s: role %s", sc.CellName(c), c.Role)
+			}
+		}
+	}
+	l4 := 0
+	for _, m := range ms {
+		if m.Profile.Mode != profiles.ModeL7 {
+			l4++
+		}
+	}
+	want := map[string]int{"rolling-update": 2 * l4, "drain-node": 2 * l4, "scale-down": 2 * l4}
+	if !maps.Equal(perScenario, want) {
+		t.Errorf("gRPC cells per scenario %v, want %v", perScenario, want)
 	}
 }

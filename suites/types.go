@@ -25,8 +25,10 @@ type Case struct {
 	KeepAlive bool
 	// Protocol is how the load's requests travel ("" or zdv1.ProtocolHTTP1:
 	// HTTP/1.1; zdv1.ProtocolH2C: HTTP/2 streams on a kept-alive
-	// connection, which a server ends with GOAWAY). The Pods are the same
-	// either way: the echo server speaks both on one port.
+	// connection, which a server ends with GOAWAY; zdv1.ProtocolGRPC and
+	// zdv1.ProtocolGRPCStream: gRPC calls and server streams over it). The
+	// Pods are the same whatever it is: the echo server speaks them all on
+	// one port.
 	Protocol string
 	// Role says whether the case asserts zero drops (assertion) or documents
 	// a hazard (documentation: reported, fails only when the run breaks).
@@ -68,14 +70,15 @@ func (c Case) Name() string {
 	if !c.KeepAlive {
 		n += "/no-keepalive"
 	}
-	if c.h2() {
+	if c.multiplexed() {
 		n += "/" + c.Protocol
 	}
 	return n
 }
 
-// h2 says whether the case's load speaks HTTP/2.
-func (c Case) h2() bool { return c.Protocol == zdv1.ProtocolH2C }
+// multiplexed says whether the case's load speaks HTTP/2 (h2c, or gRPC
+// over it): its requests are streams on a few kept-alive connections.
+func (c Case) multiplexed() bool { return zdv1.ProtocolMultiplexed(c.Protocol) }
 
 // Labels are the Ginkgo labels of the case (besides the scenario's).
 func (c Case) Labels() []string {
@@ -83,7 +86,7 @@ func (c Case) Labels() []string {
 	if !c.KeepAlive {
 		l = append(l, "keepalive:off")
 	}
-	if c.h2() {
+	if c.multiplexed() {
 		l = append(l, "protocol:"+c.Protocol)
 	}
 	if c.Smoke {
@@ -393,7 +396,7 @@ func (sc Scenario) ConnectionPerRequest() Scenario {
 	if slices.ContainsFunc(sc.Cases, func(c Case) bool { return !c.KeepAlive }) {
 		return sc
 	}
-	sc.Cases = slices.DeleteFunc(slices.Clone(sc.Cases), Case.h2)
+	sc.Cases = slices.DeleteFunc(slices.Clone(sc.Cases), Case.multiplexed)
 	for i := range sc.Cases {
 		sc.Cases[i].KeepAlive = false
 	}
@@ -408,7 +411,9 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 		// A measured limit: whether it shows in one run depends on timing
 		// the workload does not control (see the reason).
 		return &zdv1.Expectation{Why: c.PlatformLimit}
-	case c.h2():
+	case zdv1.ProtocolIsGRPC(c.Protocol):
+		return &zdv1.Expectation{Why: grpcPinnedRace}
+	case c.multiplexed():
 		return &zdv1.Expectation{Why: h2PinnedRace}
 	}
 	for _, e := range sc.Prevented {

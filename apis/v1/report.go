@@ -465,7 +465,10 @@ type LoadSettings struct {
 	// StreamMessages and StreamIntervalMs are a ProtocolGRPCStream
 	// stream's length: the messages each stream asks for, and the
 	// server's pause before each of them.
-	StreamMessages   int     `json:"streamMessages,omitempty"`
+	StreamMessages int `json:"streamMessages,omitempty"`
+	// StreamEvery, with ProtocolGRPC, is how often a request was a
+	// stream instead of a unary call: one in StreamEvery (0: none).
+	StreamEvery      int     `json:"streamEvery,omitempty"`
 	StreamIntervalMs float64 `json:"streamIntervalMs,omitempty"`
 	TimeoutMs        float64 `json:"timeoutMs"`
 	// IdleTimeoutMs is how long a keep-alive connection sat idle before

@@ -78,6 +78,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 		" (HTTP/2 over cleartext with prior knowledge: streams on kept-alive connections; the run file records each GOAWAY a server sends), "+
 		zdv1.ProtocolGRPC+" (a call of the echo server's gRPC service per request, over h2c) or "+zdv1.ProtocolGRPCStream+
 		" (one of its server streams per request: --stream-messages, --stream-interval)")
+	streamEvery := fs.Int("stream-every", 0, "grpc: open a stream instead of a unary call for one request in `K` (0: none)")
 	streamMessages := fs.Int("stream-messages", echogrpc.DefaultMessages, "grpc-stream: the messages each stream asks for")
 	streamInterval := fs.Duration("stream-interval", echogrpc.DefaultInterval, "grpc-stream: the server's pause before each message")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout, connect to last byte")
@@ -141,8 +142,8 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	if *insecure {
 		opts = append(opts, load.WithInsecureTLS())
 	}
-	if *protocol == zdv1.ProtocolGRPCStream {
-		opts = append(opts, load.WithStream(*streamMessages, *streamInterval))
+	if *protocol == zdv1.ProtocolGRPCStream || *streamEvery != 0 {
+		opts = append(opts, load.WithStream(*streamMessages, *streamInterval), load.WithStreamEvery(*streamEvery))
 	}
 	l, err := load.New(opts...)
 	if err != nil {

@@ -56,9 +56,13 @@ type grpcSender struct {
 	timeout time.Duration
 	// stream: each request is a server stream of messages, interval
 	// apart (zdv1.ProtocolGRPCStream).
-	stream   bool
-	messages int
-	interval time.Duration
+	stream bool
+	// streamEvery, when above 0, makes one request in streamEvery a
+	// stream and the rest unary calls (WithStreamEvery).
+	streamEvery int
+	calls       atomic.Uint64
+	messages    int
+	interval    time.Duration
 	// open is every connection open now, by its local address, so a
 	// call's stats can say which connection carried it.
 	open sync.Map // string -> *grpcConn
@@ -92,7 +96,7 @@ func grpcReconnect(timeout time.Duration) grpc.ConnectParams {
 }
 
 func newGRPCSender(c *config, targets []*url.URL, onGoAway func(net.Conn, h2frame.GoAway)) (*grpcSender, error) {
-	g := &grpcSender{timeout: c.timeout, stream: c.protocol == zdv1.ProtocolGRPCStream, messages: c.messages, interval: c.interval}
+	g := &grpcSender{timeout: c.timeout, stream: c.protocol == zdv1.ProtocolGRPCStream, streamEvery: c.streamEvery, messages: c.messages, interval: c.interval}
 	dialer := net.Dialer{Timeout: c.timeout, KeepAlive: 30 * time.Second}
 	dial := c.ports.Dialer(dialer)
 	opts := []grpc.DialOption{
@@ -162,7 +166,8 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 	a := &grpcAttempt{}
 	timeout := g.timeout
 	md := []string{echogrpc.MDRequestID, id}
-	if g.stream {
+	stream := g.stream || (g.streamEvery > 0 && (g.calls.Add(1)-1)%uint64(g.streamEvery) == 0)
+	if stream {
 		// The timeout bounds the wait for each message, as it bounds an
 		// HTTP answer: the stream's own length comes on top.
 		timeout += time.Duration(g.messages) * g.interval
@@ -176,7 +181,7 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 	res := zdv1.Result{ID: id, Time: time.Now()}
 	var first []byte
 	var err error
-	if g.stream {
+	if stream {
 		res.WantMessages = g.messages
 		first, res.Messages, err = recvStream(ctx, cc)
 	} else {
@@ -208,10 +213,10 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 	case err != nil:
 		res.Class = classifyGRPC(ctx, st)
 		res.Error = "gRPC " + res.GRPCCode + ": " + st.Message()
-		if g.stream {
+		if stream {
 			res.Error += fmt.Sprintf(" (after %d of %d messages)", res.Messages, res.WantMessages)
 		}
-	case g.stream && res.Messages < res.WantMessages:
+	case stream && res.Messages < res.WantMessages:
 		res.Class = zdv1.ClassStreamCut
 		res.Error = fmt.Sprintf("the stream ended with status OK after %d of %d messages", res.Messages, res.WantMessages)
 	default:

@@ -247,3 +247,40 @@ func refuseFirstStream(c net.Conn) {
 		}
 	}
 }
+
+// A gRPC load with a stream every k requests makes unary calls and opens
+// streams on the same connection.
+func TestGRPCMixedCalls(t *testing.T) {
+	addr := startEcho(t, "echo-a", "node-1")
+	sink := &memSink{}
+	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(40), load.WithDuration(time.Second),
+		load.WithTimeout(2*time.Second), load.WithProtocol(zdv1.ProtocolGRPC), load.WithStreamEvery(4), load.WithStream(3, 10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := l.Settings(); s.StreamEvery != 4 || s.StreamMessages != 3 {
+		t.Errorf("settings: a stream every %d of %d messages, want every 4 of 3", s.StreamEvery, s.StreamMessages)
+	}
+	if _, err := l.Run(context.Background(), sink); err != nil {
+		t.Fatal(err)
+	}
+	results, _ := sink.snapshot()
+	var streams, unary int
+	conns := map[string]bool{}
+	for _, r := range results {
+		switch {
+		case !r.OK():
+			t.Fatalf("result %+v", r)
+		case r.WantMessages == 3 && r.Messages == 3:
+			streams++
+		case r.WantMessages == 0 && r.Messages == 0:
+			unary++
+		default:
+			t.Fatalf("result %+v: neither a whole stream nor a unary call", r)
+		}
+		conns[r.ConnID] = true
+	}
+	if streams < 9 || streams > 11 || unary < 28 || len(conns) != 1 {
+		t.Errorf("%d streams, %d unary calls on %d connections; want 10 and 30 on one", streams, unary, len(conns))
+	}
+}

@@ -127,6 +127,7 @@ type config struct {
 	protocol       string
 	messages       int
 	interval       time.Duration
+	streamEvery    int
 	timeout        time.Duration
 	idleTimeout    time.Duration
 	rotate         int
@@ -178,6 +179,12 @@ func WithKeepAlive(on bool) Option { return func(c *config) { c.keepAlive = on }
 // once per request, and zdv1.ProtocolGRPCStream opens one of its streams
 // per request (WithStream), both with grpc-go's client over h2c.
 func WithProtocol(p string) Option { return func(c *config) { c.protocol = p } }
+
+// WithStreamEvery has a zdv1.ProtocolGRPC load open a stream (WithStream)
+// instead of a unary call for one request in every k (0, the default:
+// none), on the same connections: a client of a service with both kinds
+// of methods.
+func WithStreamEvery(k int) Option { return func(c *config) { c.streamEvery = k } }
 
 // WithStream sets a zdv1.ProtocolGRPCStream request's stream: n messages,
 // the server pausing every before each (default echogrpc.DefaultMessages,
@@ -271,6 +278,11 @@ func defaultConfig() config {
 	}
 }
 
+// streams says whether the load opens gRPC streams.
+func (c *config) streams() bool {
+	return c.protocol == zdv1.ProtocolGRPCStream || (c.protocol == zdv1.ProtocolGRPC && c.streamEvery > 0)
+}
+
 // New validates the options. Nothing is sent until Run or Start.
 func New(opts ...Option) (*Load, error) {
 	c := defaultConfig()
@@ -335,7 +347,10 @@ func New(opts ...Option) (*Load, error) {
 	if c.maxLag < 0 {
 		errs = append(errs, fmt.Errorf("max send lag %s: must not be negative (0 means the default)", c.maxLag))
 	}
-	if c.protocol == zdv1.ProtocolGRPCStream {
+	if c.streamEvery < 0 || c.streamEvery > echogrpc.MaxMessages || (c.streamEvery > 0 && c.protocol != zdv1.ProtocolGRPC) {
+		errs = append(errs, fmt.Errorf("a stream every %d requests: want 0 to %d, with protocol %s", c.streamEvery, echogrpc.MaxMessages, zdv1.ProtocolGRPC))
+	}
+	if c.streams() {
 		if c.messages < 1 || c.messages > echogrpc.MaxMessages {
 			errs = append(errs, fmt.Errorf("stream messages %d: want 1 to %d", c.messages, echogrpc.MaxMessages))
 		}
@@ -343,7 +358,7 @@ func New(opts ...Option) (*Load, error) {
 			errs = append(errs, fmt.Errorf("stream interval %s: want 0 to %s", c.interval, echogrpc.MaxInterval))
 		}
 	} else if c.messages != defaultConfig().messages || c.interval != defaultConfig().interval {
-		errs = append(errs, fmt.Errorf("a stream of %d messages every %s: only protocol %s has streams", c.messages, c.interval, zdv1.ProtocolGRPCStream))
+		errs = append(errs, fmt.Errorf("a stream of %d messages every %s: only protocol %s has streams (and %s with a stream every k requests)", c.messages, c.interval, zdv1.ProtocolGRPCStream, zdv1.ProtocolGRPC))
 	}
 	switch c.protocol {
 	case "", zdv1.ProtocolHTTP1:
@@ -406,7 +421,8 @@ func (l *Load) Settings() zdv1.LoadSettings {
 		Scheduling:        l.scheduling,
 		LocalPorts:        l.cfg.ports.String(),
 	}
-	if l.cfg.protocol == zdv1.ProtocolGRPCStream {
+	if l.cfg.streams() {
+		s.StreamEvery = l.cfg.streamEvery
 		s.StreamMessages = l.cfg.messages
 		s.StreamIntervalMs = float64(l.cfg.interval) / float64(time.Millisecond)
 	}
@@ -578,7 +594,10 @@ func (l *Load) fields() map[string]string {
 		"max_send_lag":  c.maxLag.String(),
 		"id_prefix":     c.runID,
 	}
-	if c.protocol == zdv1.ProtocolGRPCStream {
+	if c.streams() {
+		if c.streamEvery > 0 {
+			f["stream_every"] = strconv.Itoa(c.streamEvery)
+		}
 		f["stream_messages"] = strconv.Itoa(c.messages)
 		f["stream_interval"] = c.interval.String()
 	}

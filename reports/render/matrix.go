@@ -123,8 +123,8 @@ func rowFor(sc *Scenario) *Row {
 	if l["keepalive"] == "false" {
 		r.Variant = "no keep-alive"
 	}
-	if l["protocol"] == zdv1.ProtocolH2C {
-		r.Variant = strings.TrimPrefix(r.Variant+", HTTP/2 (h2c)", ", ")
+	if p := l["protocol"]; zdv1.ProtocolMultiplexed(p) {
+		r.Variant = strings.TrimPrefix(r.Variant+", "+zdv1.ProtocolTitle(p), ", ")
 	}
 	return r
 }
