@@ -29,7 +29,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 LDFLAGS      := -X main.version=$(VERSION)
 export ZERODROP_VERSION := $(VERSION)
 
-.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load long lb-e2e vet fmt-check unit build image e2e e2e-smoke test-workload help host-setup node-image cluster cluster-down lb-conformance
+.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load bench-cost long lb-e2e vet fmt-check unit build image e2e e2e-smoke test-workload help host-setup node-image cluster cluster-down lb-conformance
 
 all: build
 
@@ -83,13 +83,21 @@ bench: ## benchmarks: echo handler vs hello, load memory over a long run, run-fi
 # is against the library zerodrop uses.
 VEGETA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/tsenart/vegeta/v12)
 BENCH_RATES ?= 2000,4000,8000,12000,16000,20000,30000
-# BENCH_PROTOCOL=h2c measures HTTP/2 against h2load (Debian's nghttp2-client).
+# BENCH_PROTOCOL=h2c measures HTTP/2 against h2load (Debian's nghttp2-client);
+# BENCH_PROTOCOL=grpc gRPC unary calls against ghz, built from its module at
+# the version named here (its newest release on the Go module proxy).
 BENCH_PROTOCOL ?= http/1.1
-bench-load: build ## whole-process load benchmark: zerodrop load vs vegeta's CLI (BENCH_PROTOCOL=h2c: vs h2load too), pinned cores, one run (needs 2 CPUs)
+GHZ_VERSION = v0.121.0
+bench-load: build ## whole-process load benchmark: zerodrop load vs vegeta's CLI (BENCH_PROTOCOL=h2c: vs h2load too; grpc: vs ghz), pinned cores, one run (needs 2 CPUs)
 	@[ "$$(nproc)" -ge 2 ] || { echo "bench-load: needs 2 CPUs (generator and echo server pinned apart), have $$(nproc)" >&2; exit 1; }
 	GOBIN=$(abspath $(BIN)) CGO_ENABLED=0 $(GO) install github.com/tsenart/vegeta/v12@$(VEGETA_VERSION)
-	$(GO) run ./cmd/loadbench --zerodrop $(BIN)/zerodrop --vegeta $(BIN)/vegeta --echo $(BIN)/echo-server \
+	$(if $(filter grpc,$(BENCH_PROTOCOL)),GOBIN=$(abspath $(BIN)) CGO_ENABLED=0 $(GO) install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION))
+	$(GO) run ./cmd/loadbench --zerodrop $(BIN)/zerodrop --vegeta $(BIN)/vegeta --ghz $(BIN)/ghz --echo $(BIN)/echo-server \
 	  --protocol $(BENCH_PROTOCOL) --rates $(BENCH_RATES) --out out/bench-load/$(subst /,,$(BENCH_PROTOCOL))
+
+bench-cost: build ## what a request of each protocol costs the bench (CPU of zerodrop load and the echo server per 1,000, as the matrix's cells load), against HTTP/1.1: the protocol weights of the witness budget
+	@[ "$$(nproc)" -ge 2 ] || { echo "bench-cost: needs 2 CPUs (generator and echo server pinned apart), have $$(nproc)" >&2; exit 1; }
+	$(GO) run ./cmd/loadbench --costs --zerodrop $(BIN)/zerodrop --echo $(BIN)/echo-server --duration 20s --out out/bench-cost
 
 lb-e2e: ## the cloud LB's own checks: data plane in namespaces and on a Docker bridge; TestCluster needs `make cluster LB=cloud` and `make image`
 	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'DataplaneE2E|DockerBridge|TestCluster' ./harness/lb/ ./internal/cloudlb/

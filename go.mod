@@ -3,6 +3,7 @@ module zerodrop.dev/zerodrop
 go 1.25.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/onsi/ginkgo/v2 v2.25.1
 	github.com/onsi/gomega v1.38.2
 	github.com/prometheus/client_golang v1.23.2

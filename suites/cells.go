@@ -14,6 +14,7 @@ import (
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/clusters/lb/profiles"
 	"zerodrop.dev/zerodrop/fixtures"
+	"zerodrop.dev/zerodrop/harness/load"
 	"zerodrop.dev/zerodrop/harness/recipe"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/harness/standin"
@@ -103,7 +104,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 	// Documentation cells carry the assertion's criteria too: the hazard
 	// they document is exactly a criterion that does not hold, which the
 	// report then calls "hazard reproduced" rather than a failure.
-	rate := s.Settings.RateFor(c.Role)
+	rate := s.Settings.rateOf(c.Case)
 	crit := zdv1.Criteria{MinRequests: int64(float64(rate) * s.Timing.Baseline.Seconds()), MaxDropped: zdv1.Int64(0),
 		ExplainWithinMs: zdv1.Float64(float64(explainWithin(lbOf(c)).Milliseconds())), LimitOpens: c.LimitOpens}
 	ka := c.KeepAlive
@@ -126,10 +127,10 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		KeepAlive: &ka,
 		Protocol:  c.Protocol,
 		LB:        hooks,
-		// Every gRPC cell's client makes unary calls and opens streams
-		// on one connection (grpcCases).
-		StreamEvery: grpcStreamEvery(c.Protocol),
-		SharePods:   share,
+		// A protocol cell's load is shaped as its protocol's clients
+		// (grpcCases, wsCases).
+		Shape:     load.MatrixShape(c.Protocol),
+		SharePods: share,
 	}
 }
 
@@ -171,7 +172,7 @@ func serviceName(c Cell) string {
 	if !c.KeepAlive {
 		n += "-noka"
 	}
-	if c.multiplexed() {
+	if c.longLived() {
 		n += "-" + c.Protocol
 	}
 	return dnsLabel(n)

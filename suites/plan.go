@@ -293,7 +293,7 @@ func (s *Suite) MakePlan(scenarios []Scenario, cellsOf func(Scenario) []Cell) Pl
 			}
 			load := 0
 			for _, c := range sub {
-				load += s.Settings.RateFor(c.Role)
+				load += s.Settings.rateOf(c.Case)
 			}
 			p.Batches = append(p.Batches, PlannedBatch{Scenario: sc.Name, Pos: pos, Cells: sub,
 				PodRecipes: s.podRecipes(sc, sub), Estimate: batchEstimate(sc, s.Timing, k, sub), Load: load, Shard: 1})

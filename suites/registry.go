@@ -70,9 +70,9 @@ func h2Cases() []Case {
 // h2Cases: the Cluster pair with the load calling the echo server's gRPC
 // service with grpc-go's client, as the client of a service with both
 // kinds of methods does on one connection: unary calls, and one request in
-// grpcStreamEvery a server stream of ten messages a tenth of a second
-// apart (a stream cut before its last message is dropped work, and says
-// how many it got). One pair for both kinds: the pair's witnesses share
+// five a server stream of ten messages a tenth of a second apart
+// (load.MatrixShape; a stream cut before its last message is dropped
+// work, and says how many it got). One pair for both kinds: the pair's witnesses share
 // their disruptions with the other rows, and two pairs would cost three
 // more disruptions of each scenario for no other connection behaviour.
 // The echo server answers gRPC on its HTTP/2 server, so the hardened drain
@@ -90,15 +90,51 @@ func grpcCases() []Case {
 	}
 }
 
-// grpcStreamEvery is how often a gRPC cell's request is a stream: one in
-// five, so at a cell's 25-50 requests a second some five to ten streams
-// of a second each are open on its connection at any time.
-func grpcStreamEvery(protocol string) int {
-	if protocol == zdv1.ProtocolGRPC {
-		return 5
+// protocolWeight is what a cell of the protocol costs the bench, in
+// witnesses: a disruption's witness budget (Settings.Witnesses) was
+// measured with HTTP/1.1 cells at the documentation rate, a witness's
+// load, and a heavier cell takes more of it (Batches). What a request
+// costs, the CPU its load generator and its echo server spend as the
+// matrix's cells load (load.MatrixShape), against HTTP/1.1's (make
+// bench-cost, docs/protocols.md "What a request costs the bench";
+// 2026-12-06, 200/s for 20 s): h2c 1.15, gRPC 1.78, WebSocket 3.36. gRPC
+// and WebSocket cells run at half the documentation rate (Settings.rateOf),
+// so they weigh 0.9 and 1.7 witnesses, rounded up to whole ones. Counted
+// as one each at their roles' rates, 24 gRPC cells of a rollout saturated
+// the bench (2026-12-06: every Pod answered in 0.5-3 s for two seconds,
+// and hardened cells lost 1-31 calls to timeouts).
+func protocolWeight(protocol string) int {
+	if protocol == zdv1.ProtocolWebSocket {
+		return 2
 	}
-	return 0
+	return 1
 }
+
+// wsCases are the protocol axis's WebSocket rows, on the same scenarios
+// as h2Cases: the Cluster pair with the load opening a WebSocket session
+// per request (RFC 6455), ten echo answers 300 ms apart on one connection
+// (load.MatrixShape), as a live feed's client does. A session lives
+// longer than a request, and no HTTP/1.1 drain reaches it: the hardened
+// echo server closes its sessions with 1001 "going away" when its drain
+// begins, and the client opens the session again for the rest, through
+// the LB, which has moved by then; the naive one ends without a close
+// frame. On every column: the L7 ones proxy the upgrade (Go's
+// httputil.ReverseProxy), as the LBs they model do (AWS, "Listeners for
+// your Application Load Balancers", WebSockets: an upgraded connection
+// becomes a persistent one between client and target through the LB;
+// Google Cloud, "External Application Load Balancer overview", WebSocket
+// support).
+func wsCases() []Case {
+	return []Case{
+		{Policy: clusterPolicy, Hardening: fixtures.Naive, KeepAlive: true, Protocol: zdv1.ProtocolWebSocket, Role: zdv1.RoleDocumentation},
+		{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Protocol: zdv1.ProtocolWebSocket, Role: zdv1.RoleAssertion},
+	}
+}
+
+// wsCutRace is why the naive WebSocket cells document a race.
+const wsCutRace = "a WebSocket session holds one connection to one Pod for its life, so a disruption loses the sessions " +
+	"open on the Pods it ends, cut without a close frame when the naive Pod exits, and none where no session was open " +
+	"on them at that moment"
 
 // grpcPinnedRace is why the naive gRPC cells document a race.
 const grpcPinnedRace = "gRPC's calls are streams on the one connection each ClientConn holds, which enters one node and " +

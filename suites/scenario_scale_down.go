@@ -27,7 +27,7 @@ func scaleDown() Scenario {
 			"scaling in would. Naive: no preStop, the app exits at once. Hardened: preStop covering the LB's lag, graceful drain.",
 		Seeds:    []string{incident.SourceIPDilemma, incident.RollingUpdateLocal},
 		Triggers: []incident.Trigger{incident.PodTermination},
-		Cases:    slices.Concat(matrix(clusterPolicy, localPolicy), h2Cases(), grpcCases(), gateCases("")),
+		Cases:    slices.Concat(matrix(clusterPolicy, localPolicy), h2Cases(), grpcCases(), wsCases(), gateCases("")),
 		Prevented: []Prevention{{
 			Hardening: fixtures.PreStopOnly, On: optionalGate,
 			Why: "nothing replaces the removed Pods, so the gate has nothing to hold: their targets are deregistered " +

@@ -18,6 +18,7 @@ import (
 	"zerodrop.dev/zerodrop/fixtures"
 	"zerodrop.dev/zerodrop/harness/cluster"
 	"zerodrop.dev/zerodrop/harness/incident"
+	"zerodrop.dev/zerodrop/harness/load"
 	"zerodrop.dev/zerodrop/harness/scenario"
 	"zerodrop.dev/zerodrop/internal/kubeversion"
 )
@@ -428,7 +429,7 @@ func TestConnectionPerRequest(t *testing.T) {
 	}
 	for _, sc := range Scenarios() {
 		// HTTP/2 cells have no connection per request: they leave.
-		before := slices.DeleteFunc(sc.Cells(ms), func(c Cell) bool { return c.multiplexed() })
+		before := slices.DeleteFunc(sc.Cells(ms), func(c Cell) bool { return c.longLived() })
 		after := sc.ConnectionPerRequest().Cells(ms)
 		if len(after) != len(before) {
 			t.Fatalf("%s: %d cells became %d", sc.Name, len(before), len(after))
@@ -452,7 +453,7 @@ func TestConnectionPerRequest(t *testing.T) {
 		if again := sc.Cells(ms); len(again) > 0 && again[0].KeepAlive != before[0].KeepAlive {
 			t.Errorf("%s: ConnectionPerRequest changed the registry's scenario", sc.Name)
 		}
-		if slices.ContainsFunc(after, func(c Cell) bool { return c.multiplexed() }) {
+		if slices.ContainsFunc(after, func(c Cell) bool { return c.longLived() }) {
 			t.Errorf("%s: an HTTP/2 cell was kept with a connection per request", sc.Name)
 		}
 	}
@@ -735,7 +736,8 @@ func TestGCLBHardenedLocalAsksKubeProxy(t *testing.T) {
 
 // Each cell streams at its role's rate and asks for the requests that rate
 // gives: assertions (limits documented by a hardened cell included, which
-// are documentation) at the assertion rate, documentation at the full one.
+// are documentation) at the assertion rate, documentation at the full one;
+// gRPC and WebSocket cells at the assertion rate whatever their role.
 func TestCellsStreamAtTheirRolesRate(t *testing.T) {
 	ms, err := Settings{LB: "cloud", LBProfiles: []string{"azure-basic", "gcp-nlb"}}.Models()
 	if err != nil {
@@ -747,6 +749,9 @@ func TestCellsStreamAtTheirRolesRate(t *testing.T) {
 		for _, c := range sc.Cells(ms) {
 			sp := s.spec(sc, c)
 			want := map[zdv1.Role]int{zdv1.RoleAssertion: 20, zdv1.RoleDocumentation: 50}[c.Role]
+			if zdv1.ProtocolIsGRPC(c.Protocol) || c.Protocol == zdv1.ProtocolWebSocket {
+				want = 20
+			}
 			if sp.Rate != want || sp.Criteria.MinRequests != int64(float64(want)*s.Timing.Baseline.Seconds()) {
 				t.Errorf("%s %s: rate %d/s, min requests %d; want %d/s", sc.Name, c.Name(), sp.Rate, sp.Criteria.MinRequests, want)
 			}
@@ -778,9 +783,9 @@ func TestGRPCCellsWhereHTTP2ReachesThePods(t *testing.T) {
 			switch {
 			case c.Model.Profile.Mode == profiles.ModeL7:
 				t.Errorf("%s: a gRPC cell behind an L7 column, whose proxy reaches the Pods over HTTP/1.1", sc.CellName(c))
-			case sp.Protocol != zdv1.ProtocolGRPC || sp.StreamEvery != 5 || !slices.Contains(c.Labels(), "protocol:grpc") ||
+			case sp.Protocol != zdv1.ProtocolGRPC || sp.Shape != load.MatrixShape(zdv1.ProtocolGRPC) || sp.Shape.StreamEvery == 0 || !slices.Contains(c.Labels(), "protocol:grpc") ||
 				!strings.HasSuffix(c.Name(), "/grpc"):
-				t.Errorf("%s: spec protocol %q, a stream every %d, labels %v", sc.CellName(c), sp.Protocol, sp.StreamEvery, c.Labels())
+				t.Errorf("%s: spec protocol %q, shape %+v, labels %v", sc.CellName(c), sp.Protocol, sp.Shape, c.Labels())
 			case (c.Hardening == fixtures.Naive || c.PlatformLimit != "") != (c.Role == zdv1.RoleDocumentation):
 				t.Errorf("%s: role %s", sc.CellName(c), c.Role)
 			}

@@ -313,6 +313,22 @@ func (s Settings) WitnessesFor(sc Scenario) int {
 // saturation knee (loadPerCPU), where a saturated machine, not the
 // workload, answers late.
 func (s Settings) RateFor(role zdv1.Role) int {
+	return s.rate(role, "")
+}
+
+// rateOf is cell c's load (RateFor), its protocol's too: a gRPC or
+// WebSocket cell runs at the assertion rate whatever its role. Its
+// evidence of a hazard is the streams and sessions open when it strikes,
+// and at 25 requests a second some five to ten streams of a second and
+// seventy-five sessions of three seconds are open at any time
+// (load.MatrixShape); its requests cost the bench more than HTTP/1.1's
+// (protocolWeight).
+func (s Settings) rateOf(c Case) int { return s.rate(c.Role, c.Protocol) }
+
+func (s Settings) rate(role zdv1.Role, protocol string) int {
+	if zdv1.ProtocolIsGRPC(protocol) || protocol == zdv1.ProtocolWebSocket {
+		role = zdv1.RoleAssertion
+	}
 	if role == zdv1.RoleAssertion && s.AssertionRate > 0 {
 		return s.AssertionRate
 	}

@@ -70,15 +70,16 @@ func (c Case) Name() string {
 	if !c.KeepAlive {
 		n += "/no-keepalive"
 	}
-	if c.multiplexed() {
+	if c.longLived() {
 		n += "/" + c.Protocol
 	}
 	return n
 }
 
-// multiplexed says whether the case's load speaks HTTP/2 (h2c, or gRPC
-// over it): its requests are streams on a few kept-alive connections.
-func (c Case) multiplexed() bool { return zdv1.ProtocolMultiplexed(c.Protocol) }
+// longLived says whether the case's load speaks a protocol whose
+// connections outlive a request by design (HTTP/2, gRPC, WebSocket):
+// keep-alive is no setting of theirs.
+func (c Case) longLived() bool { return zdv1.ProtocolLongLived(c.Protocol) }
 
 // Labels are the Ginkgo labels of the case (besides the scenario's).
 func (c Case) Labels() []string {
@@ -86,7 +87,7 @@ func (c Case) Labels() []string {
 	if !c.KeepAlive {
 		l = append(l, "keepalive:off")
 	}
-	if c.multiplexed() {
+	if c.longLived() {
 		l = append(l, "protocol:"+c.Protocol)
 	}
 	if c.Smoke {
@@ -103,6 +104,11 @@ type Cell struct {
 	// Expected is a documentation cell's expected outcome on its model.
 	Expected *zdv1.Expectation
 }
+
+// weight is how many witnesses the cell counts as in a disruption's
+// budget (Batches): what a request of its protocol costs the bench against
+// an HTTP/1.1 one (protocolWeight).
+func (c Cell) weight() int { return protocolWeight(c.Protocol) }
 
 // Name is the cell's part of the spec name: "gcp-nlb/local/hardened".
 func (c Cell) Name() string { return c.Model.Name + "/" + c.Case.Name() }
@@ -396,7 +402,7 @@ func (sc Scenario) ConnectionPerRequest() Scenario {
 	if slices.ContainsFunc(sc.Cases, func(c Case) bool { return !c.KeepAlive }) {
 		return sc
 	}
-	sc.Cases = slices.DeleteFunc(slices.Clone(sc.Cases), Case.multiplexed)
+	sc.Cases = slices.DeleteFunc(slices.Clone(sc.Cases), Case.longLived)
 	for i := range sc.Cases {
 		sc.Cases[i].KeepAlive = false
 	}
@@ -413,7 +419,9 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 		return &zdv1.Expectation{Why: c.PlatformLimit}
 	case zdv1.ProtocolIsGRPC(c.Protocol):
 		return &zdv1.Expectation{Why: grpcPinnedRace}
-	case c.multiplexed():
+	case c.Protocol == zdv1.ProtocolWebSocket:
+		return &zdv1.Expectation{Why: wsCutRace}
+	case c.longLived():
 		return &zdv1.Expectation{Why: h2PinnedRace}
 	}
 	for _, e := range sc.Prevented {

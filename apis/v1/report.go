@@ -408,10 +408,14 @@ const (
 	// messages stop before the last one, or whose status is not OK, is
 	// dropped work (Result.Messages against Result.WantMessages).
 	ProtocolGRPCStream = "grpc-stream"
+	// ProtocolWebSocket is a WebSocket session (RFC 6455) per request:
+	// the echo server's messages on one long-lived connection each, to
+	// the server's close frame; a session cut without one is dropped.
+	ProtocolWebSocket = "websocket"
 )
 
 // Protocols are the load's protocols, in the order the CLI lists them.
-var Protocols = []string{ProtocolHTTP1, ProtocolH2C, ProtocolGRPC, ProtocolGRPCStream}
+var Protocols = []string{ProtocolHTTP1, ProtocolH2C, ProtocolGRPC, ProtocolGRPCStream, ProtocolWebSocket}
 
 // ProtocolIsGRPC says whether protocol is one of gRPC's.
 func ProtocolIsGRPC(protocol string) bool {
@@ -425,15 +429,24 @@ func ProtocolMultiplexed(protocol string) bool {
 	return protocol == ProtocolH2C || ProtocolIsGRPC(protocol)
 }
 
+// ProtocolLongLived says whether protocol's connections outlive a
+// request by design (HTTP/2 and gRPC carry many; a WebSocket holds one
+// session): keep-alive is no setting of theirs.
+func ProtocolLongLived(protocol string) bool {
+	return ProtocolMultiplexed(protocol) || protocol == ProtocolWebSocket
+}
+
 // ProtocolTitle is how a report names protocol's rows ("HTTP/2 (h2c)").
 func ProtocolTitle(protocol string) string {
 	switch protocol {
 	case ProtocolH2C:
 		return "HTTP/2 (h2c)"
 	case ProtocolGRPC:
-		return "gRPC unary"
+		return "gRPC"
 	case ProtocolGRPCStream:
 		return "gRPC streams"
+	case ProtocolWebSocket:
+		return "WebSocket"
 	}
 	return "HTTP/1.1"
 }

@@ -41,9 +41,10 @@ const (
 	// so the server had not processed it (RFC 9113, section 6.8) and the
 	// client sent it again on another connection.
 	ClassGoAwayRefused = "goaway-refused"
-	// ClassStreamCut: a gRPC stream ended with status OK before the
-	// messages it asked for (Result.Messages < Result.WantMessages): the
-	// server stopped short, and its client did not get the work.
+	// ClassStreamCut: a gRPC stream ended with status OK, or a WebSocket
+	// session with a normal close, before the messages it asked for
+	// (Result.Messages < Result.WantMessages): the server stopped short,
+	// and its client did not get the work.
 	ClassStreamCut = "stream-cut"
 	// ClassGRPCPrefix prefixes the class of a gRPC call that failed
 	// with a status no transport error explains, by its code's name in
@@ -106,11 +107,24 @@ type Result struct {
 	// WantMessages - Messages.
 	Messages     int `json:"messages,omitempty"`
 	WantMessages int `json:"want_messages,omitempty"`
+	// Reconnects counts the times a WebSocket session opened again after
+	// the server closed it with 1001, "going away" (RFC 6455, section
+	// 7.4.1), before its last message: the server's own request, so a
+	// session that got every message that way is a success (Status 101).
+	Reconnects int `json:"reconnects,omitempty"`
 }
 
-// OK reports whether the request got a 2xx response on its first attempt.
+// OK reports whether the request got a 2xx response (or a whole WebSocket
+// session) on its first attempt.
 // A 2xx that needed a hidden retry is not OK: see ClassRetried.
-func (r *Result) OK() bool { return r.Status >= 200 && r.Status <= 299 && r.Retries == 0 }
+func (r *Result) OK() bool { return r.answered() && r.Retries == 0 }
+
+// answered says whether the request got what it asked for: a 2xx answer,
+// or a WebSocket session (status 101, Switching Protocols) that got every
+// message it asked for.
+func (r *Result) answered() bool {
+	return (r.Status >= 200 && r.Status <= 299) || (r.Status == 101 && r.WantMessages > 0 && r.Messages >= r.WantMessages)
+}
 
 // Due is when the load generator was scheduled to send the request.
 func (r *Result) Due() time.Time { return r.Time.Add(-r.Lag) }
@@ -121,7 +135,7 @@ func (r *Result) FailureKind() string {
 	switch {
 	case r.OK():
 		return ""
-	case r.Retries > 0 && r.Status >= 200 && r.Status <= 299:
+	case r.Retries > 0 && r.answered():
 		return ClassRetried
 	case r.Status == 0:
 		if r.Class == "" {

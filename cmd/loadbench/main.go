@@ -9,7 +9,10 @@
 // is vegeta's CLI. h2c (HTTP/2 over cleartext TCP with prior knowledge):
 // the peer is h2load (Debian's nghttp2-client), one connection, its rate
 // set by --rps and its p99 read from its per-request log; vegeta's CLI
-// runs too, with its -h2c flag.
+// runs too, with its -h2c flag. grpc (unary calls of the echo server's
+// gRPC service over h2c): the peer is ghz (built from its module, as
+// vegeta's CLI is), one connection, 100 workers, its rate set by --rps,
+// the service described to it by the .proto internal/echoproto holds.
 //
 // A run "sustained" its rate when at least 97 % of the requested rate got a
 // 2xx answer, nothing failed, and p99 stayed at or under --max-p99 (50 ms);
@@ -25,6 +28,7 @@
 //	loadbench --zerodrop bin/zerodrop --vegeta bin/vegeta --echo bin/echo-server \
 //	  --rates 2000,4000,8000,16000,30000 --duration 5s --out out/bench-load
 //	loadbench --protocol h2c --h2load /usr/bin/h2load ...
+//	loadbench --protocol grpc --ghz bin/ghz ...
 package main
 
 import (
@@ -48,6 +52,7 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
+	"zerodrop.dev/zerodrop/internal/echoproto"
 )
 
 // Measurement is one tool at one requested rate.
@@ -91,7 +96,7 @@ type Result struct {
 
 type options struct {
 	zerodrop, vegeta, echo string
-	h2load                 string
+	h2load, ghz            string
 	protocol               string
 	rates                  []int
 	duration               time.Duration
@@ -100,6 +105,10 @@ type options struct {
 	out                    string
 	port                   int
 	repeat                 int
+	// costs: measure each protocol's CPU per request at costRate
+	// instead of the rates (cost.go).
+	costs    bool
+	costRate int
 }
 
 func main() {
@@ -117,7 +126,9 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.zerodrop, "zerodrop", "bin/zerodrop", "zerodrop CLI binary")
 	fs.StringVar(&o.vegeta, "vegeta", "bin/vegeta", "vegeta CLI binary (built from the module version go.mod pins)")
 	fs.StringVar(&o.echo, "echo", "bin/echo-server", "echo server binary")
-	fs.StringVar(&o.protocol, "protocol", zdv1.ProtocolHTTP1, "what the tools speak: "+zdv1.ProtocolHTTP1+" (peer: vegeta) or "+zdv1.ProtocolH2C+" (peer: h2load)")
+	fs.StringVar(&o.protocol, "protocol", zdv1.ProtocolHTTP1, "what the tools speak: "+zdv1.ProtocolHTTP1+" (peer: vegeta), "+zdv1.ProtocolH2C+" (peer: h2load) or "+
+		zdv1.ProtocolGRPC+" (unary calls; peer: ghz)")
+	fs.StringVar(&o.ghz, "ghz", "bin/ghz", "ghz binary, the gRPC peer (make bench-load builds it from its module)")
 	fs.StringVar(&o.h2load, "h2load", "h2load", "h2load binary, the h2c peer (Debian: apt-get install nghttp2-client)")
 	rates := fs.String("rates", "2000,4000,8000,12000,16000,20000,30000", "comma-separated requested rates per second")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each run")
@@ -127,6 +138,8 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "out/bench-load", "directory for raw outputs and results.json")
 	fs.IntVar(&o.port, "port", 18480, "loopback port of the echo server (the admin port is the next one)")
 	fs.IntVar(&o.repeat, "repeat", 3, "runs per rate and tool; a rate is sustained when most runs sustain it")
+	fs.BoolVar(&o.costs, "costs", false, "measure instead what a request of each protocol costs the bench in CPU (zerodrop load and the echo server), at --cost-rate, against HTTP/1.1's")
+	fs.IntVar(&o.costRate, "cost-rate", 200, "requests per second of each --costs run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -139,7 +152,15 @@ func parse(args []string) (options, error) {
 		}
 		o.rates = append(o.rates, n)
 	}
-	for flagName, p := range map[string]string{"--zerodrop": o.zerodrop, "--vegeta": o.vegeta, "--echo": o.echo} {
+	files := map[string]string{"--zerodrop": o.zerodrop, "--echo": o.echo}
+	switch {
+	case o.costs: // zerodrop alone
+	case o.protocol == zdv1.ProtocolGRPC:
+		files["--ghz"] = o.ghz
+	default:
+		files["--vegeta"] = o.vegeta
+	}
+	for flagName, p := range files {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			errs = append(errs, fmt.Errorf("%s %s: not a file (make bench-load builds it)", flagName, p))
 		}
@@ -150,14 +171,18 @@ func parse(args []string) (options, error) {
 		if _, err := exec.LookPath(o.h2load); err != nil {
 			errs = append(errs, fmt.Errorf("--h2load %s: %w (Debian: apt-get install nghttp2-client)", o.h2load, err))
 		}
+	case zdv1.ProtocolGRPC:
 	default:
-		errs = append(errs, fmt.Errorf("--protocol %q: want %s or %s", o.protocol, zdv1.ProtocolHTTP1, zdv1.ProtocolH2C))
+		errs = append(errs, fmt.Errorf("--protocol %q: want %s, %s or %s", o.protocol, zdv1.ProtocolHTTP1, zdv1.ProtocolH2C, zdv1.ProtocolGRPC))
 	}
 	if _, err := exec.LookPath("taskset"); err != nil {
 		errs = append(errs, errors.New("taskset not found (Debian: apt-get install util-linux)"))
 	}
 	if o.duration < time.Second {
 		errs = append(errs, fmt.Errorf("--duration %s: want at least 1s", o.duration))
+	}
+	if o.costs && (o.costRate < 1 || o.costRate > 10000) {
+		errs = append(errs, fmt.Errorf("--cost-rate %d: want 1-10000", o.costRate))
 	}
 	if o.repeat < 1 {
 		errs = append(errs, fmt.Errorf("--repeat %d: want at least 1", o.repeat))
@@ -176,8 +201,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
+	if o.costs {
+		return runCosts(ctx, o, stdout)
+	}
 	tools, peer := o.tools()
-	res := Result{Started: time.Now().UTC(), Protocol: o.protocol, Tools: tools, Peer: peer, CPUs: runtime.NumCPU(), GeneratorCPU: o.genCPU, EchoCPU: o.echoCPU,
+	res := Result{Started: time.Now().UTC(), Protocol: o.protocol, Tools: tools, Peer: peer, CPUs: cpus(), GeneratorCPU: o.genCPU, EchoCPU: o.echoCPU,
 		Duration: o.duration.String(), MaxP99Ms: o.maxP99Ms, Repeat: o.repeat, Best: map[string]int{}}
 	fmt.Fprintf(stdout, "%s; load generator on CPU %s, echo server on CPU %s, %s per run, %d run(s) per rate and tool, %d CPUs\n\n",
 		o.protocol, o.genCPU, o.echoCPU, o.duration, o.repeat, res.CPUs)
@@ -231,8 +259,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 // tools are the tools a run measures, in turn, and the peer among them.
 func (o options) tools() (tools []string, peer string) {
-	if o.protocol == zdv1.ProtocolH2C {
+	switch o.protocol {
+	case zdv1.ProtocolH2C:
 		return []string{"h2load", "vegeta", "zerodrop"}, "h2load"
+	case zdv1.ProtocolGRPC:
+		return []string{"ghz", "zerodrop"}, "ghz"
 	}
 	return []string{"vegeta", "zerodrop"}, "vegeta"
 }
@@ -290,6 +321,12 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 			"--protocol", o.protocol, "--out", dir}
 	case "h2load":
 		args = h2loadArgs(o.h2load, target, rate, o.duration, filepath.Join(dir, "requests.tsv"))
+	case "ghz":
+		proto := filepath.Join(dir, "echo.proto")
+		if err := os.WriteFile(proto, []byte(echoproto.GRPCProto), 0o644); err != nil {
+			return m, err
+		}
+		args = ghzArgs(o.ghz, proto, fmt.Sprintf("127.0.0.1:%d", o.port), rate, o.duration, filepath.Join(dir, "report.json"))
 	}
 	rss, err := pinned(rctx, o.genCPU, filepath.Join(dir, "stderr.txt"), args...)
 	m.MaxRSSMB = rss
@@ -308,6 +345,8 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 		err = readZerodrop(dir, &m)
 	case "h2load":
 		err = readH2load(dir, &m)
+	case "ghz":
+		err = readGhz(dir, &m)
 	}
 	if err != nil {
 		return m, err
@@ -403,9 +442,11 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
+func cpus() int { return runtime.NumCPU() }
+
 // startEcho starts a fresh echo server on loopback and waits until it
-// answers; the returned func stops it.
-func startEcho(ctx context.Context, o options) (func(), error) {
+// answers; the returned func stops it and says how much CPU it used.
+func startEcho(ctx context.Context, o options) (func() time.Duration, error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", o.port)
 	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 		_ = c.Close()
@@ -416,9 +457,11 @@ func startEcho(ctx context.Context, o options) (func(), error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start echo server: %w", err)
 	}
-	stop := func() {
+	stop := func() time.Duration {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
+		// taskset execs the server: the rusage is the server's own.
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(10 * time.Second)
@@ -550,6 +593,62 @@ func readH2load(dir string, m *Measurement) error {
 	m.P99Ms = p99 / 1000
 	if cut := s.started - s.done; cut > 0 {
 		m.Note = fmt.Sprintf("%d in flight at the end", cut)
+	}
+	return nil
+}
+
+// ghzArgs runs ghz as the gRPC peer: unary calls of the echo service, one
+// connection (the load's gRPC client holds one per target), 100 workers
+// (as h2load's 100 streams), rate calls per second for d, its report as
+// JSON in reportPath.
+func ghzArgs(bin, proto, addr string, rate int, d time.Duration, reportPath string) []string {
+	return []string{bin, "--insecure", "--proto", proto, "--call", strings.TrimPrefix(echoproto.UnaryMethod, "/"),
+		"--connections", "1", "-c", "100", "--rps", strconv.Itoa(rate), "-z", d.String(), "--format", "json",
+		"--output", reportPath, addr}
+}
+
+// ghzReport is what readGhz takes from ghz's JSON report (ghz
+// runner/reporter.go, Report): its durations are nanoseconds.
+type ghzReport struct {
+	Count   uint64         `json:"count"`
+	Total   time.Duration  `json:"total"`
+	Status  map[string]int `json:"statusCodeDistribution"`
+	Errors  map[string]int `json:"errorDistribution"`
+	Latency []struct {
+		Percentage int           `json:"percentage"`
+		Latency    time.Duration `json:"latency"`
+	} `json:"latencyDistribution"`
+}
+
+func readGhz(dir string, m *Measurement) error {
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return fmt.Errorf("ghz report: %w", err)
+	}
+	var r ghzReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("ghz report %s: %w", dir, err)
+	}
+	if r.Total <= 0 || r.Count == 0 {
+		return fmt.Errorf("ghz report %s: %d calls in %s: did it run?", dir, r.Count, r.Total)
+	}
+	secs := r.Total.Seconds()
+	ok := r.Status["OK"]
+	m.Sent = float64(r.Count) / secs
+	m.Achieved = float64(ok) / secs
+	m.Failed = int64(r.Count) - int64(ok)
+	p99 := false
+	for _, l := range r.Latency {
+		if l.Percentage == 99 {
+			m.P99Ms, p99 = float64(l.Latency)/1e6, true
+		}
+	}
+	if !p99 {
+		return fmt.Errorf("ghz report %s: no 99th percentile", dir)
+	}
+	for e := range r.Errors {
+		m.Note = truncate(e, 60)
+		break
 	}
 	return nil
 }

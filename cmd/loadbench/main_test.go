@@ -28,6 +28,7 @@ func TestParseRejectsBadInput(t *testing.T) {
 		{"bad port", append(ok, "--port", "70000"), []string{"--port 70000"}},
 		{"unknown protocol", append(ok, "--protocol", "h3"), []string{`--protocol "h3"`}},
 		{"h2c without h2load", append(ok, "--protocol", "h2c", "--h2load", filepath.Join(dir, "no-h2load")), []string{"--h2load", "nghttp2-client"}},
+		{"grpc without ghz", append(ok, "--protocol", "grpc", "--ghz", filepath.Join(dir, "no-ghz")), []string{"--ghz", "make bench-load builds it"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,5 +90,32 @@ func TestP99Micros(t *testing.T) {
 	}
 	if _, _, err := p99Micros(""); err == nil {
 		t.Error("an empty log gave a p99")
+	}
+}
+
+// ghz v0.121.0's JSON report, cut to the fields read, from a run of 2 s
+// with one failed call written in.
+const ghzOut = `{"count":2000,"total":2000000000,"average":900000,"rps":1000,
+"errorDistribution":{"rpc error: code = Unavailable desc = connection refused":1},
+"statusCodeDistribution":{"OK":1999,"Unavailable":1},
+"latencyDistribution":[{"percentage":50,"latency":800000},{"percentage":99,"latency":2500000}]}`
+
+func TestReadGhz(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte(ghzOut), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var m Measurement
+	if err := readGhz(dir, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Sent != 1000 || m.Achieved != 999.5 || m.Failed != 1 || m.P99Ms != 2.5 || !strings.Contains(m.Note, "Unavailable") {
+		t.Errorf("measurement %+v: want 1,000/s sent, 999.5/s OK, 1 failed, p99 2.5 ms, the error noted", m)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte(`{"count":0,"total":0}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := readGhz(dir, &m); err == nil || !strings.Contains(err.Error(), "did it run?") {
+		t.Errorf("an empty report: %v, want an error", err)
 	}
 }

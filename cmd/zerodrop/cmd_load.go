@@ -16,7 +16,7 @@ import (
 	"zerodrop.dev/zerodrop/harness/load"
 	"zerodrop.dev/zerodrop/harness/runfile"
 	"zerodrop.dev/zerodrop/harness/userevents"
-	"zerodrop.dev/zerodrop/internal/echogrpc"
+	"zerodrop.dev/zerodrop/internal/echoproto"
 )
 
 const runFileName = "run.jsonl"
@@ -76,11 +76,12 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	keepAlive := fs.Bool("keepalive", true, "reuse connections (--keepalive=false opens one per request)")
 	protocol := fs.String("protocol", zdv1.ProtocolHTTP1, "how requests travel: "+zdv1.ProtocolHTTP1+", "+zdv1.ProtocolH2C+
 		" (HTTP/2 over cleartext with prior knowledge: streams on kept-alive connections; the run file records each GOAWAY a server sends), "+
-		zdv1.ProtocolGRPC+" (a call of the echo server's gRPC service per request, over h2c) or "+zdv1.ProtocolGRPCStream+
-		" (one of its server streams per request: --stream-messages, --stream-interval)")
+		zdv1.ProtocolGRPC+" (a call of the echo server's gRPC service per request, over h2c), "+zdv1.ProtocolGRPCStream+
+		" (one of its server streams per request: --stream-messages, --stream-interval) or "+zdv1.ProtocolWebSocket+
+		" (a session of the echo server's WebSocket route per request, as long)")
 	streamEvery := fs.Int("stream-every", 0, "grpc: open a stream instead of a unary call for one request in `K` (0: none)")
-	streamMessages := fs.Int("stream-messages", echogrpc.DefaultMessages, "grpc-stream: the messages each stream asks for")
-	streamInterval := fs.Duration("stream-interval", echogrpc.DefaultInterval, "grpc-stream: the server's pause before each message")
+	streamMessages := fs.Int("stream-messages", echoproto.DefaultMessages, "grpc-stream, websocket: the messages each stream or session asks for")
+	streamInterval := fs.Duration("stream-interval", echoproto.DefaultInterval, "grpc-stream, websocket: the server's pause before each message")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout, connect to last byte")
 	idleTimeout := fs.Duration("idle-timeout", load.DefaultIdleTimeout, "close a keep-alive connection idle this long (keep it under the server's own idle close)")
 	rotate := fs.Int("rotate-connections", 0, "keep N kept-alive connections and send each request on the next in turn, as a proxy's pool does (0: Go's pool, most recently used first)")
@@ -142,7 +143,7 @@ func runLoad(ctx context.Context, c *cli, args []string) int {
 	if *insecure {
 		opts = append(opts, load.WithInsecureTLS())
 	}
-	if *protocol == zdv1.ProtocolGRPCStream || *streamEvery != 0 {
+	if *protocol == zdv1.ProtocolGRPCStream || *protocol == zdv1.ProtocolWebSocket || *streamEvery != 0 {
 		opts = append(opts, load.WithStream(*streamMessages, *streamInterval), load.WithStreamEvery(*streamEvery))
 	}
 	l, err := load.New(opts...)

@@ -9,10 +9,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"zerodrop.dev/zerodrop/internal/echogrpc"
+	"zerodrop.dev/zerodrop/internal/echoproto"
 )
 
-// The echo server answers gRPC (internal/echogrpc: a unary method and a
+// The echo server answers gRPC (internal/echoproto: a unary method and a
 // server-streaming one) on its traffic port, on the same net/http HTTP/2
 // server that answers h2c, through grpc-go's Server.ServeHTTP. So a gRPC
 // call drains exactly as an HTTP/2 request does: the hardened drain's
@@ -37,7 +37,7 @@ type grpcCallKey struct{}
 // newGRPC is the gRPC service of s.
 func (s *server) newGRPC() *grpc.Server {
 	g := grpc.NewServer()
-	g.RegisterService(echogrpc.ServiceDesc(), grpcEcho{s})
+	g.RegisterService(echoproto.ServiceDesc(), grpcEcho{s})
 	return g
 }
 
@@ -84,7 +84,7 @@ func (s *server) grpcAnswer(ctx context.Context) []byte {
 		a.ci, a.nreq, a.remote, a.proto = c.ci, c.nreq, c.remote, c.proto
 	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(echogrpc.MDRequestID); len(v) > 0 {
+		if v := md.Get(echoproto.MDRequestID); len(v) > 0 {
 			a.requestID = v[0]
 		}
 		a.xff = joined(md.Get("x-forwarded-for"))

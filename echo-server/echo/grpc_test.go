@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"zerodrop.dev/zerodrop/internal/echogrpc"
+	"zerodrop.dev/zerodrop/internal/echoproto"
 )
 
 func grpcClient(t *testing.T, addr string) *grpc.ClientConn {
@@ -33,8 +33,8 @@ func grpcClient(t *testing.T, addr string) *grpc.ClientConn {
 // its end: the answers it got, and its end's error (nil: status OK).
 func recvStream(ctx context.Context, t *testing.T, cc *grpc.ClientConn, n int, every time.Duration) ([]Reply, error) {
 	t.Helper()
-	ctx = metadata.AppendToOutgoingContext(ctx, echogrpc.StreamMD(n, every)...)
-	st, err := cc.NewStream(ctx, &echogrpc.StreamDesc, echogrpc.StreamMethod)
+	ctx = metadata.AppendToOutgoingContext(ctx, echoproto.StreamMD(n, every)...)
+	st, err := cc.NewStream(ctx, &echoproto.StreamDesc, echoproto.StreamMethod)
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +70,8 @@ func TestGRPCServed(t *testing.T) {
 	var conn string
 	for i := range 3 {
 		var rep wrapperspb.BytesValue
-		cctx := metadata.AppendToOutgoingContext(ctx, echogrpc.MDRequestID, "id-"+string(rune('a'+i)))
-		if err := cc.Invoke(cctx, echogrpc.UnaryMethod, &emptypb.Empty{}, &rep); err != nil {
+		cctx := metadata.AppendToOutgoingContext(ctx, echoproto.MDRequestID, "id-"+string(rune('a'+i)))
+		if err := cc.Invoke(cctx, echoproto.UnaryMethod, &emptypb.Empty{}, &rep); err != nil {
 			t.Fatalf("unary call %d: %v", i, err)
 		}
 		a := decodeReply(t, rep.Value)
@@ -88,9 +88,9 @@ func TestGRPCServed(t *testing.T) {
 	if got[0].Seq >= got[2].Seq || got[0].ConnID != conn {
 		t.Errorf("stream answers: seq %d..%d on %s; want rising seq on %s", got[0].Seq, got[2].Seq, got[0].ConnID, conn)
 	}
-	for _, md := range [][]string{{echogrpc.MDMessages, "0"}, {echogrpc.MDMessages, "1001"}, {echogrpc.MDInterval, "11s"}, {echogrpc.MDInterval, "soon"}} {
+	for _, md := range [][]string{{echoproto.MDMessages, "0"}, {echoproto.MDMessages, "1001"}, {echoproto.MDInterval, "11s"}, {echoproto.MDInterval, "soon"}} {
 		sctx := metadata.AppendToOutgoingContext(ctx, md...)
-		st, err := cc.NewStream(sctx, &echogrpc.StreamDesc, echogrpc.StreamMethod)
+		st, err := cc.NewStream(sctx, &echoproto.StreamDesc, echoproto.StreamMethod)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -287,6 +287,11 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 	// Draining before Shutdown: answers written from here on carry
 	// Connection: close even if they race Shutdown's own switch.
 	s.draining.Store(true)
+	if cfg.DrainTimeout > 0 {
+		// WebSocket sessions are told to go elsewhere now, while the drain
+		// budget still covers their closing handshakes (websocket.go).
+		s.ws.goAway()
+	}
 	s.log.Info("draining: asking keep-alive clients to close",
 		"after", time.Since(start).Round(time.Millisecond).String(),
 		"open_connections", s.openConns.Load(), "drain_timeout", cfg.DrainTimeout.String())
@@ -343,6 +348,8 @@ func (s *server) terminate(ctx context.Context, sig os.Signal, signals <-chan os
 		return nil
 	}
 
+	s.endWebSockets(dctx)
+
 	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), adminShutdownBudget)
 	defer acancel()
 	if err := admin.Shutdown(actx); err != nil {
@@ -363,7 +370,27 @@ func (s *server) closeNow(traffic, admin *http.Server, why string) {
 	open := s.openConns.Load()
 	traffic.Close()
 	admin.Close()
-	s.log.Warn("stopped at once", "why", why, "closed_connections", open)
+	cut := s.ws.cut()
+	s.log.Warn("stopped at once", "why", why, "closed_connections", open, "cut_websockets", cut)
+}
+
+// endWebSockets ends the sessions net/http's Shutdown does not see: those
+// a graceful drain told to go away get until ctx ends to close; the rest
+// are cut without a close frame.
+func (s *server) endWebSockets(ctx context.Context) {
+	if s.ws.count() == 0 {
+		return
+	}
+	left := s.ws.count()
+	if s.cfg.DrainTimeout > 0 {
+		left = s.ws.await(ctx)
+	}
+	if left > 0 {
+		cut := s.ws.cut()
+		s.log.Warn("WebSocket sessions cut without a close frame", "sessions", cut, "drain_timeout", s.cfg.DrainTimeout.String())
+	} else {
+		s.log.Info("WebSocket sessions closed")
+	}
 }
 
 // sigName is the conventional name ("SIGTERM"), which is what operators

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
-	"zerodrop.dev/zerodrop/internal/echogrpc"
+	"zerodrop.dev/zerodrop/internal/echoproto"
 	"zerodrop.dev/zerodrop/internal/jsonstr"
 )
 
@@ -89,6 +89,8 @@ type server struct {
 
 	// grpc answers the gRPC calls of the traffic port (grpc.go).
 	grpc *grpc.Server
+	// ws are the open WebSocket sessions (websocket.go).
+	ws *wsSessions
 }
 
 type connKey struct{}
@@ -142,6 +144,7 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 	}
 	s.registry = reg
 	s.grpc = s.newGRPC()
+	s.ws = newWSSessions()
 	return s, nil
 }
 
@@ -240,7 +243,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h["X-Echo-Pod"] = s.hdrPod
 
 	switch p := r.URL.Path; {
-	case r.ProtoMajor == 2 && echogrpc.IsGRPC(r.Header.Get("Content-Type")):
+	case echoproto.IsWebSocket(r):
+		s.serveWS(w, r, ci, nreq)
+	case r.ProtoMajor == 2 && echoproto.IsGRPC(r.Header.Get("Content-Type")):
 		s.serveGRPC(w, r, ci, nreq)
 	case slices.Contains(s.cfg.ReadyPaths, p):
 		switch {

@@ -23,11 +23,11 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/internal/echogrpc"
+	"zerodrop.dev/zerodrop/internal/echoproto"
 	"zerodrop.dev/zerodrop/internal/h2frame"
 )
 
-// grpcSender calls the echo server's gRPC service (internal/echogrpc) over
+// grpcSender calls the echo server's gRPC service (internal/echoproto) over
 // h2c with grpc-go's own client, as a gRPC user's program does: one
 // ClientConn per target (or per lane, WithRotation), each holding one
 // HTTP/2 connection at a time (pick_first), every call a stream on it.
@@ -165,13 +165,13 @@ func (g *grpcSender) conn(target int) *grpc.ClientConn {
 func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Result {
 	a := &grpcAttempt{}
 	timeout := g.timeout
-	md := []string{echogrpc.MDRequestID, id}
+	md := []string{echoproto.MDRequestID, id}
 	stream := g.stream || (g.streamEvery > 0 && (g.calls.Add(1)-1)%uint64(g.streamEvery) == 0)
 	if stream {
 		// The timeout bounds the wait for each message, as it bounds an
 		// HTTP answer: the stream's own length comes on top.
 		timeout += time.Duration(g.messages) * g.interval
-		md = append(md, echogrpc.StreamMD(g.messages, g.interval)...)
+		md = append(md, echoproto.StreamMD(g.messages, g.interval)...)
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, timeout, errRequestTimeout)
 	defer cancel()
@@ -186,7 +186,7 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 		first, res.Messages, err = recvStream(ctx, cc)
 	} else {
 		rep := new(wrapperspb.BytesValue)
-		err = cc.Invoke(ctx, echogrpc.UnaryMethod, &emptypb.Empty{}, rep)
+		err = cc.Invoke(ctx, echoproto.UnaryMethod, &emptypb.Empty{}, rep)
 		first = rep.GetValue()
 	}
 	res.Latency = time.Since(res.Time)
@@ -231,7 +231,7 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 // recvStream opens a stream, reads it to its end and returns its first
 // message, how many came, and its end (nil: status OK).
 func recvStream(ctx context.Context, cc *grpc.ClientConn) ([]byte, int, error) {
-	st, err := cc.NewStream(ctx, &echogrpc.StreamDesc, echogrpc.StreamMethod)
+	st, err := cc.NewStream(ctx, &echoproto.StreamDesc, echoproto.StreamMethod)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -9,8 +9,9 @@
 // cancelled or Stop is called, so a scenario can start load, act on the
 // cluster and then stop it.
 //
-// Every request carries a unique X-Request-Id "<run id>-<seq>". Connections
-// are HTTP/1.1; environment proxies are ignored.
+// Every request carries a unique X-Request-Id "<run id>-<seq>" (gRPC: the
+// x-request-id metadata). Connections are HTTP/1.1 unless WithProtocol
+// asks for h2c or gRPC; environment proxies are ignored.
 //
 // # What the instrument promises
 //
@@ -57,7 +58,7 @@ import (
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/runfile"
-	"zerodrop.dev/zerodrop/internal/echogrpc"
+	"zerodrop.dev/zerodrop/internal/echoproto"
 	"zerodrop.dev/zerodrop/internal/h2frame"
 	"zerodrop.dev/zerodrop/internal/sched"
 )
@@ -175,10 +176,67 @@ func WithKeepAlive(on bool) Option { return func(c *config) { c.keepAlive = on }
 // 9113 section 3.3: the requests of a connection are streams on it, and a
 // server ends it with GOAWAY, which the load records as an event).
 //
-// zdv1.ProtocolGRPC calls the echo server's gRPC service (internal/echogrpc)
+// zdv1.ProtocolGRPC calls the echo server's gRPC service (internal/echoproto)
 // once per request, and zdv1.ProtocolGRPCStream opens one of its streams
 // per request (WithStream), both with grpc-go's client over h2c.
+// zdv1.ProtocolWebSocket opens a WebSocket session on the echo server's
+// route per request (WithStream) and reads it to the server's close.
 func WithProtocol(p string) Option { return func(c *config) { c.protocol = p } }
+
+// Shape is a load's form beyond its protocol and rate: how many of its
+// requests are streams, and how long those are.
+type Shape struct {
+	// StreamEvery: one request in StreamEvery is a stream
+	// (WithStreamEvery; zdv1.ProtocolGRPC only).
+	StreamEvery int
+	// Messages and Interval: each stream's or session's length
+	// (WithStream); 0: the load's default.
+	Messages int
+	Interval time.Duration
+}
+
+// MatrixShape is the shape of the matrix's cells of a protocol, here so
+// that the suites and the bench that weighs them (cmd/loadbench --costs)
+// load alike:
+//
+//   - gRPC: a client of a service with both kinds of methods, one request
+//     in five a server stream of ten messages a tenth of a second apart;
+//   - WebSocket: a live feed's session, ten messages 300 ms apart, three
+//     seconds: sessions that outlive the requests around them, without a
+//     message volume that would make the cell a throughput test.
+func MatrixShape(protocol string) Shape {
+	switch protocol {
+	case zdv1.ProtocolGRPC:
+		return Shape{StreamEvery: 5}
+	case zdv1.ProtocolWebSocket:
+		return Shape{Messages: 10, Interval: 300 * time.Millisecond}
+	}
+	return Shape{}
+}
+
+// Options are the load options that give a load the shape.
+func (s Shape) Options() []Option {
+	var o []Option
+	if s.StreamEvery > 0 {
+		o = append(o, WithStreamEvery(s.StreamEvery))
+	}
+	if s.Messages > 0 {
+		o = append(o, WithStream(s.Messages, s.Interval))
+	}
+	return o
+}
+
+// Flags are the zerodrop load flags that give a load the shape.
+func (s Shape) Flags() []string {
+	var f []string
+	if s.StreamEvery > 0 {
+		f = append(f, "--stream-every", strconv.Itoa(s.StreamEvery))
+	}
+	if s.Messages > 0 {
+		f = append(f, "--stream-messages", strconv.Itoa(s.Messages), "--stream-interval", s.Interval.String())
+	}
+	return f
+}
 
 // WithStreamEvery has a zdv1.ProtocolGRPC load open a stream (WithStream)
 // instead of a unary call for one request in every k (0, the default:
@@ -186,9 +244,10 @@ func WithProtocol(p string) Option { return func(c *config) { c.protocol = p } }
 // of methods.
 func WithStreamEvery(k int) Option { return func(c *config) { c.streamEvery = k } }
 
-// WithStream sets a zdv1.ProtocolGRPCStream request's stream: n messages,
-// the server pausing every before each (default echogrpc.DefaultMessages,
-// echogrpc.DefaultInterval). The request's timeout bounds the stream
+// WithStream sets a zdv1.ProtocolGRPCStream request's stream, or a
+// zdv1.ProtocolWebSocket request's session: n messages,
+// the server pausing every before each (default echoproto.DefaultMessages,
+// echoproto.DefaultInterval). The request's timeout bounds the stream
 // beyond its own length (n x every).
 func WithStream(n int, every time.Duration) Option {
 	return func(c *config) { c.messages, c.interval = n, every }
@@ -273,14 +332,14 @@ func defaultConfig() config {
 		timeout:     DefaultTimeout,
 		idleTimeout: DefaultIdleTimeout,
 		maxInFlight: DefaultMaxInFlight,
-		messages:    echogrpc.DefaultMessages,
-		interval:    echogrpc.DefaultInterval,
+		messages:    echoproto.DefaultMessages,
+		interval:    echoproto.DefaultInterval,
 	}
 }
 
 // streams says whether the load opens gRPC streams.
 func (c *config) streams() bool {
-	return c.protocol == zdv1.ProtocolGRPCStream || (c.protocol == zdv1.ProtocolGRPC && c.streamEvery > 0)
+	return c.protocol == zdv1.ProtocolGRPCStream || c.protocol == zdv1.ProtocolWebSocket || (c.protocol == zdv1.ProtocolGRPC && c.streamEvery > 0)
 }
 
 // New validates the options. Nothing is sent until Run or Start.
@@ -347,21 +406,22 @@ func New(opts ...Option) (*Load, error) {
 	if c.maxLag < 0 {
 		errs = append(errs, fmt.Errorf("max send lag %s: must not be negative (0 means the default)", c.maxLag))
 	}
-	if c.streamEvery < 0 || c.streamEvery > echogrpc.MaxMessages || (c.streamEvery > 0 && c.protocol != zdv1.ProtocolGRPC) {
-		errs = append(errs, fmt.Errorf("a stream every %d requests: want 0 to %d, with protocol %s", c.streamEvery, echogrpc.MaxMessages, zdv1.ProtocolGRPC))
+	if c.streamEvery < 0 || c.streamEvery > echoproto.MaxMessages || (c.streamEvery > 0 && c.protocol != zdv1.ProtocolGRPC) {
+		errs = append(errs, fmt.Errorf("a stream every %d requests: want 0 to %d, with protocol %s", c.streamEvery, echoproto.MaxMessages, zdv1.ProtocolGRPC))
 	}
 	if c.streams() {
-		if c.messages < 1 || c.messages > echogrpc.MaxMessages {
-			errs = append(errs, fmt.Errorf("stream messages %d: want 1 to %d", c.messages, echogrpc.MaxMessages))
+		if c.messages < 1 || c.messages > echoproto.MaxMessages {
+			errs = append(errs, fmt.Errorf("stream messages %d: want 1 to %d", c.messages, echoproto.MaxMessages))
 		}
-		if c.interval < 0 || c.interval > echogrpc.MaxInterval {
-			errs = append(errs, fmt.Errorf("stream interval %s: want 0 to %s", c.interval, echogrpc.MaxInterval))
+		if c.interval < 0 || c.interval > echoproto.MaxInterval {
+			errs = append(errs, fmt.Errorf("stream interval %s: want 0 to %s", c.interval, echoproto.MaxInterval))
 		}
 	} else if c.messages != defaultConfig().messages || c.interval != defaultConfig().interval {
-		errs = append(errs, fmt.Errorf("a stream of %d messages every %s: only protocol %s has streams (and %s with a stream every k requests)", c.messages, c.interval, zdv1.ProtocolGRPCStream, zdv1.ProtocolGRPC))
+		errs = append(errs, fmt.Errorf("a stream of %d messages every %s: only protocols %s and %s have streams (and %s with a stream every k requests)", c.messages, c.interval,
+			zdv1.ProtocolGRPCStream, zdv1.ProtocolWebSocket, zdv1.ProtocolGRPC))
 	}
 	switch c.protocol {
-	case "", zdv1.ProtocolHTTP1:
+	case "", zdv1.ProtocolHTTP1, zdv1.ProtocolWebSocket:
 	case zdv1.ProtocolH2C, zdv1.ProtocolGRPC, zdv1.ProtocolGRPCStream:
 		if !c.keepAlive {
 			errs = append(errs, fmt.Errorf("protocol %s: its requests are streams on kept-alive connections, so keep-alive cannot be off", c.protocol))
@@ -544,13 +604,16 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 			ByPod:        map[string]int64{},
 		},
 	}
-	if zdv1.ProtocolIsGRPC(c.protocol) {
+	switch {
+	case zdv1.ProtocolIsGRPC(c.protocol):
 		g, err := newGRPCSender(c, l.targets, r.goAway)
 		if err != nil {
 			return nil, fmt.Errorf("load not started: %w", err)
 		}
 		r.rt = g
-	} else {
+	case c.protocol == zdv1.ProtocolWebSocket:
+		r.rt = newWSSender(c, l.targets)
+	default:
 		tr := newTransport(c, r.goAway)
 		var lanes []*http.Transport
 		for range c.rotate {

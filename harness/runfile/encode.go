@@ -51,6 +51,10 @@ func appendResultLine(b []byte, r *zdv1.Result) []byte {
 		b = strconv.AppendInt(b, int64(r.Retries), 10)
 	}
 	b = appendOptString(b, `,"retry_error":`, r.RetryError)
+	b = appendOptString(b, `,"grpc_code":`, r.GRPCCode)
+	b = appendOptInt(b, `,"messages":`, r.Messages)
+	b = appendOptInt(b, `,"want_messages":`, r.WantMessages)
+	b = appendOptInt(b, `,"reconnects":`, r.Reconnects)
 	return append(b, '}')
 }
 
@@ -59,6 +63,13 @@ func appendOptString(b []byte, key, v string) []byte {
 		return b
 	}
 	return jsonstr.Append(append(b, key...), v)
+}
+
+func appendOptInt(b []byte, key string, v int) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), int64(v), 10)
 }
 
 func appendOptBool(b []byte, key string, v *bool) []byte {

@@ -141,10 +141,9 @@ type Spec struct {
 	// zdv1.ProtocolHTTP1, the default, zdv1.ProtocolH2C, zdv1.ProtocolGRPC
 	// or zdv1.ProtocolGRPCStream).
 	Protocol string
-	// StreamEvery, with zdv1.ProtocolGRPC, makes one request in
-	// StreamEvery a server stream of the default length
-	// (load.WithStreamEvery); 0: unary calls only.
-	StreamEvery int
+	// Shape is the load's form beyond protocol and rate (streams, their
+	// length; load.Shape): the zero Shape is the load's default.
+	Shape load.Shape
 	// Rate is this run's load in requests per second (0: Env.Rate). A
 	// suite gives runs whose evidence is different things different
 	// rates: zero dropped of thousands needs fewer per second than a
@@ -463,9 +462,7 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 	if spec.Protocol != "" {
 		opts = append(opts, load.WithProtocol(spec.Protocol))
 	}
-	if spec.StreamEvery > 0 {
-		opts = append(opts, load.WithStreamEvery(spec.StreamEvery))
-	}
+	opts = append(opts, spec.Shape.Options()...)
 	if spec.Connections > 0 {
 		opts = append(opts, load.WithMaxConnections(spec.Connections))
 	}

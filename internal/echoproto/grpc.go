@@ -1,19 +1,7 @@
-// Package echogrpc is the echo server's gRPC service, written once for the
-// server that answers it (echo-server) and the load that calls it
-// (harness/load): its name, its two methods, the metadata that shapes a
-// stream, and its protobuf description for tools that need one (ghz).
-//
-// The service uses only protobuf's well-known types, so neither side needs
-// generated code: a call sends google.protobuf.Empty and gets
-// google.protobuf.BytesValue messages, each holding the echo server's JSON
-// answer (the same one its HTTP routes give: pod, node, connection,
-// readiness, draining). What a call carries besides, its request id and a
-// stream's length, travels as metadata, as HTTP headers do for HTTP.
-package echogrpc
+package echoproto
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -46,19 +34,10 @@ const (
 	MDInterval = "zd-interval"
 )
 
-// A stream's bounds: nothing a client asks makes the server hold a stream
-// longer than MaxMessages x MaxInterval, or send more than MaxMessages.
-const (
-	DefaultMessages = 10
-	DefaultInterval = 100 * time.Millisecond
-	MaxMessages     = 1000
-	MaxInterval     = 10 * time.Second
-)
-
-// Proto is the service in protobuf's language, for tools that read one
+// GRPCProto is the service in protobuf's language, for tools that read one
 // (ghz --proto); the server and the load build the same service from the
 // well-known types directly.
-const Proto = `syntax = "proto3";
+const GRPCProto = `syntax = "proto3";
 
 package zerodrop.echo.v1;
 
@@ -74,10 +53,10 @@ service Echo {
 }
 `
 
-// Handler answers the service's calls. ctx is the call's: it carries the
+// GRPCHandler answers the service's calls. ctx is the call's: it carries the
 // incoming metadata, and whatever the server put in the request's context
 // (grpc.Server.ServeHTTP serves a call in the HTTP request's context).
-type Handler interface {
+type GRPCHandler interface {
 	// Unary answers one call with one JSON answer.
 	Unary(ctx context.Context) ([]byte, error)
 	// Stream sends n JSON answers, pausing every before each, and returns
@@ -86,18 +65,18 @@ type Handler interface {
 }
 
 // ServiceDesc is the service, for grpc.Server.RegisterService with a
-// Handler.
+// GRPCHandler.
 func ServiceDesc() *grpc.ServiceDesc {
 	return &grpc.ServiceDesc{
 		ServiceName: Service,
-		HandlerType: (*Handler)(nil),
+		HandlerType: (*GRPCHandler)(nil),
 		Methods: []grpc.MethodDesc{{
 			MethodName: "Unary",
 			Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 				if err := dec(new(emptypb.Empty)); err != nil {
 					return nil, err
 				}
-				b, err := srv.(Handler).Unary(ctx)
+				b, err := srv.(GRPCHandler).Unary(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -116,7 +95,7 @@ func ServiceDesc() *grpc.ServiceDesc {
 				if err != nil {
 					return status.Error(codes.InvalidArgument, err.Error())
 				}
-				return srv.(Handler).Stream(ss.Context(), n, every, func(b []byte) error {
+				return srv.(GRPCHandler).Stream(ss.Context(), n, every, func(b []byte) error {
 					return ss.SendMsg(wrapperspb.Bytes(b))
 				})
 			},
@@ -127,23 +106,16 @@ func ServiceDesc() *grpc.ServiceDesc {
 // StreamDesc is the Stream method's, for grpc.ClientConn.NewStream.
 var StreamDesc = grpc.StreamDesc{StreamName: "Stream", ServerStreams: true}
 
-// StreamParams reads a stream's length from its metadata, with the
-// defaults and bounds above.
+// StreamParams reads a stream's length from its metadata (ParseStream).
 func StreamParams(md metadata.MD) (n int, every time.Duration, err error) {
-	n, every = DefaultMessages, DefaultInterval
-	if v := md.Get(MDMessages); len(v) > 0 {
-		n, err = strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > MaxMessages {
-			return 0, 0, fmt.Errorf("%s %q: want 1 to %d messages", MDMessages, v[0], MaxMessages)
-		}
+	return ParseStream(MDMessages, first(md.Get(MDMessages)), MDInterval, first(md.Get(MDInterval)))
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
 	}
-	if v := md.Get(MDInterval); len(v) > 0 {
-		every, err = time.ParseDuration(v[0])
-		if err != nil || every < 0 || every > MaxInterval {
-			return 0, 0, fmt.Errorf("%s %q: want a Go duration from 0 to %s, e.g. 100ms", MDInterval, v[0], MaxInterval)
-		}
-	}
-	return n, every, nil
+	return v[0]
 }
 
 // StreamMD is the metadata that asks for a stream of n messages, every
