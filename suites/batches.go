@@ -13,16 +13,11 @@ import (
 
 // Batches splits a scenario's cells into the groups that watch one
 // disruption each, at most budget witnesses a group (all in one when
-// budget < 1), a cell counting as as many witnesses as its load costs the
-// bench (Cell.weight). A model's cells stay together where they fit, so a
-// batch compares whole columns; a model with more cells than the budget is
-// split on its own. The result holds indices into cells, in their order.
+// budget < 1). A model's cells stay together where they fit, so a batch
+// compares whole columns; a model with more cells than the budget is split
+// on its own. The result holds indices into cells, in their order.
 func Batches(cells []Cell, budget int) [][]int {
-	total := 0
-	for _, c := range cells {
-		total += c.weight()
-	}
-	if budget < 1 || total <= budget {
+	if budget < 1 || len(cells) <= budget {
 		all := make([]int, len(cells))
 		for i := range cells {
 			all[i] = i
@@ -38,13 +33,6 @@ func Batches(cells []Cell, budget int) [][]int {
 		}
 		runs[len(runs)-1] = append(runs[len(runs)-1], i)
 	}
-	weigh := func(idx []int) int {
-		w := 0
-		for _, i := range idx {
-			w += cells[i].weight()
-		}
-		return w
-	}
 	var out [][]int
 	var cur []int
 	flush := func() {
@@ -54,18 +42,12 @@ func Batches(cells []Cell, budget int) [][]int {
 		}
 	}
 	for _, run := range runs {
-		if weigh(cur)+weigh(run) > budget {
+		if len(cur)+len(run) > budget {
 			flush()
 		}
-		for weigh(run) > budget {
-			// The longest head of the run within the budget, at least one
-			// cell.
-			n := 1
-			for n < len(run) && weigh(run[:n+1]) <= budget {
-				n++
-			}
-			out = append(out, run[:n])
-			run = run[n:]
+		for len(run) > budget {
+			out = append(out, run[:budget])
+			run = run[budget:]
 		}
 		cur = append(cur, run...)
 	}

@@ -254,24 +254,3 @@ func TestRunScenarioRemeasures(t *testing.T) {
 		t.Errorf("Remeasure 0: %d disruptions, cell 0 %s with %d earlier", len(calls), res[0].Scenario.Verdict.Status, len(res[0].Scenario.Remeasured))
 	}
 }
-
-// A cell weighs what its protocol costs the bench: WebSocket cells take
-// two witnesses of the budget each, so fewer of them share a disruption.
-func TestBatchesWeighTheProtocol(t *testing.T) {
-	cells := cellsOf("metallb:2", "gcp-nlb:2", "aws-nlb:2")
-	for i := range cells {
-		if i%2 == 1 {
-			cells[i].Protocol = zdv1.ProtocolWebSocket
-		}
-	}
-	// Runs of 1+2 = 3 witnesses each: two fit a budget of 6, not three.
-	got := Batches(cells, 6)
-	if want := [][]int{{0, 1, 2, 3}, {4, 5}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Batches = %v, want %v", got, want)
-	}
-	// A budget below one model's weight splits the model, a cell at least
-	// per batch.
-	if got, want := Batches(cells, 2), [][]int{{0}, {1}, {2}, {3}, {4}, {5}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Batches(budget 2) = %v, want %v", got, want)
-	}
-}

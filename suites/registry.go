@@ -90,26 +90,6 @@ func grpcCases() []Case {
 	}
 }
 
-// protocolWeight is what a cell of the protocol costs the bench, in
-// witnesses: a disruption's witness budget (Settings.Witnesses) was
-// measured with HTTP/1.1 cells at the documentation rate, a witness's
-// load, and a heavier cell takes more of it (Batches). What a request
-// costs, the CPU its load generator and its echo server spend as the
-// matrix's cells load (load.MatrixShape), against HTTP/1.1's (make
-// bench-cost, docs/protocols.md "What a request costs the bench";
-// 2026-12-06, 200/s for 20 s): h2c 1.15, gRPC 1.78, WebSocket 3.36. gRPC
-// and WebSocket cells run at half the documentation rate (Settings.rateOf),
-// so they weigh 0.9 and 1.7 witnesses, rounded up to whole ones. Counted
-// as one each at their roles' rates, 24 gRPC cells of a rollout saturated
-// the bench (2026-12-06: every Pod answered in 0.5-3 s for two seconds,
-// and hardened cells lost 1-31 calls to timeouts).
-func protocolWeight(protocol string) int {
-	if protocol == zdv1.ProtocolWebSocket {
-		return 2
-	}
-	return 1
-}
-
 // wsCases are the protocol axis's WebSocket rows, on the same scenarios
 // as h2Cases: the Cluster pair with the load opening a WebSocket session
 // per request (RFC 6455), ten echo answers 300 ms apart on one connection

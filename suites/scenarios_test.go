@@ -292,8 +292,9 @@ func TestSpecTakesIdentityFromTheScenario(t *testing.T) {
 				sp.Labels["scenario"] != sc.Name || sp.Labels["lb"] != c.Model.Name {
 				t.Errorf("%s/%s: spec identity %q %q %v %v", sc.Name, c.Name(), sp.Name, sp.Description, sp.Seeds, sp.Labels)
 			}
-			if sp.Criteria.MinRequests != 1000 {
-				t.Errorf("%s: minRequests %d, want rate 200 x baseline 5s = 1000", sp.Name, sp.Criteria.MinRequests)
+			// A WebSocket cell opens a tenth of the rate's sessions.
+			if want := map[bool]int64{false: 1000, true: 100}[c.Protocol == zdv1.ProtocolWebSocket]; sp.Criteria.MinRequests != want {
+				t.Errorf("%s: minRequests %d, want rate 200 (WebSocket: 20) x baseline 5s = %d", sp.Name, sp.Criteria.MinRequests, want)
 			}
 			if sp.Criteria.MaxDropped == nil || *sp.Criteria.MaxDropped != 0 {
 				t.Errorf("%s: every cell carries the zero-drop criterion, got %v", sp.Name, sp.Criteria.MaxDropped)
@@ -737,7 +738,8 @@ func TestGCLBHardenedLocalAsksKubeProxy(t *testing.T) {
 // Each cell streams at its role's rate and asks for the requests that rate
 // gives: assertions (limits documented by a hardened cell included, which
 // are documentation) at the assertion rate, documentation at the full one;
-// gRPC and WebSocket cells at the assertion rate whatever their role.
+// gRPC cells at the assertion rate whatever their role, WebSocket cells at
+// a tenth of the full one.
 func TestCellsStreamAtTheirRolesRate(t *testing.T) {
 	ms, err := Settings{LB: "cloud", LBProfiles: []string{"azure-basic", "gcp-nlb"}}.Models()
 	if err != nil {
@@ -749,8 +751,11 @@ func TestCellsStreamAtTheirRolesRate(t *testing.T) {
 		for _, c := range sc.Cells(ms) {
 			sp := s.spec(sc, c)
 			want := map[zdv1.Role]int{zdv1.RoleAssertion: 20, zdv1.RoleDocumentation: 50}[c.Role]
-			if zdv1.ProtocolIsGRPC(c.Protocol) || c.Protocol == zdv1.ProtocolWebSocket {
+			switch {
+			case zdv1.ProtocolIsGRPC(c.Protocol):
 				want = 20
+			case c.Protocol == zdv1.ProtocolWebSocket:
+				want = 5
 			}
 			if sp.Rate != want || sp.Criteria.MinRequests != int64(float64(want)*s.Timing.Baseline.Seconds()) {
 				t.Errorf("%s %s: rate %d/s, min requests %d; want %d/s", sc.Name, c.Name(), sp.Rate, sp.Criteria.MinRequests, want)

@@ -316,17 +316,32 @@ func (s Settings) RateFor(role zdv1.Role) int {
 	return s.rate(role, "")
 }
 
-// rateOf is cell c's load (RateFor), its protocol's too: a gRPC or
-// WebSocket cell runs at the assertion rate whatever its role. Its
-// evidence of a hazard is the streams and sessions open when it strikes,
-// and at 25 requests a second some five to ten streams of a second and
-// seventy-five sessions of three seconds are open at any time
-// (load.MatrixShape); its requests cost the bench more than HTTP/1.1's
-// (protocolWeight).
+// rateOf is cell c's load (RateFor), its protocol's too. A gRPC cell runs
+// at the assertion rate whatever its role, a WebSocket cell opens a tenth
+// of the full rate's sessions a second. Their evidence of a hazard is the
+// streams and sessions open when it strikes, and at those rates some five
+// to ten streams of a second and fifteen sessions of three seconds are
+// open at any time (load.MatrixShape); their requests cost the bench more
+// than HTTP/1.1's, which its witness budget (Settings.Witnesses) was
+// measured with: the CPU the load generator and the echo server spend on
+// the requests 300/s adds to 100/s, against HTTP/1.1's, is 0.99 for h2c,
+// 1.84 for gRPC and 2.86 for WebSocket sessions on loopback (make
+// bench-cost, docs/protocols.md "What a request costs the bench",
+// 2026-12-06), so at these rates each weighs less than an HTTP/1.1 cell
+// at the full rate. At their roles' rates 24 gRPC cells of a rollout
+// saturated the bench (every Pod answered in 0.5-3 s for two seconds, and
+// hardened cells lost 1-31 calls to timeouts), and at 25 sessions a second
+// the WebSocket cells timed out from their first second, before any
+// disruption (CPU pressure 97 %, load average 60: each session is also a
+// new connection through kube-proxy and the LB, which loopback does not
+// pay).
 func (s Settings) rateOf(c Case) int { return s.rate(c.Role, c.Protocol) }
 
 func (s Settings) rate(role zdv1.Role, protocol string) int {
-	if zdv1.ProtocolIsGRPC(protocol) || protocol == zdv1.ProtocolWebSocket {
+	if protocol == zdv1.ProtocolWebSocket {
+		return max(s.Rate/10, 1)
+	}
+	if zdv1.ProtocolIsGRPC(protocol) {
 		role = zdv1.RoleAssertion
 	}
 	if role == zdv1.RoleAssertion && s.AssertionRate > 0 {

@@ -105,11 +105,6 @@ type Cell struct {
 	Expected *zdv1.Expectation
 }
 
-// weight is how many witnesses the cell counts as in a disruption's
-// budget (Batches): what a request of its protocol costs the bench against
-// an HTTP/1.1 one (protocolWeight).
-func (c Cell) weight() int { return protocolWeight(c.Protocol) }
-
 // Name is the cell's part of the spec name: "gcp-nlb/local/hardened".
 func (c Cell) Name() string { return c.Model.Name + "/" + c.Case.Name() }
 

@@ -9,30 +9,39 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/harness/load"
 )
 
-// Cost is what one protocol's load cost the bench at one rate: the CPU
-// time of the load generator and of the echo server, per thousand
-// requests, and the whole against HTTP/1.1's.
+// Cost is what one protocol's requests cost the bench: the CPU time of
+// the load generator and of the echo server at two rates, and what the
+// requests the higher rate added cost, per thousand, against HTTP/1.1's.
+// The difference leaves out what a process spends whatever its rate
+// (starting, its pause watch, its report), which at a few hundred
+// requests a second is most of it and would pull every ratio towards 1.
 type Cost struct {
 	Protocol string `json:"protocol"`
 	// Load is the zerodrop load flags beyond the protocol: the shape of
 	// the matrix's cells of that protocol.
-	Load      []string `json:"load,omitempty"`
-	Rate      int      `json:"rate"`
-	Requests  int64    `json:"requests"`
-	Dropped   int64    `json:"dropped"`
-	Verdict   string   `json:"verdict"`
-	GenCPUms  float64  `json:"generatorCpuMs"`
-	EchoCPUms float64  `json:"echoCpuMs"`
-	// PerKms is the two together per thousand requests; Ratio is PerKms
-	// over HTTP/1.1's in the same run.
-	PerKms float64 `json:"cpuMsPer1000"`
+	Load []string  `json:"load,omitempty"`
+	Runs []CostRun `json:"runs"`
+	// PerKms is the CPU the higher rate's extra requests cost, per
+	// thousand; Ratio is PerKms over HTTP/1.1's in the same run.
+	PerKms float64 `json:"marginalCpuMsPer1000"`
 	Ratio  float64 `json:"ratio"`
+}
+
+// CostRun is one protocol at one rate.
+type CostRun struct {
+	Rate      int     `json:"rate"`
+	Requests  int64   `json:"requests"`
+	Dropped   int64   `json:"dropped"`
+	Verdict   string  `json:"verdict"`
+	GenCPUms  float64 `json:"generatorCpuMs"`
+	EchoCPUms float64 `json:"echoCpuMs"`
 }
 
 // CostResult is what loadbench --costs writes to costs.json.
@@ -61,25 +70,39 @@ func costShapes() []Cost {
 // runs, and prints the CPU each spent per thousand requests.
 func runCosts(ctx context.Context, o options, stdout io.Writer) error {
 	res := CostResult{Started: time.Now().UTC(), CPUs: cpus(), GeneratorCPU: o.genCPU, EchoCPU: o.echoCPU, Duration: o.duration.String()}
-	fmt.Fprintf(stdout, "CPU per request, each protocol at %d/s for %s (load generator on CPU %s, echo server on CPU %s)\n\n",
-		o.costRate, o.duration, o.genCPU, o.echoCPU)
-	fmt.Fprintln(stdout, "| protocol | load | requests | dropped | verdict | generator CPU | echo CPU | CPU ms per 1,000 | against HTTP/1.1 |")
-	fmt.Fprintln(stdout, "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+	lo, hi := o.costRate/3, o.costRate
+	fmt.Fprintf(stdout, "CPU per request, each protocol at %d/s and %d/s for %s (load generator on CPU %s, echo server on CPU %s)\n\n",
+		lo, hi, o.duration, o.genCPU, o.echoCPU)
+	fmt.Fprintln(stdout, "| protocol | load | rate | requests | dropped | verdict | generator CPU | echo CPU | marginal CPU ms per 1,000 | against HTTP/1.1 |")
+	fmt.Fprintln(stdout, "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
 	for _, c := range costShapes() {
-		if err := ctx.Err(); err != nil {
-			return err
+		for _, rate := range []int{lo, hi} {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r, err := measureCost(ctx, o, c, rate)
+			if err != nil {
+				return fmt.Errorf("%s at %d/s: %w", c.Protocol, rate, err)
+			}
+			c.Runs = append(c.Runs, r)
 		}
-		if err := measureCost(ctx, o, &c); err != nil {
-			return fmt.Errorf("%s at %d/s: %w", c.Protocol, o.costRate, err)
+		a, b := c.Runs[0], c.Runs[1]
+		if n := b.Requests - a.Requests; n > 0 {
+			c.PerKms = (b.GenCPUms + b.EchoCPUms - a.GenCPUms - a.EchoCPUms) * 1000 / float64(n)
 		}
+		c.Ratio = 1
 		if len(res.Costs) > 0 && res.Costs[0].PerKms > 0 {
 			c.Ratio = c.PerKms / res.Costs[0].PerKms
-		} else {
-			c.Ratio = 1
 		}
 		res.Costs = append(res.Costs, c)
-		fmt.Fprintf(stdout, "| %s | %v | %d | %d | %s | %.0f ms | %.0f ms | %.0f | %.2f |\n", c.Protocol, c.Load, c.Requests, c.Dropped, c.Verdict,
-			c.GenCPUms, c.EchoCPUms, c.PerKms, c.Ratio)
+		for i, r := range c.Runs {
+			perK, ratio := "", ""
+			if i == len(c.Runs)-1 {
+				perK, ratio = fmt.Sprintf("%.0f", c.PerKms), fmt.Sprintf("%.2f", c.Ratio)
+			}
+			fmt.Fprintf(stdout, "| %s | %v | %d | %d | %d | %s | %.0f ms | %.0f ms | %s | %s |\n", c.Protocol, c.Load, r.Rate, r.Requests, r.Dropped,
+				r.Verdict, r.GenCPUms, r.EchoCPUms, perK, ratio)
+		}
 	}
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
@@ -93,54 +116,48 @@ func runCosts(ctx context.Context, o options, stdout io.Writer) error {
 	return nil
 }
 
-func measureCost(ctx context.Context, o options, c *Cost) error {
-	c.Rate = o.costRate
+func measureCost(ctx context.Context, o options, c Cost, rate int) (CostRun, error) {
+	r := CostRun{Rate: rate}
 	stopEcho, err := startEcho(ctx, o)
 	if err != nil {
-		return err
+		return r, err
 	}
-	dir := filepath.Join(o.out, "cost-"+c.Protocol)
-	if c.Protocol == zdv1.ProtocolHTTP1 {
-		dir = filepath.Join(o.out, "cost-http1")
-	}
+	dir := filepath.Join(o.out, fmt.Sprintf("cost-%s-%d", strings.ReplaceAll(c.Protocol, "/", ""), rate))
 	if err := os.RemoveAll(dir); err != nil {
 		stopEcho()
-		return err
+		return r, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		stopEcho()
-		return err
+		return r, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.duration+2*time.Minute)
 	defer cancel()
-	args := append([]string{o.zerodrop, "load", "--target", fmt.Sprintf("http://127.0.0.1:%d/", o.port), "--rate", strconv.Itoa(o.costRate),
+	args := append([]string{o.zerodrop, "load", "--target", fmt.Sprintf("http://127.0.0.1:%d/", o.port), "--rate", strconv.Itoa(rate),
 		"--duration", o.duration.String(), "--protocol", c.Protocol, "--out", dir}, c.Load...)
 	cmd := exec.CommandContext(rctx, "taskset", append([]string{"-c", o.genCPU}, args...)...)
 	f, err := os.Create(filepath.Join(dir, "stderr.txt"))
 	if err != nil {
 		stopEcho()
-		return err
+		return r, err
 	}
 	defer f.Close()
 	cmd.Stdout, cmd.Stderr = f, f
 	runErr := cmd.Run()
 	echoCPU := stopEcho()
 	if cmd.ProcessState == nil {
-		return fmt.Errorf("zerodrop load did not run: %w", runErr)
+		return r, fmt.Errorf("zerodrop load did not run: %w", runErr)
 	}
-	c.GenCPUms = float64(cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()) / 1e6
-	c.EchoCPUms = float64(echoCPU) / 1e6
+	r.GenCPUms = float64(cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()) / 1e6
+	r.EchoCPUms = float64(echoCPU) / 1e6
 	rep, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
-		return fmt.Errorf("zerodrop report: %w (load: %v)", err, runErr)
+		return r, fmt.Errorf("zerodrop report: %w (load: %v)", err, runErr)
 	}
 	if len(rep.Scenarios) != 1 {
-		return fmt.Errorf("zerodrop report %s holds %d scenarios, want 1", dir, len(rep.Scenarios))
+		return r, fmt.Errorf("zerodrop report %s holds %d scenarios, want 1", dir, len(rep.Scenarios))
 	}
 	sc := rep.Scenarios[0]
-	c.Requests, c.Dropped, c.Verdict = sc.Results.Total, sc.Results.Dropped, string(sc.Verdict.Status)
-	if c.Requests > 0 {
-		c.PerKms = (c.GenCPUms + c.EchoCPUms) * 1000 / float64(c.Requests)
-	}
-	return nil
+	r.Requests, r.Dropped, r.Verdict = sc.Results.Total, sc.Results.Dropped, string(sc.Verdict.Status)
+	return r, nil
 }

@@ -139,7 +139,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.port, "port", 18480, "loopback port of the echo server (the admin port is the next one)")
 	fs.IntVar(&o.repeat, "repeat", 3, "runs per rate and tool; a rate is sustained when most runs sustain it")
 	fs.BoolVar(&o.costs, "costs", false, "measure instead what a request of each protocol costs the bench in CPU (zerodrop load and the echo server), at --cost-rate, against HTTP/1.1's")
-	fs.IntVar(&o.costRate, "cost-rate", 200, "requests per second of each --costs run")
+	fs.IntVar(&o.costRate, "cost-rate", 300, "requests per second of the higher --costs run (the lower: a third of it)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -181,8 +181,8 @@ func parse(args []string) (options, error) {
 	if o.duration < time.Second {
 		errs = append(errs, fmt.Errorf("--duration %s: want at least 1s", o.duration))
 	}
-	if o.costs && (o.costRate < 1 || o.costRate > 10000) {
-		errs = append(errs, fmt.Errorf("--cost-rate %d: want 1-10000", o.costRate))
+	if o.costs && (o.costRate < 3 || o.costRate > 10000) {
+		errs = append(errs, fmt.Errorf("--cost-rate %d: want 3-10000", o.costRate))
 	}
 	if o.repeat < 1 {
 		errs = append(errs, fmt.Errorf("--repeat %d: want at least 1", o.repeat))
