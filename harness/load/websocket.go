@@ -91,6 +91,10 @@ func (w *wsSender) do(parent context.Context, target int, id string) zdv1.Result
 		if wc := (*wsClosed)(nil); errors.As(err, &wc) {
 			res.Class = wc.class()
 		}
+		if wa := (*wsAnswered)(nil); errors.As(err, &wa) {
+			// Failure kind "http-503", as an HTTP answer's.
+			res.Status, res.Class = wa.status, ""
+		}
 		res.Error = fmt.Sprintf("%v (after %d of %d messages", err, res.Messages, res.WantMessages)
 		if res.Reconnects > 0 {
 			res.Error += fmt.Sprintf(", %d reconnects", res.Reconnects)
@@ -114,7 +118,7 @@ func (w *wsSender) session(ctx context.Context, target int, h http.Header, n int
 	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: w.client, HTTPHeader: h})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, -1, fmt.Errorf("the server answered the upgrade with HTTP %d", resp.StatusCode)
+			return nil, -1, &wsAnswered{status: resp.StatusCode}
 		}
 		return nil, -1, err
 	}
@@ -142,6 +146,15 @@ func (w *wsSender) session(ctx context.Context, target int, h http.Header, n int
 		// class comes from it.
 		return first, -1, fmt.Errorf("%w: %w", errNoCloseFrame, err)
 	}
+}
+
+// wsAnswered is an upgrade the server (or a proxy before it) answered
+// with an HTTP status instead of opening the session: the result carries
+// the status, as an HTTP request's does.
+type wsAnswered struct{ status int }
+
+func (e *wsAnswered) Error() string {
+	return fmt.Sprintf("answered: the upgrade got HTTP %d, not 101", e.status)
 }
 
 // wsClosed is a session the server closed with a code other than a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -140,5 +142,32 @@ func TestWebSocketAcrossStops(t *testing.T) {
 				t.Errorf("hard: %d cut, %d moved, %d whole; want the sessions in flight cut", cut, moved, whole)
 			}
 		})
+	}
+}
+
+// An upgrade a proxy answers with an HTTP status is that status's failure,
+// as an HTTP request's is: no session, no class of its own.
+func TestWebSocketUpgradeAnswered(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no backend", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	sink := &memSink{}
+	l, err := load.New(load.WithTargets(srv.URL+"/"), load.WithRate(5), load.WithDuration(time.Second),
+		load.WithTimeout(time.Second), load.WithProtocol(zdv1.ProtocolWebSocket), load.WithStream(2, 10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Run(context.Background(), sink); err != nil {
+		t.Fatal(err)
+	}
+	results, _ := sink.snapshot()
+	if len(results) == 0 {
+		t.Fatal("no results")
+	}
+	for _, r := range results {
+		if r.Status != http.StatusServiceUnavailable || r.FailureKind() != "http-503" || r.Messages != 0 || !strings.Contains(r.Error, "HTTP 503") {
+			t.Errorf("result %+v: want status 503, failure http-503", r)
+		}
 	}
 }

@@ -560,12 +560,23 @@ func (a *analysis) countOKInWindows(ctx context.Context, path string, ws []zdv1.
 		switch {
 		case rec.Result.OK():
 			ws[i].OK++
-		case still != nil && rec.Result.FailureKind() != "" && still(t.UnixNano()):
+		case still != nil && rec.Result.FailureKind() != "" && still(failedAt(rec.Result).UnixNano()):
 			ws[i].GroundMoved++
 		}
 		return nil
 	})
 	return err
+}
+
+// failedAt is when a failed request's failure is judged to have struck,
+// for whether the ground had moved before the disruption: a request's send
+// time, but a stream's or a WebSocket session's end. Those stay open for
+// seconds by design, and one the disruption cut was served until it came.
+func failedAt(r *zdv1.Result) time.Time {
+	if r.WantMessages > 0 {
+		return r.Time.Add(r.Latency)
+	}
+	return r.Time
 }
 
 // nearest returns the events closest to w: up to three before its start,

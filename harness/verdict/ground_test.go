@@ -3,6 +3,7 @@ package verdict
 import (
 	"strings"
 	"testing"
+	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
@@ -153,5 +154,24 @@ func TestControlCheck(t *testing.T) {
 				t.Errorf("outcome text %q does not lead with the control", sc.OutcomeText())
 			}
 		})
+	}
+}
+
+// A stream or a WebSocket session is judged by its end for whether the
+// ground moved: one sent before the disruption and cut after it began was
+// served until the disruption came. A plain request by its send time.
+func TestFailedAt(t *testing.T) {
+	sent := time.Date(2026, 12, 6, 6, 27, 17, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		r    zdv1.Result
+		want time.Time
+	}{
+		{"request", zdv1.Result{Time: sent, Latency: 2 * time.Second}, sent},
+		{"stream", zdv1.Result{Time: sent, Latency: 1500 * time.Millisecond, WantMessages: 10, Messages: 7}, sent.Add(1500 * time.Millisecond)},
+	} {
+		if got := failedAt(&tc.r); !got.Equal(tc.want) {
+			t.Errorf("%s: failedAt = %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

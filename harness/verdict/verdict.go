@@ -444,7 +444,9 @@ func mapText(m map[string]int64) string {
 func non2xxText(codes map[string]int64) string {
 	m := map[string]int64{}
 	for k, v := range codes {
-		if len(k) != 3 || k[0] != '2' {
+		// 101 is a whole WebSocket session's (zdv1.Result.OK); a session
+		// that failed has status 0, or the one its upgrade got instead.
+		if (len(k) != 3 || k[0] != '2') && k != "101" {
 			m["http-"+k] = v
 		}
 	}
