@@ -1,6 +1,7 @@
 package suites
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,6 +116,27 @@ func wsCases() []Case {
 const wsCutRace = "a WebSocket session holds one connection to one Pod for its life, so a disruption loses the sessions " +
 	"open on the Pods it ends, cut without a close frame when the naive Pod exits, and none where no session was open " +
 	"on them at that moment"
+
+// documented makes every case of cases documentation, expecting why: a
+// race one run may or may not show, measured where the same cases assert
+// elsewhere.
+func documented(cases []Case, why string) []Case {
+	out := slices.Clone(cases)
+	for i := range out {
+		out[i].Role, out[i].Hazard = zdv1.RoleDocumentation, why
+	}
+	return out
+}
+
+// streamsStallOnDrain is why drain-node's gRPC and WebSocket cells
+// document rather than assert: what they lose there is this bench's, not
+// the workload's.
+const streamsStallOnDrain = "a drain on this 2-core bench stalls the Pods that stay for seconds while the drained node's " +
+	"Pods start again elsewhere, and a stream or a session open across the stall times out: in two runs of the 54 gRPC " +
+	"and WebSocket cells (2026-12-06) 8 and 14 of the 27 hardened ones lost 1-15 streams and sessions each, all " +
+	"timeouts on Pods the drain did not touch, in 2-4 s windows while a replacement took 9 s from creation to Ready; " +
+	"the same hardened cells lost nothing in rolling-update and scale-down (54 of 54), and the naive ones lose what " +
+	"the evicted Pod's exit cuts"
 
 // grpcPinnedRace is why the naive gRPC cells document a race.
 const grpcPinnedRace = "gRPC's calls are streams on the one connection each ClientConn holds, which enters one node and " +

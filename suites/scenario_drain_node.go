@@ -23,7 +23,8 @@ func drainNode() Scenario {
 		Seeds:       []string{incident.DrainLocalPDB, incident.SourceIPDilemma},
 		Triggers:    []incident.Trigger{incident.PodTermination, incident.Eviction},
 		Own:         true,
-		Cases:       slices.Concat(matrix(clusterPolicy, localPolicy), h2Cases(), grpcCases(), wsCases(), gateCases("")),
+		Cases: slices.Concat(matrix(clusterPolicy, localPolicy), h2Cases(), documented(slices.Concat(grpcCases(), wsCases()), streamsStallOnDrain),
+			gateCases("")),
 		Prevented: []Prevention{{
 			Hardening: fixtures.PreStopOnly, On: optionalGate,
 			Why: "the evicted Pods' targets are deregistered as their endpoints start terminating, and their preStop " +

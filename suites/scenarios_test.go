@@ -770,7 +770,8 @@ func TestCellsStreamAtTheirRolesRate(t *testing.T) {
 
 // The gRPC pair runs on every column that carries HTTP/2 to the Pods and
 // on none of the L7 ones, on the scenarios that end Pods one by one; its
-// load mixes unary calls and streams, and its naive cell documents.
+// load mixes unary calls and streams, and its naive cell documents (both
+// do on drain-node, where the bench stalls streams).
 func TestGRPCCellsWhereHTTP2ReachesThePods(t *testing.T) {
 	ms, err := Settings{LB: "all"}.Models()
 	if err != nil {
@@ -791,8 +792,11 @@ func TestGRPCCellsWhereHTTP2ReachesThePods(t *testing.T) {
 			case sp.Protocol != zdv1.ProtocolGRPC || sp.Shape != load.MatrixShape(zdv1.ProtocolGRPC) || sp.Shape.StreamEvery == 0 || !slices.Contains(c.Labels(), "protocol:grpc") ||
 				!strings.HasSuffix(c.Name(), "/grpc"):
 				t.Errorf("%s: spec protocol %q, shape %+v, labels %v", sc.CellName(c), sp.Protocol, sp.Shape, c.Labels())
-			case (c.Hardening == fixtures.Naive || c.PlatformLimit != "") != (c.Role == zdv1.RoleDocumentation):
+			case (c.Hardening == fixtures.Naive || c.PlatformLimit != "" || sc.Name == "drain-node") != (c.Role == zdv1.RoleDocumentation):
+				// drain-node's document: streamsStallOnDrain.
 				t.Errorf("%s: role %s", sc.CellName(c), c.Role)
+			case sc.Name == "drain-node" && (sp.Expected == nil || sp.Expected.Why != streamsStallOnDrain || sp.Expected.Outcome != ""):
+				t.Errorf("%s: expectation %+v, want the race of streamsStallOnDrain", sc.CellName(c), sp.Expected)
 			}
 		}
 	}

@@ -23,8 +23,8 @@ import (
 //   - a close with 1001, "going away" (RFC 6455, section 7.4.1), before
 //     them is the server asking the client to go elsewhere: the session
 //     opens again for the messages still due (at most wsMaxReconnects
-//     times), through the LB, which sends it to a Pod that is not going
-//     away. The session succeeds if every message came; the result counts
+//     times, each after a backoff, wsReconnectDelay), through the LB,
+//     which sends it to a Pod that is not going away. The session succeeds if every message came; the result counts
 //     the reconnects. That reconnect is the client's own protocol, not a
 //     library's hidden re-send: the server said so in a close frame;
 //   - a connection that ends without the server's close frame, any other
@@ -41,7 +41,24 @@ type wsSender struct {
 
 // wsMaxReconnects bounds a session's reconnects: a server that keeps
 // saying "going away" is not serving.
-const wsMaxReconnects = 3
+const wsMaxReconnects = 5
+
+// wsReconnectDelay is the wait before a session's k-th reconnect (k from
+// 0): 100 ms doubling, 3.1 s for all five. A client that reconnects at
+// once can reach the Pod that said "going away" again while the node's
+// kube-proxy has not yet taken its endpoint out (under load, seconds),
+// and RFC 6455 has clients back off before they reconnect (section
+// 7.2.3, for an abnormal closure).
+func wsReconnectDelay(k int) time.Duration { return 100 * time.Millisecond << k }
+
+// wsReconnectBudget is every reconnect's delay together.
+func wsReconnectBudget() time.Duration {
+	var d time.Duration
+	for k := range wsMaxReconnects {
+		d += wsReconnectDelay(k)
+	}
+	return d
+}
 
 func newWSSender(c *config, targets []*url.URL) *wsSender {
 	// An HTTP/1.1 transport for the upgrade, its connections from the
@@ -59,7 +76,10 @@ var errNoCloseFrame = errors.New("the connection ended without the server's clos
 
 // do runs one session to its end (sender).
 func (w *wsSender) do(parent context.Context, target int, id string) zdv1.Result {
-	ctx, cancel := context.WithTimeoutCause(parent, w.timeout+time.Duration(w.messages)*w.interval, errRequestTimeout)
+	// The timeout bounds the wait for each message, as it bounds an HTTP
+	// answer; the session's own length and its reconnects' delays come on
+	// top.
+	ctx, cancel := context.WithTimeoutCause(parent, w.timeout+time.Duration(w.messages)*w.interval+wsReconnectBudget(), errRequestTimeout)
 	defer cancel()
 	res := zdv1.Result{ID: id, Time: time.Now(), WantMessages: w.messages}
 	h := http.Header{RequestIDHeader: []string{id}}
@@ -81,6 +101,12 @@ func (w *wsSender) do(parent context.Context, target int, id string) zdv1.Result
 		}
 		if closed != websocket.StatusGoingAway || res.Messages >= w.messages || res.Reconnects >= wsMaxReconnects {
 			break
+		}
+		t := time.NewTimer(wsReconnectDelay(res.Reconnects))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
 		}
 		res.Reconnects++
 	}
