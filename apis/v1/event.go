@@ -123,6 +123,13 @@ const (
 	// bytes). Evidence next to a failure window of whether a server said
 	// goodbye before its connections went; never a cause of drops.
 	EventGoAway = "goaway"
+	// EventWSClose (source "load") records a WebSocket session the server
+	// closed before its last message (RFC 6455, section 7.4): fields
+	// request (the session's request id), code (1001 "going away" from a
+	// draining server), reason, messages and want_messages. Evidence next
+	// to a failure window that a server said goodbye; a session cut
+	// without a close frame has none. Never a cause of drops.
+	EventWSClose = "ws-close"
 	// EventCriteria (source "harness") records criteria a scenario could only
 	// settle after the header was written: the client address the load
 	// balancer shows, the pods that exist, the pod it turned unready. Field

@@ -612,7 +612,7 @@ func (l *Load) Start(ctx context.Context, sink ResultSink) (*Running, error) {
 		}
 		r.rt = g
 	case c.protocol == zdv1.ProtocolWebSocket:
-		r.rt = newWSSender(c, l.targets)
+		r.rt = newWSSender(c, l.targets, r.event)
 	default:
 		tr := newTransport(c, r.goAway)
 		var lanes []*http.Transport

@@ -37,6 +37,8 @@ type wsSender struct {
 	timeout  time.Duration
 	messages int
 	interval time.Duration
+	// event records a server's early close (zdv1.EventWSClose).
+	event func(zdv1.Event)
 }
 
 // wsMaxReconnects bounds a session's reconnects: a server that keeps
@@ -60,13 +62,13 @@ func wsReconnectBudget() time.Duration {
 	return d
 }
 
-func newWSSender(c *config, targets []*url.URL) *wsSender {
+func newWSSender(c *config, targets []*url.URL, event func(zdv1.Event)) *wsSender {
 	// An HTTP/1.1 transport for the upgrade, its connections from the
 	// port cycle as every other protocol's; an upgraded connection leaves
 	// the pool, so there is no keep-alive to keep.
 	tr := newTransport(c, nil)
 	return &wsSender{client: &http.Client{Transport: tr}, targets: targets, host: c.host, timeout: c.timeout,
-		messages: c.messages, interval: c.interval}
+		messages: c.messages, interval: c.interval, event: event}
 }
 
 func (w *wsSender) close() { w.client.CloseIdleConnections() }
@@ -90,7 +92,11 @@ func (w *wsSender) do(parent context.Context, target int, id string) zdv1.Result
 	for {
 		var first []byte
 		var closed websocket.StatusCode
-		first, closed, err = w.session(ctx, target, h, w.messages-res.Messages, &res.Messages)
+		var reason string
+		first, closed, reason, err = w.session(ctx, target, h, w.messages-res.Messages, &res.Messages)
+		if closed > 0 && closed != websocket.StatusNormalClosure {
+			w.closeEvent(id, closed, reason, res.Messages)
+		}
 		if len(first) > 0 && res.Pod == "" {
 			var e echoReply
 			if parseEcho(first, &e) {
@@ -135,18 +141,34 @@ func (w *wsSender) do(parent context.Context, target int, id string) zdv1.Result
 	return res
 }
 
+// closeEvent records that the server closed session id with code before
+// its last message.
+func (w *wsSender) closeEvent(id string, code websocket.StatusCode, reason string, got int) {
+	if w.event == nil {
+		return
+	}
+	f := map[string]string{"request": id, "code": strconv.Itoa(int(code)), "messages": strconv.Itoa(got),
+		"want_messages": strconv.Itoa(w.messages)}
+	msg := fmt.Sprintf("the server closed WebSocket session %s with %d (%s) after %d of %d messages", id, int(code), code, got, w.messages)
+	if reason != "" {
+		f["reason"] = firstLine([]byte(reason), 120)
+		msg += ": " + f["reason"]
+	}
+	w.event(zdv1.Event{Time: time.Now(), Source: zdv1.SourceLoad, Type: zdv1.EventWSClose, Object: "request/" + id, Message: msg, Fields: f})
+}
+
 // session opens one connection asking for n messages and reads it to its
-// end: its first message, the server's close code (-1 without one), and
-// the error of an end that is not the server's close after its messages.
-// got counts the messages as they come.
-func (w *wsSender) session(ctx context.Context, target int, h http.Header, n int, got *int) ([]byte, websocket.StatusCode, error) {
+// end: its first message, the server's close code (-1 without one) and
+// reason, and the error of an end that is not the server's close after its
+// messages. got counts the messages as they come.
+func (w *wsSender) session(ctx context.Context, target int, h http.Header, n int, got *int) ([]byte, websocket.StatusCode, string, error) {
 	u := echoproto.WSURL(w.targets[target], n, w.interval)
 	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: w.client, HTTPHeader: h})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, -1, &wsAnswered{status: resp.StatusCode}
+			return nil, -1, "", &wsAnswered{status: resp.StatusCode}
 		}
-		return nil, -1, err
+		return nil, -1, "", err
 	}
 	defer c.CloseNow()
 	var first []byte
@@ -160,17 +182,22 @@ func (w *wsSender) session(ctx context.Context, target int, h http.Header, n int
 			continue
 		}
 		code := websocket.CloseStatus(err)
+		var ce websocket.CloseError
+		reason := ""
+		if errors.As(err, &ce) {
+			reason = ce.Reason
+		}
 		switch {
 		case code == websocket.StatusNormalClosure, code == websocket.StatusGoingAway:
-			return first, code, nil
+			return first, code, reason, nil
 		case code != -1:
-			return first, code, &wsClosed{code: code}
+			return first, code, reason, &wsClosed{code: code}
 		case ctx.Err() != nil:
-			return first, -1, context.Cause(ctx)
+			return first, -1, "", context.Cause(ctx)
 		}
 		// The error says how the connection ended (EOF, a reset): the
 		// class comes from it.
-		return first, -1, fmt.Errorf("%w: %w", errNoCloseFrame, err)
+		return first, -1, "", fmt.Errorf("%w: %w", errNoCloseFrame, err)
 	}
 }
 

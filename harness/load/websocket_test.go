@@ -121,7 +121,16 @@ func TestWebSocketAcrossStops(t *testing.T) {
 			if _, err := r.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			results, _ := sink.snapshot()
+			results, events := sink.snapshot()
+			closes := 0
+			for _, e := range events {
+				if e.Type == zdv1.EventWSClose && e.Fields["code"] == "1001" && e.Fields["reason"] == "draining: reconnect" {
+					closes++
+				}
+			}
+			if (closes > 0) != (tc.drain > 0) {
+				t.Errorf("%s: %d ws-close events of 1001, want some only from the graceful drain", tc.name, closes)
+			}
 			var whole, moved, cut int
 			for _, res := range results {
 				switch {
