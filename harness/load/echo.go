@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 // echoReply is the part of the echo server's answer used for attribution.
@@ -17,6 +19,21 @@ type echoReply struct {
 	Draining     *bool  `json:"draining"`
 	ConnID       string `json:"conn_id"`
 	ConnRequest  int    `json:"conn_request"`
+}
+
+// attribute fills res with who answered, from body if it is an echo
+// answer (parseEcho): pod, node, client address, readiness, draining,
+// connection and its request number.
+func attribute(res *zdv1.Result, body []byte) {
+	if len(body) == 0 {
+		return
+	}
+	var e echoReply
+	if parseEcho(body, &e) {
+		res.Pod, res.Node, res.ClientIP, res.ForwardedFor = e.Pod, e.Node, e.ClientIP, e.ForwardedFor
+		res.Ready, res.Draining = e.Ready, e.Draining
+		res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
+	}
 }
 
 // parseEcho decodes the echo server's answer into e and reports whether it

@@ -199,14 +199,7 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 	}
 	a.mu.Unlock()
 
-	if len(first) > 0 {
-		var e echoReply
-		if parseEcho(first, &e) {
-			res.Pod, res.Node, res.ClientIP, res.ForwardedFor = e.Pod, e.Node, e.ClientIP, e.ForwardedFor
-			res.Ready, res.Draining = e.Ready, e.Draining
-			res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
-		}
-	}
+	attribute(&res, first)
 	st := status.Convert(err)
 	res.GRPCCode = grpcCodeName(st.Code())
 	switch {

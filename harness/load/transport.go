@@ -273,14 +273,7 @@ func (rt *roundTripper) do(parent context.Context, target int, id string) zdv1.R
 		res.Error = err.Error()
 		return res
 	}
-	if len(body) > 0 {
-		var e echoReply
-		if parseEcho(body, &e) {
-			res.Pod, res.Node, res.ClientIP, res.ForwardedFor = e.Pod, e.Node, e.ClientIP, e.ForwardedFor
-			res.Ready, res.Draining = e.Ready, e.Draining
-			res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
-		}
-	}
+	attribute(&res, body)
 	if res.Status < 200 || res.Status > 299 {
 		// An answer that is not a success says who gave it as far as it
 		// can: the echo server's pod header, and the body's first line

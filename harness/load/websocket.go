@@ -97,13 +97,8 @@ func (w *wsSender) do(parent context.Context, target int, id string) zdv1.Result
 		if closed > 0 && closed != websocket.StatusNormalClosure {
 			w.closeEvent(id, closed, reason, res.Messages)
 		}
-		if len(first) > 0 && res.Pod == "" {
-			var e echoReply
-			if parseEcho(first, &e) {
-				res.Pod, res.Node, res.ClientIP, res.ForwardedFor = e.Pod, e.Node, e.ClientIP, e.ForwardedFor
-				res.Ready, res.Draining = e.Ready, e.Draining
-				res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
-			}
+		if res.Pod == "" {
+			attribute(&res, first)
 		}
 		if closed != websocket.StatusGoingAway || res.Messages >= w.messages || res.Reconnects >= wsMaxReconnects {
 			break
