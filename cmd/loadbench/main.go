@@ -636,7 +636,20 @@ func readGhz(dir string, m *Measurement) error {
 	ok := r.Status["OK"]
 	m.Sent = float64(r.Count) / secs
 	m.Achieved = float64(ok) / secs
-	m.Failed = int64(r.Count) - int64(ok)
+	// ghz ends a -z run by closing its connection under the calls its
+	// workers have in flight (one each, at most -c), and counts them
+	// failed: "use of closed network connection", "the client connection
+	// is closing". Those are its own stop, not the server's failures.
+	stopped := 0
+	for e, n := range r.Errors {
+		if strings.Contains(e, "use of closed network connection") || strings.Contains(e, "the client connection is closing") {
+			stopped += n
+		}
+	}
+	m.Failed = int64(r.Count) - int64(ok) - int64(stopped)
+	if stopped > 0 {
+		m.Note = fmt.Sprintf("%d in flight at its stop", stopped)
+	}
 	p99 := false
 	for _, l := range r.Latency {
 		if l.Percentage == 99 {
@@ -646,9 +659,13 @@ func readGhz(dir string, m *Measurement) error {
 	if !p99 {
 		return fmt.Errorf("ghz report %s: no 99th percentile", dir)
 	}
-	for e := range r.Errors {
-		m.Note = truncate(e, 60)
-		break
+	if m.Failed > 0 {
+		for e := range r.Errors {
+			if !strings.Contains(e, "closed network connection") && !strings.Contains(e, "client connection is closing") {
+				m.Note = truncate(e, 60)
+				break
+			}
+		}
 	}
 	return nil
 }
