@@ -123,7 +123,7 @@ func rowFor(sc *Scenario) *Row {
 	if l["keepalive"] == "false" {
 		r.Variant = "no keep-alive"
 	}
-	if p := l["protocol"]; zdv1.ProtocolMultiplexed(p) {
+	if p := zdv1.ProtocolName(l["protocol"]); p != zdv1.ProtocolHTTP1 {
 		r.Variant = strings.TrimPrefix(r.Variant+", "+zdv1.ProtocolTitle(p), ", ")
 	}
 	return r

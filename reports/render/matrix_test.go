@@ -53,3 +53,18 @@ func TestBuildMatrixOneColumnPerLBModel(t *testing.T) {
 		t.Errorf("gke-legacy column holds %s", r.Cells[1][0].Name)
 	}
 }
+
+// Each protocol's cells are a row of their own, named by the protocol;
+// HTTP/1.1's (or a report from before the label) are the case's own row.
+func TestRowForNamesTheProtocol(t *testing.T) {
+	for proto, want := range map[string]string{
+		"": "", zdv1.ProtocolHTTP1: "", zdv1.ProtocolH2C: "HTTP/2 (h2c)", zdv1.ProtocolGRPC: "gRPC",
+		zdv1.ProtocolGRPCStream: "gRPC streams", zdv1.ProtocolWebSocket: "WebSocket",
+	} {
+		sc := &Scenario{Scenario: zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "rolling-update/metallb/cluster/hardened",
+			Labels: map[string]string{"scenario": "rolling-update", "policy": "Cluster", "profile": "hardened", "keepalive": "true", "protocol": proto}}}}
+		if got := rowFor(sc).Variant; got != want {
+			t.Errorf("protocol %q: row variant %q, want %q", proto, got, want)
+		}
+	}
+}
