@@ -24,9 +24,10 @@ import (
 //     them is the server asking the client to go elsewhere: the session
 //     opens again for the messages still due (at most wsMaxReconnects
 //     times, each after a backoff, wsReconnectDelay), through the LB,
-//     which sends it to a Pod that is not going away. The session succeeds if every message came; the result counts
-//     the reconnects. That reconnect is the client's own protocol, not a
-//     library's hidden re-send: the server said so in a close frame;
+//     which sends it to a Pod that is not going away. The session
+//     succeeds if every message came; the result counts the reconnects.
+//     That reconnect is the client's own protocol, not a library's
+//     hidden re-send: the server said so in a close frame;
 //   - a connection that ends without the server's close frame, any other
 //     close code, or a session short of its messages is dropped work, and
 //     its result says how many messages came.
@@ -85,9 +86,6 @@ func (w *wsSender) do(parent context.Context, target int, id string) zdv1.Result
 	defer cancel()
 	res := zdv1.Result{ID: id, Time: time.Now(), WantMessages: w.messages}
 	h := http.Header{RequestIDHeader: []string{id}}
-	if w.host != "" {
-		h.Set("Host", w.host)
-	}
 	var err error
 	for {
 		var first []byte
@@ -158,7 +156,9 @@ func (w *wsSender) closeEvent(id string, code websocket.StatusCode, reason strin
 // messages. got counts the messages as they come.
 func (w *wsSender) session(ctx context.Context, target int, h http.Header, n int, got *int) ([]byte, websocket.StatusCode, string, error) {
 	u := echoproto.WSURL(w.targets[target], n, w.interval)
-	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: w.client, HTTPHeader: h})
+	// net/http sends no Host from a request's header map: the dial's own
+	// Host option sets it (coder/websocket DialOptions.Host).
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: w.client, HTTPHeader: h, Host: w.host})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			return nil, -1, "", &wsAnswered{status: resp.StatusCode}

@@ -180,3 +180,33 @@ func TestWebSocketUpgradeAnswered(t *testing.T) {
 		}
 	}
 }
+
+// WithHost names the Host of every session's upgrade, as of every HTTP
+// request.
+func TestWebSocketHost(t *testing.T) {
+	hosts := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts <- r.Host
+		http.Error(w, "no", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	l, err := load.New(load.WithTargets(srv.URL+"/"), load.WithRate(2), load.WithDuration(time.Second), load.WithHost("feed.example"),
+		load.WithTimeout(time.Second), load.WithProtocol(zdv1.ProtocolWebSocket), load.WithStream(2, 10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Run(context.Background(), &memSink{}); err != nil {
+		t.Fatal(err)
+	}
+	close(hosts)
+	n := 0
+	for h := range hosts {
+		n++
+		if h != "feed.example" {
+			t.Errorf("upgrade with Host %q, want feed.example", h)
+		}
+	}
+	if n == 0 {
+		t.Error("no upgrade reached the server")
+	}
+}
