@@ -79,7 +79,8 @@ func (g grpcEcho) Stream(ctx context.Context, n int, every time.Duration, send f
 
 // grpcAnswer is the echo answer to a gRPC call, in the server's state now.
 func (s *server) grpcAnswer(ctx context.Context) []byte {
-	a := answer{ready: s.ready(), draining: s.draining.Load(), terminating: s.terminating.Load(), keepAlive: s.keepAlive.Load()}
+	var a answer
+	a.sample(s)
 	if c, ok := ctx.Value(grpcCallKey{}).(*grpcCall); ok {
 		a.ci, a.nreq, a.remote, a.proto = c.ci, c.nreq, c.remote, c.proto
 	}

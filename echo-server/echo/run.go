@@ -378,10 +378,10 @@ func (s *server) closeNow(traffic, admin *http.Server, why string) {
 // a graceful drain told to go away get until ctx ends to close; the rest
 // are cut without a close frame.
 func (s *server) endWebSockets(ctx context.Context) {
-	if s.ws.count() == 0 {
+	left := s.ws.count()
+	if left == 0 {
 		return
 	}
-	left := s.ws.count()
 	if s.cfg.DrainTimeout > 0 {
 		left = s.ws.await(ctx)
 	}

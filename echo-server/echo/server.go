@@ -321,20 +321,16 @@ func (s *server) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, nreq
 		}
 	}
 
-	ready := s.ready()
-	draining := s.draining.Load()
-	terminating := s.terminating.Load()
-	keepAlive := s.keepAlive.Load()
+	a := answer{ci: ci, remote: r.RemoteAddr, xff: headerJoined(r.Header, "X-Forwarded-For"), proto: r.Proto, nreq: nreq}
+	a.sample(s)
 	// ServeHTTP chose keep-alive when the request came in; a drain (or the
 	// admin switch) that began during a requested delay asks this client to
 	// close too, or the drain would have to close the connection under it.
-	if h := w.Header(); (draining || !keepAlive) && h["Connection"] == nil && s.closeAfter(r, ci) {
+	if h := w.Header(); (a.draining || !a.keepAlive) && h["Connection"] == nil && s.closeAfter(r, ci) {
 		delete(h, "Keep-Alive")
 		h["Connection"] = s.hdrClose
 	}
 	rid := r.Header["X-Request-Id"]
-	a := answer{ci: ci, remote: r.RemoteAddr, xff: headerJoined(r.Header, "X-Forwarded-For"), proto: r.Proto, nreq: nreq,
-		ready: ready, draining: draining, terminating: terminating, keepAlive: keepAlive}
 	if len(rid) > 0 {
 		a.requestID = rid[0]
 	}
@@ -383,9 +379,15 @@ type answer struct {
 	ready, draining, terminating, keepAlive bool
 }
 
+// sample takes the server's state now into the answer: an answer says
+// what the server was when it answered.
+func (a *answer) sample(s *server) {
+	a.ready, a.draining, a.terminating, a.keepAlive = s.ready(), s.draining.Load(), s.terminating.Load(), s.keepAlive.Load()
+}
+
 // appendAnswer appends the JSON answer to b and counts it as served. Every
-// route that answers (HTTP, gRPC unary, each message of a gRPC stream)
-// says the same fields the same way.
+// route that answers (HTTP, gRPC unary, each message of a gRPC stream or
+// a WebSocket session) says the same fields the same way.
 func (s *server) appendAnswer(b []byte, a *answer) []byte {
 	seq := s.served.Add(1)
 	if !a.ready {

@@ -130,7 +130,7 @@ func (s *server) serveWS(w http.ResponseWriter, r *http.Request, ci *connInfo, n
 			return
 		case <-t.C:
 		}
-		a.ready, a.draining, a.terminating, a.keepAlive = s.ready(), s.draining.Load(), s.terminating.Load(), s.keepAlive.Load()
+		a.sample(s)
 		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
 		err := c.Write(wctx, websocket.MessageText, s.appendAnswer(make([]byte, 0, 512), &a))
 		cancel()

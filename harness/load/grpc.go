@@ -54,11 +54,9 @@ type grpcSender struct {
 	conns   [][]*grpc.ClientConn
 	next    atomic.Uint64
 	timeout time.Duration
-	// stream: each request is a server stream of messages, interval
-	// apart (zdv1.ProtocolGRPCStream).
-	stream bool
 	// streamEvery, when above 0, makes one request in streamEvery a
-	// stream and the rest unary calls (WithStreamEvery).
+	// server stream of messages, interval apart, and the rest unary calls
+	// (WithStreamEvery; 1 for zdv1.ProtocolGRPCStream: every request).
 	streamEvery int
 	calls       atomic.Uint64
 	messages    int
@@ -96,7 +94,10 @@ func grpcReconnect(timeout time.Duration) grpc.ConnectParams {
 }
 
 func newGRPCSender(c *config, targets []*url.URL, onGoAway func(net.Conn, h2frame.GoAway)) (*grpcSender, error) {
-	g := &grpcSender{timeout: c.timeout, stream: c.protocol == zdv1.ProtocolGRPCStream, streamEvery: c.streamEvery, messages: c.messages, interval: c.interval}
+	g := &grpcSender{timeout: c.timeout, streamEvery: c.streamEvery, messages: c.messages, interval: c.interval}
+	if c.protocol == zdv1.ProtocolGRPCStream {
+		g.streamEvery = 1
+	}
 	dialer := net.Dialer{Timeout: c.timeout, KeepAlive: 30 * time.Second}
 	dial := c.ports.Dialer(dialer)
 	opts := []grpc.DialOption{
@@ -166,7 +167,7 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 	a := &grpcAttempt{}
 	timeout := g.timeout
 	md := []string{echoproto.MDRequestID, id}
-	stream := g.stream || (g.streamEvery > 0 && (g.calls.Add(1)-1)%uint64(g.streamEvery) == 0)
+	stream := g.streamEvery > 0 && (g.calls.Add(1)-1)%uint64(g.streamEvery) == 0
 	if stream {
 		// The timeout bounds the wait for each message, as it bounds an
 		// HTTP answer: the stream's own length comes on top.
@@ -193,10 +194,7 @@ func (g *grpcSender) do(parent context.Context, target int, id string) zdv1.Resu
 
 	a.mu.Lock()
 	res.Reused = a.reused
-	if a.carried > 1 {
-		res.Retries = a.carried - 1
-		res.RetryError = Classify(a.retryErr) + ": " + a.retryErr.Error()
-	}
+	setRetries(&res, a.carried, a.retryErr)
 	a.mu.Unlock()
 
 	attribute(&res, first)
@@ -277,9 +275,11 @@ func (a *grpcAttempt) carriedBy(conn *grpcConn) {
 	if a.carried > 1 && a.retryErr == nil {
 		a.retryErr = errGRPCUnprocessed
 		if a.prev != nil {
-			if ga := a.prev.goAway.Load(); ga != nil && ga.LastStreamID < h2frame.MaxStreamID {
-				a.retryErr = &goAwayRefused{g: *ga}
-			} else if err := a.prev.lastErr(); err != nil {
+			var refused *goAwayRefused
+			switch err := a.prev.whyLeft(); {
+			case errors.As(err, &refused):
+				a.retryErr = err
+			case err != nil:
 				a.retryErr = fmt.Errorf("%w: %w", errGRPCUnprocessed, err)
 			}
 		}

@@ -337,7 +337,7 @@ func defaultConfig() config {
 	}
 }
 
-// streams says whether the load opens gRPC streams.
+// streams says whether the load opens gRPC streams or WebSocket sessions.
 func (c *config) streams() bool {
 	return c.protocol == zdv1.ProtocolGRPCStream || c.protocol == zdv1.ProtocolWebSocket || (c.protocol == zdv1.ProtocolGRPC && c.streamEvery > 0)
 }
@@ -416,7 +416,7 @@ func New(opts ...Option) (*Load, error) {
 		if c.interval < 0 || c.interval > echoproto.MaxInterval {
 			errs = append(errs, fmt.Errorf("stream interval %s: want 0 to %s", c.interval, echoproto.MaxInterval))
 		}
-	} else if c.messages != defaultConfig().messages || c.interval != defaultConfig().interval {
+	} else if def := defaultConfig(); c.messages != def.messages || c.interval != def.interval {
 		errs = append(errs, fmt.Errorf("a stream of %d messages every %s: only protocols %s and %s have streams (and %s with a stream every k requests)", c.messages, c.interval,
 			zdv1.ProtocolGRPCStream, zdv1.ProtocolWebSocket, zdv1.ProtocolGRPC))
 	}
@@ -539,7 +539,8 @@ func (l *Load) Run(ctx context.Context, sink ResultSink) (Summary, error) {
 // Running is a load in progress.
 type Running struct {
 	load *Load
-	// rt sends each request: HTTP (roundTripper) or gRPC (grpcSender).
+	// rt sends each request: HTTP (roundTripper), gRPC (grpcSender) or
+	// WebSocket (wsSender).
 	rt     sender
 	events zdv1.EventSink
 	// unwatch ends this load's share of the pause watch, which records

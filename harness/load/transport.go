@@ -126,6 +126,27 @@ func (c *trackedConn) lastErr() error {
 	return nil
 }
 
+// whyLeft is why a request this connection carried was sent again on
+// another: the server's GOAWAY naming a last stream (goAwayRefused), that
+// is why its streams went elsewhere, whatever the connection met after
+// it; else the connection's last error (nil: neither). A shutdown notice
+// (2^31-1) refuses none, so it is never the cause.
+func (c *trackedConn) whyLeft() error {
+	if g := c.goAway.Load(); g != nil && g.LastStreamID < h2frame.MaxStreamID {
+		return &goAwayRefused{g: *g}
+	}
+	return c.lastErr()
+}
+
+// setRetries writes a request's hidden re-sends into its result: the
+// attempts beyond the first, and what the first met.
+func setRetries(res *zdv1.Result, attempts int, cause error) {
+	if attempts > 1 {
+		res.Retries = attempts - 1
+		res.RetryError = Classify(cause) + ": " + cause.Error()
+	}
+}
+
 // connOf unwraps a TLS connection to the tracked one under it.
 func connOf(c net.Conn) *trackedConn {
 	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
@@ -163,13 +184,7 @@ func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 	if a.conns > 1 && a.retryErr == nil {
 		a.retryErr = errors.New("the previous attempt's connection broke before a response")
 		if a.prev != nil {
-			// An HTTP/2 connection whose server said GOAWAY naming a last
-			// stream: that is why its streams went elsewhere, whatever the
-			// connection met after it. A shutdown notice (2^31-1)
-			// refuses none, so what broke the connection is the cause.
-			if g := a.prev.goAway.Load(); g != nil && g.LastStreamID < h2frame.MaxStreamID {
-				a.retryErr = &goAwayRefused{g: *g}
-			} else if err := a.prev.lastErr(); err != nil {
+			if err := a.prev.whyLeft(); err != nil {
 				a.retryErr = err
 			}
 		}
@@ -259,10 +274,7 @@ func (rt *roundTripper) do(parent context.Context, target int, id string) zdv1.R
 
 	a.mu.Lock()
 	res.Reused = a.reused
-	if a.conns > 1 {
-		res.Retries = a.conns - 1
-		res.RetryError = Classify(a.retryErr) + ": " + a.retryErr.Error()
-	}
+	setRetries(&res, a.conns, a.retryErr)
 	a.mu.Unlock()
 
 	if err != nil {
