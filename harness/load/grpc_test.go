@@ -12,7 +12,6 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/echo-server/echo"
 	"zerodrop.dev/zerodrop/harness/load"
 	"zerodrop.dev/zerodrop/internal/h2frame"
 )
@@ -88,8 +87,7 @@ func TestGRPCStreamsAcrossStops(t *testing.T) {
 		drain time.Duration
 	}{{"graceful", 3 * time.Second}, {"hard", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := echo.DefaultConfig()
-			cfg.Identity = echo.Identity{Pod: "echo-a", Node: "node-1", Namespace: "test", PodIP: "127.0.0.1"}
+			cfg := echoConfig("echo-a", "node-1")
 			cfg.DrainTimeout = tc.drain
 			signals := make(chan os.Signal, 1)
 			addr := runEcho(t, cfg, signals)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/echo-server/echo"
 	"zerodrop.dev/zerodrop/harness/load"
 )
 
@@ -60,8 +59,7 @@ func TestH2CAttributes(t *testing.T) {
 // before its connections go: the echo server's shutdown notice (2^31-1)
 // first, and no stream is refused after it.
 func TestH2CGoAwayRecorded(t *testing.T) {
-	cfg := echo.DefaultConfig()
-	cfg.Identity = echo.Identity{Pod: "echo-a", Node: "node-1", Namespace: "test", PodIP: "127.0.0.1"}
+	cfg := echoConfig("echo-a", "node-1")
 	cfg.DrainTimeout = 2 * time.Second
 	signals := make(chan os.Signal, 1)
 	addr := runEcho(t, cfg, signals)

@@ -16,9 +16,14 @@ import (
 // returns its traffic address.
 func startEcho(t testing.TB, pod, node string) string {
 	t.Helper()
+	return runEcho(t, echoConfig(pod, node), make(chan os.Signal))
+}
+
+// echoConfig is the echo server's default settings as pod on node.
+func echoConfig(pod, node string) echo.Config {
 	cfg := echo.DefaultConfig()
 	cfg.Identity = echo.Identity{Pod: pod, Node: node, Namespace: "test", PodIP: "127.0.0.1"}
-	return runEcho(t, cfg, make(chan os.Signal))
+	return cfg
 }
 
 // runEcho serves cfg on loopback listeners until the test ends (a value on

@@ -115,8 +115,7 @@ func drainUnderLoad(t *testing.T, grace, idle time.Duration) (left int64, retrie
 // with the given close grace, logging to logs when it is not nil.
 func startDrainableEcho(t *testing.T, pod string, grace time.Duration, sig chan os.Signal, logs *drainLog) string {
 	t.Helper()
-	cfg := echo.DefaultConfig()
-	cfg.Identity = echo.Identity{Pod: pod, Node: "node-0", Namespace: "test", PodIP: "127.0.0.1"}
+	cfg := echoConfig(pod, "node-0")
 	cfg.CloseGrace = &grace
 	var opts []echo.Option
 	if logs != nil {

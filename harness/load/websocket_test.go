@@ -15,7 +15,6 @@ import (
 	"time"
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
-	"zerodrop.dev/zerodrop/echo-server/echo"
 	"zerodrop.dev/zerodrop/harness/load"
 )
 
@@ -96,8 +95,7 @@ func TestWebSocketAcrossStops(t *testing.T) {
 		drain time.Duration
 	}{{"graceful", 3 * time.Second}, {"hard", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := echo.DefaultConfig()
-			cfg.Identity = echo.Identity{Pod: "echo-a", Node: "node-1", Namespace: "test", PodIP: "127.0.0.1"}
+			cfg := echoConfig("echo-a", "node-1")
 			cfg.DrainTimeout = tc.drain
 			signals := make(chan os.Signal, 1)
 			a := runEcho(t, cfg, signals)
