@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,12 +101,8 @@ func runCosts(ctx context.Context, o options, stdout io.Writer) error {
 				r.Verdict, r.GenCPUms, r.EchoCPUms, perK, ratio)
 		}
 	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
 	path := filepath.Join(o.out, "costs.json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := writeJSON(path, res); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nraw outputs and %s\n", path)
@@ -123,11 +116,7 @@ func measureCost(ctx context.Context, o options, c Cost, rate int) (CostRun, err
 		return r, err
 	}
 	dir := filepath.Join(o.out, fmt.Sprintf("cost-%s-%d", strings.ReplaceAll(c.Protocol, "/", ""), rate))
-	if err := os.RemoveAll(dir); err != nil {
-		stopEcho()
-		return r, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := freshDir(dir); err != nil {
 		stopEcho()
 		return r, err
 	}
@@ -135,29 +124,17 @@ func measureCost(ctx context.Context, o options, c Cost, rate int) (CostRun, err
 	defer cancel()
 	args := append([]string{o.zerodrop, "load", "--target", fmt.Sprintf("http://127.0.0.1:%d/", o.port), "--rate", strconv.Itoa(rate),
 		"--duration", o.duration.String(), "--protocol", c.Protocol, "--out", dir}, c.Load...)
-	cmd := exec.CommandContext(rctx, "taskset", append([]string{"-c", o.genCPU}, args...)...)
-	f, err := os.Create(filepath.Join(dir, "stderr.txt"))
-	if err != nil {
-		stopEcho()
-		return r, err
-	}
-	defer f.Close()
-	cmd.Stdout, cmd.Stderr = f, f
-	runErr := cmd.Run()
+	use, runErr := pinned(rctx, o.genCPU, filepath.Join(dir, "stderr.txt"), args...)
 	echoCPU := stopEcho()
-	if cmd.ProcessState == nil {
+	if !use.ran {
 		return r, fmt.Errorf("zerodrop load did not run: %w", runErr)
 	}
-	r.GenCPUms = float64(cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()) / 1e6
+	r.GenCPUms = float64(use.cpu) / 1e6
 	r.EchoCPUms = float64(echoCPU) / 1e6
-	rep, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
+	sc, err := zerodropScenario(dir)
 	if err != nil {
-		return r, fmt.Errorf("zerodrop report: %w (load: %v)", err, runErr)
+		return r, fmt.Errorf("%w (load: %v)", err, runErr)
 	}
-	if len(rep.Scenarios) != 1 {
-		return r, fmt.Errorf("zerodrop report %s holds %d scenarios, want 1", dir, len(rep.Scenarios))
-	}
-	sc := rep.Scenarios[0]
 	r.Requests, r.Dropped, r.Verdict = sc.Results.Total, sc.Results.Dropped, string(sc.Verdict.Status)
 	return r, nil
 }

@@ -245,12 +245,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nhighest rate sustained in most runs (p99 <= %.0f ms, >= 97%% of the rate answered 2xx, nothing failed): %s; zerodrop/%s %.2f\n",
 		o.maxP99Ms, strings.Join(best, ", "), peer, res.Ratio)
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
 	path := filepath.Join(o.out, "results.json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := writeJSON(path, res); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "raw outputs and %s\n", path)
@@ -296,10 +292,7 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 	defer stopEcho()
 	target := fmt.Sprintf("http://127.0.0.1:%d/", o.port)
 	dir := filepath.Join(o.out, fmt.Sprintf("%s-%d-%d", tool, rate, rep))
-	if err := os.RemoveAll(dir); err != nil {
-		return m, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := freshDir(dir); err != nil {
 		return m, err
 	}
 	// Generous: a collapsing tool may take its whole timeout after the run.
@@ -328,8 +321,8 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 		}
 		args = ghzArgs(o.ghz, proto, fmt.Sprintf("127.0.0.1:%d", o.port), rate, o.duration, filepath.Join(dir, "report.json"))
 	}
-	rss, err := pinned(rctx, o.genCPU, filepath.Join(dir, "stderr.txt"), args...)
-	m.MaxRSSMB = rss
+	use, err := pinned(rctx, o.genCPU, filepath.Join(dir, "stderr.txt"), args...)
+	m.MaxRSSMB = use.rssMB
 	if err != nil {
 		// zerodrop exits non-zero for a verdict that is not PASS; that is
 		// a measurement, read from its report below.
@@ -357,22 +350,52 @@ func measure(ctx context.Context, o options, tool string, rate, rep int) (Measur
 
 // pinned runs args on the given CPUs as one process and returns its peak
 // RSS in MB (taskset execs the command, so the rusage is the tool's own).
-func pinned(ctx context.Context, cpus, stderrPath string, args ...string) (float64, error) {
+func pinned(ctx context.Context, cpus, stderrPath string, args ...string) (usage, error) {
 	cmd := exec.CommandContext(ctx, "taskset", append([]string{"-c", cpus}, args...)...)
 	f, err := os.Create(stderrPath)
 	if err != nil {
-		return 0, err
+		return usage{}, err
 	}
 	defer f.Close()
 	cmd.Stdout, cmd.Stderr = f, f
 	err = cmd.Run()
-	var rss float64
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = float64(ru.Maxrss) / 1024 // Linux reports KiB
-		}
+	return usageOf(cmd.ProcessState), err
+}
+
+// usage is what a finished process spent: its peak RSS and its CPU time.
+type usage struct {
+	rssMB float64
+	cpu   time.Duration
+	// ran: the process started and ended (its rusage is read).
+	ran bool
+}
+
+func usageOf(ps *os.ProcessState) usage {
+	if ps == nil {
+		return usage{}
 	}
-	return rss, err
+	u := usage{cpu: ps.UserTime() + ps.SystemTime(), ran: true}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		u.rssMB = float64(ru.Maxrss) / 1024 // Linux reports KiB
+	}
+	return u
+}
+
+// freshDir makes dir empty, for one run's raw outputs.
+func freshDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+// writeJSON writes v, indented, to path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 type vegetaReport struct {
@@ -409,15 +432,24 @@ func readVegeta(ctx context.Context, o options, dir string, m *Measurement) erro
 	return nil
 }
 
-func readZerodrop(dir string, m *Measurement) error {
+// zerodropScenario is the one scenario of the report zerodrop load left
+// in dir.
+func zerodropScenario(dir string) (zdv1.Scenario, error) {
 	rep, err := zdv1.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
-		return fmt.Errorf("zerodrop report: %w", err)
+		return zdv1.Scenario{}, fmt.Errorf("zerodrop report: %w", err)
 	}
 	if len(rep.Scenarios) != 1 {
-		return fmt.Errorf("zerodrop report %s holds %d scenarios, want 1", dir, len(rep.Scenarios))
+		return zdv1.Scenario{}, fmt.Errorf("zerodrop report %s holds %d scenarios, want 1", dir, len(rep.Scenarios))
 	}
-	sc := rep.Scenarios[0]
+	return rep.Scenarios[0], nil
+}
+
+func readZerodrop(dir string, m *Measurement) error {
+	sc, err := zerodropScenario(dir)
+	if err != nil {
+		return err
+	}
 	r := sc.Results
 	m.Sent = r.AchievedRate
 	if r.Total > 0 {
@@ -461,7 +493,7 @@ func startEcho(ctx context.Context, o options) (func() time.Duration, error) {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
 		// taskset execs the server: the rusage is the server's own.
-		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return usageOf(cmd.ProcessState).cpu
 	}
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(10 * time.Second)
