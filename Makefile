@@ -29,7 +29,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 LDFLAGS      := -X main.version=$(VERSION)
 export ZERODROP_VERSION := $(VERSION)
 
-.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load bench-cost long lb-e2e vet fmt-check unit build image e2e e2e-smoke test-workload help host-setup node-image cluster cluster-down lb-conformance
+.PHONY: all test lint-workflows tracked-size smoke-if-docker bench bench-load bench-cost long lb-e2e vet fmt-check unit build image proxy-images e2e e2e-smoke test-workload help host-setup node-image cluster cluster-down lb-conformance
 
 all: build
 
@@ -118,6 +118,9 @@ image: ## echo server image (ECHO_IMAGE, default zerodrop/echo-server:dev): stat
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(ECHO_IMAGE_CTX)/echo-server ./echo-server
 	DOCKER_BUILDKIT=0 docker build --pull=false -t $(ECHO_IMAGE) -f echo-server/Dockerfile $(ECHO_IMAGE_CTX)
 	@echo "image: built $(ECHO_IMAGE)"
+
+proxy-images: ## the fronts' images (Traefik from its Go module, HAProxy from Debian), built offline and cached: zerodrop/traefik:dev, zerodrop/haproxy:dev
+	ZERODROP_CACHE=$(ZERODROP_CACHE) GO=$(GO) ./clusters/images/build-proxies.sh
 
 # Empty: run-e2e.sh picks all (MetalLB and the cloud LB side by side) for
 # e2e and metallb for e2e-smoke.

@@ -168,6 +168,12 @@ LB_PROFILE="$first_profile" "$repo/clusters/cluster.sh" up
 if [ "$PROVIDER" = kind ]; then
   say "echo server image"
   make -s image
+  # The fronts' cells (Traefik, HAProxy as the Pods) need their images;
+  # the smoke has none of them. Cached after the first build (~6 min).
+  if [ "$what" = all ]; then
+    say "proxy images (Traefik, HAProxy)"
+    make -s proxy-images
+  fi
 fi
 # The load generator runs in the test process (or zerodrop test) and shares
 # 2 cores with the kind nodes; a node being added can starve it past its

@@ -30,3 +30,7 @@ KIND_VERSION="${KIND_VERSION:-$(awk '$1 == "sigs.k8s.io/kind" {print $2}' "$(dir
 # bookworm's FRR, whatever version its apt sources carry on the day (8.4.4
 # on 2026-11-28); the router image records the exact version it installed.
 FRR_PACKAGE="${FRR_PACKAGE:-frr}"
+# Traefik as the Pods behind the LB (the front cells, build-proxies.sh),
+# built from its Go module; HAProxy comes from Debian bookworm's apt sources
+# (2.6.12 on 2026-12-06), and its image records the version it installed.
+TRAEFIK_VERSION="${TRAEFIK_VERSION:-v3.6.2}"

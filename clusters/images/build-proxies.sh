@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the real proxies that stand as the Pods behind the LB in the
+# front cells (fixtures.FrontTraefik, fixtures.FrontHAProxy), each fronting
+# the echo server; nothing is pulled:
+#   traefik  Traefik from its Go module (a static binary, FROM scratch);
+#   haproxy  HAProxy from Debian bookworm, debootstrapped from this
+#            machine's own apt mirror (as build-router.sh does for FRR).
+# Each is cached by a key of its version and this recipe, and tagged
+# zerodrop/<name>:dev, the name the fixtures use (fixtures.TraefikImage,
+# fixtures.HAProxyImage). Usage: build-proxies.sh [traefik] [haproxy]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); run 'make host-setup' first"
+recipe() { sed -n "/^# recipe $1 start/,/^# recipe $1 end/p" "$0"; }
+
+# recipe traefik start
+build_traefik() {
+  # `go install traefik@version` is refused (its go.mod replaces three
+  # modules), so it is built as the dependency of a scratch module that
+  # repeats those replaces, read from Traefik's own go.mod.
+  local ver="$TRAEFIK_VERSION" k out mod gomod img
+  k=$(key traefik "$ver" "$("$GO" env GOVERSION)" "$(recipe traefik)")
+  img="zerodrop/traefik:$ver-$k"
+  if docker image inspect "$img" >/dev/null 2>&1; then
+    log "traefik image: cached ($img)"
+  else
+    out="$CACHE/bin/traefik-$ver-$k"
+    if ! done_ok "$out" "$k"; then
+      rm -rf "$out"; mkdir -p "$out/root"
+      mod="$CACHE/build/traefik-$ver"
+      gomod="$(mod_dir "github.com/traefik/traefik/v3@$ver")/go.mod"
+      [ -f "$gomod" ] || die "cannot fetch github.com/traefik/traefik/v3@$ver from the module proxy"
+      rm -rf "$mod"; mkdir -p "$mod"
+      {
+        printf 'module zerodrop.local/traefikbuild\n\ngo %s\n\nrequire github.com/traefik/traefik/v3 %s\n\n' \
+          "$(awk '$1 == "go" {print $2; exit}' "$gomod")" "$ver"
+        sed -n '/^replace (/,/^)/p' "$gomod"
+      } >"$mod/go.mod"
+      printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/traefik/traefik/v3/cmd/traefik"\n' >"$mod/tools.go"
+      (cd "$mod" && step "traefik-$ver-mod-tidy" "$GO" mod tidy)
+      (cd "$mod" && step "traefik-$ver" env CGO_ENABLED=0 "$GO" build -trimpath \
+        -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$ver" \
+        -o "$out/root/traefik" github.com/traefik/traefik/v3/cmd/traefik)
+      mkdir -p "$out/root/tmp" && chmod 1777 "$out/root/tmp"
+      mark_done "$out" "$k"
+    fi
+    step traefik-import sh -c "tar -C '$out/root' --numeric-owner -cf - . | docker import \
+      --change 'ENTRYPOINT [\"/traefik\"]' --change 'LABEL dev.zerodrop.traefik-version=$ver' - '$img'"
+  fi
+  docker tag "$img" zerodrop/traefik:dev
+  log "traefik image: $img (zerodrop/traefik:dev)"
+}
+# recipe traefik end
+
+# recipe haproxy start
+build_haproxy() {
+  local suite=bookworm pkgs=haproxy,procps mirror k img tarball dir
+  mirror="${DEBIAN_MIRROR:-$(
+    { sed -n 's/^URIs:[[:space:]]*\(http[^ ]*\/debian\)\/*[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null
+      sed -n 's/^deb[[:space:]]\+\(http[^ ]*\/debian\)\/*[[:space:]].*/\1/p' /etc/apt/sources.list 2>/dev/null || true; } | head -1
+  )}"
+  [ -n "$mirror" ] || die "no Debian mirror found in the apt sources; set DEBIAN_MIRROR"
+  k=$(key haproxy "$suite" "$pkgs" "$mirror" "$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | sha256sum)" "$(recipe haproxy)")
+  img="zerodrop/haproxy:$k"
+  if docker image inspect "$img" >/dev/null 2>&1; then
+    log "haproxy image: cached ($img)"
+  else
+    command -v debootstrap >/dev/null || die "debootstrap missing: run make host-setup"
+    mkdir -p "$CACHE/rootfs"
+    tarball="$CACHE/rootfs/haproxy-$suite-$k.tar"
+    if [ ! -s "$tarball" ]; then
+      dir="$CACHE/rootfs/haproxy-$suite-$k.dir"
+      rm -rf "$dir"; mkdir -p "$dir"
+      step haproxy-debootstrap debootstrap --variant=minbase --include="$pkgs" "$suite" "$dir" "$mirror"
+      chroot "$dir" dpkg-query -W -f '${Version}\n' haproxy >"$dir/etc/haproxy/zerodrop-haproxy-version"
+      # The package's own configuration is replaced by the fixture's
+      # (a ConfigMap); the security archive may be newer than the mirror.
+      chroot "$dir" apt-get clean
+      rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/* "$dir"/var/log/* "$dir"/usr/share/doc/* \
+        "$dir"/usr/share/man/* "$dir"/usr/share/locale/* "$dir"/tmp/*
+      step haproxy-tar tar -C "$dir" --numeric-owner -cf "$tarball.tmp" .
+      mv "$tarball.tmp" "$tarball"
+      rm -rf "$dir"
+    fi
+    # No STOPSIGNAL: the kubelet's SIGTERM is HAProxy's hard stop, as
+    # Debian's package runs it; the hardened fixture asks for the soft
+    # stop itself (fixtures.FrontHAProxy).
+    step haproxy-import docker import --change 'ENTRYPOINT ["/usr/sbin/haproxy"]' \
+      --change 'LABEL dev.zerodrop.haproxy-version='"$(tar -xOf "$tarball" ./etc/haproxy/zerodrop-haproxy-version)" "$tarball" "$img"
+  fi
+  docker tag "$img" zerodrop/haproxy:dev
+  log "haproxy image: $img (zerodrop/haproxy:dev)"
+}
+# recipe haproxy end
+
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=(traefik haproxy)
+for w in "${want[@]}"; do
+  case "$w" in
+    traefik) build_traefik ;;
+    haproxy) build_haproxy ;;
+    *) die "unknown proxy $w (known: traefik haproxy)" ;;
+  esac
+done
