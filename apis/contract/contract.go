@@ -32,6 +32,13 @@ const (
 	// CloudLBClass is the spec.loadBalancerClass zerodrop's cloud-style LB
 	// owns.
 	CloudLBClass = "zerodrop.dev/cloud-lb"
+
+	// FrontPodHeader and FrontNodeHeader are the response headers a proxy
+	// standing as the workload's Pods (fixtures.Front) adds to every
+	// answer: its own Pod and node, which the load attributes the answer
+	// to instead of the echo server's behind it.
+	FrontPodHeader  = "Zerodrop-Front-Pod"
+	FrontNodeHeader = "Zerodrop-Front-Node"
 )
 
 // Load balancer implementations a kind cluster can run (LB=...).

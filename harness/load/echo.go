@@ -2,9 +2,11 @@ package load
 
 import (
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"unicode/utf8"
 
+	"zerodrop.dev/zerodrop/apis/contract"
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
@@ -34,6 +36,22 @@ func attribute(res *zdv1.Result, body []byte) {
 		res.Ready, res.Draining = e.Ready, e.Draining
 		res.ConnID, res.ConnRequest = e.ConnID, e.ConnRequest
 	}
+}
+
+// attributeFront gives an answer that came through a proxy standing as
+// the workload's Pods (fixtures.Front) to that proxy's Pod and node, which
+// it names in its response headers: the Service under test selects the
+// proxy, not the echo server behind it. The echo answer's readiness,
+// draining and connection then describe the proxy's connection to the
+// echo server, not the client's, and are left out.
+func attributeFront(res *zdv1.Result, h http.Header) {
+	pod := h.Get(contract.FrontPodHeader)
+	if pod == "" {
+		return
+	}
+	res.Pod, res.Node = pod, h.Get(contract.FrontNodeHeader)
+	res.Ready, res.Draining = nil, nil
+	res.ConnID, res.ConnRequest = "", 0
 }
 
 // parseEcho decodes the echo server's answer into e and reports whether it

@@ -286,6 +286,7 @@ func (rt *roundTripper) do(parent context.Context, target int, id string) zdv1.R
 		return res
 	}
 	attribute(&res, body)
+	attributeFront(&res, resp.Header)
 	if res.Status < 200 || res.Status > 299 {
 		// An answer that is not a success says who gave it as far as it
 		// can: the echo server's pod header, and the body's first line

@@ -495,6 +495,11 @@ func begin(ctx context.Context, env *Env, spec Spec, share bool) (_ *Run, err er
 			return nil, fmt.Errorf("scenario %s: %w", spec.Name, err)
 		}
 	} else {
+		if cfg.Front != "" {
+			if err := r.Kube.WaitWorkload(ctx, kube.KindDeployment, target.Namespace, cfg.BackendName(), env.ReadyTimeout); err != nil {
+				return nil, fmt.Errorf("scenario %s: the echo server behind %s: %w\n%s", spec.Name, cfg.Front, err, r.podsState(ctx))
+			}
+		}
 		if err := r.Kube.WaitWorkload(ctx, target.Kind, target.Namespace, target.Workload, env.ReadyTimeout); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w\n%s", spec.Name, err, r.podsState(ctx))
 		}
@@ -576,6 +581,9 @@ func (r *Run) deploy(ctx context.Context, cfg fixtures.Config) error {
 		objs = append(objs, spec.StandIn.Objects()...)
 	} else {
 		r.step("deploy", "namespace", target.Namespace, "workload", cfg.String(), "shared", r.shared)
+		// A front's configuration and the echo server behind it come
+		// before its Pods, which read the one and forward to the other.
+		objs = append(objs, fixtures.BuildFront(cfg)...)
 		objs = append(objs, fixtures.BuildDeployment(cfg))
 		if pdb := fixtures.BuildPDB(cfg); pdb != nil {
 			objs = append(objs, pdb)
@@ -1171,6 +1179,10 @@ func describe(c fixtures.Config) map[string]string {
 	}
 	if len(c.Pools) > 0 {
 		m["pools"] = fmt.Sprint(c.Pools)
+	}
+	if c.Front != "" {
+		m["front"] = string(c.Front)
+		m["frontImage"] = c.Front.Image()
 	}
 	return m
 }
