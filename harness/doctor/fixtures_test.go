@@ -68,6 +68,15 @@ func TestFixtureProfiles(t *testing.T) {
 		{name: "hardened with a blocking PDB still gets ZD020", opts: []fixtures.Option{fixtures.WithPDB(fixtures.PDBBlocking)},
 			errors: []string{"ZD020"}},
 		{name: "hardened pinned to a pool and LB pinned to it", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-a")}},
+		// The fronts: the doctor reads Traefik's and HAProxy's own shutdown.
+		{name: "naive Traefik, Cluster", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontTraefik), fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(cluster)},
+			warnings: []string{"ZD004"}},
+		{name: "hardened Traefik, Cluster", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontTraefik), fixtures.WithPolicy(cluster)}},
+		{name: "naive HAProxy, Cluster", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontHAProxy), fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(cluster)},
+			warnings: []string{"ZD004"}},
+		{name: "hardened HAProxy, Cluster", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontHAProxy), fixtures.WithPolicy(cluster)}},
+		{name: "naive Traefik, Local", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontTraefik), fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(local)},
+			errors: []string{"ZD002"}, warnings: []string{"ZD010", "ZD033"}},
 		{name: "hardened with the LB pinned elsewhere (incident nodepool-backend)", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-b")},
 			errors: []string{"ZD011"}},
 	}

@@ -297,6 +297,9 @@ func knownShutdownHook(c *corev1.Container, cmd []string) (preStop, bool) {
 	if p, ok := kongQuitHook(cmd); ok {
 		return p, true
 	}
+	if p, ok := haproxySoftStopHook(c, cmd); ok {
+		return p, true
+	}
 	if p, ok := nginxSignalHook(cmd); ok {
 		return p, true
 	}
@@ -378,6 +381,138 @@ func nginxSignalHook(cmd []string) (preStop, bool) {
 	return preStop{kind: "exec", duration: time.Duration(before) * time.Second, known: true, what: what, accepts: "nginx keeps accepting"}, true
 }
 
+// haproxyUSR1RE finds a shell's `kill -USR1 <pid>` (or -s USR1, -SIGUSR1,
+// -10) in an exec hook such as "sleep 5; kill -USR1 1".
+var haproxyUSR1RE = regexp.MustCompile(`(?:^|[\s;&|(])kill\s+(?:-s\s+)?-?(?:SIG)?(?:USR1|10)\b`)
+
+// haproxySoftStopHook reads a preStop that sends HAProxy SIGUSR1, its soft
+// stop: HAProxy unbinds its listeners at once and lets the connections it
+// holds finish (HAProxy 2.6 doc/management.txt, "Stopping and restarting
+// HAProxy"), so the Pod accepts for the sleeps before the signal; what the
+// hook does after (waiting for HAProxy to exit) holds the Pod, not its
+// listeners. Only in a container the doctor knows runs HAProxy.
+func haproxySoftStopHook(c *corev1.Container, cmd []string) (preStop, bool) {
+	if !runsHAProxy(c) {
+		return preStop{}, false
+	}
+	line := strings.Join(cmd, " ")
+	loc := haproxyUSR1RE.FindStringIndex(line)
+	if loc == nil {
+		return preStop{}, false
+	}
+	before := sleepsBefore(line[:loc[0]+1])
+	what := "HAProxy's soft stop (SIGUSR1)"
+	if before > 0 {
+		what = fmt.Sprintf("sleep %d, then HAProxy's soft stop (SIGUSR1)", before)
+	}
+	return preStop{kind: "exec", duration: time.Duration(before) * time.Second, known: true, what: what, accepts: "HAProxy keeps accepting"}, true
+}
+
+// imageName is an image reference's last path element without its tag or
+// digest ("docker.io/library/traefik:v3.6" is "traefik").
+func imageName(ref string) string {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+	}
+	name := path.Base(ref)
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// runs reports whether the container runs the program called name: its
+// image is named so, or its command starts with it.
+func runs(c *corev1.Container, name string) bool {
+	if imageName(c.Image) == name {
+		return true
+	}
+	return len(c.Command) > 0 && path.Base(c.Command[0]) == name
+}
+
+func runsHAProxy(c *corev1.Container) bool { return runs(c, "haproxy") }
+
+// traefikShutdown reads Traefik's static configuration from the
+// container's flags and environment (Traefik takes both, their keys case
+// insensitive: TRAEFIK_ENTRYPOINTS_WEB_ADDRESS is --entryPoints.web.address):
+// its ping fails from its signal on unless terminatingStatusCode says
+// otherwise (traefik/traefik v3.6.2 pkg/ping/ping.go: 503 by default), and
+// each entry point keeps accepting for its
+// transport.lifeCycle.requestAcceptGraceTimeout (default 0) before
+// net/http's Shutdown closes its listener
+// (pkg/server/server_entrypoint_tcp.go TCPEntryPoint.Shutdown). The
+// Pod accepts for the shortest grace of the entry points it names
+// besides Traefik's own "traefik" one (ping, API): a Service's port
+// could reach any of them. A configuration file the doctor cannot see
+// reads as the defaults.
+func traefikShutdown(c *corev1.Container) appShutdown {
+	opts := map[string]string{}
+	for _, a := range commandLine(c) {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !ok {
+			v = "true"
+		}
+		opts[strings.ToLower(k)] = v
+	}
+	for _, e := range c.Env {
+		if k, ok := strings.CutPrefix(e.Name, "TRAEFIK_"); ok && e.ValueFrom == nil {
+			opts[strings.ToLower(strings.ReplaceAll(k, "_", "."))] = e.Value
+		}
+	}
+	app := appShutdown{what: "Traefik"}
+	// Setting any of ping's options enables it, as --ping does.
+	ping, err := strconv.ParseBool(opts["ping"])
+	if err != nil {
+		for k := range opts {
+			ping = ping || strings.HasPrefix(k, "ping.")
+		}
+	}
+	if ping {
+		code, err := strconv.Atoi(opts["ping.terminatingstatuscode"])
+		if err != nil {
+			code = 503
+		}
+		app.unreadyOnTerm = code < 200 || code > 399
+	}
+	var grace *time.Duration
+	for k := range opts {
+		rest, ok := strings.CutPrefix(k, "entrypoints.")
+		if !ok {
+			continue
+		}
+		name, field, ok := strings.Cut(rest, ".")
+		if !ok || field != "address" || name == "traefik" {
+			continue
+		}
+		g := traefikDuration(opts["entrypoints."+name+".transport.lifecycle.requestacceptgracetimeout"])
+		if grace == nil || g < *grace {
+			grace = &g
+		}
+	}
+	if grace != nil {
+		app.keepAccepting = *grace
+		app.what = fmt.Sprintf("Traefik (requestAcceptGraceTimeout %v)", *grace)
+	}
+	return app
+}
+
+// traefikDuration reads a Traefik duration: whole seconds, or a Go
+// duration (traefik/paerser types.Duration Set); anything else is the
+// default, 0.
+func traefikDuration(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n < 1<<31 {
+		return time.Duration(n) * time.Second
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d
+	}
+	return 0
+}
+
 // sleepsBefore sums the shell sleeps in a command line's prefix ("sleep 5;
 // sleep 10; nginx -s quit" waits 15 s before nginx quits).
 func sleepsBefore(prefix string) int {
@@ -429,6 +564,8 @@ type appShutdown struct {
 //     (kubernetes/ingress-nginx internal/ingress/controller/checker.go,
 //     Check returns an error while isShuttingDown) and nginx keeps
 //     accepting for --shutdown-grace-period before its graceful quit;
+//   - Traefik (traefikShutdown) and HAProxy, whose SIGTERM is its hard
+//     stop (its SIGUSR1 soft stop from a preStop: haproxySoftStopHook);
 //   - zerodrop's own echo server (echo-server/echo/config.go):
 //     ECHO_UNREADY_ON_TERM and ECHO_SHUTDOWN_DELAY say the same two things.
 //
@@ -436,6 +573,14 @@ type appShutdown struct {
 // accepting when the signal arrives and never fails readiness before it
 // exits, which is what ZD002 checks.
 func knownApp(c *corev1.Container) (appShutdown, bool) {
+	switch {
+	case runs(c, "traefik"):
+		return traefikShutdown(c), true
+	case runsHAProxy(c):
+		// SIGTERM is HAProxy's hard stop (doc/management.txt): it exits
+		// at once, and its readiness never fails first.
+		return appShutdown{what: "HAProxy (SIGTERM is its hard stop)"}, true
+	}
 	for _, a := range commandLine(c) {
 		if a == "/nginx-ingress-controller" || strings.HasSuffix(a, "/nginx-ingress-controller") {
 			g := nginxShutdownGrace(c)
