@@ -33,6 +33,7 @@ func (s *Suite) spec(sc Scenario, c Cell, extra ...fixtures.Option) scenario.Spe
 		fixtures.WithKeepAlive(c.KeepAlive),
 		fixtures.WithKubernetes(s.Kubernetes),
 		fixtures.WithFate(sc.Fate),
+		fixtures.WithFront(c.Front),
 	}
 	var hooks scenario.LBHooks
 	if c.Model.Cloud {

@@ -122,15 +122,16 @@ func TestSelectCellsFollowsTheLabelFilter(t *testing.T) {
 		filter string
 		want   int
 	}{
-		{"", 20},
+		{"", 28},
 		{"smoke", 2},
 		{"smoke && lb:metallb", 1},
 		{"lb:gcp-nlb && policy:local", 2},
-		{"scenario:rolling-update", 20},
+		{"scenario:rolling-update", 28},
 		{"protocol:h2c", 4},
 		{"protocol:grpc", 4},
 		{"protocol:websocket", 4},
-		{"!protocol:h2c && !protocol:grpc && !protocol:websocket && lb:metallb", 4},
+		{"front:traefik || front:haproxy", 8},
+		{"!protocol:h2c && !protocol:grpc && !protocol:websocket && !front:traefik && !front:haproxy && lb:metallb", 4},
 		{"scenario:drain-node", 0},
 	} {
 		got, err := selectCells(tc.filter, []string{"scenario:rolling-update"}, cells)

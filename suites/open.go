@@ -87,6 +87,12 @@ func Open(ctx context.Context, settings Settings, logger *slog.Logger, progress 
 		if err := provider.LoadImages(ctx, settings.EchoImage); err != nil {
 			return nil, fmt.Errorf("load %s (build it with `make image`): %w", settings.EchoImage, err)
 		}
+		if len(settings.Images) > 0 {
+			progress(fmt.Sprintf("loading %v into the nodes", settings.Images))
+			if err := provider.LoadImages(ctx, settings.Images...); err != nil {
+				return nil, fmt.Errorf("load %v, the fronts' images the selected cells need (build them with `make proxy-images`): %w", settings.Images, err)
+			}
+		}
 	}
 	models, err := settings.Models()
 	if err != nil {

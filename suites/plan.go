@@ -391,6 +391,20 @@ func (p Plan) CellsOf(name string) []Cell {
 	return out
 }
 
+// Images are the images the plan's cells need on the nodes besides the
+// echo server's: their fronts' (fixtures.Front), each once.
+func (p Plan) Images() []string {
+	var out []string
+	for _, b := range p.Batches {
+		for _, c := range b.Cells {
+			if img := c.Front.Image(); img != "" && !slices.Contains(out, img) {
+				out = append(out, img)
+			}
+		}
+	}
+	return out
+}
+
 // BatchesOf is the batches of scenario name in the plan, in run order:
 // each is one disruption and the cells that watch it (Suite.RunBatches).
 func (p Plan) BatchesOf(name string) [][]Cell {

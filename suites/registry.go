@@ -112,6 +112,25 @@ func wsCases() []Case {
 	}
 }
 
+// frontCases are the rows where a real proxy stands as the Pods behind
+// the LB, fronting the echo server (fixtures.Front), as an ingress or
+// gateway data plane does behind most LoadBalancer Services: Traefik and
+// HAProxy, each naive (its defaults: Traefik closes its listeners at its
+// signal, HAProxy's SIGTERM is its hard stop) and hardened (the recipe's
+// preStop, then Traefik's accept grace with its ping failing and its
+// connections aged out, HAProxy's soft stop), HTTP/1.1 with keep-alive,
+// Cluster. Their rollout is the proxy's own: the echo server behind
+// stays.
+func frontCases() []Case {
+	var out []Case
+	for _, f := range fixtures.Fronts() {
+		out = append(out,
+			Case{Policy: clusterPolicy, Hardening: fixtures.Naive, KeepAlive: true, Role: zdv1.RoleDocumentation, Front: f},
+			Case{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion, Front: f})
+	}
+	return out
+}
+
 // wsCutRace is why the naive WebSocket cells document a race.
 const wsCutRace = "a WebSocket session holds one connection to one Pod for its life, so a disruption loses the sessions " +
 	"open on the Pods it ends, cut without a close frame when the naive Pod exits, and none where no session was open " +

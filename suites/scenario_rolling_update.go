@@ -28,7 +28,7 @@ func rollingUpdate() Scenario {
 		Seeds:    []string{incident.RollingUpdateLocal, incident.SourceIPDilemma},
 		Triggers: []incident.Trigger{incident.Rollout, incident.PodTermination},
 		Own:      true,
-		Cases:    slices.Concat(rolling, h2Cases(), grpcCases(), wsCases(), gateCases(rolloutOutrunsTargets)),
+		Cases:    slices.Concat(rolling, h2Cases(), grpcCases(), wsCases(), frontCases(), gateCases(rolloutOutrunsTargets)),
 		Hazard: "a pod that exits at once on SIGTERM refuses the connections kube-proxy and the LB still send it " +
 			"until its endpoint's removal reaches them; with Local, a node whose last endpoint went keeps getting " +
 			"the LB's traffic until its health check fails",

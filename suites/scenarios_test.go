@@ -756,6 +756,8 @@ func TestCellsStreamAtTheirRolesRate(t *testing.T) {
 				want = 20
 			case c.Protocol == zdv1.ProtocolWebSocket:
 				want = 5
+			case c.Front != "":
+				want = 20
 			}
 			if sp.Rate != want || sp.Criteria.MinRequests != int64(float64(want)*s.Timing.Baseline.Seconds()) {
 				t.Errorf("%s %s: rate %d/s, min requests %d; want %d/s", sc.Name, c.Name(), sp.Rate, sp.Criteria.MinRequests, want)
@@ -809,5 +811,45 @@ func TestGRPCCellsWhereHTTP2ReachesThePods(t *testing.T) {
 	want := map[string]int{"rolling-update": 2 * l4, "drain-node": 2 * l4, "scale-down": 2 * l4}
 	if !maps.Equal(perScenario, want) {
 		t.Errorf("gRPC cells per scenario %v, want %v", perScenario, want)
+	}
+}
+
+// TestFrontCells: Traefik and HAProxy stand as the Pods of rolling-update's
+// front rows on every column, naive documenting and hardened asserting,
+// each cell's workload a front whose Service selects the proxy, at the
+// assertion rate whatever its role.
+func TestFrontCells(t *testing.T) {
+	ms, err := Settings{LB: "all"}.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Settings: Settings{Rate: 50, AssertionRate: 25, LB: "all", Provider: "kind"}, Timing: DefaultTiming(), Models: ms}
+	perFront := map[fixtures.Front]int{}
+	for _, sc := range Scenarios() {
+		for _, c := range sc.Cells(ms) {
+			if c.Front == "" {
+				continue
+			}
+			perFront[c.Front]++
+			sp := s.spec(sc, c)
+			cfg, err := fixtures.NewConfig(sp.Workload...)
+			switch {
+			case sc.Name != "rolling-update":
+				t.Errorf("%s: a front cell outside rolling-update", sc.CellName(c))
+			case err != nil || cfg.Front != c.Front:
+				t.Errorf("%s: workload front %q (%v)", sc.CellName(c), cfg.Front, err)
+			case !slices.Contains(c.Labels(), "front:"+string(c.Front)) || !strings.HasSuffix(c.Name(), "/hardened/"+string(c.Front)) && !strings.HasSuffix(c.Name(), "/naive/"+string(c.Front)) ||
+				sp.Labels["front"] != string(c.Front):
+				t.Errorf("%s: labels %v, report labels %v", sc.CellName(c), c.Labels(), sp.Labels)
+			case (c.Hardening == fixtures.Naive) != (c.Role == zdv1.RoleDocumentation) || c.Policy != clusterPolicy:
+				t.Errorf("%s: role %s", sc.CellName(c), c.Role)
+			case sp.Rate != 25:
+				t.Errorf("%s: rate %d, want the assertion rate", sc.CellName(c), sp.Rate)
+			}
+		}
+	}
+	want := map[fixtures.Front]int{fixtures.FrontTraefik: 2 * len(ms), fixtures.FrontHAProxy: 2 * len(ms)}
+	if !maps.Equal(perFront, want) {
+		t.Errorf("front cells %v, want %v", perFront, want)
 	}
 }

@@ -107,6 +107,9 @@ type Settings struct {
 	NodeImage string
 	// EchoImage is the echo-server image loaded into the cluster.
 	EchoImage string
+	// Images are more images the selected cells need on the nodes (the
+	// fronts', Plan.Images), loaded like EchoImage.
+	Images []string
 	// ReadyTimeout bounds every wait for workloads (ZERODROP_READY_TIMEOUT).
 	ReadyTimeout time.Duration
 	// Control is how long each control cell's load runs (ZERODROP_CONTROL,
@@ -335,7 +338,16 @@ func (s Settings) RateFor(role zdv1.Role) int {
 // disruption (CPU pressure 97 %, load average 60: each session is also a
 // new connection through kube-proxy and the LB, which loopback does not
 // pay).
-func (s Settings) rateOf(c Case) int { return s.rate(c.Role, c.Protocol) }
+//
+// A front's cells (frontCases) run at the assertion rate too whatever
+// their role: every request crosses a proxy and kube-proxy again on its
+// way to the echo server, two servers' work on the same two cores.
+func (s Settings) rateOf(c Case) int {
+	if c.Front != "" && c.Protocol != zdv1.ProtocolWebSocket {
+		return s.rate(zdv1.RoleAssertion, c.Protocol)
+	}
+	return s.rate(c.Role, c.Protocol)
+}
 
 func (s Settings) rate(role zdv1.Role, protocol string) int {
 	if protocol == zdv1.ProtocolWebSocket {

@@ -54,6 +54,10 @@ type Case struct {
 	// Hazard, when set, is what this documentation case is expected to
 	// reproduce instead of its scenario's Hazard.
 	Hazard string
+	// Front, when set, puts a real proxy in front of the echo server as
+	// the Pods the Service selects (fixtures.Front): the disruption meets
+	// the proxy, whose shutdown the hardening sets.
+	Front fixtures.Front
 }
 
 // OwnHardening names the cases of a user's own workload (zerodrop test), and
@@ -64,9 +68,13 @@ const (
 	OwnFixedHardening fixtures.Hardening = "own-fixed"
 )
 
-// Name is the case's part of the spec name: "local/hardened".
+// Name is the case's part of the spec name: "local/hardened", with its
+// front, keep-alive and protocol after ("cluster/hardened/traefik").
 func (c Case) Name() string {
 	n := strings.ToLower(string(c.Policy)) + "/" + string(c.Hardening)
+	if c.Front != "" {
+		n += "/" + string(c.Front)
+	}
 	if !c.KeepAlive {
 		n += "/no-keepalive"
 	}
@@ -89,6 +97,9 @@ func (c Case) Labels() []string {
 	}
 	if c.longLived() {
 		l = append(l, "protocol:"+c.Protocol)
+	}
+	if c.Front != "" {
+		l = append(l, "front:"+string(c.Front))
 	}
 	if c.Smoke {
 		l = append(l, "smoke")
@@ -119,10 +130,14 @@ func (c Cell) Labels() []string { return append(c.Case.Labels(), "lb:"+c.Model.N
 // matrix's row (scenario, policy, profile, keep-alive, protocol) and column
 // (lb).
 func (c Cell) reportLabels(scenario string) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		"scenario": scenario, "policy": string(c.Policy), "profile": string(c.Hardening),
 		"keepalive": fmt.Sprint(c.KeepAlive), "protocol": zdv1.ProtocolName(c.Protocol), "lb": c.Model.Name,
 	}
+	if c.Front != "" {
+		l["front"] = string(c.Front)
+	}
+	return l
 }
 
 // Body runs every cell of its scenario against one disruption (one witness

@@ -36,6 +36,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	settings, err := SettingsFromEnv(os.Getenv, repo)
 	Expect(err).NotTo(HaveOccurred(), "fix the environment variables and run again")
+	settings.Images = runPlan.Images()
 	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	session, err = Open(ctx, settings, logger, func(msg string) { fmt.Fprintln(GinkgoWriter, msg) })
 	Expect(err).NotTo(HaveOccurred())

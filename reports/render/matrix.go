@@ -126,5 +126,9 @@ func rowFor(sc *Scenario) *Row {
 	if p := zdv1.ProtocolName(l["protocol"]); p != zdv1.ProtocolHTTP1 {
 		r.Variant = strings.TrimPrefix(r.Variant+", "+zdv1.ProtocolTitle(p), ", ")
 	}
+	if f := l["front"]; f != "" {
+		// A real proxy as the Pods (fixtures.Front) is a row of its own.
+		r.Variant = strings.TrimPrefix(r.Variant+", "+f+" as the Pods", ", ")
+	}
 	return r
 }

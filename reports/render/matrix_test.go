@@ -68,3 +68,19 @@ func TestRowForNamesTheProtocol(t *testing.T) {
 		}
 	}
 }
+
+// A front's cells (a real proxy as the Pods) are a row of their own.
+func TestRowForNamesTheFront(t *testing.T) {
+	for _, tc := range []struct{ front, protocol, want string }{
+		{"traefik", "", "traefik as the Pods"},
+		{"haproxy", zdv1.ProtocolWebSocket, "WebSocket, haproxy as the Pods"},
+		{"", "", ""},
+	} {
+		sc := &Scenario{Scenario: zdv1.Scenario{ScenarioSpec: zdv1.ScenarioSpec{Name: "rolling-update/metallb/cluster/hardened/x",
+			Labels: map[string]string{"scenario": "rolling-update", "policy": "Cluster", "profile": "hardened", "keepalive": "true",
+				"protocol": tc.protocol, "front": tc.front}}}}
+		if got := rowFor(sc).Variant; got != tc.want {
+			t.Errorf("front %q: row variant %q, want %q", tc.front, got, tc.want)
+		}
+	}
+}
