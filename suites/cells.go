@@ -176,6 +176,11 @@ func serviceName(c Cell) string {
 	if c.longLived() {
 		n += "-" + c.Protocol
 	}
+	if c.Front != "" {
+		// kube-vip serialises Services of one name (above): the fronts'
+		// Services must not share the echo cells' names.
+		n += "-" + string(c.Front)
+	}
 	return dnsLabel(n)
 }
 

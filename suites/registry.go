@@ -125,10 +125,26 @@ func frontCases() []Case {
 	var out []Case
 	for _, f := range fixtures.Fronts() {
 		out = append(out,
-			Case{Policy: clusterPolicy, Hardening: fixtures.Naive, KeepAlive: true, Role: zdv1.RoleDocumentation, Front: f},
+			Case{Policy: clusterPolicy, Hardening: fixtures.Naive, KeepAlive: true, Role: zdv1.RoleDocumentation, Front: f, Hazard: naiveFront[f]},
 			Case{Policy: clusterPolicy, Hardening: fixtures.Hardened, KeepAlive: true, Role: zdv1.RoleAssertion, Front: f})
 	}
 	return out
+}
+
+// naiveFront is what each naive front does to a rollout under load: a
+// race, since what it loses depends on which requests and connections meet
+// its exit (docs/proxies.md).
+var naiveFront = map[fixtures.Front]string{
+	fixtures.FrontTraefik: "Traefik on its defaults closes its listeners at SIGTERM (requestAcceptGraceTimeout 0) and, with " +
+		"net/http's Shutdown, every idle keep-alive connection, while kube-proxy and the LB may still send it new " +
+		"connections; requests it had not answered get up to graceTimeOut (10 s) (traefik/traefik v3.6.2 " +
+		"pkg/server/server_entrypoint_tcp.go TCPEntryPoint.Shutdown). What it loses depends on which connections and " +
+		"requests meet that moment: measured 1-28 requests (timeouts, refused) on 13 of 15 columns, more behind Pod " +
+		"targets, whose LB the rollout outruns (2026-12-06)",
+	fixtures.FrontHAProxy: "SIGTERM is HAProxy's hard stop (Debian's package sets no other stop signal): it exits at once, " +
+		"cutting what is in flight and every open connection, while the endpoint's removal may still be on its way; " +
+		"over kept-alive connections the moment rarely meets a request: measured 0-2 on 13 of 15 columns, 24-131 " +
+		"behind Pod targets, whose LB the rollout outruns (2026-12-06)",
 }
 
 // wsCutRace is why the naive WebSocket cells document a race.

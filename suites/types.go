@@ -427,7 +427,7 @@ func (sc Scenario) expected(c Case, m Model) *zdv1.Expectation {
 		// A measured limit: whether it shows in one run depends on timing
 		// the workload does not control (see the reason).
 		return &zdv1.Expectation{Why: c.PlatformLimit}
-	case c.Hazard != "" && (zdv1.ProtocolIsGRPC(c.Protocol) || c.Protocol == zdv1.ProtocolWebSocket):
+	case c.Hazard != "" && (zdv1.ProtocolIsGRPC(c.Protocol) || c.Protocol == zdv1.ProtocolWebSocket || c.Front != ""):
 		return &zdv1.Expectation{Why: c.Hazard}
 	case zdv1.ProtocolIsGRPC(c.Protocol):
 		return &zdv1.Expectation{Why: grpcPinnedRace}

@@ -174,7 +174,7 @@ var catalogue = []Rule{
 			"that fails readiness when its termination signal arrives stops serving at the earliest signal + " +
 			"period x (failureThreshold - 1); if that comes before the LB has moved while the app still accepts, " +
 			"the node's new connections are dropped in between. Fires only for servers whose shutdown is known " +
-			"(the ingress-nginx controller, whose health check fails on SIGTERM; zerodrop's echo server); for others " +
+			"(the ingress-nginx controller, whose health check fails on SIGTERM; Traefik, whose ping does; zerodrop's echo server); for others " +
 			"ZD002 checks the preStop against the lag. Established TCP connections are not affected by readiness: " +
 			"kube-proxy's drop rules match only new connections and its conntrack clean-up is UDP-only, so a longer " +
 			"terminationGracePeriodSeconds never causes drops (the rolling-update-local incident's inequality, " +
@@ -200,7 +200,8 @@ var catalogue = []Rule{
 			"(incident rolling-update-local: \"delay ... until the load balancer health check has failed\"; incident source-ip-dilemma: blackholed traffic). " +
 			"The lag comes from the LB profile (--lb-profile, the Service's zerodrop.dev/lb-profile annotation, " +
 			"or the provider's health-check annotations). The Pod accepts for the preStop sleep, plus what a known " +
-			"server keeps accepting after its signal (ingress-nginx's --shutdown-grace-period). Before Kubernetes " +
+			"server keeps accepting after its signal (ingress-nginx's --shutdown-grace-period, Traefik's " +
+			"requestAcceptGraceTimeout; HAProxy's SIGTERM is its hard stop, and a preStop's kill -USR1 its soft stop). Before Kubernetes " +
 			"1.26 kube-proxy gave terminating endpoints no new connections at all (KEP-1669), so there the rule " +
 			"fires whatever the hook.",
 		Fix: "Add or lengthen a preStop sleep to at least the LB's interval x unhealthyThreshold plus a few " +
