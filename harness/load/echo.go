@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"zerodrop.dev/zerodrop/apis/contract"
@@ -43,7 +44,9 @@ func attribute(res *zdv1.Result, body []byte) {
 // it names in its response headers: the Service under test selects the
 // proxy, not the echo server behind it. The echo answer's readiness,
 // draining and connection then describe the proxy's connection to the
-// echo server, not the client's, and are left out.
+// echo server, not the client's, and are left out; the client address is
+// the one the proxy saw, the last it appended to X-Forwarded-For (the echo
+// server's own peer is the proxy).
 func attributeFront(res *zdv1.Result, h http.Header) {
 	pod := h.Get(contract.FrontPodHeader)
 	if pod == "" {
@@ -52,6 +55,12 @@ func attributeFront(res *zdv1.Result, h http.Header) {
 	res.Pod, res.Node = pod, h.Get(contract.FrontNodeHeader)
 	res.Ready, res.Draining = nil, nil
 	res.ConnID, res.ConnRequest = "", 0
+	res.ClientIP = ""
+	if i := strings.LastIndexByte(res.ForwardedFor, ','); i >= 0 {
+		res.ClientIP, res.ForwardedFor = strings.TrimSpace(res.ForwardedFor[i+1:]), strings.TrimSpace(res.ForwardedFor[:i])
+	} else {
+		res.ClientIP, res.ForwardedFor = strings.TrimSpace(res.ForwardedFor), ""
+	}
 }
 
 // parseEcho decodes the echo server's answer into e and reports whether it

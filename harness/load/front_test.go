@@ -51,7 +51,10 @@ func TestFrontAttribution(t *testing.T) {
 				t.Fatal("no results")
 			}
 			for _, r := range results {
-				if !r.OK() || r.Pod != tc.pod || r.Node != tc.node || (r.ConnID != "") != tc.connID || (r.Ready != nil) != tc.connID {
+				// httputil's proxy appends the address it saw to
+				// X-Forwarded-For, as Traefik and HAProxy (forwardfor) do.
+				if !r.OK() || r.Pod != tc.pod || r.Node != tc.node || (r.ConnID != "") != tc.connID || (r.Ready != nil) != tc.connID ||
+					r.ClientIP != "127.0.0.1" || r.ForwardedFor != "" {
 					t.Fatalf("result %+v: want pod %s node %s, connection known %t", r, tc.pod, tc.node, tc.connID)
 				}
 			}
