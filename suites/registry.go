@@ -141,10 +141,10 @@ var naiveFront = map[fixtures.Front]string{
 		"pkg/server/server_entrypoint_tcp.go TCPEntryPoint.Shutdown). What it loses depends on which connections and " +
 		"requests meet that moment: measured 1-28 requests (timeouts, refused) on 13 of 15 columns, more behind Pod " +
 		"targets, whose LB the rollout outruns (2026-12-06)",
-	fixtures.FrontHAProxy: "SIGTERM is HAProxy's hard stop (Debian's package sets no other stop signal): it exits at once, " +
-		"cutting what is in flight and every open connection, while the endpoint's removal may still be on its way; " +
-		"over kept-alive connections the moment rarely meets a request: measured 0-2 on 13 of 15 columns, 24-131 " +
-		"behind Pod targets, whose LB the rollout outruns (2026-12-06)",
+	fixtures.FrontHAProxy: "SIGTERM is HAProxy's hard stop in master-worker mode, as Debian's systemd unit runs it (-Ws; " +
+		"the package sets no other stop signal): it exits at once, cutting what is in flight and every open connection, " +
+		"while the endpoint's removal may still be on its way; over kept-alive connections the moment rarely meets a " +
+		"request. Behind Pod targets the rollout also outruns the LB (docs/proxies.md)",
 }
 
 // wsCutRace is why the naive WebSocket cells document a race.

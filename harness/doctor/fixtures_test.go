@@ -75,6 +75,8 @@ func TestFixtureProfiles(t *testing.T) {
 		{name: "naive HAProxy, Cluster", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontHAProxy), fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(cluster)},
 			warnings: []string{"ZD004"}},
 		{name: "hardened HAProxy, Cluster", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontHAProxy), fixtures.WithPolicy(cluster)}},
+		{name: "naive HAProxy, Local: its hard stop at SIGTERM", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontHAProxy), fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(local)},
+			errors: []string{"ZD002"}, warnings: []string{"ZD010", "ZD033"}},
 		{name: "naive Traefik, Local", opts: []fixtures.Option{fixtures.WithFront(fixtures.FrontTraefik), fixtures.WithHardening(fixtures.Naive), fixtures.WithPolicy(local)},
 			errors: []string{"ZD002"}, warnings: []string{"ZD010", "ZD033"}},
 		{name: "hardened with the LB pinned elsewhere (incident nodepool-backend)", opts: []fixtures.Option{fixtures.WithPools("pool-a"), fixtures.WithLBPool("pool-b")},

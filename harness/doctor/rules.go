@@ -562,7 +562,7 @@ func checkServingWindow(t *target) []result {
 	if !t.local || t.profile.FollowsServing || !t.kubeProxyTerminating() {
 		return nil
 	}
-	tl, ok := timelineOf(t.c)
+	tl, ok := timelineOf(t.c, t.wl.grace())
 	lag := t.profile.RemovalLag()
 	if !ok || !tl.servingEnds || lag == 0 {
 		return nil
@@ -606,7 +606,7 @@ func checkPreStopLag(t *target) []result {
 				"upgrade, or keep more than one ready endpoint per node",
 				t.kubeMinor, seconds(lag), t.profile.Name, t.profile.Describe())}}
 	}
-	tl, ok := timelineOf(t.c)
+	tl, ok := timelineOf(t.c, t.wl.grace())
 	if !ok || tl.accept >= lag {
 		return nil
 	}
@@ -683,7 +683,7 @@ func checkNoPreStop(t *target) []result {
 	}
 	// A hook known to stop the server at once (kong quit, /wait-shutdown
 	// with no grace period) delays nothing.
-	if tl, ok := timelineOf(t.c); ok && tl.accept == 0 {
+	if tl, ok := timelineOf(t.c, t.wl.grace()); ok && tl.accept == 0 {
 		return []result{{sev: Warning, line: t.line(t.cpath("lifecycle", "preStop")),
 			msg: fmt.Sprintf("%s: the server stops accepting as soon as the Pod terminates, while %s", tl.ps, stillSends(t, "it"))}}
 	}

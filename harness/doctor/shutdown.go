@@ -36,6 +36,11 @@ type Shutdown struct {
 	// KeepAccepting: new connections are still accepted this long after
 	// the signal.
 	KeepAccepting time.Duration
+	// UntilKilled: the app has no handler for its termination signal and
+	// runs as its container's PID 1, so the kernel ignores the signal and
+	// the app serves until the kubelet's SIGKILL at the end of the grace
+	// period (KeepAccepting is then 0: the grace period is the Pod's).
+	UntilKilled bool
 }
 
 // ContainerShutdown reads c's shutdown as the timing rules do.
@@ -43,7 +48,7 @@ func ContainerShutdown(c *corev1.Container) Shutdown {
 	ps := containerPreStop(c)
 	s := Shutdown{Hook: ps.String(), HookKind: ps.kind, HookKnown: ps.known, HookDuration: ps.duration, HookSignalsApp: ps.signalsApp}
 	if app, ok := knownApp(c); ok {
-		s.App, s.UnreadyOnTerm, s.KeepAccepting = app.what, app.unreadyOnTerm, app.keepAccepting
+		s.App, s.UnreadyOnTerm, s.KeepAccepting, s.UntilKilled = app.what, app.unreadyOnTerm, app.keepAccepting, app.untilKilled
 	}
 	return s
 }

@@ -51,18 +51,43 @@ func TestContainerShutdown(t *testing.T) {
 					{Name: "TRAEFIK_ENTRYPOINTS_TRAEFIK_ADDRESS", Value: ":9000"}}},
 			Shutdown{Hook: "no preStop hook (0s)", HookKind: "none", HookKnown: true,
 				App: "Traefik (requestAcceptGraceTimeout 5s)", KeepAccepting: 5 * time.Second}},
-		{"haproxy: SIGTERM is its hard stop", corev1.Container{Image: "haproxy:2.6"},
-			Shutdown{Hook: "no preStop hook (0s)", HookKind: "none", HookKnown: true, App: "HAProxy (SIGTERM is its hard stop)"}},
+		{"haproxy in master-worker mode: SIGTERM is its hard stop", corev1.Container{Image: "haproxy:2.6", Args: []string{"-W", "-db", "-f", "/c/h.cfg"}},
+			Shutdown{Hook: "no preStop hook (0s)", HookKind: "none", HookKnown: true, App: "HAProxy in master-worker mode (SIGTERM is its hard stop)"}},
+		{"haproxy as PID 1 without master-worker mode ignores SIGTERM", corev1.Container{Image: "haproxy:2.6", Args: []string{"-db", "-f", "/c/h.cfg"}},
+			Shutdown{Hook: "no preStop hook (0s)", HookKind: "none", HookKnown: true, UntilKilled: true,
+				App: "HAProxy as its container's PID 1 without master-worker mode (-W): it ignores SIGTERM and serves until SIGKILL"}},
+		{"haproxy under a shell gets SIGTERM's default action", corev1.Container{Image: "haproxy:2.6", Command: []string{"/bin/sh", "-c", "exec 3>&1; haproxy -db -f /c/h.cfg"}},
+			Shutdown{Hook: "no preStop hook (0s)", HookKind: "none", HookKnown: true, App: "HAProxy under sh (SIGTERM is its hard stop)"}},
 		{"haproxy's soft stop after a sleep", corev1.Container{Image: "haproxytech/haproxy-debian:2.6",
-			Command: []string{"haproxy"}, Lifecycle: exec("/bin/sh", "-c", "sleep 8; kill -USR1 1; while kill -0 1; do sleep 1; done")},
+			Command: []string{"haproxy", "-W"}, Lifecycle: exec("/bin/sh", "-c", "sleep 8; kill -USR1 1; while kill -0 1; do sleep 1; done")},
 			Shutdown{Hook: "preStop sleep 8, then HAProxy's soft stop (SIGUSR1) (HAProxy keeps accepting for 8s)", HookKind: "exec",
-				HookKnown: true, HookDuration: 8 * time.Second, App: "HAProxy (SIGTERM is its hard stop)"}},
+				HookKnown: true, HookDuration: 8 * time.Second, App: "HAProxy in master-worker mode (SIGTERM is its hard stop)"}},
 		{"a SIGUSR1 to something that is not HAProxy is an ordinary hook", corev1.Container{Image: "myapp:1",
 			Lifecycle: exec("/bin/sh", "-c", "sleep 8; kill -USR1 1")},
 			Shutdown{Hook: "preStop exec 8s", HookKind: "exec", HookKnown: true, HookDuration: 8 * time.Second}},
 	} {
 		if got := ContainerShutdown(&tc.c); got != tc.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An app that ignores its signal accepts until the kubelet's SIGKILL: the
+// grace period is how long it accepts, whatever its hook.
+func TestTimelineUntilKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    corev1.Container
+		want time.Duration
+	}{
+		{"HAProxy as PID 1", corev1.Container{Image: "haproxy:2.6", Args: []string{"-db"}}, 30 * time.Second},
+		{"HAProxy in master-worker mode", corev1.Container{Image: "haproxy:2.6", Args: []string{"-W", "-db"}}, 0},
+		{"HAProxy as PID 1 behind a longer hook", corev1.Container{Image: "haproxy:2.6",
+			Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 40}}}}, 40 * time.Second},
+	} {
+		tl, ok := timelineOf(&tc.c, 30*time.Second)
+		if !ok || tl.accept != tc.want {
+			t.Errorf("%s: accepts for %v (ok %t), want %v", tc.name, tl.accept, ok, tc.want)
 		}
 	}
 }

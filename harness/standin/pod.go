@@ -149,7 +149,7 @@ func podTemplate(in *corev1.PodTemplateSpec, svc *corev1.Service, opts Options, 
 		if err := hooks(c, sd, opts, grace(spec), wref, cref, listen, change); err != nil {
 			return nil, nil, "", err
 		}
-		b, from := behaviour(&orig, sd, opts)
+		b, from := behaviour(&orig, sd, opts, grace(spec))
 
 		drop2 := func(field string, set bool, was, why string) {
 			if set {
@@ -467,9 +467,13 @@ func sleepFor(v kubeversion.Version, d time.Duration) *corev1.LifecycleHandler {
 // behaviour is how the stand-in of container orig ends: the doctor's
 // model of a server it knows, else Options.App, else the doctor's
 // assumption for a server it does not know.
-func behaviour(orig *corev1.Container, sd doctor.Shutdown, opts Options) (Behaviour, string) {
+func behaviour(orig *corev1.Container, sd doctor.Shutdown, opts Options, grace time.Duration) (Behaviour, string) {
 	if sd.App != "" {
 		b := Behaviour{UnreadyOnTerm: sd.UnreadyOnTerm, KeepAccepting: sd.KeepAccepting, Drain: echoDrainForKnownApps, KeepAlive: true}
+		if sd.UntilKilled {
+			// It serves until the SIGKILL, which cuts what it holds.
+			b.KeepAccepting, b.Drain = grace, 0
+		}
 		for _, e := range orig.Env {
 			switch e.Name {
 			case "ECHO_DRAIN_TIMEOUT":
