@@ -139,12 +139,13 @@ var naiveFront = map[fixtures.Front]string{
 		"net/http's Shutdown, every idle keep-alive connection, while kube-proxy and the LB may still send it new " +
 		"connections; requests it had not answered get up to graceTimeOut (10 s) (traefik/traefik v3.6.2 " +
 		"pkg/server/server_entrypoint_tcp.go TCPEntryPoint.Shutdown). What it loses depends on which connections and " +
-		"requests meet that moment: measured 1-28 requests (timeouts, refused) on 13 of 15 columns, more behind Pod " +
-		"targets, whose LB the rollout outruns (2026-12-06)",
+		"requests meet that moment: at 10 requests/s, 39-86 requests on 9-13 of 15 columns in three runs, mostly " +
+		"refused, most behind Pod targets, whose LB the rollout outruns (2026-12-06)",
 	fixtures.FrontHAProxy: "SIGTERM is HAProxy's hard stop in master-worker mode, as Debian's systemd unit runs it (-Ws; " +
 		"the package sets no other stop signal): it exits at once, cutting what is in flight and every open connection, " +
 		"while the endpoint's removal may still be on its way; over kept-alive connections the moment rarely meets a " +
-		"request. Behind Pod targets the rollout also outruns the LB (docs/proxies.md)",
+		"request: at 10 requests/s, 27 requests on 13 of 15 columns, 1-5 each (refused, 502 from the L7 fronts, " +
+		"re-sent GETs, resets; 2026-12-06). Behind Pod targets the rollout also outruns the LB (docs/proxies.md)",
 }
 
 // wsCutRace is why the naive WebSocket cells document a race.
