@@ -109,6 +109,7 @@ func Run(ctx context.Context, settings Settings, filter string, logger *slog.Log
 	if len(plan.Batches) == 0 {
 		return nil, nil, fmt.Errorf("the label filter %q selects no cell (zerodrop plan lists them)", filter)
 	}
+	settings.Images = plan.Images()
 	session, err := Open(ctx, settings, logger, progress)
 	if err != nil {
 		return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -243,6 +244,10 @@ type preStop struct {
 	// when it starts (ingress-nginx's /wait-shutdown), so the app's
 	// shutdown begins at the start of termination, not after the hook.
 	signalsApp bool
+	// stopsApp: the hook stops the app itself when its duration is over
+	// (HAProxy's soft stop), whatever the app does with the kubelet's
+	// signal after it.
+	stopsApp bool
 }
 
 // sleepRE finds "sleep 10" (or "sleep 10s") in an exec preStop command such
@@ -383,7 +388,7 @@ func nginxSignalHook(cmd []string) (preStop, bool) {
 
 // haproxyUSR1RE finds a shell's `kill -USR1 <pid>` (or -s USR1, -SIGUSR1,
 // -10) in an exec hook such as "sleep 5; kill -USR1 1".
-var haproxyUSR1RE = regexp.MustCompile(`(?:^|[\s;&|(])kill\s+(?:-s\s+)?-?(?:SIG)?(?:USR1|10)\b`)
+var haproxyUSR1RE = regexp.MustCompile(`(?:^|[\s;&|(])kill\s+(?:-s\s+(?:SIG)?(?:USR1|10)|-(?:SIG)?(?:USR1|10))\b`)
 
 // haproxySoftStopHook reads a preStop that sends HAProxy SIGUSR1, its soft
 // stop: HAProxy unbinds its listeners at once and lets the connections it
@@ -405,7 +410,8 @@ func haproxySoftStopHook(c *corev1.Container, cmd []string) (preStop, bool) {
 	if before > 0 {
 		what = fmt.Sprintf("sleep %d, then HAProxy's soft stop (SIGUSR1)", before)
 	}
-	return preStop{kind: "exec", duration: time.Duration(before) * time.Second, known: true, what: what, accepts: "HAProxy keeps accepting"}, true
+	return preStop{kind: "exec", duration: time.Duration(before) * time.Second, known: true, what: what, accepts: "HAProxy keeps accepting",
+		stopsApp: true}, true
 }
 
 // imageName is an image reference's last path element without its tag or
@@ -432,32 +438,78 @@ func runs(c *corev1.Container, name string) bool {
 
 func runsHAProxy(c *corev1.Container) bool { return runs(c, "haproxy") }
 
-// haproxyShutdown is what HAProxy does with the kubelet's SIGTERM. In
-// master-worker mode (-W, or -Ws as Debian's systemd unit runs it:
-// usr/lib/systemd/system/haproxy.service) the master handles it and
-// stops its workers at once: the hard stop of HAProxy's management guide,
-// "Stopping and restarting HAProxy" (measured: Debian's 2.6.12 exits 0.1 s
-// after it). Without it, HAProxy installs no SIGTERM handler (its
-// /proc/1/status SigCgt lacks signal 15, measured on Debian's 2.6.12), and
-// a PID namespace's init gets from outside only the signals it handles,
-// SIGKILL aside (pid_namespaces(7)): as its container's first process it
-// ignores SIGTERM and serves until the kubelet's SIGKILL, which then cuts
-// every connection at once (measured: 253 answers in the 30 s after its
-// Pod began terminating, then its connections reset). A command whose
-// first word is a shell or an init leaves HAProxy its signal's default
-// action, the hard stop.
+// haproxyShutdown is what HAProxy does with the kubelet's stop signal,
+// which depends on how the container starts it:
+//   - The Docker library's image stops it with SIGUSR1
+//     (docker-library/haproxy 2.6/Dockerfile STOPSIGNAL, quoting HAProxy's
+//     management guide: SIGTERM "immediately quits and all established
+//     connections are closed", SIGUSR1 is the graceful stop): its soft
+//     stop, listeners closed at once, connections let finish.
+//   - In master-worker mode (-W, or -Ws as Debian's systemd unit runs it:
+//     usr/lib/systemd/system/haproxy.service), or under an init that
+//     forwards signals, SIGTERM is the hard stop (measured: Debian's
+//     2.6.12 with -W exits 0.1 s after it).
+//   - As its container's PID 1 without -W, HAProxy has no SIGTERM handler
+//     (its /proc/1/status SigCgt lacks signal 15, measured on Debian's
+//     2.6.12), and a PID namespace's init gets from outside only the
+//     signals it handles, SIGKILL and SIGSTOP aside (pid_namespaces(7)):
+//     it ignores SIGTERM and serves until the kubelet's SIGKILL, which
+//     cuts everything it holds (measured: 253 and 296 answers in the 30 s
+//     after its Pod began terminating, in two runs). So does a shell that
+//     is PID 1 without exec'ing it: the shell has no handler either.
+//   - An image whose entrypoint the doctor cannot see, without -W: the
+//     hard stop is assumed.
 func haproxyShutdown(c *corev1.Container) appShutdown {
 	line := commandLine(c)
-	for _, a := range line {
-		if a == "-W" || a == "-Ws" || a == "master-worker" {
-			return appShutdown{what: "HAProxy in master-worker mode (SIGTERM is its hard stop)"}
-		}
-	}
-	if len(c.Command) > 0 && path.Base(c.Command[0]) != "haproxy" {
-		return appShutdown{what: "HAProxy under " + path.Base(c.Command[0]) + " (SIGTERM is its hard stop)"}
-	}
-	return appShutdown{what: "HAProxy as its container's PID 1 without master-worker mode (-W): it ignores SIGTERM and serves until SIGKILL",
+	// A shell's line is one argument: its words are what HAProxy gets.
+	words := strings.Fields(strings.Join(line, " "))
+	mw := slices.Contains(words, "-W") || slices.Contains(words, "-Ws")
+	hard := appShutdown{what: "HAProxy in master-worker mode (SIGTERM is its hard stop)", cutsInFlight: true}
+	pid1 := appShutdown{what: "HAProxy as its container's PID 1 without master-worker mode (-W): it ignores SIGTERM and serves until SIGKILL",
 		untilKilled: true}
+	first := ""
+	if len(c.Command) > 0 {
+		first = path.Base(c.Command[0])
+	}
+	switch {
+	case first == "" && dockerLibraryImage(c.Image, "haproxy"):
+		return appShutdown{what: "HAProxy of the Docker library image (its stop signal is SIGUSR1, the soft stop)"}
+	case shells[first] && !execHAProxyRE.MatchString(strings.Join(line, " ")):
+		return appShutdown{what: "HAProxy under " + first + " as PID 1, which has no SIGTERM handler: it serves until SIGKILL", untilKilled: true}
+	case inits[first]:
+		return appShutdown{what: "HAProxy under " + first + ", which forwards SIGTERM: its hard stop", cutsInFlight: true}
+	case mw:
+		return hard
+	case first == "haproxy" || shells[first]:
+		return pid1
+	}
+	return appShutdown{what: "HAProxy (its image's entrypoint is not in the manifest: the hard stop assumed)", cutsInFlight: true}
+}
+
+// shells and inits are the first words of a command that put another
+// process between the kubelet's signal and the app: a shell, which as
+// PID 1 has no handler for it, or an init that forwards it.
+var (
+	shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true}
+	inits  = map[string]bool{"tini": true, "dumb-init": true, "catatonit": true}
+	// execHAProxyRE finds a shell line that replaces itself with HAProxy.
+	execHAProxyRE = regexp.MustCompile(`(?:^|[\s;&|(])exec\s+(?:\S*/)?haproxy\b`)
+)
+
+// dockerLibraryImage reports whether ref is the Docker library's image
+// called name ("haproxy:2.6", "docker.io/library/haproxy@sha256:...").
+func dockerLibraryImage(ref, name string) bool {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		ref = ref[:i]
+	}
+	switch ref {
+	case name, "library/" + name, "docker.io/" + name, "docker.io/library/" + name, "index.docker.io/library/" + name:
+		return true
+	}
+	return false
 }
 
 // traefikShutdown reads Traefik's static configuration from the
@@ -588,6 +640,9 @@ type appShutdown struct {
 	// untilKilled: it ignores the signal and accepts until the kubelet's
 	// SIGKILL (Shutdown.UntilKilled).
 	untilKilled bool
+	// cutsInFlight: the signal ends every connection at once, requests in
+	// flight included (Shutdown.CutsInFlight).
+	cutsInFlight bool
 }
 
 // knownApp recognises servers whose shutdown is documented in their source:
@@ -687,7 +742,7 @@ func timelineOf(c *corev1.Container, grace time.Duration) (shutdownTimeline, boo
 	if !ps.signalsApp {
 		tl.accept = tl.signal + app.keepAccepting
 	}
-	if app.untilKilled {
+	if app.untilKilled && !ps.stopsApp {
 		tl.accept = max(tl.accept, grace)
 	}
 	if app.unreadyOnTerm && c.ReadinessProbe != nil {

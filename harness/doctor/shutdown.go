@@ -41,6 +41,9 @@ type Shutdown struct {
 	// the app serves until the kubelet's SIGKILL at the end of the grace
 	// period (KeepAccepting is then 0: the grace period is the Pod's).
 	UntilKilled bool
+	// CutsInFlight: the signal ends every connection at once, requests in
+	// flight included (HAProxy's hard stop).
+	CutsInFlight bool
 }
 
 // ContainerShutdown reads c's shutdown as the timing rules do.
@@ -48,7 +51,10 @@ func ContainerShutdown(c *corev1.Container) Shutdown {
 	ps := containerPreStop(c)
 	s := Shutdown{Hook: ps.String(), HookKind: ps.kind, HookKnown: ps.known, HookDuration: ps.duration, HookSignalsApp: ps.signalsApp}
 	if app, ok := knownApp(c); ok {
-		s.App, s.UnreadyOnTerm, s.KeepAccepting, s.UntilKilled = app.what, app.unreadyOnTerm, app.keepAccepting, app.untilKilled
+		s.App, s.UnreadyOnTerm, s.KeepAccepting, s.CutsInFlight = app.what, app.unreadyOnTerm, app.keepAccepting, app.cutsInFlight
+		// A hook that stops the app itself (HAProxy's soft stop) leaves
+		// no signal for it to ignore.
+		s.UntilKilled = app.untilKilled && !ps.stopsApp
 	}
 	return s
 }

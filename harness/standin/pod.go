@@ -474,6 +474,9 @@ func behaviour(orig *corev1.Container, sd doctor.Shutdown, opts Options, grace t
 			// It serves until the SIGKILL, which cuts what it holds.
 			b.KeepAccepting, b.Drain = grace, 0
 		}
+		if sd.CutsInFlight {
+			b.Drain = 0
+		}
 		for _, e := range orig.Env {
 			switch e.Name {
 			case "ECHO_DRAIN_TIMEOUT":
