@@ -19,7 +19,9 @@ build_traefik() {
   # modules), so it is built as the dependency of a scratch module that
   # repeats those replaces, read from Traefik's own go.mod.
   local ver="$TRAEFIK_VERSION" k out mod gomod img
-  k=$(key traefik "$ver" "$("$GO" env GOVERSION)" "$(recipe traefik)")
+  # The Go that builds it: the scratch module takes Traefik's go line,
+  # which this machine's Go satisfies, so outside any module is the same.
+  k=$(key traefik "$ver" "$(cd / && GOTOOLCHAIN=local "$GO" env GOVERSION)" "$(recipe traefik)")
   img="zerodrop/traefik:$ver-$k"
   if docker image inspect "$img" >/dev/null 2>&1; then
     log "traefik image: cached ($img)"
@@ -34,17 +36,18 @@ build_traefik() {
       {
         printf 'module zerodrop.local/traefikbuild\n\ngo %s\n\nrequire github.com/traefik/traefik/v3 %s\n\n' \
           "$(awk '$1 == "go" {print $2; exit}' "$gomod")" "$ver"
-        sed -n '/^replace (/,/^)/p' "$gomod"
+        # Replaces and excludes hold only in the main module.
+        sed -n '/^replace (/,/^)/p;/^replace [^(]/p;/^exclude (/,/^)/p;/^exclude [^(]/p' "$gomod"
       } >"$mod/go.mod"
       printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/traefik/traefik/v3/cmd/traefik"\n' >"$mod/tools.go"
       (cd "$mod" && step "traefik-$ver-mod-tidy" "$GO" mod tidy)
-      (cd "$mod" && step "traefik-$ver" env CGO_ENABLED=0 "$GO" build -trimpath \
+      (cd "$mod" && step "traefik-$ver" env CGO_ENABLED=0 GOTOOLCHAIN=local "$GO" build -trimpath \
         -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$ver" \
         -o "$out/root/traefik" github.com/traefik/traefik/v3/cmd/traefik)
       mkdir -p "$out/root/tmp" && chmod 1777 "$out/root/tmp"
       mark_done "$out" "$k"
     fi
-    step traefik-import sh -c "tar -C '$out/root' --numeric-owner -cf - . | docker import \
+    step traefik-import bash -o pipefail -c "tar -C '$out/root' --numeric-owner -cf - . | docker import \
       --change 'ENTRYPOINT [\"/traefik\"]' --change 'LABEL dev.zerodrop.traefik-version=$ver' - '$img'"
   fi
   docker tag "$img" zerodrop/traefik:dev
@@ -73,8 +76,8 @@ build_haproxy() {
       rm -rf "$dir"; mkdir -p "$dir"
       step haproxy-debootstrap debootstrap --variant=minbase --include="$pkgs" "$suite" "$dir" "$mirror"
       chroot "$dir" dpkg-query -W -f '${Version}\n' haproxy >"$dir/etc/haproxy/zerodrop-haproxy-version"
-      # The package's own configuration is replaced by the fixture's
-      # (a ConfigMap); the security archive may be newer than the mirror.
+      # The package's own configuration stays; the fixture's (a
+      # ConfigMap) is mounted elsewhere and named on the command line.
       chroot "$dir" apt-get clean
       rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/* "$dir"/var/log/* "$dir"/usr/share/doc/* \
         "$dir"/usr/share/man/* "$dir"/usr/share/locale/* "$dir"/tmp/*
