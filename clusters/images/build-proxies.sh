@@ -58,11 +58,7 @@ build_traefik() {
 # recipe haproxy start
 build_haproxy() {
   local suite=bookworm pkgs=haproxy,procps mirror k img tarball dir
-  mirror="${DEBIAN_MIRROR:-$(
-    { sed -n 's/^URIs:[[:space:]]*\(http[^ ]*\/debian\)\/*[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null
-      sed -n 's/^deb[[:space:]]\+\(http[^ ]*\/debian\)\/*[[:space:]].*/\1/p' /etc/apt/sources.list 2>/dev/null || true; } | head -1
-  )}"
-  [ -n "$mirror" ] || die "no Debian mirror found in the apt sources; set DEBIAN_MIRROR"
+  mirror="$(debian_mirror)"
   k=$(key haproxy "$suite" "$pkgs" "$mirror" "$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | sha256sum)" "$(recipe haproxy)")
   img="zerodrop/haproxy:$k"
   if docker image inspect "$img" >/dev/null 2>&1; then

@@ -9,11 +9,7 @@ set -euo pipefail
 
 SUITE=bookworm
 PKGS="$FRR_PACKAGE,iproute2,iputils-ping,procps,tcpdump"
-mirror="${DEBIAN_MIRROR:-$(
-  { sed -n 's/^URIs:[[:space:]]*\(http[^ ]*\/debian\)\/*[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null
-    sed -n 's/^deb[[:space:]]\+\(http[^ ]*\/debian\)\/*[[:space:]].*/\1/p' /etc/apt/sources.list 2>/dev/null || true; } | head -1
-)}"
-[ -n "$mirror" ] || die "no Debian mirror found in the apt sources; set DEBIAN_MIRROR"
+mirror="$(debian_mirror)"
 docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); run 'make host-setup' first"
 
 # recipe-start

@@ -33,6 +33,18 @@ step() {
   log "$name: done in $((SECONDS - t0)) s"
 }
 
+# debian_mirror prints the Debian mirror of this machine's apt sources
+# (DEBIAN_MIRROR overrides it), or dies: the images built from Debian
+# packages (build-router.sh, build-proxies.sh) debootstrap from it.
+debian_mirror() {
+  local m="${DEBIAN_MIRROR:-$(
+    { sed -n 's/^URIs:[[:space:]]*\(http[^ ]*\/debian\)\/*[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null
+      sed -n 's/^deb[[:space:]]\+\(http[^ ]*\/debian\)\/*[[:space:]].*/\1/p' /etc/apt/sources.list 2>/dev/null || true; } | head -1
+  )}"
+  [ -n "$m" ] || die "no Debian mirror found in the apt sources; set DEBIAN_MIRROR"
+  echo "$m"
+}
+
 # mod_time MODULE@VERSION prints the module's publish time (RFC 3339) from the
 # proxy's info file, for reproducible build dates.
 mod_time() {
