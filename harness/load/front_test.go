@@ -1,7 +1,6 @@
 package load_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -38,15 +37,7 @@ func TestFrontAttribution(t *testing.T) {
 		{"the echo server itself", backend.String() + "/", "echo-backend-1", "node-b", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := load.New(load.WithTargets(tc.target), load.WithRate(50), load.WithDuration(300*time.Millisecond), load.WithTimeout(2*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink := &memSink{}
-			if _, err := l.Run(context.Background(), sink); err != nil {
-				t.Fatal(err)
-			}
-			results, _ := sink.snapshot()
+			results, _ := runLoad(t, load.WithTargets(tc.target), load.WithRate(50), load.WithDuration(300*time.Millisecond), load.WithTimeout(2*time.Second))
 			if len(results) == 0 {
 				t.Fatal("no results")
 			}

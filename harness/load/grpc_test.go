@@ -181,16 +181,8 @@ func TestGRPCTransparentRetryCounted(t *testing.T) {
 			}()
 		}
 	}()
-	sink := &memSink{}
-	l, err := load.New(load.WithTargets("http://"+ln.Addr().String()+"/"), load.WithRate(1), load.WithDuration(time.Second),
+	results, events := runLoad(t, load.WithTargets("http://"+ln.Addr().String()+"/"), load.WithRate(1), load.WithDuration(time.Second),
 		load.WithTimeout(3*time.Second), load.WithProtocol(zdv1.ProtocolGRPC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Run(context.Background(), sink); err != nil {
-		t.Fatal(err)
-	}
-	results, events := sink.snapshot()
 	if len(results) != 1 {
 		t.Fatalf("%d results, want 1", len(results))
 	}

@@ -10,6 +10,7 @@ import (
 
 	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 	"zerodrop.dev/zerodrop/echo-server/echo"
+	"zerodrop.dev/zerodrop/harness/load"
 )
 
 // startEcho runs the real echo server on loopback until the test ends and
@@ -81,4 +82,20 @@ func (m *memSink) snapshot() ([]zdv1.Result, []zdv1.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]zdv1.Result(nil), m.results...), append([]zdv1.Event(nil), m.events...)
+}
+
+// runLoad builds a load of opts, runs it to its end into a memSink and
+// returns what it recorded; a load that cannot be built or run fails the
+// test.
+func runLoad(t testing.TB, opts ...load.Option) ([]zdv1.Result, []zdv1.Event) {
+	t.Helper()
+	l, err := load.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if _, err := l.Run(context.Background(), sink); err != nil {
+		t.Fatal(err)
+	}
+	return sink.snapshot()
 }

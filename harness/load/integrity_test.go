@@ -139,15 +139,7 @@ func TestInFlightCapRecordsUnsent(t *testing.T) {
 func TestMultiTargetAttribution(t *testing.T) {
 	a := startEcho(t, "pod-a", "node-a")
 	b := startEcho(t, "pod-b", "node-b")
-	l, err := load.New(load.WithTargets("http://"+a+"/", "http://"+b+"/"), load.WithRate(100), load.WithDuration(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if _, err := l.Run(context.Background(), sink); err != nil {
-		t.Fatal(err)
-	}
-	results, _ := sink.snapshot()
+	results, _ := runLoad(t, load.WithTargets("http://"+a+"/", "http://"+b+"/"), load.WithRate(100), load.WithDuration(500*time.Millisecond))
 	if len(results) < 40 {
 		t.Fatalf("%d results", len(results))
 	}

@@ -282,15 +282,7 @@ func TestNonSuccessSaysWhoAnswered(t *testing.T) {
 	}))
 	defer srv.Close()
 	for path, pod := range map[string]string{"/pod": "echo-b", "/": ""} {
-		sink := &memSink{}
-		l, err := load.New(load.WithTargets(srv.URL+path), load.WithRate(50), load.WithDuration(200*time.Millisecond), load.WithTimeout(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Run(context.Background(), sink); err != nil {
-			t.Fatal(err)
-		}
-		results, _ := sink.snapshot()
+		results, _ := runLoad(t, load.WithTargets(srv.URL+path), load.WithRate(50), load.WithDuration(200*time.Millisecond), load.WithTimeout(time.Second))
 		if len(results) == 0 {
 			t.Fatal("no results")
 		}

@@ -22,16 +22,8 @@ import (
 // normal close: status 101, every message counted, attributed to the pod.
 func TestWebSocketSessions(t *testing.T) {
 	addr := startEcho(t, "echo-a", "node-1")
-	sink := &memSink{}
-	l, err := load.New(load.WithTargets("http://"+addr+"/"), load.WithRate(20), load.WithDuration(time.Second),
+	results, _ := runLoad(t, load.WithTargets("http://"+addr+"/"), load.WithRate(20), load.WithDuration(time.Second),
 		load.WithTimeout(2*time.Second), load.WithProtocol(zdv1.ProtocolWebSocket), load.WithStream(4, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Run(context.Background(), sink); err != nil {
-		t.Fatal(err)
-	}
-	results, _ := sink.snapshot()
 	if len(results) < 18 {
 		t.Fatalf("%d sessions, want about 20", len(results))
 	}
@@ -159,16 +151,8 @@ func TestWebSocketUpgradeAnswered(t *testing.T) {
 		http.Error(w, "no backend", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	sink := &memSink{}
-	l, err := load.New(load.WithTargets(srv.URL+"/"), load.WithRate(5), load.WithDuration(time.Second),
+	results, _ := runLoad(t, load.WithTargets(srv.URL+"/"), load.WithRate(5), load.WithDuration(time.Second),
 		load.WithTimeout(time.Second), load.WithProtocol(zdv1.ProtocolWebSocket), load.WithStream(2, 10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Run(context.Background(), sink); err != nil {
-		t.Fatal(err)
-	}
-	results, _ := sink.snapshot()
 	if len(results) == 0 {
 		t.Fatal("no results")
 	}
