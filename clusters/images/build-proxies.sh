@@ -57,35 +57,22 @@ build_traefik() {
 
 # recipe haproxy start
 build_haproxy() {
-  local suite=bookworm pkgs=haproxy,procps mirror k img tarball dir
-  mirror="$(debian_mirror)"
-  k=$(key haproxy "$suite" "$pkgs" "$mirror" "$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | sha256sum)" "$(recipe haproxy)")
+  local suite=bookworm pkgs=haproxy,procps k img tarball
+  debian_mirror >/dev/null
+  k=$(key haproxy "$suite" "$pkgs" "$(debian_rootfs_recipe)" "$(recipe haproxy)")
   img="zerodrop/haproxy:$k"
   if docker image inspect "$img" >/dev/null 2>&1; then
     log "haproxy image: cached ($img)"
   else
-    command -v debootstrap >/dev/null || die "debootstrap missing: run make host-setup"
-    mkdir -p "$CACHE/rootfs"
-    tarball="$CACHE/rootfs/haproxy-$suite-$k.tar"
-    if [ ! -s "$tarball" ]; then
-      dir="$CACHE/rootfs/haproxy-$suite-$k.dir"
-      rm -rf "$dir"; mkdir -p "$dir"
-      step haproxy-debootstrap debootstrap --variant=minbase --include="$pkgs" "$suite" "$dir" "$mirror"
-      chroot "$dir" dpkg-query -W -f '${Version}\n' haproxy >"$dir/etc/haproxy/zerodrop-haproxy-version"
-      # The package's own configuration stays; the fixture's (a
-      # ConfigMap) is mounted elsewhere and named on the command line.
-      chroot "$dir" apt-get clean
-      rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/* "$dir"/var/log/* "$dir"/usr/share/doc/* \
-        "$dir"/usr/share/man/* "$dir"/usr/share/locale/* "$dir"/tmp/*
-      step haproxy-tar tar -C "$dir" --numeric-owner -cf "$tarball.tmp" .
-      mv "$tarball.tmp" "$tarball"
-      rm -rf "$dir"
-    fi
-    # No STOPSIGNAL: the kubelet's SIGTERM is HAProxy's hard stop, as
-    # Debian's package runs it; the hardened fixture asks for the soft
-    # stop itself (fixtures.FrontHAProxy).
+    # The package's own configuration stays; the fixture's (a ConfigMap)
+    # is mounted elsewhere and named on the command line.
+    tarball="$(debian_rootfs haproxy "$suite" "$pkgs" haproxy "$k")"
+    # No STOPSIGNAL: the kubelet's SIGTERM is HAProxy's hard stop in
+    # master-worker mode (-W), as Debian's unit and the fixture run it;
+    # the hardened fixture asks for the soft stop itself
+    # (fixtures.FrontHAProxy).
     step haproxy-import docker import --change 'ENTRYPOINT ["/usr/sbin/haproxy"]' \
-      --change 'LABEL dev.zerodrop.haproxy-version='"$(tar -xOf "$tarball" ./etc/haproxy/zerodrop-haproxy-version)" "$tarball" "$img"
+      --change 'LABEL dev.zerodrop.haproxy-version='"$(tar -xOf "$tarball" ./etc/zerodrop-haproxy-version)" "$tarball" "$img"
   fi
   docker tag "$img" zerodrop/haproxy:dev
   log "haproxy image: $img (zerodrop/haproxy:dev)"

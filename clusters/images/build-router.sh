@@ -9,33 +9,19 @@ set -euo pipefail
 
 SUITE=bookworm
 PKGS="$FRR_PACKAGE,iproute2,iputils-ping,procps,tcpdump"
-mirror="$(debian_mirror)"
+debian_mirror >/dev/null
 docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); run 'make host-setup' first"
 
 # recipe-start
-k=$(key router "$SUITE" "$PKGS" "$mirror" "$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | sha256sum)" "$(sed -n '/^# recipe-start/,/^# recipe-end/p' "$0")")
+k=$(key router "$SUITE" "$PKGS" "$(debian_rootfs_recipe)" "$(sed -n '/^# recipe-start/,/^# recipe-end/p' "$0")")
 img="zerodrop/router:frr-$k"
 if docker image inspect "$img" >/dev/null 2>&1; then log "router image: cached ($img)"; echo "$img"; exit 0; fi
-command -v debootstrap >/dev/null || die "debootstrap missing: run make host-setup"
-mkdir -p "$CACHE/rootfs"
-tarball="$CACHE/rootfs/router-$SUITE-$k.tar"
-if [ ! -s "$tarball" ]; then
-  dir="$CACHE/rootfs/router-$SUITE-$k.dir"
-  rm -rf "$dir"; mkdir -p "$dir"
-  step router-debootstrap debootstrap --variant=minbase --include="$PKGS" "$SUITE" "$dir" "$mirror"
-  # The version FRR reports is what the report's implementation block says.
-  chroot "$dir" dpkg-query -W -f '${Version}\n' frr >"$dir/etc/frr/zerodrop-frr-version"
-  chroot "$dir" apt-get clean
-  rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/* "$dir"/var/log/* "$dir"/usr/share/doc/* \
-    "$dir"/usr/share/man/* "$dir"/usr/share/locale/* "$dir"/tmp/*
-  step router-tar tar -C "$dir" --numeric-owner -cf "$tarball.tmp" .
-  mv "$tarball.tmp" "$tarball"
-  rm -rf "$dir"
-fi
+tarball="$(debian_rootfs router "$SUITE" "$PKGS" frr "$k")"
 # The router's daemons are started by harness/router (frrinit.sh, after it
-# has written /etc/frr); the container itself only has to stay up.
+# has written /etc/frr); the container itself only has to stay up. The
+# version FRR reports is what the report's implementation block says.
 step router-import docker import --change 'CMD ["sleep", "infinity"]' \
-  --change 'LABEL dev.zerodrop.router.frr-version='"$(tar -xOf "$tarball" ./etc/frr/zerodrop-frr-version)" "$tarball" "$img"
+  --change 'LABEL dev.zerodrop.router.frr-version='"$(tar -xOf "$tarball" ./etc/zerodrop-frr-version)" "$tarball" "$img"
 # recipe-end
 log "router image: $img"
 echo "$img"

@@ -45,6 +45,41 @@ debian_mirror() {
   echo "$m"
 }
 
+# debian_rootfs NAME SUITE PKGS VERSIONPKG KEY: a minbase rootfs of Debian
+# SUITE holding PKGS, debootstrapped from this machine's mirror
+# (debian_mirror) and cleaned of apt's lists, logs, docs and locales, as
+# the tarball $CACHE/rootfs/NAME-SUITE-KEY.tar, made once per KEY (which
+# must cover PKGS, the mirror and this function: debian_rootfs_recipe).
+# VERSIONPKG's installed version is in it at /etc/zerodrop-VERSIONPKG-version.
+# Prints the tarball's path.
+debian_rootfs() {
+  local name="$1" suite="$2" pkgs="$3" vpkg="$4" k="$5" tarball dir
+  tarball="$CACHE/rootfs/$name-$suite-$k.tar"
+  if [ ! -s "$tarball" ]; then
+    command -v debootstrap >/dev/null || die "debootstrap missing: run make host-setup"
+    mkdir -p "$CACHE/rootfs"
+    dir="$CACHE/rootfs/$name-$suite-$k.dir"
+    rm -rf "$dir"; mkdir -p "$dir"
+    step "$name-debootstrap" debootstrap --variant=minbase --include="$pkgs" "$suite" "$dir" "$(debian_mirror)" >&2
+    chroot "$dir" dpkg-query -W -f '${Version}\n' "$vpkg" >"$dir/etc/zerodrop-$vpkg-version"
+    chroot "$dir" apt-get clean >&2
+    rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/* "$dir"/var/log/* "$dir"/usr/share/doc/* \
+      "$dir"/usr/share/man/* "$dir"/usr/share/locale/* "$dir"/tmp/*
+    step "$name-tar" tar -C "$dir" --numeric-owner -cf "$tarball.tmp" . >&2
+    mv "$tarball.tmp" "$tarball"
+    rm -rf "$dir"
+  fi
+  echo "$tarball"
+}
+
+# debian_rootfs_recipe is what a debian_rootfs image's key must name
+# besides its packages: the mirror, the apt sources and this recipe.
+debian_rootfs_recipe() {
+  debian_mirror
+  cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | sha256sum
+  declare -f debian_rootfs
+}
+
 # mod_time MODULE@VERSION prints the module's publish time (RFC 3339) from the
 # proxy's info file, for reproducible build dates.
 mod_time() {
