@@ -414,18 +414,22 @@ func haproxySoftStopHook(c *corev1.Container, cmd []string) (preStop, bool) {
 		stopsApp: true}, true
 }
 
-// imageName is an image reference's last path element without its tag or
-// digest ("docker.io/library/traefik:v3.6" is "traefik").
-func imageName(ref string) string {
+// imageRepo is an image reference without its tag or digest
+// ("registry:5000/library/traefik:v3.6@sha256:..." is
+// "registry:5000/library/traefik").
+func imageRepo(ref string) string {
 	if i := strings.IndexByte(ref, '@'); i >= 0 {
 		ref = ref[:i]
 	}
-	name := path.Base(ref)
-	if i := strings.IndexByte(name, ':'); i >= 0 {
-		name = name[:i]
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		ref = ref[:i]
 	}
-	return name
+	return ref
 }
+
+// imageName is an image reference's last path element without its tag or
+// digest ("docker.io/library/traefik:v3.6" is "traefik").
+func imageName(ref string) string { return path.Base(imageRepo(ref)) }
 
 // runs reports whether the container runs the program called name: its
 // image is named so, or its command starts with it.
@@ -499,13 +503,7 @@ var (
 // dockerLibraryImage reports whether ref is the Docker library's image
 // called name ("haproxy:2.6", "docker.io/library/haproxy@sha256:...").
 func dockerLibraryImage(ref, name string) bool {
-	if i := strings.IndexByte(ref, '@'); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
-		ref = ref[:i]
-	}
-	switch ref {
+	switch imageRepo(ref) {
 	case name, "library/" + name, "docker.io/" + name, "docker.io/library/" + name, "index.docker.io/library/" + name:
 		return true
 	}
