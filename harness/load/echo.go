@@ -55,11 +55,11 @@ func attributeFront(res *zdv1.Result, h http.Header) {
 	res.Pod, res.Node = pod, h.Get(contract.FrontNodeHeader)
 	res.Ready, res.Draining = nil, nil
 	res.ConnID, res.ConnRequest = "", 0
-	res.ClientIP = ""
-	if i := strings.LastIndexByte(res.ForwardedFor, ','); i >= 0 {
-		res.ClientIP, res.ForwardedFor = strings.TrimSpace(res.ForwardedFor[i+1:]), strings.TrimSpace(res.ForwardedFor[:i])
-	} else {
-		res.ClientIP, res.ForwardedFor = strings.TrimSpace(res.ForwardedFor), ""
+	hops := res.ForwardedFor
+	i := strings.LastIndexByte(hops, ',') // -1: one hop, the whole header
+	res.ClientIP, res.ForwardedFor = strings.TrimSpace(hops[i+1:]), ""
+	if i >= 0 {
+		res.ForwardedFor = strings.TrimSpace(hops[:i])
 	}
 }
 

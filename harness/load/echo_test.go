@@ -3,8 +3,12 @@ package load
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"testing"
+
+	"zerodrop.dev/zerodrop/apis/contract"
+	zdv1 "zerodrop.dev/zerodrop/apis/v1"
 )
 
 const sampleEcho = `{"pod":"echo-0","node":"node-0","namespace":"test","pod_ip":"10.0.0.1","client_ip":"127.0.0.1","client_port":45678,"x_forwarded_for":"","ready":true,"draining":false,"terminating":false,"keepalive":true,"conn_id":"a1b2c3d4-17","conn_request":42,"seq":123456,"time":"2025-11-21T23:36:39.123456789Z","request_id":"2fcb62ac95a3-214"}`
@@ -81,4 +85,33 @@ func BenchmarkParseEcho(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A front's answer: the client is the last hop the front appended to
+// X-Forwarded-For, the hops before it stay; without the front's header the
+// echo server's attribution stands.
+func TestAttributeFront(t *testing.T) {
+	ready := true
+	for _, tc := range []struct {
+		name, xff, pod, client, hops string
+	}{
+		{"one hop", "10.0.0.1", "traefik-a", "10.0.0.1", ""},
+		{"hops before it", "192.0.2.7, 10.0.0.1,10.0.0.2", "traefik-a", "10.0.0.2", "192.0.2.7, 10.0.0.1"},
+		{"no front", "10.0.0.1", "", "10.244.0.9", "10.0.0.1"},
+	} {
+		h := http.Header{}
+		if tc.pod != "" {
+			h.Set(contract.FrontPodHeader, tc.pod)
+			h.Set(contract.FrontNodeHeader, "node-a")
+		}
+		res := zdv1.Result{Pod: "echo-1", Node: "node-b", ClientIP: "10.244.0.9", ForwardedFor: tc.xff, Ready: &ready, ConnID: "c1", ConnRequest: 3}
+		attributeFront(&res, h)
+		wantPod, known := tc.pod, tc.pod == ""
+		if wantPod == "" {
+			wantPod = "echo-1"
+		}
+		if res.Pod != wantPod || res.ClientIP != tc.client || res.ForwardedFor != tc.hops || (res.ConnID != "") != known || (res.Ready != nil) != known {
+			t.Errorf("%s: %+v, want pod %s, client %s, hops %q", tc.name, res, wantPod, tc.client, tc.hops)
+		}
+	}
 }
